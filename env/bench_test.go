@@ -1,0 +1,41 @@
+package env
+
+import "testing"
+
+// BenchmarkStep measures one environment step (simulation, reward and
+// observation) with a fixed mid-size allocation on the taxi trace; etl-x100
+// runs ETL at 100× the trace rate with demands divided by 100, so the same
+// utilizations at a hundred times the events: its cost must not grow.
+func BenchmarkStep(b *testing.B) {
+	w := sharedTrace(b, "taxi_nab_5min_2015-01-01_3600pts.csv", 1)
+	for _, bc := range []struct {
+		name    string
+		profile string
+		mult    float64
+	}{{"pred", "pred", 1}, {"etl", "etl", 1}, {"etl-x100", "etl", 100}} {
+		b.Run(bc.name, func(b *testing.B) {
+			e := scaledScenario(b, bc.profile, w, 1/bc.mult, Fluid)
+			e.Reset(1)
+			act := make([]int, e.NumTasks())
+			for k := range act {
+				act[k] = NoChange
+			}
+			// Warm up to a realistic allocation.
+			for k := range act {
+				act[k] = 4
+			}
+			e.Step(act)
+			for k := range act {
+				act[k] = NoChange
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, _, tr, _, err := e.Step(act); err != nil {
+					b.Fatal(err)
+				} else if tr {
+					e.Reset(1)
+				}
+			}
+		})
+	}
+}

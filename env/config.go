@@ -1,0 +1,197 @@
+package env
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Workload is the arrival process of an episode: the rate, in events per
+// second, at which the application's sources receive events during each
+// one-second step. A trace from package traces satisfies it.
+type Workload interface {
+	Len() int
+	Rate(step int) float64
+}
+
+// Mode selects the simulator core.
+type Mode int
+
+const (
+	// Fluid is the fast, cohort-based core (the default).
+	Fluid Mode = iota
+	// PerEvent simulates every event individually: slow and obviously
+	// correct, used to check Fluid.
+	PerEvent
+)
+
+// Config describes one scenario. It is validated once by New.
+type Config struct {
+	App       App      // the application DAG
+	Network   Network  // switches and links
+	Servers   []Server // edge servers
+	Placement []int    // server index of each task
+
+	Workload Workload // arrival rate per step
+	// Steps is the episode length in steps (seconds); 0 means Workload.Len().
+	Steps int
+	// StartOffset shifts the trace: step t replays Workload point
+	// (StartOffset + t) mod Workload.Len(). Default 0.
+	StartOffset int
+	// SlicesPerStep is the number of source cohorts emitted per step (the
+	// latency resolution of the fluid core). Default 10 (100 ms).
+	SlicesPerStep int
+	// QueueCapacity is the number of cohorts a stage holds before it
+	// coalesces new ones into the newest. Default 256.
+	QueueCapacity int
+
+	// InitialCPU is every task's allocation at Reset, millicores. Default 500.
+	InitialCPU float64
+	// MinCPU and MaxCPU bound a task's allocation, millicores. Defaults 500
+	// and 10,000.
+	MinCPU, MaxCPU float64
+
+	// Reward holds the reward coefficients; the zero value means
+	// DefaultReward().
+	Reward *RewardConfig
+
+	// Mode selects the simulator core (Fluid by default).
+	Mode Mode
+}
+
+func (c *Config) setDefaults() {
+	if c.SlicesPerStep == 0 {
+		c.SlicesPerStep = 10
+	}
+	if c.QueueCapacity == 0 {
+		c.QueueCapacity = 256
+	}
+	if c.InitialCPU == 0 {
+		c.InitialCPU = 500
+	}
+	if c.MinCPU == 0 {
+		c.MinCPU = 500
+	}
+	if c.MaxCPU == 0 {
+		c.MaxCPU = 10000
+	}
+	if c.Reward == nil {
+		r := DefaultReward()
+		c.Reward = &r
+	}
+	if c.Steps == 0 && c.Workload != nil {
+		c.Steps = c.Workload.Len()
+	}
+}
+
+// ErrInvalidConfig is wrapped by every error New returns for a bad Config.
+var ErrInvalidConfig = errors.New("invalid scenario")
+
+func (c *Config) validate() error {
+	if err := c.App.validate(); err != nil {
+		return err
+	}
+	if err := c.Network.validate(); err != nil {
+		return err
+	}
+	if len(c.Servers) == 0 {
+		return fmt.Errorf("env: no servers")
+	}
+	for i, s := range c.Servers {
+		if !(s.CPU > 0) || !(s.MIPS > 0) || !(s.RAMMB > 0) || math.IsInf(s.CPU+s.MIPS+s.RAMMB, 0) {
+			return fmt.Errorf("env: server %d (%s): capacities must be positive and finite", i, s.Name)
+		}
+		if s.Switch < 0 || s.Switch >= c.Network.Switches {
+			return fmt.Errorf("env: server %d (%s) on missing switch %d", i, s.Name, s.Switch)
+		}
+	}
+	if len(c.Placement) != len(c.App.Tasks) {
+		return fmt.Errorf("env: placement has %d entries, want %d (one per task)", len(c.Placement), len(c.App.Tasks))
+	}
+	if c.Workload == nil {
+		return fmt.Errorf("env: no workload")
+	}
+	if c.Workload.Len() <= 0 {
+		return fmt.Errorf("env: workload has %d steps", c.Workload.Len())
+	}
+	if c.Steps < 0 {
+		return fmt.Errorf("env: steps %d < 0", c.Steps)
+	}
+	if c.StartOffset < 0 {
+		return fmt.Errorf("env: start offset %d < 0", c.StartOffset)
+	}
+	if c.SlicesPerStep < 1 || c.SlicesPerStep > 1000 {
+		return fmt.Errorf("env: slices per step %d outside [1, 1000]", c.SlicesPerStep)
+	}
+	if c.QueueCapacity < 2 {
+		return fmt.Errorf("env: queue capacity %d < 2", c.QueueCapacity)
+	}
+	if !(c.MinCPU > 0) || !(c.MaxCPU >= c.MinCPU) || math.IsInf(c.MaxCPU, 0) {
+		return fmt.Errorf("env: CPU bounds [%v, %v] millicores invalid", c.MinCPU, c.MaxCPU)
+	}
+	if !(c.InitialCPU >= c.MinCPU && c.InitialCPU <= c.MaxCPU) {
+		return fmt.Errorf("env: initial CPU %v outside [%v, %v]", c.InitialCPU, c.MinCPU, c.MaxCPU)
+	}
+	if c.Mode != Fluid && c.Mode != PerEvent {
+		return fmt.Errorf("env: unknown mode %d", c.Mode)
+	}
+	cpu := make([]float64, len(c.Servers))
+	mem := make([]float64, len(c.Servers))
+	for k, s := range c.Placement {
+		if s < 0 || s >= len(c.Servers) {
+			return fmt.Errorf("env: task %s placed on missing server %d", c.App.Tasks[k].Name, s)
+		}
+		cpu[s] += c.InitialCPU
+		mem[s] += c.App.Tasks[k].MemoryMB
+	}
+	for i, s := range c.Servers {
+		if cpu[i] > s.CPU {
+			return fmt.Errorf("env: server %s: initial allocations %v exceed capacity %v millicores", s.Name, cpu[i], s.CPU)
+		}
+		if mem[i] > s.RAMMB {
+			return fmt.Errorf("env: server %s: task memory %v exceeds %v MB", s.Name, mem[i], s.RAMMB)
+		}
+	}
+	routes := shortestRoutes(c.Network)
+	for _, e := range c.App.Edges {
+		a, b := c.Servers[c.Placement[e.From]].Switch, c.Servers[c.Placement[e.To]].Switch
+		if routes[a][b] == nil {
+			return fmt.Errorf("env: no network route from switch %d to %d for edge %s→%s", a, b, c.App.Tasks[e.From].Name, c.App.Tasks[e.To].Name)
+		}
+	}
+	return c.Reward.validate()
+}
+
+// RandomPlacement places n tasks on the servers uniformly at random with at
+// most maxPerServer tasks per server (the paper's scenarios use 2), drawing
+// from the "env/placement" stream of seed.
+func RandomPlacement(n, servers, maxPerServer int, seed uint64) ([]int, error) {
+	if n > servers*maxPerServer {
+		return nil, fmt.Errorf("env: %d tasks do not fit %d servers × %d", n, servers, maxPerServer)
+	}
+	slots := make([]int, 0, servers*maxPerServer)
+	for s := 0; s < servers; s++ {
+		for j := 0; j < maxPerServer; j++ {
+			slots = append(slots, s)
+		}
+	}
+	r := NewStream(seed, "env/placement")
+	r.Shuffle(len(slots), func(i, j int) { slots[i], slots[j] = slots[j], slots[i] })
+	return append([]int(nil), slots[:n]...), nil
+}
+
+// Scenario returns the default edge scenario for a profile ("pred" or
+// "etl"): the default region, a random placement (at most two tasks per
+// server) drawn from placementSeed, and workload w.
+func Scenario(profile string, placementSeed uint64, w Workload) (Config, error) {
+	app, err := Profile(profile)
+	if err != nil {
+		return Config{}, err
+	}
+	net, servers := DefaultRegion()
+	pl, err := RandomPlacement(len(app.Tasks), len(servers), 2, placementSeed)
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{App: app, Network: net, Servers: servers, Placement: pl, Workload: w}, nil
+}

@@ -1,0 +1,75 @@
+package env
+
+import "math"
+
+// taskStats is what a simulator core reports for one task after a step.
+type taskStats struct {
+	in     float64 // events received during the step
+	done   float64 // input events processed during the step
+	delayW float64 // Σ over processed events of (departure − arrival), event-seconds
+	queue  float64 // events that have arrived and wait (or are in service) at step end
+}
+
+// stepStats is what a simulator core reports after a step.
+type stepStats struct {
+	tasks      []taskStats
+	emitted    float64 // events emitted by the sources
+	sinkEvents float64 // events delivered to the sink
+	mean, p95  float64 // end-to-end latency of delivered events, seconds
+	completed  bool    // whether any event reached the sink
+	inFlight   float64 // events on network flows or propagating
+	oldest     float64 // emission time of the oldest event still in the system (+Inf if none)
+}
+
+// simCore is implemented by the fluid and the per-event simulator.
+type simCore interface {
+	reset()
+	setService(task int, seconds float64)
+	step(stepIndex int, rate float64)
+	collect(st *stepStats)
+	// balance returns, for conservation checks, the events emitted and
+	// delivered to the sink so far and per-stage (received − processed −
+	// waiting) residuals.
+	balance() (emitted, sunk float64, residual []float64)
+}
+
+func (f *fluid) collect(st *stepStats) {
+	T := f.now
+	st.emitted, st.sinkEvents = f.emitted, f.sinkEvents
+	st.mean, st.p95, st.completed = quantileMixture(f.sinkLat, 0.95)
+	st.inFlight = 0
+	st.oldest = math.Inf(1)
+	for i := range f.stages {
+		s := &f.stages[i]
+		future := 0.0
+		for j := s.queue.len() - 1; j >= 0; j-- {
+			p := s.queue.at(j)
+			if p.ae <= T {
+				break
+			}
+			if p.as >= T || p.ae == p.as {
+				future += p.w
+			} else {
+				future += p.w * (p.ae - T) / (p.ae - p.as)
+			}
+		}
+		if s.queue.len() > 0 {
+			st.oldest = min(st.oldest, s.queue.front().os)
+		}
+		if s.task < 0 {
+			st.inFlight += s.queue.total
+			continue
+		}
+		st.inFlight += future
+		st.tasks[s.task] = taskStats{in: s.pushed, done: s.departed, delayW: s.delayW, queue: max(s.queue.total-future, 0)}
+	}
+}
+
+func (f *fluid) balance() (float64, float64, []float64) {
+	res := make([]float64, len(f.stages))
+	for i := range f.stages {
+		s := &f.stages[i]
+		res[i] = s.cumPushed - s.cumDeparted - s.queue.total
+	}
+	return f.cumEmit, f.cumSink, res
+}

@@ -1,0 +1,454 @@
+package env
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Info reports what happened during one step. Its slices are buffers owned
+// by the Env and overwritten by the next Step or Reset; copy what you keep.
+type Info struct {
+	Step        int       // index of the step just simulated (0-based), or -1 after Reset
+	Seed        uint64    // seed passed to Reset
+	OfferedRate float64   // events/s entering the sources
+	Throughput  float64   // sink deliveries per second, in source-message equivalents
+	SinkEvents  float64   // events delivered to the sink during the step
+	P95MS       float64   // p95 end-to-end latency, ms
+	MeanMS      float64   // mean end-to-end latency, ms
+	Completed   bool      // whether any event reached the sink
+	Violated    bool      // whether P95MS exceeded the SLO
+	TotalCPU    float64   // Σ applied allocation, millicores
+	InFlight    float64   // events on network links or propagating
+	Requested   []float64 // requested allocation per task after clipping, millicores
+	Applied     []float64 // applied allocation per task after server projection, millicores
+	Queue       []float64 // events waiting at each task
+	Reward      RewardTerms
+}
+
+// Env is one stream-processing scenario with Gymnasium semantics. It is a
+// deterministic state machine: no clock, no goroutines, no I/O. It is not
+// safe for concurrent use; VecEnv runs many in parallel.
+type Env struct {
+	cfg    Config
+	topo   topology
+	core   simCore
+	spaces Spaces
+	n, m   int
+
+	hostOf   []int     // server of each task
+	mipsPerM []float64 // MIPS per millicore of each task's host
+	reach    []float64 // expected input events per source event, per task
+	gain     float64   // expected sink events per source event
+	memUsed  []float64 // per server
+
+	alloc, req, next []float64
+	st               stepStats
+	obs              Observation
+	info             Info
+
+	started, over bool
+	t             int
+	prevP95       float64
+	prevViolated  bool
+	violHist      [10]bool
+	prevTaskLat   []float64
+	prevQueue     []float64
+	serverCPU     []float64
+	rin           rewardInput
+	util          []float64
+	queueGrew     []bool
+	changed       []float64
+}
+
+// ErrEpisodeOver is returned by Step after truncation, until Reset.
+var ErrEpisodeOver = errors.New("env: episode is over; call Reset")
+
+// ErrNotReset is returned by Step before the first Reset.
+var ErrNotReset = errors.New("env: Step before Reset")
+
+// New validates cfg and builds the environment.
+func New(cfg Config) (*Env, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	cfg.App.Tasks = append([]Task(nil), cfg.App.Tasks...)
+	cfg.Placement = append([]int(nil), cfg.Placement...)
+	cfg.Servers = append([]Server(nil), cfg.Servers...)
+	e := &Env{cfg: cfg, n: len(cfg.App.Tasks), m: len(cfg.Servers)}
+	e.topo = buildTopology(&e.cfg)
+	switch cfg.Mode {
+	case PerEvent:
+		e.core = newPerEvent(&e.cfg, e.topo)
+	default:
+		e.core = newFluid(&e.cfg, e.topo)
+	}
+	e.spaces = makeSpaces(e.n, e.m)
+	e.hostOf = e.cfg.Placement
+	e.mipsPerM = make([]float64, e.n)
+	e.memUsed = make([]float64, e.m)
+	for k, s := range e.hostOf {
+		e.mipsPerM[k] = e.cfg.Servers[s].MIPS / e.cfg.Servers[s].CPU
+		e.memUsed[s] += e.cfg.App.Tasks[k].MemoryMB
+	}
+	e.reach, e.gain = reach(e.cfg.App, e.topo.order)
+	mk := func() []float64 { return make([]float64, e.n) }
+	e.alloc, e.req, e.next = mk(), mk(), mk()
+	e.prevTaskLat, e.prevQueue, e.util, e.changed = mk(), mk(), mk(), mk()
+	e.queueGrew = make([]bool, e.n)
+	e.serverCPU = make([]float64, e.m)
+	e.st.tasks = make([]taskStats, e.n)
+	e.obs = Observation{
+		App: make([]float64, AppFeatures), Server: make([]float64, e.m*ServerFeatures), Task: make([]float64, e.n*TaskFeatures),
+	}
+	e.info.Requested, e.info.Applied, e.info.Queue = mk(), mk(), mk()
+	return e, nil
+}
+
+// reach returns the expected number of events each task receives per
+// source event, and the expected sink deliveries per source event.
+func reach(a App, order []int) ([]float64, float64) {
+	r := make([]float64, len(a.Tasks))
+	for _, k := range a.Sources {
+		r[k]++
+	}
+	for _, u := range order {
+		for _, e := range a.Edges {
+			if e.From == u {
+				r[e.To] += r[u] * a.Tasks[u].Selectivity
+			}
+		}
+	}
+	g := 0.0
+	for _, k := range a.Sinks {
+		g += r[k] * a.Tasks[k].Selectivity
+	}
+	return r, g
+}
+
+// Config returns the validated configuration (with defaults filled in).
+func (e *Env) Config() Config { return e.cfg }
+
+// Spaces describes the observation and action spaces.
+func (e *Env) Spaces() Spaces { return e.spaces }
+
+// NumTasks is the number of tasks (the length of an action).
+func (e *Env) NumTasks() int { return e.n }
+
+// SLOMS is the application's SLO on p95 latency, milliseconds.
+func (e *Env) SLOMS() float64 { return e.cfg.App.SLOMS }
+
+// Allocation returns a copy of the current per-task CPU allocation.
+func (e *Env) Allocation() []float64 { return append([]float64(nil), e.alloc...) }
+
+// StepIndex is the number of steps taken in the current episode.
+func (e *Env) StepIndex() int { return e.t }
+
+// Reset starts a new episode: queues empty, every task at InitialCPU, the
+// trace at its start. The simulator has no randomness of its own; seed is
+// recorded in Info so controllers and wrappers can derive theirs. The
+// returned observation is the Env's buffer, valid until the next call.
+func (e *Env) Reset(seed uint64) (Observation, Info, error) {
+	e.core.reset()
+	for k := range e.alloc {
+		e.alloc[k] = e.cfg.InitialCPU
+		e.prevTaskLat[k], e.prevQueue[k] = 0, 0
+	}
+	e.applyService()
+	e.t, e.started, e.over = 0, true, false
+	e.prevP95, e.prevViolated = 0, false
+	e.violHist = [10]bool{}
+	for i := range e.st.tasks {
+		e.st.tasks[i] = taskStats{}
+	}
+	e.st.emitted, e.st.sinkEvents, e.st.mean, e.st.p95, e.st.completed, e.st.inFlight = 0, 0, 0, 0, false, 0
+	e.info = Info{Step: -1, Seed: seed, Requested: e.info.Requested, Applied: e.info.Applied, Queue: e.info.Queue}
+	copy(e.info.Requested, e.alloc)
+	copy(e.info.Applied, e.alloc)
+	clear(e.info.Queue)
+	e.info.TotalCPU = sum(e.alloc)
+	for k := range e.changed {
+		e.changed[k] = 0
+	}
+	e.fillObservation(0, 0, false)
+	return e.obs, e.info, nil
+}
+
+// Step applies a MultiDiscrete action (one index into DeltaMillicores per
+// task) and simulates one second. An invalid action returns an error and
+// changes nothing.
+func (e *Env) Step(choices []int) (obs Observation, reward float64, terminated, truncated bool, info Info, err error) {
+	return e.StepAction(Action{Choices: choices})
+}
+
+// StepTargets is Step for controllers that give an absolute allocation per
+// task (millicores); it uses the same clipping and projection.
+func (e *Env) StepTargets(targets []float64) (Observation, float64, bool, bool, Info, error) {
+	return e.StepAction(Action{Targets: targets})
+}
+
+// ValidateAction reports whether a is a valid action for this environment.
+func (e *Env) ValidateAction(a Action) error {
+	switch {
+	case a.Choices != nil && a.Targets != nil:
+		return fmt.Errorf("env: action sets both choices and targets")
+	case a.Choices != nil:
+		if len(a.Choices) != e.n {
+			return fmt.Errorf("env: action has %d entries, want %d", len(a.Choices), e.n)
+		}
+		for k, c := range a.Choices {
+			if c < 0 || c >= len(DeltaMillicores) {
+				return fmt.Errorf("env: action entry %d (task %s) is %d, want 0..%d", k, e.cfg.App.Tasks[k].Name, c, len(DeltaMillicores)-1)
+			}
+		}
+	case a.Targets != nil:
+		if len(a.Targets) != e.n {
+			return fmt.Errorf("env: target allocation has %d entries, want %d", len(a.Targets), e.n)
+		}
+		for k, v := range a.Targets {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("env: target allocation entry %d (task %s) is %v", k, e.cfg.App.Tasks[k].Name, v)
+			}
+		}
+	default:
+		return fmt.Errorf("env: empty action")
+	}
+	return nil
+}
+
+// StepAction applies a (choices or targets) and simulates one second.
+func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, error) {
+	if !e.started {
+		return Observation{}, 0, false, false, Info{}, ErrNotReset
+	}
+	if e.over {
+		return Observation{}, 0, false, false, Info{}, ErrEpisodeOver
+	}
+	if err := e.ValidateAction(a); err != nil {
+		return Observation{}, 0, false, false, Info{}, err
+	}
+	lo, hi := e.cfg.MinCPU, e.cfg.MaxCPU
+	for k := range e.req {
+		if a.Choices != nil {
+			e.req[k] = clip(e.alloc[k]+DeltaMillicores[a.Choices[k]], lo, hi)
+		} else {
+			e.req[k] = clip(a.Targets[k], lo, hi)
+		}
+	}
+	e.project(e.req, e.next)
+	for k := range e.alloc {
+		e.changed[k] = e.next[k] - e.alloc[k]
+		e.alloc[k] = e.next[k]
+	}
+	e.applyService()
+
+	wl := e.cfg.Workload
+	rate := wl.Rate((e.cfg.StartOffset + e.t) % wl.Len())
+	if !(rate >= 0) || math.IsInf(rate, 0) {
+		rate = 0
+	}
+	e.core.step(e.t, rate)
+	e.core.collect(&e.st)
+
+	slo := e.cfg.App.SLOMS / 1000
+	p95, mean := e.st.p95, e.st.mean
+	if !e.st.completed {
+		p95, mean = 0, 0
+		if !math.IsInf(e.st.oldest, 1) {
+			age := float64(e.t+1) - e.st.oldest
+			p95, mean = age, age
+		}
+	}
+	violated := p95 > slo
+	for k := range e.util {
+		e.util[k] = e.st.tasks[k].in * e.service(k)
+		e.queueGrew[k] = e.st.tasks[k].queue > e.prevQueue[k]+1e-9
+	}
+	e.rin = rewardInput{
+		p95: p95, prevP95: e.prevP95, slo: slo, violated: violated, prevViolated: e.prevViolated,
+		totalCPU: sum(e.alloc), n: e.n, minCPU: lo, maxCPU: hi,
+		changed: e.changed, util: e.util, queueGrew: e.queueGrew,
+	}
+	terms := e.cfg.Reward.compute(e.rin)
+
+	e.info.Step = e.t
+	e.info.OfferedRate = rate
+	e.info.SinkEvents = e.st.sinkEvents
+	e.info.Throughput = 0
+	if e.gain > 0 {
+		e.info.Throughput = e.st.sinkEvents / e.gain
+	}
+	e.info.P95MS, e.info.MeanMS = p95*1000, mean*1000
+	e.info.Completed, e.info.Violated = e.st.completed, violated
+	e.info.TotalCPU = e.rin.totalCPU
+	e.info.InFlight = e.st.inFlight
+	copy(e.info.Requested, e.req)
+	copy(e.info.Applied, e.alloc)
+	for k := range e.info.Queue {
+		e.info.Queue[k] = e.st.tasks[k].queue
+	}
+	e.info.Reward = terms
+
+	e.fillObservation(p95, mean, true)
+
+	copy(e.violHist[1:], e.violHist[:len(e.violHist)-1])
+	e.violHist[0] = violated
+	e.prevP95, e.prevViolated = p95, violated
+	for k := range e.prevQueue {
+		e.prevQueue[k] = e.st.tasks[k].queue
+	}
+	e.t++
+	truncated := e.t >= e.cfg.Steps
+	e.over = truncated
+	return e.obs, terms.Total, false, truncated, e.info, nil
+}
+
+// service is task k's per-event service time at its current allocation, s.
+func (e *Env) service(k int) float64 {
+	return e.cfg.App.Tasks[k].MIPSPerEvent / (e.mipsPerM[k] * e.alloc[k])
+}
+
+func (e *Env) applyService() {
+	for k := range e.alloc {
+		e.core.setService(k, e.service(k))
+	}
+}
+
+// project maps requested allocations (already clipped to [MinCPU, MaxCPU])
+// onto server capacity: reductions (and unchanged tasks) are applied first;
+// then increases, in increasing task index, each limited by its host's
+// remaining free CPU. It is the single projection shared by delta and
+// target actions.
+func (e *Env) project(req, out []float64) {
+	clear(e.serverCPU)
+	for k := range req {
+		out[k] = min(req[k], e.alloc[k])
+		e.serverCPU[e.hostOf[k]] += out[k]
+	}
+	for k := range req {
+		if req[k] <= out[k] {
+			continue
+		}
+		s := e.hostOf[k]
+		free := max(e.cfg.Servers[s].CPU-e.serverCPU[s], 0)
+		inc := min(req[k]-out[k], free)
+		out[k] += inc
+		e.serverCPU[s] += inc
+	}
+}
+
+func (e *Env) fillObservation(p95, mean float64, stepped bool) {
+	slo := e.cfg.App.SLOMS / 1000
+	maxCPU := e.cfg.MaxCPU
+	clear(e.serverCPU)
+	for k, s := range e.hostOf {
+		e.serverCPU[s] += e.alloc[k]
+	}
+	totalQueue := 0.0
+	for k := 0; k < e.n; k++ {
+		ts := e.st.tasks[k]
+		row := e.obs.Task[k*TaskFeatures : (k+1)*TaskFeatures]
+		s := e.service(k)
+		task := e.cfg.App.Tasks[k]
+		host := e.cfg.Servers[e.hostOf[k]]
+		lat := 0.0
+		if ts.done > 0 {
+			lat = ts.delayW / ts.done
+		}
+		ratio, io := 1.0, task.Selectivity
+		if ts.in > 0 {
+			ratio = ts.done / ts.in
+			io = ts.done * task.Selectivity / ts.in
+		}
+		row[TaskCPU] = e.alloc[k] / maxCPU
+		row[TaskInputRate] = log1p(ts.in)
+		row[TaskDemand] = log1p(ts.in * task.MIPSPerEvent)
+		row[TaskThroughput] = log1p(ts.done)
+		row[TaskQueue] = log1p(ts.queue)
+		row[TaskThroughputRatio] = ratio
+		row[TaskQueuePressure] = ts.queue * s / slo
+		row[TaskDemandPerCPU] = ts.in * s
+		row[TaskLatency] = lat / slo
+		row[TaskProcLatency] = s / slo
+		row[TaskLatencyChange] = 0
+		row[TaskQueueChange] = 0
+		if stepped {
+			row[TaskLatencyChange] = (lat - e.prevTaskLat[k]) / slo
+			row[TaskQueueChange] = log1p(ts.queue) - log1p(e.prevQueue[k])
+		}
+		row[TaskIORatio] = log1p(io)
+		row[TaskHostCPUUtil] = e.serverCPU[e.hostOf[k]] / host.CPU
+		row[TaskHostFreeCPU] = (host.CPU - e.serverCPU[e.hostOf[k]]) / maxCPU
+		for i := range row {
+			row[i] = clip(row[i], taskLow[i], taskHigh[i])
+		}
+		e.prevTaskLat[k] = lat
+		totalQueue += ts.queue
+	}
+	for s := 0; s < e.m; s++ {
+		row := e.obs.Server[s*ServerFeatures : (s+1)*ServerFeatures]
+		srv := e.cfg.Servers[s]
+		cnt := 0
+		for _, h := range e.hostOf {
+			if h == s {
+				cnt++
+			}
+		}
+		row[ServerCPUUtil] = e.serverCPU[s] / srv.CPU
+		row[ServerFreeCPU] = (srv.CPU - e.serverCPU[s]) / maxCPU
+		row[ServerMemUtil] = e.memUsed[s] / srv.RAMMB
+		row[ServerFreeMem] = log1p(srv.RAMMB - e.memUsed[s])
+		row[ServerTaskCount] = float64(cnt)
+		for i := range row {
+			row[i] = clip(row[i], srvLow[i], srvHigh[i])
+		}
+	}
+	a := e.obs.App
+	viol := 0
+	for _, v := range e.violHist {
+		if v {
+			viol++
+		}
+	}
+	if stepped && p95 > slo {
+		viol++ // include the current interval, drop the oldest
+		if e.violHist[len(e.violHist)-1] {
+			viol--
+		}
+	}
+	total, mx, mn := 0.0, 0.0, math.Inf(1)
+	for _, c := range e.alloc {
+		total += c
+		mx, mn = max(mx, c), min(mn, c)
+	}
+	a[AppMeanLatency] = mean / slo
+	a[AppP95Latency] = p95 / slo
+	a[AppSLOMargin] = 1 - p95/slo
+	a[AppP95Trend] = 0
+	if stepped {
+		a[AppP95Trend] = (p95 - e.prevP95) / slo
+	}
+	a[AppViolationHistory] = float64(viol) / float64(len(e.violHist))
+	a[AppTotalCPU] = total / (float64(e.n) * maxCPU)
+	a[AppMeanCPU] = total / float64(e.n) / maxCPU
+	a[AppMaxCPU] = mx / maxCPU
+	a[AppMinCPU] = mn / maxCPU
+	a[AppTotalQueue] = log1p(totalQueue)
+	thr := 0.0
+	if e.gain > 0 {
+		thr = e.st.sinkEvents / e.gain
+	}
+	a[AppThroughput] = log1p(thr)
+	for i := range a {
+		a[i] = clip(a[i], appLow[i], appHigh[i])
+	}
+}
+
+func sum(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s
+}

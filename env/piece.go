@@ -1,0 +1,103 @@
+package env
+
+// piece is a cohort of events that travel together: w events whose
+// arrivals at the current stage are spread uniformly over [as, ae] and
+// whose emission times at the source are spread uniformly over [os, oe],
+// in the same (FIFO) order. oid identifies the source slice the events
+// were emitted in; pieces of one slice that reach a task along different
+// paths are merged by it. Times are absolute simulated seconds.
+type piece struct {
+	w      float64
+	as, ae float64
+	os, oe float64
+	oid    int64
+	bl     bool // (overlap stages) arrived before the step began: backlog
+}
+
+// absorb merges q into p (coalescing: weights add, intervals span both).
+func (p *piece) absorb(q piece) {
+	p.w += q.w
+	p.as = min(p.as, q.as)
+	p.ae = max(p.ae, q.ae)
+	p.os = min(p.os, q.os)
+	p.oe = max(p.oe, q.oe)
+}
+
+// ring is a fixed-capacity FIFO of pieces. When full, a pushed piece is
+// coalesced into the newest one, so memory and per-step cost stay bounded
+// however long a backlog grows; no event is ever dropped.
+type ring struct {
+	buf   []piece
+	head  int
+	n     int
+	total float64 // Σ w over the ring
+}
+
+func newRing(capacity int) ring { return ring{buf: make([]piece, capacity)} }
+
+func (r *ring) len() int { return r.n }
+
+func (r *ring) at(i int) *piece { return &r.buf[(r.head+i)%len(r.buf)] }
+
+func (r *ring) front() *piece { return &r.buf[r.head] }
+
+func (r *ring) push(p piece) {
+	r.total += p.w
+	if r.n == len(r.buf) {
+		r.at(r.n - 1).absorb(p)
+		return
+	}
+	r.buf[(r.head+r.n)%len(r.buf)] = p
+	r.n++
+}
+
+func (r *ring) pop() {
+	r.total -= r.buf[r.head].w
+	r.head = (r.head + 1) % len(r.buf)
+	r.n--
+	if r.n == 0 {
+		r.total = 0 // shed rounding drift
+	}
+}
+
+func (r *ring) clear() {
+	r.head, r.n, r.total = 0, 0, 0
+}
+
+// split divides p into its first n events and the rest (0 < n < p.w),
+// keeping the event spacing: event k (0-based) of a piece of w ≥ 1 events
+// arrives at as + k·(ae−as)/(w−1) and was emitted at os + k·(oe−os)/(w−1),
+// so both parts keep the spacing of p. Pieces of less than one event split
+// in proportion.
+func (p piece) split(n float64) (head, rest piece) {
+	head, rest = p, p
+	head.w, rest.w = n, p.w-n
+	if p.w <= 1 {
+		f := n / p.w
+		head.ae = p.as + f*(p.ae-p.as)
+		head.oe = p.os + f*(p.oe-p.os)
+		rest.as, rest.os = head.ae, head.oe
+		return head, rest
+	}
+	ta := (p.ae - p.as) / (p.w - 1)
+	to := (p.oe - p.os) / (p.w - 1)
+	last := max(n-1, 0)
+	head.ae = p.as + last*ta
+	head.oe = p.os + last*to
+	rest.as = min(p.as+n*ta, p.ae)
+	rest.os = min(p.os+n*to, p.oe)
+	return head, rest
+}
+
+// countBy is the number of p's events that arrive by time t.
+func (p piece) countBy(t float64) float64 {
+	switch {
+	case t >= p.ae:
+		return p.w
+	case t < p.as:
+		return 0
+	case p.w <= 1:
+		return p.w * (t - p.as) / (p.ae - p.as)
+	}
+	return min(1+(t-p.as)*(p.w-1)/(p.ae-p.as), p.w)
+}

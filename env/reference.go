@@ -1,0 +1,197 @@
+package env
+
+import (
+	"math"
+	"slices"
+	"sort"
+)
+
+// event is one event at a stage of the per-event core: its arrival time
+// at the stage and its emission time at the source, in seconds.
+type event struct{ a, o float64 }
+
+type refStage struct {
+	task    int
+	service float64
+	delay   float64
+	sel     float64
+	out     []int
+	sink    bool
+	queue   []event
+	inbox   []event
+	free    float64 // time the server becomes free
+	headRem float64 // remaining share of the head event's service (1 = not started)
+	selAcc  float64 // fractional outputs owed
+
+	in, done, delayW       float64
+	cumPushed, cumDeparted float64
+}
+
+// perEvent is the reference simulator: every event is served individually
+// in FIFO order with deterministic service times, sources space the events
+// of each slice evenly, network flows transmit events one after another at
+// their bandwidth share and add propagation delay. It shares the topology
+// and semantics of the fluid core but none of its approximations (cohorts,
+// coalescing, linear interpolation inside a cohort).
+type perEvent struct {
+	stages  []refStage
+	order   []int
+	sources []int
+	slices  int
+	srcAcc  float64
+	lat     []float64
+	now     float64
+
+	emitted, sinkEvents float64
+	cumEmit, cumSink    float64
+}
+
+func newPerEvent(c *Config, t topology) *perEvent {
+	f := newFluid(c, t) // reuse the wiring
+	p := &perEvent{order: f.order, sources: f.sources, slices: f.slices}
+	p.stages = make([]refStage, len(f.stages))
+	for i, s := range f.stages {
+		p.stages[i] = refStage{task: s.task, service: s.service, delay: s.delay, sel: s.sel, out: s.out, sink: s.sink, headRem: 1}
+	}
+	return p
+}
+
+func (p *perEvent) reset() {
+	for i := range p.stages {
+		s := &p.stages[i]
+		s.queue, s.inbox = s.queue[:0], s.inbox[:0]
+		s.free, s.headRem, s.selAcc = 0, 1, 0
+		s.in, s.done, s.delayW, s.cumPushed, s.cumDeparted = 0, 0, 0, 0, 0
+	}
+	p.srcAcc, p.now, p.emitted, p.sinkEvents, p.cumEmit, p.cumSink = 0, 0, 0, 0, 0, 0
+	p.lat = p.lat[:0]
+}
+
+func (p *perEvent) setService(k int, seconds float64) { p.stages[k].service = seconds }
+
+func (p *perEvent) push(i int, ev event) {
+	s := &p.stages[i]
+	s.inbox = append(s.inbox, ev)
+	s.in++
+	s.cumPushed++
+}
+
+func (p *perEvent) step(stepIndex int, rate float64) {
+	t0 := p.now
+	T := t0 + 1
+	p.lat = p.lat[:0]
+	p.emitted, p.sinkEvents = 0, 0
+	for i := range p.stages {
+		s := &p.stages[i]
+		s.in, s.done, s.delayW = 0, 0, 0
+	}
+	dt := 1 / float64(p.slices)
+	for j := 0; j < p.slices; j++ {
+		p.srcAcc += rate * dt
+		n := math.Floor(p.srcAcc + 1e-9)
+		p.srcAcc -= n
+		start := t0 + float64(j)*dt
+		for e := 0; e < int(n); e++ {
+			at := start + (float64(e)+0.5)*dt/n
+			for _, k := range p.sources {
+				p.push(k, event{a: at, o: at})
+				p.emitted++
+			}
+		}
+	}
+	p.cumEmit += p.emitted
+	for _, i := range p.order {
+		p.process(i, T)
+	}
+	p.cumSink += p.sinkEvents
+	p.now = T
+}
+
+func (p *perEvent) process(i int, T float64) {
+	s := &p.stages[i]
+	s.queue = append(s.queue, s.inbox...)
+	s.inbox = s.inbox[:0]
+	// Keep the queue in arrival order; the head in service stays first.
+	lo := 0
+	if s.headRem < 1 {
+		lo = 1
+	}
+	tail := s.queue[lo:]
+	if !sort.SliceIsSorted(tail, func(a, b int) bool { return tail[a].a < tail[b].a }) {
+		sort.SliceStable(tail, func(a, b int) bool { return tail[a].a < tail[b].a })
+	}
+	n := 0
+	for n < len(s.queue) {
+		ev := s.queue[n]
+		st := max(ev.a, s.free)
+		if st >= T {
+			break
+		}
+		fin := st + s.headRem*s.service
+		if fin > T {
+			s.headRem -= (T - st) / s.service
+			s.free = T
+			break
+		}
+		s.free = fin
+		s.headRem = 1
+		n++
+		s.done++
+		s.cumDeparted++
+		s.delayW += fin - ev.a
+		s.selAcc += s.sel
+		outs := math.Floor(s.selAcc + 1e-9)
+		s.selAcc -= outs
+		for o := 0; o < int(outs); o++ {
+			if s.sink {
+				p.sinkEvents++
+				p.lat = append(p.lat, fin-ev.o)
+			}
+			for _, d := range s.out {
+				p.push(d, event{a: fin + s.delay, o: ev.o})
+			}
+		}
+	}
+	s.queue = slices.Delete(s.queue, 0, n)
+}
+
+func (p *perEvent) collect(st *stepStats) {
+	T := p.now
+	st.emitted, st.sinkEvents = p.emitted, p.sinkEvents
+	st.completed = len(p.lat) > 0
+	st.mean, st.p95 = 0, 0
+	if st.completed {
+		sort.Float64s(p.lat)
+		st.mean = sum(p.lat) / float64(len(p.lat))
+		st.p95 = p.lat[int(math.Ceil(0.95*float64(len(p.lat))))-1]
+	}
+	st.inFlight = 0
+	st.oldest = math.Inf(1)
+	for i := range p.stages {
+		s := &p.stages[i]
+		waiting, future := 0.0, 0.0
+		for _, ev := range s.queue {
+			st.oldest = min(st.oldest, ev.o)
+			if ev.a > T {
+				future++
+			} else {
+				waiting++
+			}
+		}
+		if s.task < 0 {
+			st.inFlight += waiting + future
+			continue
+		}
+		st.inFlight += future
+		st.tasks[s.task] = taskStats{in: s.in, done: s.done, delayW: s.delayW, queue: waiting}
+	}
+}
+
+func (p *perEvent) balance() (float64, float64, []float64) {
+	res := make([]float64, len(p.stages))
+	for i := range p.stages {
+		s := &p.stages[i]
+		res[i] = s.cumPushed - s.cumDeparted - float64(len(s.queue))
+	}
+	return p.cumEmit, p.cumSink, res
+}
