@@ -147,8 +147,8 @@ func (r *RewardConfig) compute(in rewardInput) RewardTerms {
 		}
 	}
 	if in.n > 0 {
-		t.Churn = -r.ChurnWeight * float64(changes) / n
-		t.Reconf = r.ReconfWeight * score / n
+		t.Churn = -r.ChurnWeight * (float64(changes) / n)
+		t.Reconf = r.ReconfWeight * (score / n)
 	}
 	t.Total = clip(t.SLO+t.Risk+t.Resource+t.Progress+t.Churn+t.Recovery+t.Reconf, r.Low, r.High)
 	return t

@@ -1,0 +1,193 @@
+package env
+
+import (
+	"math"
+	"testing"
+)
+
+// checkInvariants asserts the physical invariants of a fluid Env: every
+// allocation inside its bounds and every server within capacity, no
+// negative queue, and conservation of events at every stage and edge:
+// received = processed + waiting (+ in flight), and what a stage receives
+// is exactly what its upstream stages (or the sources) sent it.
+func checkInvariants(t testing.TB, e *Env) {
+	t.Helper()
+	used := make([]float64, e.m)
+	for k, c := range e.alloc {
+		if c < e.cfg.MinCPU-1e-9 || c > e.cfg.MaxCPU+1e-9 {
+			t.Fatalf("task %d allocation %v outside bounds", k, c)
+		}
+		used[e.hostOf[k]] += c
+	}
+	for s, u := range used {
+		if u > e.cfg.Servers[s].CPU+1e-6 {
+			t.Fatalf("server %d over capacity: %v > %v", s, u, e.cfg.Servers[s].CPU)
+		}
+	}
+	f, ok := e.core.(*fluid)
+	if !ok {
+		return
+	}
+	emitted, sunk, res := f.balance()
+	tol := 1e-7 * (1 + emitted*10)
+	for i, r := range res {
+		if math.Abs(r) > tol {
+			t.Fatalf("stage %d: received − processed − waiting = %v", i, r)
+		}
+		s := &f.stages[i]
+		for j := 0; j < s.queue.len(); j++ {
+			if w := s.queue.at(j).w; w < -1e-9 || math.IsNaN(w) {
+				t.Fatalf("stage %d: piece of %v events", i, w)
+			}
+		}
+		if s.queue.total < -tol {
+			t.Fatalf("stage %d: negative queue %v", i, s.queue.total)
+		}
+	}
+	in := make([]float64, len(f.stages))
+	for _, k := range f.sources {
+		in[k] += emitted
+	}
+	sink := 0.0
+	for i := range f.stages {
+		s := &f.stages[i]
+		for _, o := range s.out {
+			in[o] += s.cumDeparted * s.sel
+		}
+		if s.sink {
+			sink += s.cumDeparted * s.sel
+		}
+	}
+	for i := range f.stages {
+		if math.Abs(in[i]-f.stages[i].cumPushed) > tol {
+			t.Fatalf("stage %d received %v, upstream sent %v", i, f.stages[i].cumPushed, in[i])
+		}
+	}
+	if math.Abs(sink-sunk) > tol {
+		t.Fatalf("sink received %v, sink tasks sent %v", sunk, sink)
+	}
+}
+
+// FuzzStep drives an Env with arbitrary byte-coded actions, valid and
+// invalid: invalid ones must be rejected without changing state, and the
+// invariants must hold after every step.
+func FuzzStep(f *testing.F) {
+	f.Add([]byte{2, 2, 2, 2, 2, 2, 2, 2, 2}, uint8(0))
+	f.Add([]byte{4, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0}, uint8(1))
+	f.Add([]byte{9, 200, 1, 3}, uint8(2))
+	f.Add([]byte{}, uint8(3))
+	w := diurnal(3000)
+	f.Fuzz(func(t *testing.T, data []byte, prof uint8) {
+		profile := []string{"pred", "etl"}[prof%2]
+		e := newTestEnv(t, profile, uint64(prof), w)
+		e.Reset(uint64(prof))
+		n := e.NumTasks()
+		for len(data) > 0 && e.StepIndex() < 200 {
+			m := min(len(data), n+int(data[0]%3)-1) // sometimes short, sometimes long
+			if m <= 0 {
+				m = 1
+			}
+			act := make([]int, m)
+			for k := range act {
+				act[k] = int(data[k]%7) - 1 // −1..5: two invalid values
+			}
+			data = data[m:]
+			before := e.Allocation()
+			idx := e.StepIndex()
+			_, rew, _, _, _, err := e.Step(act)
+			valid := m == n
+			for _, c := range act {
+				valid = valid && c >= 0 && c < 5
+			}
+			if valid != (err == nil) {
+				t.Fatalf("action %v: err = %v", act, err)
+			}
+			if err != nil {
+				if e.StepIndex() != idx {
+					t.Fatal("invalid action advanced the episode")
+				}
+				for k, c := range e.Allocation() {
+					if c != before[k] {
+						t.Fatal("invalid action changed an allocation")
+					}
+				}
+				continue
+			}
+			if math.IsNaN(rew) || rew < -6 || rew > 2.5 {
+				t.Fatalf("reward %v", rew)
+			}
+			checkInvariants(t, e)
+		}
+	})
+}
+
+func TestInvariantsLongRun(t *testing.T) {
+	for _, p := range []string{"pred", "etl"} {
+		e := newTestEnv(t, p, 11, diurnal(1500))
+		e.Reset(0)
+		act := make([]int, e.NumTasks())
+		for s := 0; s < 1500; s++ {
+			for k := range act {
+				act[k] = (s/40 + k*s/97) % 5
+			}
+			if _, _, _, _, _, err := e.Step(act); err != nil {
+				t.Fatal(err)
+			}
+			checkInvariants(t, e)
+		}
+	}
+}
+
+// TestRewardTermRanges checks every term against its Table 2 range over
+// random inputs, and the compliant/violating branches.
+func TestRewardTermRanges(t *testing.T) {
+	r := DefaultReward()
+	rng := NewStream(1, "test/reward")
+	n := 6
+	for i := 0; i < 20000; i++ {
+		in := rewardInput{
+			p95: rng.Float64() * 3 * 0.18, prevP95: rng.Float64() * 3 * 0.18, slo: 0.18,
+			prevViolated: rng.IntN(2) == 0, totalCPU: 500*float64(n) + rng.Float64()*9500*float64(n),
+			n: n, minCPU: 500, maxCPU: 10000, changed: make([]float64, n), util: make([]float64, n), queueGrew: make([]bool, n),
+		}
+		in.violated = in.p95 > in.slo
+		for k := 0; k < n; k++ {
+			in.changed[k] = float64(rng.IntN(3)-1) * 50
+			in.util[k] = rng.Float64() * 2
+			in.queueGrew[k] = rng.IntN(2) == 0
+		}
+		tm := r.compute(in)
+		for _, c := range []struct {
+			name      string
+			v, lo, hi float64
+		}{{"slo", tm.SLO, -5, 0.5}, {"risk", tm.Risk, -0.5, 0}, {"resource", tm.Resource, 0, 1.5}, {"progress", tm.Progress, -0.25, 0.25},
+			{"churn", tm.Churn, -0.05, 0}, {"recovery", tm.Recovery, -1, 1}, {"reconf", tm.Reconf, -0.5, 0.5}, {"total", tm.Total, -6, 2.5}} {
+			if c.v < c.lo || c.v > c.hi || math.IsNaN(c.v) {
+				t.Fatalf("%s = %v outside [%v, %v] for %+v", c.name, c.v, c.lo, c.hi, in)
+			}
+		}
+		if in.violated && (tm.SLO > -1 || tm.Resource != 0 || tm.Risk != 0) {
+			t.Fatalf("violating branch wrong: %+v", tm)
+		}
+		if !in.violated && (tm.SLO != 0.5) {
+			t.Fatalf("compliant branch wrong: %+v", tm)
+		}
+	}
+	// Hand-checked cases.
+	base := rewardInput{slo: 0.2, n: 2, minCPU: 500, maxCPU: 10000, changed: []float64{0, 0}, util: []float64{0.5, 0.5}, queueGrew: []bool{false, false}}
+	c := base
+	c.p95, c.prevP95, c.totalCPU = 0.1, 0.1, 1000
+	if tm := r.compute(c); tm.Total != 2.0 || tm.Resource != 1.5 {
+		t.Fatalf("idle compliant: %+v, want total 2.0", tm)
+	}
+	c = base
+	c.p95, c.prevP95, c.violated, c.totalCPU = 0.3, 0.1, true, 1000
+	c.changed = []float64{500, 0}
+	c.util = []float64{1.2, 0.5}
+	tm := r.compute(c)
+	// SLO −(1+4·0.5) = −3; progress 0.25·clip(−1) = −0.25; recovery −1; churn −0.025; reconf 0.25.
+	want := -3 - 0.25 - 1 - 0.025 + 0.25
+	if math.Abs(tm.Total-want) > 1e-12 {
+		t.Fatalf("violating case: %+v, want total %v", tm, want)
+	}
+}
