@@ -42,7 +42,7 @@ type Config struct {
 	// latency resolution of the fluid core). Default 10 (100 ms).
 	SlicesPerStep int
 	// QueueCapacity is the number of cohorts a stage holds before it
-	// coalesces new ones into the newest. Default 256.
+	// coalesces new ones into the newest. Default 64.
 	QueueCapacity int
 
 	// InitialCPU is every task's allocation at Reset, millicores. Default 500.
@@ -64,7 +64,7 @@ func (c *Config) setDefaults() {
 		c.SlicesPerStep = 10
 	}
 	if c.QueueCapacity == 0 {
-		c.QueueCapacity = 256
+		c.QueueCapacity = 64
 	}
 	if c.InitialCPU == 0 {
 		c.InitialCPU = 500

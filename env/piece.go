@@ -3,14 +3,11 @@ package env
 // piece is a cohort of events that travel together: w events whose
 // arrivals at the current stage are spread uniformly over [as, ae] and
 // whose emission times at the source are spread uniformly over [os, oe],
-// in the same (FIFO) order. oid identifies the source slice the events
-// were emitted in; pieces of one slice that reach a task along different
-// paths are merged by it. Times are absolute simulated seconds.
+// in the same (FIFO) order. Times are absolute simulated seconds.
 type piece struct {
 	w      float64
 	as, ae float64
 	os, oe float64
-	oid    int64
 	bl     bool // (overlap stages) arrived before the step began: backlog
 }
 
@@ -28,16 +25,24 @@ func (p *piece) absorb(q piece) {
 // however long a backlog grows; no event is ever dropped.
 type ring struct {
 	buf   []piece
+	mask  int // len(buf) − 1; the capacity is a power of two
 	head  int
 	n     int
 	total float64 // Σ w over the ring
 }
 
-func newRing(capacity int) ring { return ring{buf: make([]piece, capacity)} }
+// newRing returns a ring holding at least capacity pieces.
+func newRing(capacity int) ring {
+	c := 1
+	for c < capacity {
+		c <<= 1
+	}
+	return ring{buf: make([]piece, c), mask: c - 1}
+}
 
 func (r *ring) len() int { return r.n }
 
-func (r *ring) at(i int) *piece { return &r.buf[(r.head+i)%len(r.buf)] }
+func (r *ring) at(i int) *piece { return &r.buf[(r.head+i)&r.mask] }
 
 func (r *ring) front() *piece { return &r.buf[r.head] }
 
@@ -47,13 +52,13 @@ func (r *ring) push(p piece) {
 		r.at(r.n - 1).absorb(p)
 		return
 	}
-	r.buf[(r.head+r.n)%len(r.buf)] = p
+	r.buf[(r.head+r.n)&r.mask] = p
 	r.n++
 }
 
 func (r *ring) pop() {
 	r.total -= r.buf[r.head].w
-	r.head = (r.head + 1) % len(r.buf)
+	r.head = (r.head + 1) & r.mask
 	r.n--
 	if r.n == 0 {
 		r.total = 0 // shed rounding drift

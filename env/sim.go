@@ -39,6 +39,7 @@ type fluid struct {
 	slices  int   // source pieces per step
 	sinkLat []latPiece
 	now     float64 // start of the current step
+	end     float64 // end of the current step
 	cumEmit float64
 	cumSink float64
 	// per step
@@ -177,7 +178,19 @@ func (f *fluid) deliver(i int, p piece) {
 	s.pushed += p.w
 	s.cumPushed += p.w
 	if !s.overlap {
-		// A single FIFO stream arrives in order: straight into the queue.
+		// A single FIFO stream arrives in order. With nothing queued ahead
+		// the piece is served at once (FIFO makes this the same as serving
+		// it in stage order); otherwise it joins the queue.
+		if s.queue.n == 0 {
+			svc := s.service
+			ds := max(p.as, s.free) + min(p.w, 1)*svc
+			de := max(p.ae+svc, ds+max(p.w-1, 0)*svc)
+			if de <= f.end {
+				s.free = de
+				f.depart(s, p, ds, de)
+				return
+			}
+		}
 		s.queue.push(p)
 		return
 	}
@@ -194,6 +207,7 @@ func (f *fluid) deliver(i int, p piece) {
 func (f *fluid) step(stepIndex int, rate float64) {
 	t0 := f.now
 	T := t0 + 1
+	f.end = T
 	f.sinkLat = f.sinkLat[:0]
 	f.emitted, f.sinkEvents = 0, 0
 	for i := range f.stages {
@@ -209,7 +223,7 @@ func (f *fluid) step(stepIndex int, rate float64) {
 		}
 		for j := 0; j < f.slices; j++ {
 			start := t0 + float64(j)*dt
-			p := piece{w: w, as: start + pad, ae: start + dt - pad, oid: int64(stepIndex)*int64(f.slices) + int64(j)}
+			p := piece{w: w, as: start + pad, ae: start + dt - pad}
 			p.os, p.oe = p.as, p.ae
 			for _, k := range f.sources {
 				f.deliver(k, p)
@@ -292,7 +306,7 @@ func (f *fluid) depart(s *stage, p piece, ds, de float64) {
 	if len(s.out) == 0 {
 		return
 	}
-	q := piece{w: w, as: ds + s.delay, ae: de + s.delay, os: p.os, oe: p.oe, oid: p.oid}
+	q := piece{w: w, as: ds + s.delay, ae: de + s.delay, os: p.os, oe: p.oe}
 	for _, o := range s.out {
 		f.deliver(o, q)
 	}
@@ -317,9 +331,7 @@ func quantileMixture(ps []latPiece, q float64) (mean, quant float64, ok bool) {
 	}
 	mean = msum / wsum
 	target := q * wsum
-	a, b := lo, hi
-	for it := 0; it < 40 && b-a > 1e-7; it++ {
-		x := (a + b) / 2
+	cdf := func(x float64) float64 {
 		c := 0.0
 		for _, p := range ps {
 			switch {
@@ -329,11 +341,22 @@ func quantileMixture(ps []latPiece, q float64) (mean, quant float64, ok bool) {
 				c += p.w * (x - p.lo) / (p.hi - p.lo)
 			}
 		}
-		if c >= target {
-			b = x
+		return c
+	}
+	// Bisection to a 1 µs bracket, then linear interpolation inside it
+	// (the CDF is linear between breakpoints).
+	a, b := lo, hi
+	ca, cb := 0.0, wsum
+	for it := 0; it < 60 && b-a > 1e-6; it++ {
+		x := (a + b) / 2
+		if c := cdf(x); c >= target {
+			b, cb = x, c
 		} else {
-			a = x
+			a, ca = x, c
 		}
+	}
+	if cb > ca {
+		return mean, a + (b-a)*(target-ca)/(cb-ca), true
 	}
 	return mean, b, true
 }
