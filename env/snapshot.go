@@ -1,0 +1,276 @@
+package env
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// snapshotVersion is bumped whenever the encoded state changes shape.
+const snapshotVersion = 1
+
+// enc and dec write and read the fixed-layout little-endian encoding used
+// by snapshots: float64 bits, int64s and bools, in a fixed field order.
+type enc struct{ b bytes.Buffer }
+
+func (w *enc) f(xs ...float64) {
+	for _, x := range xs {
+		binary.Write(&w.b, binary.LittleEndian, math.Float64bits(x))
+	}
+}
+func (w *enc) i(xs ...int) {
+	for _, x := range xs {
+		binary.Write(&w.b, binary.LittleEndian, int64(x))
+	}
+}
+func (w *enc) u(x uint64) { binary.Write(&w.b, binary.LittleEndian, x) }
+func (w *enc) bl(xs ...bool) {
+	for _, x := range xs {
+		v := byte(0)
+		if x {
+			v = 1
+		}
+		w.b.WriteByte(v)
+	}
+}
+
+type dec struct {
+	r   *bytes.Reader
+	err error
+}
+
+func (d *dec) f() float64 {
+	var v uint64
+	if d.err == nil {
+		d.err = binary.Read(d.r, binary.LittleEndian, &v)
+	}
+	return math.Float64frombits(v)
+}
+func (d *dec) i() int {
+	var v int64
+	if d.err == nil {
+		d.err = binary.Read(d.r, binary.LittleEndian, &v)
+	}
+	return int(v)
+}
+func (d *dec) u() uint64 {
+	var v uint64
+	if d.err == nil {
+		d.err = binary.Read(d.r, binary.LittleEndian, &v)
+	}
+	return v
+}
+func (d *dec) bl() bool {
+	if d.err != nil {
+		return false
+	}
+	b, err := d.r.ReadByte()
+	d.err = err
+	return b == 1
+}
+
+// ErrSnapshot is wrapped by every error UnmarshalBinary returns.
+var ErrSnapshot = errors.New("env: bad snapshot")
+
+// MarshalBinary encodes the Env's complete dynamic state (queues, clocks,
+// allocations, histories), so that an Env built from the same Config and
+// restored with UnmarshalBinary continues bit for bit as the original.
+// Only the Fluid core can be snapshotted.
+func (e *Env) MarshalBinary() ([]byte, error) {
+	f, ok := e.core.(*fluid)
+	if !ok {
+		return nil, fmt.Errorf("env: only the fluid core can be snapshotted")
+	}
+	var w enc
+	w.i(snapshotVersion, e.n, e.m, len(f.stages))
+	w.bl(e.started, e.over, e.prevViolated)
+	w.i(e.t)
+	w.f(e.prevP95)
+	w.bl(e.violHist[:]...)
+	w.f(e.alloc...)
+	w.f(e.prevTaskLat...)
+	w.f(e.prevQueue...)
+	w.u(e.info.Seed)
+	w.f(f.now, f.cumEmit, f.cumSink)
+	for i := range f.stages {
+		s := &f.stages[i]
+		w.f(s.free, s.cumPushed, s.cumDeparted, s.queue.total)
+		w.i(s.queue.len())
+		for j := 0; j < s.queue.len(); j++ {
+			p := s.queue.at(j)
+			w.f(p.w, p.as, p.ae, p.os, p.oe)
+			w.bl(p.bl)
+		}
+	}
+	return w.b.Bytes(), nil
+}
+
+// UnmarshalBinary restores a state written by MarshalBinary for an Env of
+// the same Config. On error the Env is unchanged.
+func (e *Env) UnmarshalBinary(data []byte) error {
+	f, ok := e.core.(*fluid)
+	if !ok {
+		return fmt.Errorf("env: only the fluid core can be snapshotted")
+	}
+	d := &dec{r: bytes.NewReader(data)}
+	if v, n, m, ns := d.i(), d.i(), d.i(), d.i(); d.err != nil || v != snapshotVersion || n != e.n || m != e.m || ns != len(f.stages) {
+		return fmt.Errorf("%w: header (version %d, %d tasks, %d servers, %d stages) does not match this scenario", ErrSnapshot, v, n, m, ns)
+	}
+	// Decode into a scratch copy, then commit.
+	started, over, prevViol := d.bl(), d.bl(), d.bl()
+	t := d.i()
+	prevP95 := d.f()
+	var hist [10]bool
+	for k := range hist {
+		hist[k] = d.bl()
+	}
+	read := func(n int) []float64 {
+		x := make([]float64, n)
+		for k := range x {
+			x[k] = d.f()
+		}
+		return x
+	}
+	alloc, lat, q := read(e.n), read(e.n), read(e.n)
+	seed := d.u()
+	now, cumEmit, cumSink := d.f(), d.f(), d.f()
+	type st struct {
+		free, pushed, departed, total float64
+		pieces                        []piece
+	}
+	stages := make([]st, len(f.stages))
+	for i := range stages {
+		s := &stages[i]
+		s.free, s.pushed, s.departed, s.total = d.f(), d.f(), d.f(), d.f()
+		n := d.i()
+		if d.err != nil || n < 0 || n > len(f.stages[i].queue.buf) {
+			return fmt.Errorf("%w: stage %d holds %d pieces", ErrSnapshot, i, n)
+		}
+		for j := 0; j < n; j++ {
+			p := piece{w: d.f(), as: d.f(), ae: d.f(), os: d.f(), oe: d.f(), bl: d.bl()}
+			if !finite(p.w, p.as, p.ae, p.os, p.oe) || p.w < 0 || p.as > p.ae || p.os > p.oe {
+				return fmt.Errorf("%w: stage %d piece %d malformed", ErrSnapshot, i, j)
+			}
+			s.pieces = append(s.pieces, p)
+		}
+	}
+	if d.err != nil {
+		return fmt.Errorf("%w: %w", ErrSnapshot, d.err)
+	}
+	if d.r.Len() != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", ErrSnapshot, d.r.Len())
+	}
+	if t < 0 || !finite(prevP95, now, cumEmit, cumSink) || !finite(lat...) || !finite(q...) {
+		return fmt.Errorf("%w: clock or history malformed", ErrSnapshot)
+	}
+	for _, s := range stages {
+		if !finite(s.free, s.pushed, s.departed, s.total) {
+			return fmt.Errorf("%w: stage counters malformed", ErrSnapshot)
+		}
+	}
+	for _, c := range alloc {
+		if !(c >= e.cfg.MinCPU && c <= e.cfg.MaxCPU) {
+			return fmt.Errorf("%w: allocation %v outside bounds", ErrSnapshot, c)
+		}
+	}
+	e.started, e.over, e.prevViolated, e.t, e.prevP95, e.violHist = started, over, prevViol, t, prevP95, hist
+	copy(e.alloc, alloc)
+	copy(e.prevTaskLat, lat)
+	copy(e.prevQueue, q)
+	e.info.Seed = seed
+	f.now, f.cumEmit, f.cumSink = now, cumEmit, cumSink
+	for i := range f.stages {
+		s, src := &f.stages[i], &stages[i]
+		s.free, s.cumPushed, s.cumDeparted = src.free, src.pushed, src.departed
+		s.queue.clear()
+		for _, p := range src.pieces {
+			s.queue.push(p)
+		}
+		s.queue.total = src.total
+		s.inbox = s.inbox[:0]
+	}
+	e.applyService()
+	return nil
+}
+
+// MarshalBinary encodes the state of every environment and of the
+// autoreset bookkeeping.
+func (v *VecEnv) MarshalBinary() ([]byte, error) {
+	var w enc
+	w.i(len(v.envs), int(v.mode))
+	w.u(v.base)
+	w.bl(v.started)
+	for i, e := range v.envs {
+		w.u(v.episodes[i])
+		w.bl(v.pending[i])
+		w.f(v.epReturn[i])
+		w.i(v.epLen[i])
+		b, err := e.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		w.i(len(b))
+		w.b.Write(b)
+	}
+	return w.b.Bytes(), nil
+}
+
+// UnmarshalBinary restores a VecEnv state written by MarshalBinary for the
+// same configs. The observations of the restored state are recomputed only
+// at the next Step; callers that need the current observation should keep
+// it with the snapshot.
+func (v *VecEnv) UnmarshalBinary(data []byte) error {
+	d := &dec{r: bytes.NewReader(data)}
+	if n, mode := d.i(), d.i(); d.err != nil || n != len(v.envs) || mode != int(v.mode) {
+		return fmt.Errorf("%w: vector env of %d envs (mode %d), want %d (mode %d)", ErrSnapshot, n, mode, len(v.envs), v.mode)
+	}
+	base, started := d.u(), d.bl()
+	type one struct {
+		ep      uint64
+		pending bool
+		ret     float64
+		n       int
+		state   []byte
+	}
+	all := make([]one, len(v.envs))
+	for i := range all {
+		o := &all[i]
+		o.ep, o.pending, o.ret, o.n = d.u(), d.bl(), d.f(), d.i()
+		size := d.i()
+		if d.err != nil || size < 0 || size > d.r.Len() {
+			return fmt.Errorf("%w: env %d state of %d bytes", ErrSnapshot, i, size)
+		}
+		o.state = make([]byte, size)
+		d.r.Read(o.state)
+	}
+	if d.err != nil || d.r.Len() != 0 {
+		return fmt.Errorf("%w: vector env state malformed", ErrSnapshot)
+	}
+	// Validate every env state on scratch copies before committing any.
+	for i, e := range v.envs {
+		scratch, err := New(e.cfg)
+		if err != nil {
+			return err
+		}
+		if err := scratch.UnmarshalBinary(all[i].state); err != nil {
+			return fmt.Errorf("env %d: %w", i, err)
+		}
+	}
+	for i, e := range v.envs {
+		_ = e.UnmarshalBinary(all[i].state)
+		v.episodes[i], v.pending[i], v.epReturn[i], v.epLen[i] = all[i].ep, all[i].pending, all[i].ret, all[i].n
+	}
+	v.base, v.started = base, started
+	return nil
+}
+
+func finite(xs ...float64) bool {
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return true
+}
