@@ -214,6 +214,14 @@ func (f *fluid) step(stepIndex int, rate float64) {
 		s := &f.stages[i]
 		s.pushed, s.departed, s.delayW = 0, 0, 0
 	}
+	// Serve what single-stream stages carried over first: FIFO makes this
+	// the same as serving it later, and it lets this step's arrivals find
+	// empty queues and be served on delivery (deliver's fast path).
+	for _, i := range f.order {
+		if s := &f.stages[i]; !s.overlap && s.queue.n > 0 {
+			f.process(i, T)
+		}
+	}
 	if rate > 0 {
 		dt := 1 / float64(f.slices)
 		w := rate * dt
