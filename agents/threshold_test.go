@@ -1,0 +1,200 @@
+package agents_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"streamscale/agents"
+)
+
+func TestThresholdConfigValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*agents.ThresholdConfig)
+		ok   bool
+	}{
+		{"default", func(*agents.ThresholdConfig) {}, true},
+		{"target zero", func(c *agents.ThresholdConfig) { c.Target = 0 }, false},
+		{"target at clip", func(c *agents.ThresholdConfig) { c.Target = 10 }, false},
+		{"target NaN", func(c *agents.ThresholdConfig) { c.Target = math.NaN() }, false},
+		{"tolerance negative", func(c *agents.ThresholdConfig) { c.Tolerance = -0.1 }, false},
+		{"tolerance covers zero", func(c *agents.ThresholdConfig) { c.Tolerance = 0.7 }, false},
+		{"tolerance zero", func(c *agents.ThresholdConfig) { c.Tolerance = 0 }, true},
+		{"unknown utilization", func(c *agents.ThresholdConfig) { c.Utilization = 7 }, false},
+		{"window zero", func(c *agents.ThresholdConfig) { c.ScaleDownWindow = 0 }, false},
+		{"window one", func(c *agents.ThresholdConfig) { c.ScaleDownWindow = 1 }, true},
+		{"quantum zero", func(c *agents.ThresholdConfig) { c.Quantum = 0 }, false},
+		{"quantum Inf", func(c *agents.ThresholdConfig) { c.Quantum = math.Inf(1) }, false},
+		{"min zero", func(c *agents.ThresholdConfig) { c.MinCPU = 0 }, false},
+		{"max below min", func(c *agents.ThresholdConfig) { c.MaxCPU = 400 }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := agents.DefaultThresholdConfig()
+			tc.edit(&cfg)
+			_, err := agents.NewThreshold(cfg)
+			if (err == nil) != tc.ok {
+				t.Fatalf("NewThreshold error = %v, want ok = %v", err, tc.ok)
+			}
+		})
+	}
+}
+
+// TestThresholdDecisions feeds hand-built observations of one task and
+// checks the target and the reason at every step.
+func TestThresholdDecisions(t *testing.T) {
+	type step struct {
+		in     task
+		target float64
+		reason agents.ScaleReason
+	}
+	const slo = 180
+	for _, tc := range []struct {
+		name   string
+		edit   func(*agents.ThresholdConfig)
+		steps  []step
+		window int
+	}{
+		{name: "inside the band", steps: []step{
+			{task{1000, 0.75, 1}, 1000, agents.Hold},
+			{task{1000, 0.6, 1}, 1000, agents.Hold}, // lower edge
+			{task{1000, 0.8, 1}, 1000, agents.Hold}, // upper edge
+			{task{1234, 0.7, 1}, 1234, agents.Hold}, // off-grid allocation kept as is
+		}},
+		{name: "scale up by the HPA rule", steps: []step{
+			{task{1000, 1.4, 1}, 2000, agents.ScaleUp},  // 1000·1.4/0.7
+			{task{1000, 0.81, 1}, 1200, agents.ScaleUp}, // 1157.1 rounded up to 50
+			{task{8000, 5, 1}, 10000, agents.ScaleUp},   // clipped to MaxCPU
+		}},
+		{name: "first scale-down is immediate (empty window)", steps: []step{
+			{task{2000, 0.35, 1}, 1000, agents.ScaleDown},
+		}},
+		{name: "scale-down clipped to MinCPU", steps: []step{
+			{task{600, 0.1, 1}, 500, agents.ScaleDown},
+		}},
+		{name: "stabilized for the window, then down", window: 3, steps: []step{
+			{task{2000, 0.7, 1}, 2000, agents.Hold},        // rec 2000
+			{task{2000, 0.5, 1}, 2000, agents.Stabilized},  // rec 1450
+			{task{2000, 0.35, 1}, 2000, agents.Stabilized}, // rec 1000, window max 2000
+			{task{2000, 0.35, 1}, 1450, agents.ScaleDown},  // window {1450, 1000, 1000}
+			{task{1450, 0.3, 1}, 1000, agents.ScaleDown},   // rec 650, window {1000, 1000, 650}
+		}},
+		{name: "scale-up not delayed by the window", steps: []step{
+			{task{2000, 0.7, 1}, 2000, agents.Hold},
+			{task{2000, 0.35, 1}, 2000, agents.Stabilized},
+			{task{2000, 1.4, 1}, 4000, agents.ScaleUp},
+		}},
+		{name: "idle task falls to the minimum after the window", window: 2, steps: []step{
+			{task{2000, 0.7, 1}, 2000, agents.Hold},
+			{task{2000, 0, 1}, 2000, agents.Stabilized},
+			{task{2000, 0, 1}, 500, agents.ScaleDown},
+		}},
+		{name: "processed load saturates", edit: func(c *agents.ThresholdConfig) { c.Utilization = agents.ProcessedLoad }, steps: []step{
+			{task{1000, 3, 0.33}, 1450, agents.ScaleUp}, // u = 0.99 → 1414.3 → 1450
+			{task{1000, 0.75, 1}, 1000, agents.Hold},
+		}},
+		{name: "offered load sizes in one step", steps: []step{
+			{task{1000, 3, 0.33}, 4300, agents.ScaleUp}, // u = 3 → 4285.7 → 4300
+		}},
+		{name: "zero tolerance", edit: func(c *agents.ThresholdConfig) { c.Tolerance = 0 }, steps: []step{
+			{task{1000, 0.77, 1}, 1100, agents.ScaleUp},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := agents.DefaultThresholdConfig()
+			if tc.window > 0 {
+				cfg.ScaleDownWindow = tc.window
+			}
+			if tc.edit != nil {
+				tc.edit(&cfg)
+			}
+			c, err := agents.NewThreshold(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Reset(1); err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range tc.steps {
+				a, err := c.Act(obsOf([]task{s.in}, 100, slo, 1000))
+				if err != nil {
+					t.Fatalf("step %d: %v", i, err)
+				}
+				d := c.Decisions()[0]
+				if len(a.Targets) != 1 || math.Abs(a.Targets[0]-s.target) > 1e-9 || d.Reason != s.reason {
+					t.Fatalf("step %d (cpu %v, ρ %v): target %v (%v), want %v (%v); decision %+v", i, s.in.cpu, s.in.rho, a.Targets, d.Reason, s.target, s.reason, d)
+				}
+			}
+		})
+	}
+}
+
+// TestThresholdTasksIndependent checks that each task has its own window.
+func TestThresholdTasksIndependent(t *testing.T) {
+	c, err := agents.NewThreshold(agents.DefaultThresholdConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Reset(0)
+	seq := [][]task{
+		{{2000, 0.7, 1}, {1000, 0.7, 1}},
+		{{2000, 0.35, 1}, {1000, 1.4, 1}},
+	}
+	var a []float64
+	for _, rows := range seq {
+		act, err := c.Act(obsOf(rows, 100, 180, 1000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a = act.Targets
+	}
+	if a[0] != 2000 || a[1] != 2000 {
+		t.Fatalf("targets %v, want [2000 2000] (task 0 stabilized, task 1 scaled up)", a)
+	}
+}
+
+func TestThresholdRejectsBadObservation(t *testing.T) {
+	c, err := agents.NewThreshold(agents.DefaultThresholdConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Reset(0)
+	good := obsOf([]task{{2000, 0.7, 1}}, 100, 180, 1000)
+	if _, err := c.Act(good); err != nil {
+		t.Fatal(err)
+	}
+	nan := obsOf([]task{{2000, math.NaN(), 1}}, 100, 180, 1000)
+	if _, err := c.Act(nan); err == nil {
+		t.Error("NaN offered load accepted")
+	}
+	two := obsOf([]task{{2000, 0.7, 1}, {2000, 0.7, 1}}, 100, 180, 1000)
+	if _, err := c.Act(two); err == nil {
+		t.Error("task count changed mid-episode and was accepted")
+	}
+	// The rejected calls left no trace: with window 30 the first
+	// recommendation (2000) still holds the allocation.
+	a, err := c.Act(obsOf([]task{{2000, 0.35, 1}}, 100, 180, 1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Targets[0] != 2000 {
+		t.Errorf("target %v after rejected inputs, want 2000 (stabilized)", a.Targets[0])
+	}
+	if c.Reset(0); len(c.Decisions()) != 0 {
+		t.Error("decisions survive Reset")
+	}
+	if _, err := c.Act(two); err != nil {
+		t.Errorf("after Reset a new task count is accepted, got %v", err)
+	}
+}
+
+// ExampleThreshold sizes one overloaded task and explains the decision.
+func ExampleThreshold() {
+	c, _ := agents.NewThreshold(agents.DefaultThresholdConfig())
+	c.Reset(0)
+	a, _ := c.Act(obsOf([]task{{cpu: 1000, rho: 1.4, ratio: 0.7}}, 250, 180, 2000))
+	d := c.Decisions()[0]
+	fmt.Printf("u=%.2f current=%.0f → target %.0f (%v)\n", d.Utilization, d.Current, a.Targets[0], d.Reason)
+	// Output:
+	// u=1.40 current=1000 → target 2000 (scale-up)
+}
