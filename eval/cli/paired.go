@@ -1,0 +1,341 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"streamscale/eval/controllers"
+	"streamscale/eval/paired"
+	"streamscale/eval/report"
+	"streamscale/eval/runner"
+	"streamscale/traces"
+)
+
+// DefaultControllers is the default -controllers list of `eval paired`;
+// entries not available yet are skipped with a notice.
+const DefaultControllers = "ppo,vrebalance,threshold,static:500,static:2000,static:10000"
+
+// Artifact names in the -out directory.
+const (
+	FileIntervals = "intervals.parquet"
+	FileRuns      = "runs.parquet"
+	FileSummary   = "summary.json"
+	FileReport    = "report.md"
+)
+
+func pairedCmd(ctx context.Context, args []string, o Options) error {
+	start := time.Now()
+	fs := flag.NewFlagSet("paired", flag.ContinueOnError)
+	outDir := fs.String("out", "out/paired", "output directory (created if missing)")
+	profilesF := fs.String("profiles", "pred,etl", "comma-separated profiles")
+	tracesF := fs.String("traces", "taxi,intel", "comma-separated workloads: taxi, taxi-train, intel or .csv/.parquet files")
+	dir := fs.String("trace-dir", traces.DefaultDir(), "trace data directory (env STREAMSCALE_TRACES)")
+	mult := fs.Float64("rate-mult", 1, "arrival-rate multiplier, > 0")
+	nPlace := fs.Int("placements", len(paired.DefaultPlacements), "number of placement seeds, taken from 101, 102, …")
+	ctrlF := fs.String("controllers", DefaultControllers, "comma-separated controller specs")
+	candF := fs.String("candidate", "ppo", "controller judged against the others")
+	policies := fs.String("policies", "runs", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors")
+	seed := fs.Uint64("seed", 1, "root seed (episode seeds and bootstrap)")
+	steps := fs.Int("steps", 3600, "intervals per run (0 = the full trace)")
+	asJSON := fs.Bool("json", false, "print summary.json to stdout")
+	if err := parseFlags(fs, args, o); err != nil {
+		return err
+	}
+	set := explicit(fs)
+
+	profiles, err := splitList("profiles", *profilesF)
+	if err != nil {
+		return err
+	}
+	for _, p := range profiles {
+		if err := checkProfile(p); err != nil {
+			return err
+		}
+	}
+	traceNames, err := splitList("traces", *tracesF)
+	if err != nil {
+		return err
+	}
+	for _, t := range traceNames {
+		if err := checkTrace(t); err != nil {
+			return err
+		}
+	}
+	if err := checkRateMult(*mult); err != nil {
+		return err
+	}
+	if *nPlace < 1 || *nPlace > 1000 {
+		return usagef("eval: -placements %d, want 1…1000", *nPlace)
+	}
+	if *steps < 0 {
+		return usagef("eval: -steps %d, want ≥ 0 (0 = the full trace)", *steps)
+	}
+	if *outDir == "" {
+		return usagef("eval: -out is empty")
+	}
+
+	plan := paired.Plan{Profiles: profiles, Seed: *seed, Steps: *steps, RateMult: *mult}
+	for i := range *nPlace {
+		plan.Placements = append(plan.Placements, 101+uint64(i))
+	}
+	for _, name := range traceNames {
+		t, err := loadTrace(name, *dir, *mult, *seed, o)
+		if err != nil {
+			return err
+		}
+		plan.Workloads = append(plan.Workloads, paired.Workload{Name: name, Source: traceSource(t), Workload: t})
+	}
+
+	// Controllers: parse each spec and build it once per profile × workload
+	// (a PPO policy must exist), so that a bad one fails before any run.
+	// Entries of the default list that are not available are skipped.
+	reg := controllers.New(controllers.Options{PoliciesDir: *policies})
+	ctrlSpecs, err := splitList("controllers", *ctrlF)
+	if err != nil {
+		return err
+	}
+	skipped := map[string]error{}
+	for _, s := range ctrlSpecs {
+		c, err := reg.Parse(s)
+		if err == nil {
+			err = preflight(c, plan)
+		}
+		if (errors.Is(err, controllers.ErrUnavailable) || errors.Is(err, controllers.ErrNoPolicy)) && !set["controllers"] {
+			fmt.Fprintf(o.Stderr, "%v; skipping it\n", err)
+			skipped[s] = err
+			continue
+		}
+		if err != nil {
+			return usageError{err}
+		}
+		for _, prev := range plan.Controllers {
+			if prev.String() == c.String() {
+				return usagef("eval: -controllers lists %s twice", c)
+			}
+		}
+		plan.Controllers = append(plan.Controllers, c)
+	}
+	if len(plan.Controllers) == 0 {
+		return usagef("eval: no available controllers in -controllers %q", *ctrlF)
+	}
+	// The candidate: -candidate if available (added to a default controller
+	// list that lacks it), else, by default, the first controller.
+	cand, err := reg.Parse(*candF)
+	if err != nil && set["candidate"] {
+		return usageError{err}
+	}
+	if err == nil {
+		for _, c := range plan.Controllers {
+			if c.String() == cand.String() {
+				plan.Candidate = c.String()
+			}
+		}
+		if _, skip := skipped[cand.String()]; plan.Candidate == "" && set["candidate"] && !set["controllers"] && !skip {
+			if err := preflight(cand, plan); err != nil {
+				return usageError{err}
+			}
+			plan.Controllers = append([]controllers.Spec{cand}, plan.Controllers...)
+			plan.Candidate = cand.String()
+		}
+	}
+	if plan.Candidate == "" {
+		if set["candidate"] {
+			if err, ok := skipped[cand.String()]; ok {
+				return usageError{err}
+			}
+			return usagef("eval: candidate %s is not among -controllers", cand)
+		}
+		plan.Candidate = plan.Controllers[0].String()
+		fmt.Fprintf(o.Stderr, "eval: candidate %s is not available; judging %s against the others instead\n", *candF, plan.Candidate)
+	}
+	if err := plan.Validate(); err != nil {
+		return usageError{err}
+	}
+	if err := os.MkdirAll(*outDir, 0o755); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+
+	sum, err := executePaired(ctx, plan, *outDir, o)
+	if err != nil {
+		return err
+	}
+	js, err := writeSummary(*outDir, sum)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Stderr, "eval: paired evaluation of %d runs in %.1fs wall time; artifacts in %s\n",
+		len(plan.Specs()), time.Since(start).Seconds(), *outDir)
+	if *asJSON {
+		_, err = o.Stdout.Write(js)
+		return err
+	}
+	return printVerdicts(o, sum, *outDir)
+}
+
+// preflight builds c for every profile × workload of plan (on the first
+// placement) and discards it.
+func preflight(c controllers.Spec, plan paired.Plan) error {
+	for _, prof := range plan.Profiles {
+		for _, w := range plan.Workloads {
+			sc, err := runner.Scenario(runner.Spec{Profile: prof, Workload: w.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps})
+			if err != nil {
+				return err
+			}
+			if _, err := c.New(sc); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// executePaired runs the plan, streaming intervals.parquet and collecting
+// runs.parquet rows and the figures' series, and analyzes the results.
+func executePaired(ctx context.Context, plan paired.Plan, outDir string, o Options) (paired.Summary, error) {
+	specs := plan.Specs()
+	f, err := os.Create(filepath.Join(outDir, FileIntervals))
+	if err != nil {
+		return paired.Summary{}, fmt.Errorf("eval: %w", err)
+	}
+	defer f.Close()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	iw := report.NewIntervalWriter(bw)
+
+	results := make([]runner.Result, len(specs))
+	series := make([]report.Series, len(specs))
+	rows := make([]report.RunRow, len(specs))
+	emit := func(i int, r runner.Result) error {
+		if err := iw.Write(r); err != nil {
+			return err
+		}
+		series[i] = report.SeriesOf(r)
+		rows[i] = report.RunRowOf(r)
+		r.Intervals = nil // written; keep only the summary
+		results[i] = r
+		return nil
+	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	bar := newProgress(o)
+	err = paired.Execute(ctx, specs, workers, emit, bar.update)
+	bar.finish()
+	if err != nil {
+		return paired.Summary{}, err
+	}
+	if err := iw.Close(); err != nil {
+		return paired.Summary{}, err
+	}
+	if err := bw.Flush(); err != nil {
+		return paired.Summary{}, fmt.Errorf("eval: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return paired.Summary{}, fmt.Errorf("eval: %w", err)
+	}
+
+	rf, err := os.Create(filepath.Join(outDir, FileRuns))
+	if err != nil {
+		return paired.Summary{}, fmt.Errorf("eval: %w", err)
+	}
+	defer rf.Close()
+	if err := report.WriteRuns(rf, rows); err != nil {
+		return paired.Summary{}, err
+	}
+	if err := rf.Close(); err != nil {
+		return paired.Summary{}, fmt.Errorf("eval: %w", err)
+	}
+
+	sum, err := paired.Analyze(plan, results)
+	if err != nil {
+		return paired.Summary{}, err
+	}
+	sum.Commit, sum.GoVersion = o.Commit, o.GoVersion
+	figs, err := report.Figures(outDir, sum, series)
+	if err != nil {
+		return paired.Summary{}, err
+	}
+	if err := os.WriteFile(filepath.Join(outDir, FileReport), report.Markdown(sum, figs), 0o644); err != nil {
+		return paired.Summary{}, fmt.Errorf("eval: %w", err)
+	}
+	return sum, nil
+}
+
+func writeSummary(outDir string, sum paired.Summary) ([]byte, error) {
+	js, err := report.SummaryJSON(sum)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(outDir, FileSummary), js, 0o644); err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	return js, nil
+}
+
+// printVerdicts prints a short text summary of the verdicts.
+func printVerdicts(o Options, sum paired.Summary, outDir string) error {
+	w := bufio.NewWriter(o.Stdout)
+	yn := func(v paired.Verdict) string {
+		if v.Holds {
+			return "yes"
+		}
+		return "no"
+	}
+	fmt.Fprintf(w, "candidate %s; report %s\n", sum.Protocol.Candidate, filepath.Join(outDir, FileReport))
+	fmt.Fprintf(w, "%-6s %-8s %-16s %9s %10s %10s  %-3s %-3s %-3s\n", "prof", "trace", "controller", "viol %", "p95 ms", "cpu mc", "H1", "H2", "H3")
+	for _, c := range sum.Combinations {
+		for _, cs := range c.Controllers {
+			h := "  -   -   -"
+			for _, cmp := range c.Comparisons {
+				if cmp.Baseline == cs.Controller {
+					h = fmt.Sprintf("  %-3s %-3s %-3s", yn(cmp.H1), yn(cmp.H2), yn(cmp.H3))
+				}
+			}
+			fmt.Fprintf(w, "%-6s %-8s %-16s %9s %10s %10s%s\n", c.Profile, c.Trace, cs.Controller,
+				strconv.FormatFloat(100*float64(cs.ViolationRateMean), 'f', 2, 64),
+				strconv.FormatFloat(float64(cs.MeanP95MS), 'f', 1, 64),
+				strconv.FormatFloat(float64(cs.MeanCPU), 'f', 0, 64), h)
+		}
+	}
+	return w.Flush()
+}
+
+// progress draws a progress bar on a terminal stderr.
+type progress struct {
+	mu    sync.Mutex
+	o     Options
+	start time.Time
+	drawn bool
+}
+
+func newProgress(o Options) *progress { return &progress{o: o, start: time.Now()} }
+
+func (p *progress) update(done, total int) {
+	if !p.o.Terminal || total == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	const width = 30
+	n := done * width / total
+	fmt.Fprintf(p.o.Stderr, "\r[%s%s] %d/%d runs %5.1fs", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total, time.Since(p.start).Seconds())
+	p.drawn = true
+}
+
+func (p *progress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprintln(p.o.Stderr)
+	}
+}

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	"streamscale/eval/controllers"
+	"streamscale/eval/report"
+	"streamscale/eval/runner"
+	"streamscale/traces"
+)
+
+// RunReport is what `eval run -json` prints.
+type RunReport struct {
+	Profile          string   `json:"profile"`
+	Trace            string   `json:"trace"`
+	TraceSource      string   `json:"trace_source"`
+	RateMult         float64  `json:"rate_mult"`
+	PlacementSeed    uint64   `json:"placement_seed"`
+	Seed             uint64   `json:"seed"`
+	Controller       string   `json:"controller"`
+	Steps            int      `json:"steps"`
+	SLOMS            float64  `json:"slo_ms"`
+	Tasks            []string `json:"tasks"`
+	Placement        []int    `json:"placement"`
+	ViolationRate    float64  `json:"violation_rate"`
+	MeanP95MS        float64  `json:"mean_p95_ms"`
+	MeanLatencyMS    float64  `json:"mean_latency_ms"`
+	MeanCPU          float64  `json:"mean_cpu_millicores"`
+	MeanThroughput   float64  `json:"mean_throughput"`
+	MeanOffered      float64  `json:"mean_offered"`
+	MeanReward       float64  `json:"mean_reward"`
+	TotalReward      float64  `json:"total_reward"`
+	TrajectorySHA256 string   `json:"trajectory_sha256"`
+	ConfigSHA256     string   `json:"config_sha256"`
+	Commit           string   `json:"commit"`
+	GoVersion        string   `json:"go_version"`
+}
+
+func runCmd(ctx context.Context, args []string, o Options) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	profile := fs.String("profile", "pred", "application profile: pred or etl")
+	trace := fs.String("trace", "taxi", "workload: taxi, taxi-train, intel, or a .csv/.parquet trace file")
+	dir := fs.String("traces", traces.DefaultDir(), "trace data directory (env STREAMSCALE_TRACES)")
+	mult := fs.Float64("rate-mult", 1, "arrival-rate multiplier, > 0")
+	placement := fs.Uint64("placement-seed", 101, "seed of the random task placement")
+	seed := fs.Uint64("seed", 1, "episode and controller seed")
+	steps := fs.Int("steps", 0, "intervals to run (0 = the full trace)")
+	ctrl := fs.String("controller", "static:2000", "controller: static:N (millicores per task), threshold, vrebalance, ppo, ppo:DIR")
+	policies := fs.String("policies", "runs", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors")
+	out := fs.String("out", "", "write per-interval metrics to this Parquet file")
+	asJSON := fs.Bool("json", false, "print the summary as JSON")
+	if err := parseFlags(fs, args, o); err != nil {
+		return err
+	}
+	if err := checkProfile(*profile); err != nil {
+		return err
+	}
+	if err := checkTrace(*trace); err != nil {
+		return err
+	}
+	if err := checkRateMult(*mult); err != nil {
+		return err
+	}
+	if *steps < 0 {
+		return usagef("eval: -steps %d, want ≥ 0 (0 = the full trace)", *steps)
+	}
+	spec, err := controllers.New(controllers.Options{PoliciesDir: *policies}).Parse(*ctrl)
+	if err != nil {
+		return usageError{err}
+	}
+	tr, err := loadTrace(*trace, *dir, *mult, *seed, o)
+	if err != nil {
+		return err
+	}
+
+	rs := runner.Spec{
+		Profile: *profile, TraceName: *trace, Workload: tr, PlacementSeed: *placement,
+		Seed: *seed, Steps: *steps, Controller: spec,
+	}
+	sc, err := runner.Scenario(rs)
+	if err != nil {
+		return usageError{err}
+	}
+	if _, err := spec.New(sc); err != nil { // e.g. a missing PPO policy
+		return usageError{err}
+	}
+	res, err := runner.Run(ctx, rs)
+	if err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := writeIntervals(*out, res); err != nil {
+			return err
+		}
+	}
+	s := res.Summary
+	rep := RunReport{
+		Profile: res.Profile, Trace: res.Trace, TraceSource: traceSource(tr), RateMult: *mult,
+		PlacementSeed: res.PlacementSeed, Seed: res.Seed, Controller: res.Controller, Steps: s.Steps,
+		SLOMS: res.SLOMS, Tasks: res.Tasks, Placement: res.Placement,
+		ViolationRate: s.ViolationRate, MeanP95MS: s.MeanP95MS, MeanLatencyMS: s.MeanLatencyMS,
+		MeanCPU: s.MeanCPU, MeanThroughput: s.MeanThroughput, MeanOffered: s.MeanOffered,
+		MeanReward: s.MeanReward, TotalReward: s.TotalReward,
+		TrajectorySHA256: res.TrajectorySHA256, ConfigSHA256: res.ConfigSHA256,
+		Commit: o.Commit, GoVersion: o.GoVersion,
+	}
+	if *asJSON {
+		b, err := report.MarshalJSON(rep)
+		if err != nil {
+			return err
+		}
+		_, err = o.Stdout.Write(b)
+		return err
+	}
+	_, err = fmt.Fprintf(o.Stdout, `%s / %s (%s), placement seed %d, seed %d, controller %s: %d intervals
+  violation rate  %.4f  (p95 > SLO %g ms)
+  mean p95        %.1f ms  (mean latency %.1f ms)
+  mean CPU        %.0f millicores
+  throughput      %.1f of %.1f messages/s offered
+  mean reward     %.4f  (return %.2f)
+  trajectory      sha256 %s
+`, rep.Profile, rep.Trace, rep.TraceSource, rep.PlacementSeed, rep.Seed, rep.Controller, rep.Steps,
+		rep.ViolationRate, rep.SLOMS, rep.MeanP95MS, rep.MeanLatencyMS, rep.MeanCPU,
+		rep.MeanThroughput, rep.MeanOffered, rep.MeanReward, rep.TotalReward, rep.TrajectorySHA256)
+	return err
+}
+
+// writeIntervals writes res's intervals to a Parquet file at path.
+func writeIntervals(path string, res runner.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	bw := bufio.NewWriter(f)
+	iw := report.NewIntervalWriter(bw)
+	err = iw.Write(res)
+	if err == nil {
+		err = iw.Close()
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("eval: %w", cerr)
+	}
+	return err
+}

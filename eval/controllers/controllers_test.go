@@ -1,0 +1,145 @@
+package controllers
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"streamscale/agents"
+	"streamscale/env"
+	"streamscale/traces"
+)
+
+func scenario(t *testing.T, profile string) env.Config {
+	t.Helper()
+	w, err := traces.Load("testdata/flat.csv", traces.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := env.Scenario(profile, 101, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+func TestParse(t *testing.T) {
+	reg := New(Options{PoliciesDir: t.TempDir()})
+	for _, tc := range []struct {
+		spec, canon, err string
+	}{
+		{"static:2000", "static:2000", ""},
+		{"static:2000.0", "static:2000", ""},
+		{"static:1e3", "static:1000", ""},
+		{" static:750 ", "static:750", ""},
+		{"threshold", "threshold", ""},
+		{"vrebalance", "vrebalance", ""},
+		{"ppo", "ppo", ""},
+		{"ppo:runs/x/", "ppo:runs/x", ""},
+		{"static", "", "want static:N"},
+		{"static:", "", "empty argument"},
+		{"static:abc", "", `"abc" is not a positive number`},
+		{"static:0", "", "not a positive number"},
+		{"static:-1", "", "not a positive number"},
+		{"static:NaN", "", "not a positive number"},
+		{"static:Inf", "", "not a positive number"},
+		{"threshold:3", "", "takes no argument"},
+		{"vrebalance:x", "", "takes no argument"},
+		{"clasp", "", "is not available yet"},
+		{"", "", "unknown controller"},
+		{"Static:5", "", "unknown controller"},
+		{"hpa", "", "known: ppo[:DIR], vrebalance, threshold, static:N, clasp"},
+	} {
+		s, err := reg.Parse(tc.spec)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("Parse(%q): %v", tc.spec, err)
+		case tc.err == "" && s.String() != tc.canon:
+			t.Errorf("Parse(%q) = %q, want %q", tc.spec, s, tc.canon)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || !strings.HasPrefix(err.Error(), "eval: ")):
+			t.Errorf("Parse(%q) error %v, want one containing %q", tc.spec, err, tc.err)
+		}
+	}
+	if _, err := reg.Parse("clasp"); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("clasp: %v does not wrap ErrUnavailable", err)
+	}
+	if !reg.Available("static") || reg.Available("clasp") || reg.Available("nope") {
+		t.Error("Available is wrong")
+	}
+}
+
+func TestNewBuildsEachKind(t *testing.T) {
+	reg := New(Options{})
+	for _, profile := range []string{"pred", "etl"} {
+		sc := scenario(t, profile)
+		for _, spec := range []string{"static:1500", "threshold", "vrebalance"} {
+			s, err := reg.Parse(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := s.New(sc)
+			if err != nil {
+				t.Fatalf("%s on %s: %v", spec, profile, err)
+			}
+			if err := c.Reset(1); err != nil {
+				t.Fatal(err)
+			}
+			e, err := env.New(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs, _, _ := e.Reset(1)
+			a, err := c.Act(obs)
+			if err != nil {
+				t.Fatalf("%s: %v", spec, err)
+			}
+			if err := e.ValidateAction(a); err != nil {
+				t.Errorf("%s: invalid action: %v", spec, err)
+			}
+		}
+	}
+	s, _ := reg.Parse("static:1500")
+	c, _ := s.New(scenario(t, "pred"))
+	if st, ok := c.(*agents.Static); !ok || st.Millicores() != 1500 {
+		t.Errorf("static:1500 built %T", c)
+	}
+	var zero Spec
+	if _, err := zero.New(scenario(t, "pred")); err == nil {
+		t.Error("zero Spec built a controller")
+	}
+}
+
+func TestPPOMissingPolicy(t *testing.T) {
+	dir := t.TempDir()
+	reg := New(Options{PoliciesDir: dir})
+	for _, spec := range []string{"ppo", "ppo:" + filepath.Join(dir, "elsewhere")} {
+		s, err := reg.Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.New(scenario(t, "etl"))
+		if !errors.Is(err, ErrNoPolicy) || !strings.Contains(err.Error(), "policy.json") {
+			t.Errorf("%s: %v, want ErrNoPolicy naming the file", spec, err)
+		}
+	}
+}
+
+// FuzzParse checks that no spec makes Parse panic and that a parsed spec's
+// canonical form parses to itself.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"static:2000", "static:1e3", "static:", "threshold", "ppo:dir", "clasp", ":", "static::1", "static:0x10"} {
+		f.Add(s)
+	}
+	reg := New(Options{})
+	f.Fuzz(func(t *testing.T, spec string) {
+		s, err := reg.Parse(spec)
+		if err != nil {
+			return
+		}
+		again, err := reg.Parse(s.String())
+		if err != nil || again.String() != s.String() {
+			t.Fatalf("canonical %q of %q reparses to %q, %v", s, spec, again, err)
+		}
+	})
+}

@@ -1,0 +1,103 @@
+package controllers
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"streamscale/agents"
+	"streamscale/env"
+	"streamscale/ppo"
+)
+
+// ErrNoPolicy is wrapped by Spec.New's error when a PPO policy file does
+// not exist.
+var ErrNoPolicy = errors.New("no trained policy")
+
+// PolicyName is the base name of a saved policy in its directory
+// (<name>.json and <name>.safetensors), as `go run ./train` writes it.
+const PolicyName = "policy"
+
+func thresholdParser() func(string, Options) (string, func(env.Config) (agents.Controller, error), error) {
+	return noArg("threshold", func(sc env.Config) (agents.Controller, error) {
+		cfg := agents.DefaultThresholdConfig()
+		if sc.MinCPU > 0 {
+			cfg.MinCPU = sc.MinCPU
+		}
+		if sc.MaxCPU > 0 {
+			cfg.MaxCPU = sc.MaxCPU
+		}
+		return agents.NewThreshold(cfg)
+	})
+}
+
+func vrebalanceParser() func(string, Options) (string, func(env.Config) (agents.Controller, error), error) {
+	return noArg("vrebalance", func(sc env.Config) (agents.Controller, error) {
+		return agents.NewVRebalance(agents.DefaultVRebalanceConfig(), sc)
+	})
+}
+
+// ppoParser parses "ppo" (the policy for the scenario's profile, from
+// <PoliciesDir>/<profile>/policy.*) and "ppo:DIR" (the policy in DIR, for
+// whichever profile it was trained on). Policies are read once per
+// directory and shared read-only; each controller acts on a private copy,
+// deterministically (argmax).
+func ppoParser() func(string, Options) (string, func(env.Config) (agents.Controller, error), error) {
+	return func(arg string, o Options) (string, func(env.Config) (agents.Controller, error), error) {
+		cache := &policyCache{m: map[string]policyEntry{}}
+		canon := "ppo"
+		dirOf := func(profile string) string { return filepath.Join(o.PoliciesDir, profile) }
+		if arg != "" {
+			dir := filepath.Clean(arg)
+			canon = "ppo:" + dir
+			dirOf = func(string) string { return dir }
+		}
+		return canon, func(sc env.Config) (agents.Controller, error) {
+			profile := sc.App.Name
+			p, card, err := cache.load(dirOf(profile))
+			if err != nil {
+				return nil, err
+			}
+			if card.Profile != "" && card.Profile != profile {
+				return nil, fmt.Errorf("policy in %s was trained on profile %q, scenario is %q", dirOf(profile), card.Profile, profile)
+			}
+			e, err := env.New(sc)
+			if err != nil {
+				return nil, err
+			}
+			return ppo.NewController(p, e.Spaces())
+		}, nil
+	}
+}
+
+type policyEntry struct {
+	p    *ppo.Policy
+	card *ppo.Card
+	err  error
+}
+
+// policyCache reads each policy directory once.
+type policyCache struct {
+	mu sync.Mutex
+	m  map[string]policyEntry
+}
+
+func (c *policyCache) load(dir string) (*ppo.Policy, *ppo.Card, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[dir]; ok {
+		return e.p, e.card, e.err
+	}
+	var e policyEntry
+	if _, err := os.Stat(filepath.Join(dir, PolicyName+".json")); errors.Is(err, fs.ErrNotExist) {
+		e.err = fmt.Errorf("%w: %s does not exist (train one with go run ./train -out %s, or pass -policies)",
+			ErrNoPolicy, filepath.Join(dir, PolicyName+".json"), dir)
+	} else {
+		e.p, e.card, e.err = ppo.ReadPolicy(os.DirFS(dir), PolicyName)
+	}
+	c.m[dir] = e
+	return e.p, e.card, e.err
+}

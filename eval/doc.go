@@ -1,0 +1,24 @@
+// Command eval evaluates autoscaling controllers on the streamscale
+// simulator.
+//
+//	go run ./eval run -profile etl -trace taxi -placement-seed 7 -controller static:2000 -steps 600 -json
+//	go run ./eval paired -out out/paired
+//
+// `run` runs one episode (or a prefix of it) of one controller and prints a
+// summary (-json: one JSON object with the means and a SHA-256 of the
+// trajectory); -out writes every interval to a Parquet file. `paired` runs
+// every controller on every profile × workload × placement (seeds 101…110)
+// on shared episode seeds and judges a candidate against each baseline with
+// paired bootstrap confidence intervals, writing runs.parquet,
+// intervals.parquet, summary.json, report.md and five PNG figures into
+// -out.
+//
+// Controllers are named by spec strings: static:N, threshold, vrebalance,
+// ppo (the policy in <-policies>/<profile>/policy.*) or ppo:DIR.
+//
+// Bad flags exit with status 2 before any episode runs; failures while
+// running exit with 1. The same flags give byte-identical output; wall time
+// is printed on stderr only. The wiring lives in eval/cli, the episode loop
+// in eval/runner, the protocol in eval/paired, the statistics in
+// eval/stats and the artifacts in eval/report.
+package main

@@ -1,0 +1,281 @@
+package paired
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+
+	"streamscale/env"
+	"streamscale/eval/runner"
+	"streamscale/eval/stats"
+)
+
+// Num is a float64 that encodes NaN and ±Inf as JSON null.
+type Num float64
+
+// MarshalJSON implements json.Marshaler.
+func (n Num) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(f)
+}
+
+// Summary is the judged result of a paired evaluation (summary.json).
+type Summary struct {
+	Seed         uint64        `json:"seed"`
+	ConfigSHA256 string        `json:"config_sha256"`
+	Commit       string        `json:"commit"`
+	GoVersion    string        `json:"go_version"`
+	Protocol     Protocol      `json:"protocol"`
+	Combinations []Combination `json:"combinations"`
+}
+
+// TraceInfo names a workload and where it came from.
+type TraceInfo struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+}
+
+// Protocol records the settings of a paired evaluation.
+type Protocol struct {
+	Profiles        []string    `json:"profiles"`
+	Traces          []TraceInfo `json:"traces"`
+	PlacementSeeds  []uint64    `json:"placement_seeds"`
+	Controllers     []string    `json:"controllers"`
+	Candidate       string      `json:"candidate"`
+	Steps           int         `json:"steps"`
+	RateMult        float64     `json:"rate_mult"`
+	Resamples       int         `json:"bootstrap_resamples"`
+	Level           float64     `json:"confidence_level"`
+	MarginPct       float64     `json:"noninferiority_margin_pct"`
+	EpisodeStream   string      `json:"episode_seed_stream"`
+	BootstrapStream string      `json:"bootstrap_stream"`
+}
+
+// Protocol returns the plan's settings.
+func (p Plan) Protocol() Protocol {
+	pr := Protocol{
+		Profiles: p.Profiles, PlacementSeeds: p.Placements, Candidate: p.Candidate,
+		Steps: p.Steps, RateMult: p.RateMult, Resamples: Resamples, Level: Level, MarginPct: NonInferiorityMargin,
+		EpisodeStream:   "eval/episode/<profile>/<trace>/<placement>",
+		BootstrapStream: "eval/bootstrap/<profile>/<trace>/<candidate>/<baseline>",
+	}
+	for _, w := range p.Workloads {
+		pr.Traces = append(pr.Traces, TraceInfo{Name: w.Name, Source: w.Source})
+	}
+	for _, c := range p.Controllers {
+		pr.Controllers = append(pr.Controllers, c.String())
+	}
+	return pr
+}
+
+// Combination holds one profile × workload.
+type Combination struct {
+	Profile     string            `json:"profile"`
+	Trace       string            `json:"trace"`
+	SLOMS       float64           `json:"slo_ms"`
+	Steps       int               `json:"steps"`
+	Controllers []ControllerStats `json:"controllers"`
+	Comparisons []Comparison      `json:"comparisons"`
+}
+
+// ControllerStats are one controller's means over the placements of a
+// combination, with 95% bootstrap intervals of the mean.
+type ControllerStats struct {
+	Controller        string `json:"controller"`
+	Runs              int    `json:"runs"`
+	ViolationRateMean Num    `json:"violation_rate_mean"`
+	ViolationRateCI   [2]Num `json:"violation_rate_ci"`
+	MeanP95MS         Num    `json:"mean_p95_ms"`
+	P95CI             [2]Num `json:"mean_p95_ms_ci"`
+	MeanCPU           Num    `json:"mean_cpu_millicores"`
+	CPUCI             [2]Num `json:"mean_cpu_millicores_ci"`
+	MeanThroughput    Num    `json:"mean_throughput"`
+	ThroughputCI      [2]Num `json:"mean_throughput_ci"`
+	MeanOffered       Num    `json:"mean_offered"`
+	MeanReward        Num    `json:"mean_reward"`
+	// PerRun holds the per-placement values, in placement order.
+	PerRun []RunValues `json:"per_run"`
+}
+
+// RunValues are one run's summary values.
+type RunValues struct {
+	PlacementSeed uint64 `json:"placement_seed"`
+	ViolationRate Num    `json:"violation_rate"`
+	MeanP95MS     Num    `json:"mean_p95_ms"`
+	MeanCPU       Num    `json:"mean_cpu_millicores"`
+	MeanThrough   Num    `json:"mean_throughput"`
+}
+
+// Estimate is the mean of a paired difference with its bootstrap interval.
+type Estimate struct {
+	Metric string `json:"metric"`
+	Unit   string `json:"unit"`
+	Mean   Num    `json:"mean"`
+	CILow  Num    `json:"ci_low"`
+	CIHigh Num    `json:"ci_high"`
+}
+
+// Verdict is the outcome of one hypothesis.
+type Verdict struct {
+	Holds    bool       `json:"holds"`
+	Rule     string     `json:"rule"`
+	Evidence []Estimate `json:"evidence"`
+}
+
+// Comparison is the candidate against one baseline.
+type Comparison struct {
+	Candidate string  `json:"candidate"`
+	Baseline  string  `json:"baseline"`
+	Pairs     int     `json:"pairs"`
+	H1        Verdict `json:"h1"`
+	H2        Verdict `json:"h2"`
+	H3        Verdict `json:"h3"`
+}
+
+// Metric names of the paired differences.
+const (
+	MetricViolation  = "violation_rate_diff"
+	MetricCPU        = "cpu_rel_diff"
+	MetricThroughput = "throughput_rel_diff"
+)
+
+// Analyze judges the results of p's runs, given in the order of p.Specs().
+func Analyze(p Plan, results []runner.Result) (Summary, error) {
+	specs := p.Specs()
+	if len(results) != len(specs) {
+		return Summary{}, fmt.Errorf("eval: %d results for %d runs", len(results), len(specs))
+	}
+	for i, s := range specs {
+		r := results[i]
+		if r.Profile != s.Profile || r.Trace != s.TraceName || r.PlacementSeed != s.PlacementSeed || r.Controller != s.Controller.String() {
+			return Summary{}, fmt.Errorf("eval: result %d is %s/%s/%d/%s, want %s/%s/%d/%s", i,
+				r.Profile, r.Trace, r.PlacementSeed, r.Controller, s.Profile, s.TraceName, s.PlacementSeed, s.Controller)
+		}
+	}
+	hashes := make([]string, len(results))
+	for i, r := range results {
+		hashes[i] = r.ConfigSHA256
+	}
+	ch, err := ConfigHash(p, hashes)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum := Summary{Seed: p.Seed, ConfigSHA256: ch, Protocol: p.Protocol()}
+	nC, nP := len(p.Controllers), len(p.Placements)
+	cand := -1
+	for ci, c := range p.Controllers {
+		if c.String() == p.Candidate {
+			cand = ci
+		}
+	}
+	idx := 0
+	for _, prof := range p.Profiles {
+		for _, w := range p.Workloads {
+			block := results[idx : idx+nC*nP]
+			idx += nC * nP
+			// values[c][metric][placement]
+			col := func(c int, f func(runner.Summary) float64) []float64 {
+				out := make([]float64, nP)
+				for l := range nP {
+					out[l] = f(block[l*nC+c].Summary)
+				}
+				return out
+			}
+			comb := Combination{Profile: prof, Trace: w.Name, SLOMS: block[0].SLOMS, Steps: block[0].Summary.Steps}
+			for c, spec := range p.Controllers {
+				comb.Controllers = append(comb.Controllers, controllerStats(p.Seed, prof, w.Name, spec.String(), p.Placements, col, c))
+			}
+			if cand >= 0 {
+				for b, spec := range p.Controllers {
+					if b == cand {
+						continue
+					}
+					comb.Comparisons = append(comb.Comparisons, compare(p.Seed, prof, w.Name, p.Candidate, spec.String(), col, cand, b))
+				}
+			}
+			sum.Combinations = append(sum.Combinations, comb)
+		}
+	}
+	return sum, nil
+}
+
+func violation(s runner.Summary) float64  { return s.ViolationRate }
+func p95(s runner.Summary) float64        { return s.MeanP95MS }
+func cpu(s runner.Summary) float64        { return s.MeanCPU }
+func throughput(s runner.Summary) float64 { return s.MeanThroughput }
+
+// bootstrap returns the interval of x's mean from a fresh copy of the named
+// stream, or NaNs when it is undefined.
+func bootstrap(x []float64, ok bool, seed uint64, stream string) stats.CI {
+	if ok {
+		if ci, ok := stats.BootstrapMean(x, Resamples, Level, env.NewSource(seed, stream)); ok {
+			return ci
+		}
+	}
+	m := math.NaN()
+	if ok && len(x) > 0 {
+		m = stats.Mean(x)
+	}
+	return stats.CI{Mean: m, Lo: math.NaN(), Hi: math.NaN(), Level: Level}
+}
+
+func controllerStats(seed uint64, prof, trace, ctrl string, placements []uint64, col func(int, func(runner.Summary) float64) []float64, c int) ControllerStats {
+	stream := "eval/bootstrap/" + prof + "/" + trace + "/" + ctrl
+	v, l, u, t := col(c, violation), col(c, p95), col(c, cpu), col(c, throughput)
+	off, rew := col(c, func(s runner.Summary) float64 { return s.MeanOffered }), col(c, func(s runner.Summary) float64 { return s.MeanReward })
+	vc, lc, uc, tc := bootstrap(v, true, seed, stream), bootstrap(l, true, seed, stream), bootstrap(u, true, seed, stream), bootstrap(t, true, seed, stream)
+	cs := ControllerStats{
+		Controller: ctrl, Runs: len(v),
+		ViolationRateMean: Num(vc.Mean), ViolationRateCI: [2]Num{Num(vc.Lo), Num(vc.Hi)},
+		MeanP95MS: Num(lc.Mean), P95CI: [2]Num{Num(lc.Lo), Num(lc.Hi)},
+		MeanCPU: Num(uc.Mean), CPUCI: [2]Num{Num(uc.Lo), Num(uc.Hi)},
+		MeanThroughput: Num(tc.Mean), ThroughputCI: [2]Num{Num(tc.Lo), Num(tc.Hi)},
+		MeanOffered: Num(stats.Mean(off)), MeanReward: Num(stats.Mean(rew)),
+	}
+	for i, pl := range placements {
+		cs.PerRun = append(cs.PerRun, RunValues{PlacementSeed: pl, ViolationRate: Num(v[i]), MeanP95MS: Num(l[i]), MeanCPU: Num(u[i]), MeanThrough: Num(t[i])})
+	}
+	return cs
+}
+
+func estimate(metric, unit string, ci stats.CI) Estimate {
+	return Estimate{Metric: metric, Unit: unit, Mean: Num(ci.Mean), CILow: Num(ci.Lo), CIHigh: Num(ci.Hi)}
+}
+
+func defined(ci stats.CI) bool { return !math.IsNaN(ci.Lo) && !math.IsNaN(ci.Hi) }
+
+func compare(seed uint64, prof, trace, cand, base string, col func(int, func(runner.Summary) float64) []float64, a, b int) Comparison {
+	stream := "eval/bootstrap/" + prof + "/" + trace + "/" + cand + "/" + base
+	dv, okv := stats.Diff(col(a, violation), col(b, violation))
+	for i := range dv {
+		dv[i] *= 100 // percentage points
+	}
+	du, oku := stats.RelDiff(col(a, cpu), col(b, cpu))
+	dt, okt := stats.RelDiff(col(a, throughput), col(b, throughput))
+	vci, uci, tci := bootstrap(dv, okv, seed, stream), bootstrap(du, oku, seed, stream), bootstrap(dt, okt, seed, stream)
+	ev := estimate(MetricViolation, "percentage points", vci)
+	eu := estimate(MetricCPU, "percent", uci)
+	et := estimate(MetricThroughput, "percent", tci)
+	return Comparison{
+		Candidate: cand, Baseline: base, Pairs: len(col(a, violation)),
+		H1: Verdict{
+			Holds:    defined(vci) && vci.Below(),
+			Rule:     "violation-rate difference CI entirely below 0",
+			Evidence: []Estimate{ev},
+		},
+		H2: Verdict{
+			Holds:    defined(uci) && defined(vci) && uci.Below() && !vci.Above(),
+			Rule:     "CPU difference CI entirely below 0 and violation-rate difference CI not entirely above 0",
+			Evidence: []Estimate{eu, ev},
+		},
+		H3: Verdict{
+			Holds:    defined(tci) && tci.NonInferior(NonInferiorityMargin),
+			Rule:     "throughput difference CI lower bound above -" + strconv.FormatFloat(NonInferiorityMargin, 'f', -1, 64) + "%",
+			Evidence: []Estimate{et},
+		},
+	}
+}

@@ -1,0 +1,480 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+
+	"golang.org/x/sync/errgroup"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"streamscale/eval/paired"
+	"streamscale/eval/runner"
+)
+
+// Series is the per-interval data of one run that the figures use.
+type Series struct {
+	Profile, Trace, Controller string
+	PlacementSeed              uint64
+	P95MS, Throughput, Offered []float64
+	CPU                        []float64
+}
+
+// SeriesOf extracts r's series.
+func SeriesOf(r runner.Result) Series {
+	s := Series{Profile: r.Profile, Trace: r.Trace, Controller: r.Controller, PlacementSeed: r.PlacementSeed}
+	n := len(r.Intervals)
+	s.P95MS, s.Throughput, s.Offered, s.CPU = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for i, iv := range r.Intervals {
+		s.P95MS[i], s.Throughput[i], s.Offered[i], s.CPU[i] = iv.P95MS, iv.Throughput, iv.Offered, iv.TotalCPU
+	}
+	return s
+}
+
+// Figure file names, in the order Figures writes them.
+const (
+	FigP95Time   = "p95_over_time.png"
+	FigP95Paired = "p95_paired.png"
+	FigViolation = "violation_rate.png"
+	FigCPU       = "cpu_boxes.png"
+	FigThroughpt = "throughput.png"
+)
+
+// palette holds distinguishable colours (Okabe–Ito), one per controller.
+var palette = []color.Color{
+	color.RGBA{0, 114, 178, 255},   // blue
+	color.RGBA{213, 94, 0, 255},    // vermillion
+	color.RGBA{0, 158, 115, 255},   // bluish green
+	color.RGBA{204, 121, 167, 255}, // reddish purple
+	color.RGBA{230, 159, 0, 255},   // orange
+	color.RGBA{86, 180, 233, 255},  // sky blue
+	color.RGBA{120, 120, 120, 255}, // grey
+	color.RGBA{240, 228, 66, 255},  // yellow
+}
+
+func colour(i int) color.Color { return palette[i%len(palette)] }
+
+var sloColour = color.RGBA{200, 0, 0, 255}
+
+// groups returns, per combination and controller, the runs' series in
+// placement order.
+func groups(sum paired.Summary, runs []Series) [][][]Series {
+	out := make([][][]Series, len(sum.Combinations))
+	for ci, c := range sum.Combinations {
+		out[ci] = make([][]Series, len(c.Controllers))
+		for k, cs := range c.Controllers {
+			for _, r := range runs {
+				if r.Profile == c.Profile && r.Trace == c.Trace && r.Controller == cs.Controller {
+					out[ci][k] = append(out[ci][k], r)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// pointwiseMean averages the series elementwise (over placements), in
+// order; the result has the shortest length.
+func pointwiseMean(runs []Series, f func(Series) []float64) []float64 {
+	if len(runs) == 0 {
+		return nil
+	}
+	n := len(f(runs[0]))
+	for _, r := range runs {
+		n = min(n, len(f(r)))
+	}
+	m := make([]float64, n)
+	for _, r := range runs {
+		for i, v := range f(r)[:n] {
+			m[i] += v
+		}
+	}
+	for i := range m {
+		m[i] /= float64(len(runs))
+	}
+	return m
+}
+
+// Figures writes the five PNG figures of a paired evaluation into dir,
+// drawing them concurrently, and returns their file names in a fixed
+// order. Each figure has one panel per profile (rows) ×
+// workload (columns).
+func Figures(dir string, sum paired.Summary, runs []Series) ([]string, error) {
+	g := groups(sum, runs)
+	figs := []struct {
+		name  string
+		title string
+		panel func(c paired.Combination, runs [][]Series) (*plot.Plot, error)
+	}{
+		{FigP95Time, "p95 latency over time (mean over placements; dashed red: SLO)", p95TimePanel},
+		{FigP95Paired, "per-run mean p95 latency; grey lines join the runs of one placement; dashed red: SLO", p95PairedPanel},
+		{FigViolation, "SLO violation rate (bars: mean; points: placements; whiskers: 95% bootstrap CI)", violationPanel},
+		{FigCPU, "total CPU allocation per interval (all placements)", cpuPanel},
+		{FigThroughpt, fmt.Sprintf("offered load and achieved throughput (mean over placements, %d s moving average)", smoothWindow), throughputPanel},
+	}
+	// Each figure is drawn by its own goroutine into its own file.
+	var eg errgroup.Group
+	eg.SetLimit(runtime.GOMAXPROCS(0))
+	names := make([]string, len(figs))
+	for i, f := range figs {
+		names[i] = f.name
+		eg.Go(func() error {
+			if err := writeGrid(filepath.Join(dir, f.name), f.title, sum, g, f.panel); err != nil {
+				return fmt.Errorf("eval: figure %s: %w", f.name, err)
+			}
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	return names, nil
+}
+
+func writeGrid(path, title string, sum paired.Summary, g [][][]Series, panel func(paired.Combination, [][]Series) (*plot.Plot, error)) error {
+	rows, cols := len(sum.Protocol.Profiles), len(sum.Protocol.Traces)
+	if rows*cols != len(sum.Combinations) || rows == 0 {
+		return fmt.Errorf("%d combinations for %d profiles × %d traces", len(sum.Combinations), rows, cols)
+	}
+	plots := make([][]*plot.Plot, rows)
+	for r := range rows {
+		plots[r] = make([]*plot.Plot, cols)
+		for c := range cols {
+			i := r*cols + c
+			p, err := panel(sum.Combinations[i], g[i])
+			if err != nil {
+				return err
+			}
+			comb := sum.Combinations[i]
+			p.Title.Text = fmt.Sprintf("%s / %s (SLO %g ms)", comb.Profile, comb.Trace, comb.SLOMS)
+			p.Title.TextStyle.Font.Size = vg.Points(12)
+			plots[r][c] = p
+		}
+	}
+	const dpi = 96
+	w, h := vg.Length(cols)*6.5*vg.Inch, vg.Length(rows)*4.2*vg.Inch+0.4*vg.Inch
+	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(color.White))
+	dc := draw.New(img)
+	// Figure title in the top strip.
+	sty := draw.TextStyle{Color: color.Black, Font: plot.DefaultFont, XAlign: draw.XCenter, YAlign: draw.YTop, Handler: plot.DefaultTextHandler}
+	sty.Font.Size = vg.Points(14)
+	dc.FillText(sty, vg.Point{X: w / 2, Y: h - 0.08*vg.Inch}, title)
+	body := draw.Crop(dc, 0, 0, 0, -0.4*vg.Inch)
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: 0.3 * vg.Inch, PadY: 0.3 * vg.Inch,
+		PadTop: 0.1 * vg.Inch, PadBottom: 0.1 * vg.Inch, PadLeft: 0.1 * vg.Inch, PadRight: 0.2 * vg.Inch}
+	canvases := plot.Align(plots, tiles, body)
+	for r := range rows {
+		for c := range cols {
+			plots[r][c].Draw(canvases[r][c])
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+func newPanel(x, y string) *plot.Plot {
+	p := plot.New()
+	p.X.Label.Text, p.Y.Label.Text = x, y
+	p.X.Tick.Marker = plainTicks{}
+	p.Y.Tick.Marker = plainTicks{}
+	p.Legend.TextStyle.Font.Size = vg.Points(8)
+	p.Legend.Top = true
+	p.Legend.ThumbnailWidth = 0.25 * vg.Inch
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// logFloor keeps values positive for log axes, ms.
+const logFloor = 1.0
+
+func useLogY(p *plot.Plot) {
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+}
+
+// padLogY widens a log axis (after every plotter is added) so lines at
+// the extremes stay visible and the legend has room at the top.
+func padLogY(p *plot.Plot, top float64) {
+	p.Y.Min = math.Max(p.Y.Min/1.6, logFloor/2)
+	p.Y.Max *= top
+}
+
+// plainTicks are gonum's default ticks labelled with the shortest
+// representation ("2500", not "2500.00").
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+		}
+	}
+	return ts
+}
+
+// dashes gives controller k's line a dash pattern, so that overlapping
+// lines of different controllers stay distinguishable.
+func dashes(k int) []vg.Length {
+	switch k % 4 {
+	case 1:
+		return []vg.Length{vg.Points(6), vg.Points(3)}
+	case 2:
+		return []vg.Length{vg.Points(2), vg.Points(2)}
+	case 3:
+		return []vg.Length{vg.Points(8), vg.Points(2), vg.Points(2), vg.Points(2)}
+	}
+	return nil
+}
+
+// smoothWindow is the moving-average window of the throughput figure, in
+// intervals.
+const smoothWindow = 60
+
+// movingMean returns the centred moving average of x over w points
+// (truncated at the ends), summed in order.
+func movingMean(x []float64, w int) []float64 {
+	out := make([]float64, len(x))
+	h := w / 2
+	for i := range x {
+		lo, hi := max(i-h, 0), min(i+h+1, len(x))
+		s := 0.0
+		for _, v := range x[lo:hi] {
+			s += v
+		}
+		out[i] = s / float64(hi-lo)
+	}
+	return out
+}
+
+func sloLine(p *plot.Plot, x0, x1, slo float64) error {
+	l, err := plotter.NewLine(plotter.XYs{{X: x0, Y: slo}, {X: x1, Y: slo}})
+	if err != nil {
+		return err
+	}
+	l.Color = sloColour
+	l.Width = vg.Points(1.5)
+	l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+	p.Add(l)
+	return nil
+}
+
+func p95TimePanel(c paired.Combination, runs [][]Series) (*plot.Plot, error) {
+	p := newPanel("interval (s)", "p95 latency (ms, log)")
+	useLogY(p)
+	n := 0
+	for k, cs := range c.Controllers {
+		m := pointwiseMean(runs[k], func(s Series) []float64 { return s.P95MS })
+		n = max(n, len(m))
+		xy := make(plotter.XYs, len(m))
+		for i, v := range m {
+			xy[i] = plotter.XY{X: float64(i), Y: math.Max(v, logFloor)}
+		}
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = colour(k)
+		l.Width = vg.Points(1)
+		l.Dashes = dashes(k)
+		p.Add(l)
+		p.Legend.Add(cs.Controller, l)
+	}
+	if err := sloLine(p, 0, float64(max(n-1, 1)), c.SLOMS); err != nil {
+		return nil, err
+	}
+	padLogY(p, 8)
+	return p, nil
+}
+
+func controllerNames(c paired.Combination) []string {
+	names := make([]string, len(c.Controllers))
+	for k, cs := range c.Controllers {
+		names[k] = cs.Controller
+	}
+	return names
+}
+
+func p95PairedPanel(c paired.Combination, runs [][]Series) (*plot.Plot, error) {
+	p := newPanel("", "per-run mean p95 (ms, log)")
+	useLogY(p)
+	nP := 0
+	for _, cs := range c.Controllers {
+		nP = max(nP, len(cs.PerRun))
+	}
+	for l := range nP {
+		var xy plotter.XYs
+		for k, cs := range c.Controllers {
+			if l < len(cs.PerRun) {
+				xy = append(xy, plotter.XY{X: float64(k), Y: math.Max(float64(cs.PerRun[l].MeanP95MS), logFloor)})
+			}
+		}
+		ln, err := plotter.NewLine(xy)
+		if err != nil {
+			return nil, err
+		}
+		ln.Color = color.RGBA{150, 150, 150, 255}
+		ln.Width = vg.Points(0.6)
+		p.Add(ln)
+	}
+	for k, cs := range c.Controllers {
+		xy := make(plotter.XYs, len(cs.PerRun))
+		for l, rv := range cs.PerRun {
+			xy[l] = plotter.XY{X: float64(k), Y: math.Max(float64(rv.MeanP95MS), logFloor)}
+		}
+		sc, err := plotter.NewScatter(xy)
+		if err != nil {
+			return nil, err
+		}
+		sc.Color = colour(k)
+		sc.Shape = draw.CircleGlyph{}
+		sc.Radius = vg.Points(3)
+		p.Add(sc)
+	}
+	if err := sloLine(p, -0.3, float64(len(c.Controllers))-0.7, c.SLOMS); err != nil {
+		return nil, err
+	}
+	p.NominalX(controllerNames(c)...)
+	p.X.Min, p.X.Max = -0.5, float64(len(c.Controllers))-0.5
+	padLogY(p, 1.6)
+	return p, nil
+}
+
+// ciErrors holds points with asymmetric vertical error bars.
+type ciErrors struct {
+	plotter.XYs
+	plotter.YErrors
+}
+
+func violationPanel(c paired.Combination, _ [][]Series) (*plot.Plot, error) {
+	p := newPanel("", "violation rate (% of intervals)")
+	p.Y.Min, p.Y.Max = 0, 100
+	for k, cs := range c.Controllers {
+		mean := 100 * float64(cs.ViolationRateMean)
+		bar, err := plotter.NewBarChart(plotter.Values{mean}, 0.35*vg.Inch)
+		if err != nil {
+			return nil, err
+		}
+		bar.XMin = float64(k)
+		bar.Color = lighten(colour(k))
+		bar.LineStyle.Color = colour(k)
+		p.Add(bar)
+		pts := make(plotter.XYs, len(cs.PerRun))
+		for l, rv := range cs.PerRun {
+			off := 0.0
+			if len(cs.PerRun) > 1 {
+				off = (float64(l)/float64(len(cs.PerRun)-1) - 0.5) * 0.3
+			}
+			pts[l] = plotter.XY{X: float64(k) + off, Y: 100 * float64(rv.ViolationRate)}
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return nil, err
+		}
+		sc.Color = color.Black
+		sc.Shape = draw.CircleGlyph{}
+		sc.Radius = vg.Points(2)
+		p.Add(sc)
+		lo, hi := float64(cs.ViolationRateCI[0]), float64(cs.ViolationRateCI[1])
+		if !math.IsNaN(lo) && !math.IsNaN(hi) {
+			eb, err := plotter.NewYErrorBars(ciErrors{
+				XYs:     plotter.XYs{{X: float64(k), Y: mean}},
+				YErrors: plotter.YErrors{{Low: mean - 100*lo, High: 100*hi - mean}},
+			})
+			if err != nil {
+				return nil, err
+			}
+			eb.LineStyle.Width = vg.Points(1.5)
+			eb.CapWidth = vg.Points(10)
+			p.Add(eb)
+		}
+	}
+	p.NominalX(controllerNames(c)...)
+	p.X.Min, p.X.Max = -0.5, float64(len(c.Controllers))-0.5
+	return p, nil
+}
+
+func lighten(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
+	f := func(v uint32) uint8 { return uint8((v>>8)/2 + 127) }
+	return color.RGBA{f(r), f(g), f(b), 255}
+}
+
+func cpuPanel(c paired.Combination, runs [][]Series) (*plot.Plot, error) {
+	p := newPanel("", "total CPU (millicores)")
+	for k := range c.Controllers {
+		var v plotter.Values
+		for _, r := range runs[k] {
+			v = append(v, r.CPU...)
+		}
+		if len(v) == 0 {
+			continue
+		}
+		b, err := plotter.NewBoxPlot(0.4*vg.Inch, float64(k), v)
+		if err != nil {
+			return nil, err
+		}
+		b.FillColor = lighten(colour(k))
+		b.BoxStyle.Color = colour(k)
+		b.MedianStyle.Width = vg.Points(2)
+		b.GlyphStyle.Radius = vg.Points(1.2)
+		b.GlyphStyle.Color = colour(k)
+		p.Add(b)
+	}
+	p.NominalX(controllerNames(c)...)
+	p.X.Min, p.X.Max = -0.5, float64(len(c.Controllers))-0.5
+	p.Y.Min = 0
+	return p, nil
+}
+
+func throughputPanel(c paired.Combination, runs [][]Series) (*plot.Plot, error) {
+	p := newPanel("interval (s)", "messages/s")
+	var offered []float64
+	for k := range c.Controllers {
+		if len(runs[k]) > 0 {
+			offered = pointwiseMean(runs[k], func(s Series) []float64 { return s.Offered })
+			break
+		}
+	}
+	line := func(y []float64) plotter.XYs {
+		xy := make(plotter.XYs, len(y))
+		for i, v := range y {
+			xy[i] = plotter.XY{X: float64(i), Y: v}
+		}
+		return xy
+	}
+	off, err := plotter.NewLine(line(movingMean(offered, smoothWindow)))
+	if err != nil {
+		return nil, err
+	}
+	off.Color = color.Black
+	off.Width = vg.Points(3)
+	p.Add(off)
+	p.Legend.Add("offered", off)
+	for k, cs := range c.Controllers {
+		l, err := plotter.NewLine(line(movingMean(pointwiseMean(runs[k], func(s Series) []float64 { return s.Throughput }), smoothWindow)))
+		if err != nil {
+			return nil, err
+		}
+		l.Color = colour(k)
+		l.Width = vg.Points(1)
+		l.Dashes = dashes(k)
+		p.Add(l)
+		p.Legend.Add(cs.Controller, l)
+	}
+	p.Y.Min = 0
+	p.Y.Max *= 1.3 // room for the legend
+	return p, nil
+}

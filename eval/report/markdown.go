@@ -1,0 +1,156 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"streamscale/eval/paired"
+)
+
+// SummaryJSON encodes sum as indented JSON with a trailing newline.
+func SummaryJSON(sum paired.Summary) ([]byte, error) {
+	return MarshalJSON(sum)
+}
+
+// MarshalJSON encodes v as indented JSON with a trailing newline, without
+// HTML escaping.
+func MarshalJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("eval: encoding JSON: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// num formats x with prec decimals, "–" for NaN.
+func num(x paired.Num, prec int) string {
+	f := float64(x)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return "–"
+	}
+	if f == 0 {
+		f = 0 // no "-0.00"
+	}
+	s := strconv.FormatFloat(f, 'f', prec, 64)
+	if strings.Trim(s, "-0.") == "" {
+		s = strings.TrimPrefix(s, "-")
+	}
+	return s
+}
+
+func interval(lo, hi paired.Num, prec int) string {
+	if math.IsNaN(float64(lo)) || math.IsNaN(float64(hi)) {
+		return ""
+	}
+	return " [" + num(lo, prec) + ", " + num(hi, prec) + "]"
+}
+
+func estimate(e paired.Estimate, prec int) string {
+	return num(e.Mean, prec) + interval(e.CILow, e.CIHigh, prec)
+}
+
+func verdict(v paired.Verdict) string {
+	if v.Holds {
+		return "**holds**"
+	}
+	return "fails"
+}
+
+// Markdown renders report.md: the protocol, the verdict table, one table
+// per profile × workload, and the figures.
+func Markdown(sum paired.Summary, figures []string) []byte {
+	var b bytes.Buffer
+	p := sum.Protocol
+	pf := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	pf("# Paired evaluation\n\n")
+	var traces []string
+	for _, t := range p.Traces {
+		traces = append(traces, fmt.Sprintf("%s (%s)", t.Name, t.Source))
+	}
+	var seeds []string
+	for _, s := range p.PlacementSeeds {
+		seeds = append(seeds, strconv.FormatUint(s, 10))
+	}
+	steps := "the full trace"
+	if p.Steps > 0 {
+		steps = strconv.Itoa(p.Steps)
+	}
+	pf("- Candidate: `%s`; controllers: %s.\n", p.Candidate, "`"+strings.Join(p.Controllers, "`, `")+"`")
+	pf("- Profiles: %s. Workloads: %s, rate ×%g.\n", strings.Join(p.Profiles, ", "), strings.Join(traces, ", "), p.RateMult)
+	pf("- Placements (seeds): %s. Intervals per run: %s. Every controller of a placement runs on the same episode seed (stream `%s`).\n",
+		strings.Join(seeds, ", "), steps, p.EpisodeStream)
+	pf("- Paired differences are candidate − baseline per placement; intervals are %g%% percentile-bootstrap CIs of their mean from %d resamples (stream `%s` of seed %d).\n",
+		100*p.Level, p.Resamples, p.BootstrapStream, sum.Seed)
+	pf("- H1: violation-rate difference CI entirely below 0. H2: CPU difference CI entirely below 0 and the violation-rate difference CI not entirely above 0. H3: throughput difference CI lower bound above −%g%%.\n", p.MarginPct)
+	pf("- Seed %d, config sha256 `%s`, commit `%s`, %s.\n\n", sum.Seed, sum.ConfigSHA256, sum.Commit, sum.GoVersion)
+
+	pf("## Verdicts\n\n")
+	anyCmp := false
+	for _, c := range sum.Combinations {
+		anyCmp = anyCmp || len(c.Comparisons) > 0
+	}
+	if !anyCmp {
+		pf("No comparisons: the candidate is the only controller.\n\n")
+	} else {
+		pf("Differences `%s` − baseline: violation rate in percentage points, CPU and throughput in percent of the baseline; mean [95%% CI].\n\n", p.Candidate)
+		pf("| profile | trace | baseline | H1 fewer violations | Δ violation (pp) | H2 less CPU | Δ CPU (%%) | H3 throughput non-inferior | Δ throughput (%%) |\n")
+		pf("|---|---|---|---|---|---|---|---|---|\n")
+		for _, c := range sum.Combinations {
+			for _, cmp := range c.Comparisons {
+				pf("| %s | %s | `%s` | %s | %s | %s | %s | %s | %s |\n", c.Profile, c.Trace, cmp.Baseline,
+					verdict(cmp.H1), estimate(cmp.H1.Evidence[0], 2),
+					verdict(cmp.H2), estimate(cmp.H2.Evidence[0], 2),
+					verdict(cmp.H3), estimate(cmp.H3.Evidence[0], 2))
+			}
+		}
+		pf("\n")
+	}
+
+	for _, c := range sum.Combinations {
+		pf("## %s / %s (SLO %g ms, %d intervals)\n\n", c.Profile, c.Trace, c.SLOMS, c.Steps)
+		pf("Means over %d placements [95%% bootstrap CI].\n\n", len(p.PlacementSeeds))
+		pf("| controller | violation rate (%%) | mean p95 (ms) | mean CPU (millicores) | throughput (msg/s) | offered (msg/s) | mean reward |\n")
+		pf("|---|---|---|---|---|---|---|\n")
+		for _, cs := range c.Controllers {
+			pf("| `%s` | %s%s | %s%s | %s%s | %s%s | %s | %s |\n", cs.Controller,
+				num(100*cs.ViolationRateMean, 2), interval(100*cs.ViolationRateCI[0], 100*cs.ViolationRateCI[1], 2),
+				num(cs.MeanP95MS, 1), interval(cs.P95CI[0], cs.P95CI[1], 1),
+				num(cs.MeanCPU, 0), interval(cs.CPUCI[0], cs.CPUCI[1], 0),
+				num(cs.MeanThroughput, 1), interval(cs.ThroughputCI[0], cs.ThroughputCI[1], 1),
+				num(cs.MeanOffered, 1), num(cs.MeanReward, 3))
+		}
+		pf("\n")
+		if len(c.Comparisons) > 0 {
+			pf("| `%s` − baseline | pairs | Δ violation (pp) | Δ CPU (%%) | Δ throughput (%%) | H1 | H2 | H3 |\n", p.Candidate)
+			pf("|---|---|---|---|---|---|---|---|\n")
+			for _, cmp := range c.Comparisons {
+				pf("| `%s` | %d | %s | %s | %s | %s | %s | %s |\n", cmp.Baseline, cmp.Pairs,
+					estimate(cmp.H1.Evidence[0], 2), estimate(cmp.H2.Evidence[0], 2), estimate(cmp.H3.Evidence[0], 2),
+					verdict(cmp.H1), verdict(cmp.H2), verdict(cmp.H3))
+			}
+			pf("\n")
+		}
+	}
+
+	if len(figures) > 0 {
+		pf("## Figures\n\n")
+		captions := map[string]string{
+			FigP95Time:   "p95 latency over time, pointwise mean over placements, with the SLO",
+			FigP95Paired: "Per-run mean p95 latency; grey lines join the runs of one placement",
+			FigViolation: "Violation rate: mean (bar), placements (points), 95% bootstrap CI (whiskers)",
+			FigCPU:       "Distribution of the total CPU allocation over all intervals and placements",
+			FigThroughpt: "Offered load and achieved throughput, pointwise mean over placements",
+		}
+		for _, f := range figures {
+			pf("![%s](%s)\n\n*%s.*\n\n", captions[f], f, captions[f])
+		}
+	}
+	return b.Bytes()
+}

@@ -1,0 +1,132 @@
+package report
+
+import (
+	"bytes"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"streamscale/eval/paired"
+)
+
+func TestNum(t *testing.T) {
+	for _, tc := range []struct {
+		x    float64
+		prec int
+		want string
+	}{
+		{1.23456, 2, "1.23"}, {-0.0001, 2, "0.00"}, {-0, 1, "0.0"}, {-1.5, 0, "-2"}, {-0.4, 0, "0"},
+		{math.NaN(), 2, "–"}, {math.Inf(1), 2, "–"}, {12000, 0, "12000"},
+	} {
+		if got := num(paired.Num(tc.x), tc.prec); got != tc.want {
+			t.Errorf("num(%v, %d) = %q, want %q", tc.x, tc.prec, got, tc.want)
+		}
+	}
+}
+
+// summary is a small judged evaluation: one profile, two workloads, two
+// controllers, three placements.
+func summary() (paired.Summary, []Series) {
+	sum := paired.Summary{Seed: 1, ConfigSHA256: "abc", Commit: "c", GoVersion: "go",
+		Protocol: paired.Protocol{Profiles: []string{"pred"}, Traces: []paired.TraceInfo{{Name: "taxi", Source: "t.csv"}, {Name: "intel", Source: "i.csv"}},
+			PlacementSeeds: []uint64{101, 102, 103}, Controllers: []string{"threshold", "static:500"}, Candidate: "threshold",
+			Steps: 50, RateMult: 1, Resamples: 10000, Level: 0.95, MarginPct: 5}}
+	var runs []Series
+	for ti, tr := range []string{"taxi", "intel"} {
+		c := paired.Combination{Profile: "pred", Trace: tr, SLOMS: 180, Steps: 50}
+		for k, name := range []string{"threshold", "static:500"} {
+			cs := paired.ControllerStats{Controller: name, Runs: 3, ViolationRateMean: paired.Num(0.1 * float64(k+ti)),
+				ViolationRateCI: [2]paired.Num{0, paired.Num(0.2 * float64(k+ti))}, MeanP95MS: 100, MeanCPU: 3000, MeanThroughput: 900}
+			for l, pl := range []uint64{101, 102, 103} {
+				cs.PerRun = append(cs.PerRun, paired.RunValues{PlacementSeed: pl, ViolationRate: paired.Num(0.05 * float64(l+k)), MeanP95MS: paired.Num(50 + 100*float64(k*l))})
+				s := Series{Profile: "pred", Trace: tr, Controller: name, PlacementSeed: pl}
+				for i := range 50 {
+					s.P95MS = append(s.P95MS, float64(40+i*k*10+l))
+					s.Offered = append(s.Offered, 1000)
+					s.Throughput = append(s.Throughput, 1000-float64(100*k))
+					s.CPU = append(s.CPU, float64(3000+i*10))
+				}
+				runs = append(runs, s)
+			}
+			c.Controllers = append(c.Controllers, cs)
+		}
+		e := paired.Estimate{Metric: paired.MetricViolation, Mean: -10, CILow: -15, CIHigh: -5}
+		c.Comparisons = []paired.Comparison{{Candidate: "threshold", Baseline: "static:500", Pairs: 3,
+			H1: paired.Verdict{Holds: true, Evidence: []paired.Estimate{e}},
+			H2: paired.Verdict{Evidence: []paired.Estimate{{Metric: paired.MetricCPU, Mean: 1, CILow: paired.Num(math.NaN()), CIHigh: paired.Num(math.NaN())}, e}},
+			H3: paired.Verdict{Holds: true, Evidence: []paired.Estimate{{Metric: paired.MetricThroughput, Mean: 11, CILow: 9, CIHigh: 13}}}}}
+		sum.Combinations = append(sum.Combinations, c)
+	}
+	return sum, runs
+}
+
+func TestMarkdown(t *testing.T) {
+	sum, _ := summary()
+	md := string(Markdown(sum, []string{FigP95Time}))
+	for _, s := range []string{
+		"| pred | taxi | `static:500` | **holds** | -10.00 [-15.00, -5.00] | fails | 1.00 | **holds** | 11.00 [9.00, 13.00] |",
+		"## pred / intel (SLO 180 ms, 50 intervals)",
+		"| `static:500` | 20.00 [0.00, 40.00] |",
+		"![p95 latency over time",
+		"commit `c`",
+	} {
+		if !strings.Contains(md, s) {
+			t.Errorf("report lacks %q:\n%s", s, md)
+		}
+	}
+	if !bytes.Equal(Markdown(sum, nil), Markdown(sum, nil)) {
+		t.Error("Markdown is not deterministic")
+	}
+}
+
+func TestFigures(t *testing.T) {
+	sum, runs := summary()
+	dir, dir2 := t.TempDir(), t.TempDir()
+	names, err := Figures(dir, sum, runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Figures(dir2, sum, runs); err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 5 {
+		t.Fatalf("figures %v", names)
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		if w := img.Bounds().Dx(); w < 1000 {
+			t.Errorf("%s is %d px wide", n, w)
+		}
+		b2, _ := os.ReadFile(filepath.Join(dir2, n))
+		if !bytes.Equal(b, b2) {
+			t.Errorf("%s differs between two renderings", n)
+		}
+	}
+	bad := sum
+	bad.Protocol.Profiles = []string{"pred", "etl"}
+	if _, err := Figures(t.TempDir(), bad, runs); err == nil {
+		t.Error("mismatched grid accepted")
+	}
+}
+
+func TestSummaryJSONKeepsBrackets(t *testing.T) {
+	sum, _ := summary()
+	sum.Protocol.EpisodeStream = "eval/episode/<profile>"
+	b, err := SummaryJSON(sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("eval/episode/<profile>")) || !bytes.Contains(b, []byte(`"ci_low": null`)) {
+		t.Errorf("summary JSON:\n%s", b)
+	}
+}

@@ -1,0 +1,124 @@
+package ppo
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+	"testing/fstest"
+
+	"streamscale/env"
+)
+
+func testSpaces() env.Spaces {
+	box := func(n int) env.Box {
+		b := env.Box{Shape: []int{n}, Low: make([]float64, n), High: make([]float64, n)}
+		for i := range b.High {
+			b.High[i] = 1
+		}
+		return b
+	}
+	return env.Spaces{
+		Keys:            []string{"app", "server", "task"},
+		Observation:     map[string]env.Box{"app": box(2), "server": box(3), "task": box(4)},
+		Nvec:            []int{5, 5},
+		DeltaMillicores: []float64{-500, -50, 0, 50, 500},
+	}
+}
+
+func testPolicy(t *testing.T) *Policy {
+	a, err := newArch(9, []int{8, 8}, []int{5, 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theta := make([]float32, a.size)
+	a.initParams(theta, NewStream(4, StreamInit))
+	for i := range theta {
+		theta[i] += float32(i%7) * 0.01
+	}
+	return newPolicy(a, theta)
+}
+
+func TestPolicyArtifactRoundTrip(t *testing.T) {
+	p := testPolicy(t)
+	var w bytes.Buffer
+	sha, err := p.WriteSafetensors(&w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Hidden = []int{8, 8}
+	card := NewCard(p, cfg, sha)
+	card.Spaces = testSpaces()
+	cb, err := json.Marshal(card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := fstest.MapFS{"p.safetensors": {Data: w.Bytes()}, "p.json": {Data: cb}}
+	q, got, err := ReadPolicy(fsys, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameBits(p.theta, q.theta) || got.WeightsSHA256 != sha || len(got.Tensors) != 12 || got.Tensors[0] != "actor.0.bias" {
+		t.Fatalf("round trip changed the policy or card: %+v", got)
+	}
+	// PyTorch layout: actor.0.weight is [8, 9].
+	for _, ts := range p.Tensors() {
+		if ts.Name == "actor.0.weight" && (ts.Shape[0] != 8 || ts.Shape[1] != 9) {
+			t.Errorf("actor.0.weight shape %v", ts.Shape)
+		}
+	}
+
+	// Tampered weights, a wrong layout and a bad format are refused.
+	bad := append([]byte(nil), w.Bytes()...)
+	bad[len(bad)-1] ^= 0x40
+	if _, err := LoadPolicy(bad, &card); !errors.Is(err, ErrPolicyMismatch) {
+		t.Errorf("tampered weights: %v", err)
+	}
+	other := card
+	other.Spaces = testSpaces()
+	other.Spaces.Observation["task"] = env.Box{Shape: []int{5}, Low: make([]float64, 5), High: make([]float64, 5)}
+	if _, err := LoadPolicy(w.Bytes(), &other); !errors.Is(err, ErrPolicyMismatch) {
+		t.Errorf("wrong layout: %v", err)
+	}
+	other = card
+	other.Config.Hidden = []int{8}
+	if _, err := LoadPolicy(w.Bytes(), &other); !errors.Is(err, ErrPolicyMismatch) {
+		t.Errorf("wrong net_arch: %v", err)
+	}
+}
+
+func TestControllerFlattensInKeyOrder(t *testing.T) {
+	p := testPolicy(t)
+	c, err := NewController(p, testSpaces())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Reset(1); err != nil {
+		t.Fatal(err)
+	}
+	obs := env.Observation{App: []float64{0.1, 0.2}, Server: []float64{0.3, 0.4, 0.5}, Task: []float64{0.6, 0.7, 0.8, 0.9}}
+	act, err := c.Act(obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]int, 2)
+	if _, err := p.Act(obs.Flatten(nil), true, nil, want); err != nil {
+		t.Fatal(err)
+	}
+	if len(act.Choices) != 2 || act.Choices[0] != want[0] || act.Choices[1] != want[1] || act.Targets != nil {
+		t.Errorf("controller %v, policy %v", act, want)
+	}
+	obs.Task = obs.Task[:3]
+	if _, err := c.Act(obs); err == nil {
+		t.Error("short task observation accepted")
+	}
+	if _, err := NewController(p, wrongSpaces()); !errors.Is(err, ErrPolicyMismatch) {
+		t.Errorf("mismatched spaces: %v", err)
+	}
+}
+
+// wrongSpaces is a layout of the wrong size for testPolicy.
+func wrongSpaces() env.Spaces {
+	return env.Spaces{Keys: []string{"app"}, Observation: map[string]env.Box{"app": {Shape: []int{4}, Low: make([]float64, 4), High: make([]float64, 4)}}, Nvec: []int{2}}
+}

@@ -1,0 +1,152 @@
+package ppo
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// Schedule is a hyperparameter that moves linearly with SB3's
+// progress_remaining p (1 before training, 1 − timesteps/total after each
+// rollout, so slightly below 0 in the last iteration when the total is not a
+// multiple of the rollout size, exactly as in SB3):
+//
+//	v(p) = End + (Start − End)·p
+//
+// Start == End is a constant; End == 0 is rl-zoo's "lin_<Start>".
+type Schedule struct {
+	Start float64 `json:"start"`
+	End   float64 `json:"end"`
+}
+
+// Constant returns the schedule that is v throughout.
+func Constant(v float64) Schedule { return Schedule{Start: v, End: v} }
+
+// Linear returns the schedule from start (p = 1) to end (p = 0).
+func Linear(start, end float64) Schedule { return Schedule{Start: start, End: end} }
+
+// At returns the value at progress remaining p.
+func (s Schedule) At(p float64) float64 { return s.End + (s.Start-s.End)*p }
+
+// Config holds every PPO hyperparameter (Stable-Baselines3 names in
+// brackets). DefaultConfig returns the paper's configuration.
+type Config struct {
+	TotalTimesteps int      `json:"total_timesteps"`     // env steps to collect, rounded up to whole iterations [total_timesteps] (500,000)
+	NumEnvs        int      `json:"n_envs"`              // environments stepped together [n_envs] (14)
+	NumSteps       int      `json:"n_steps"`             // steps per environment per rollout [n_steps] (2048)
+	BatchSize      int      `json:"batch_size"`          // minibatch size; the last minibatch of an epoch may be smaller [batch_size] (256)
+	Epochs         int      `json:"n_epochs"`            // passes over each rollout [n_epochs] (20)
+	Gamma          float64  `json:"gamma"`               // discount factor γ [gamma] (0.995)
+	Lambda         float64  `json:"gae_lambda"`          // GAE λ [gae_lambda] (0.95)
+	LearningRate   Schedule `json:"learning_rate"`       // Adam step size [learning_rate] (3e-4 constant)
+	ClipRange      Schedule `json:"clip_range"`          // policy ratio clip ε [clip_range] (0.2 constant)
+	ClipRangeVF    float64  `json:"clip_range_vf"`       // value clip around the rollout value; 0 disables (SB3's None) [clip_range_vf] (0.2)
+	EntCoef        float64  `json:"ent_coef"`            // entropy bonus weight [ent_coef] (0.05)
+	VFCoef         float64  `json:"vf_coef"`             // value loss weight [vf_coef] (0.5)
+	MaxGradNorm    float64  `json:"max_grad_norm"`       // global L2 norm gradients are clipped to [max_grad_norm] (0.5)
+	NormalizeAdv   bool     `json:"normalize_advantage"` // per-minibatch advantage normalisation [normalize_advantage] (true)
+	AdamEps        float64  `json:"adam_eps"`            // Adam ε; SB3 overrides PyTorch's 1e-8 [optimizer_kwargs.eps] (1e-5)
+	Hidden         []int    `json:"net_arch"`            // hidden layer widths of both the actor and the critic MLP, tanh [net_arch] ([64 64])
+	Seed           uint64   `json:"seed"`                // root seed of every random stream [seed] (284572)
+}
+
+// DefaultConfig returns the configuration used in the paper.
+func DefaultConfig() Config {
+	return Config{
+		TotalTimesteps: 500_000,
+		NumEnvs:        14,
+		NumSteps:       2048,
+		BatchSize:      256,
+		Epochs:         20,
+		Gamma:          0.995,
+		Lambda:         0.95,
+		LearningRate:   Constant(3e-4),
+		ClipRange:      Constant(0.2),
+		ClipRangeVF:    0.2,
+		EntCoef:        0.05,
+		VFCoef:         0.5,
+		MaxGradNorm:    0.5,
+		NormalizeAdv:   true,
+		AdamEps:        1e-5,
+		Hidden:         []int{64, 64},
+		Seed:           284572,
+	}
+}
+
+// RolloutSize is the number of transitions per iteration: NumSteps·NumEnvs.
+func (c Config) RolloutSize() int { return c.NumSteps * c.NumEnvs }
+
+// Iterations is the number of rollout+update iterations: SB3 keeps going
+// while fewer than TotalTimesteps transitions were collected, so this is
+// ⌈TotalTimesteps / RolloutSize⌉.
+func (c Config) Iterations() int { return (c.TotalTimesteps + c.RolloutSize() - 1) / c.RolloutSize() }
+
+// Transitions is the number of env steps the run collects: Iterations·RolloutSize.
+func (c Config) Transitions() int { return c.Iterations() * c.RolloutSize() }
+
+// Minibatches is the number of minibatches per epoch: ⌈RolloutSize / BatchSize⌉.
+func (c Config) Minibatches() int { return (c.RolloutSize() + c.BatchSize - 1) / c.BatchSize }
+
+// Updates is the number of Adam steps of the run: Iterations·Epochs·Minibatches.
+func (c Config) Updates() int { return c.Iterations() * c.Epochs * c.Minibatches() }
+
+// Hash is the hex SHA-256 of the configuration's JSON encoding; artifacts
+// and checkpoints record it.
+func (c Config) Hash() string {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(err) // Config has only plain fields
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	bad := func(v float64) bool { return math.IsNaN(v) || math.IsInf(v, 0) }
+	switch {
+	case c.NumEnvs < 1:
+		return fmt.Errorf("ppo: need at least one environment, got %d", c.NumEnvs)
+	case c.NumSteps < 1:
+		return fmt.Errorf("ppo: n_steps must be positive, got %d", c.NumSteps)
+	case c.TotalTimesteps < 1:
+		return fmt.Errorf("ppo: total timesteps must be positive, got %d", c.TotalTimesteps)
+	case c.BatchSize < 2:
+		return fmt.Errorf("ppo: batch size must be at least 2, got %d", c.BatchSize)
+	case c.BatchSize > c.RolloutSize():
+		return fmt.Errorf("ppo: batch size %d exceeds rollout size %d", c.BatchSize, c.RolloutSize())
+	case c.Epochs < 1:
+		return fmt.Errorf("ppo: n_epochs must be positive, got %d", c.Epochs)
+	case bad(c.Gamma) || c.Gamma < 0 || c.Gamma > 1:
+		return fmt.Errorf("ppo: gamma %v outside [0, 1]", c.Gamma)
+	case bad(c.Lambda) || c.Lambda < 0 || c.Lambda > 1:
+		return fmt.Errorf("ppo: gae lambda %v outside [0, 1]", c.Lambda)
+	case bad(c.LearningRate.Start) || bad(c.LearningRate.End) || c.LearningRate.Start <= 0 || c.LearningRate.End < 0:
+		return fmt.Errorf("ppo: learning rate must be positive (end non-negative), got %v to %v", c.LearningRate.Start, c.LearningRate.End)
+	case bad(c.ClipRange.Start) || bad(c.ClipRange.End) || c.ClipRange.Start <= 0 || c.ClipRange.End < 0:
+		return fmt.Errorf("ppo: clip range must be positive (end non-negative), got %v to %v", c.ClipRange.Start, c.ClipRange.End)
+	case bad(c.ClipRangeVF) || c.ClipRangeVF < 0:
+		return fmt.Errorf("ppo: value clip range must be non-negative (0 disables), got %v", c.ClipRangeVF)
+	case bad(c.EntCoef) || c.EntCoef < 0:
+		return fmt.Errorf("ppo: entropy coefficient must be non-negative, got %v", c.EntCoef)
+	case bad(c.VFCoef) || c.VFCoef < 0:
+		return fmt.Errorf("ppo: value coefficient must be non-negative, got %v", c.VFCoef)
+	case bad(c.MaxGradNorm) || c.MaxGradNorm <= 0:
+		return fmt.Errorf("ppo: max grad norm must be positive, got %v", c.MaxGradNorm)
+	case bad(c.AdamEps) || c.AdamEps <= 0:
+		return fmt.Errorf("ppo: adam eps must be positive, got %v", c.AdamEps)
+	case len(c.Hidden) == 0:
+		return fmt.Errorf("ppo: net_arch needs at least one hidden layer")
+	}
+	for i, h := range c.Hidden {
+		if h < 1 {
+			return fmt.Errorf("ppo: hidden layer %d has width %d", i, h)
+		}
+	}
+	if c.Iterations() > math.MaxInt32 {
+		return fmt.Errorf("ppo: %d iterations is too many", c.Iterations())
+	}
+	return nil
+}

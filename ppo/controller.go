@@ -1,0 +1,80 @@
+package ppo
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"streamscale/agents"
+	"streamscale/env"
+)
+
+// Controller runs a Policy as an agents.Controller: it flattens the Dict
+// observation in the layout's key order (app, server, task) and returns
+// the MultiDiscrete choices. It acts deterministically (per-dimension
+// argmax) unless SetDeterministic(false), in which case Reset(seed) seeds
+// the sampling stream "ppo/action". Not safe for concurrent use.
+type Controller struct {
+	p             *Policy
+	spaces        env.Spaces
+	deterministic bool
+	rng           *rand.Rand
+	flat          []float64
+	act           []int
+}
+
+var _ agents.Controller = (*Controller)(nil)
+
+// NewController checks that spaces matches the policy and returns a
+// deterministic controller over a private copy of p.
+func NewController(p *Policy, spaces env.Spaces) (*Controller, error) {
+	n, err := flatSize(spaces)
+	if err != nil {
+		return nil, err
+	}
+	if n != p.ObsSize() || !slices.Equal(spaces.Nvec, p.arch.nvec) {
+		return nil, fmt.Errorf("%w: spaces give %d observations and nvec %v, policy has %d and %v", ErrPolicyMismatch, n, spaces.Nvec, p.ObsSize(), p.arch.nvec)
+	}
+	for _, k := range spaces.Keys {
+		if k != "app" && k != "server" && k != "task" {
+			return nil, fmt.Errorf("ppo: observation key %q is not app, server or task", k)
+		}
+	}
+	return &Controller{p: p.Clone(), spaces: spaces, deterministic: true, act: make([]int, len(spaces.Nvec))}, nil
+}
+
+// SetDeterministic chooses argmax actions (true, the default) or samples.
+func (c *Controller) SetDeterministic(d bool) { c.deterministic = d }
+
+// Reset implements agents.Controller.
+func (c *Controller) Reset(seed uint64) error {
+	c.rng = rand.New(NewStream(seed, StreamAction))
+	return nil
+}
+
+// Act implements agents.Controller.
+func (c *Controller) Act(obs env.Observation) (env.Action, error) {
+	c.flat = c.flat[:0]
+	for _, k := range c.spaces.Keys {
+		var part []float64
+		switch k {
+		case "app":
+			part = obs.App
+		case "server":
+			part = obs.Server
+		case "task":
+			part = obs.Task
+		}
+		if want := c.spaces.Observation[k].Size(); len(part) != want {
+			return env.Action{}, fmt.Errorf("ppo: observation %q has %d values, want %d", k, len(part), want)
+		}
+		c.flat = append(c.flat, part...)
+	}
+	if !c.deterministic && c.rng == nil {
+		return env.Action{}, fmt.Errorf("ppo: controller must be Reset before sampling")
+	}
+	if _, err := c.p.Act(c.flat, c.deterministic, c.rng, c.act); err != nil {
+		return env.Action{}, err
+	}
+	return env.Action{Choices: slices.Clone(c.act)}, nil
+}

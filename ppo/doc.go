@@ -1,0 +1,57 @@
+// Package ppo is Proximal Policy Optimization (Schulman et al. 2017) in
+// pure Go, reproducing Stable-Baselines3's PPO (v2.x) as the paper
+// configures it, plus the trained policy as an artifact and as an
+// agents.Controller.
+//
+// It owns: the hyperparameters (Config, one line of doc per field,
+// DefaultConfig = the paper), the consumer-side environment interface
+// (VecEnv, StepResult), the trainer (Trainer: rollouts, GAE, clipped
+// surrogate and value losses, Adam with global-norm clipping, SB3's
+// metrics through a Logger, checkpoints), plain-Go inference (Policy), the
+// artifact format (safetensors weights + JSON Card) and Controller.
+//
+// The algorithm reads top to bottom in trainer.go: Learn → collect
+// (rollout, truncation bootstrap, gae) → update (epochs of shuffled
+// minibatches) → minibatch (loss graph, clip, Adam).
+//
+// # Numerics
+//
+// Training is float32, as PyTorch trains SB3's policies. Gradients come
+// from a gorgonia graph built once per minibatch size and re-run on a
+// reused TapeMachine (graph.go); its inputs and parameters are views of
+// the trainer's buffers. A few gorgonia ops are replaced by this package's
+// own ops with symbolic gradients (ops.go): the matrix product (through
+// internal/sgemm, an AVX2 kernel about 6× faster than gonum's Sgemm here,
+// and without the unused gradient of the observation batch), tanh and exp
+// (float64 math.Exp rather than a software float32 exp), the bias add, and
+// the per-dimension log-softmax (gorgonia's spawns a goroutine per row and
+// its reshapes alias memory that in-place ops then overwrite). The full
+// loss gradient is checked against finite differences in float64
+// (TestLossGradientFiniteDifference). Scalars outside the graph — GAE,
+// returns, advantage normalisation, norms, the Adam bias corrections — are
+// float64. Policy evaluates the nets with the same kernels, so its values
+// equal the graph's bit for bit.
+//
+// Units: rewards and values are in the environment's units per step;
+// learning rate per Adam step; timesteps count env steps summed over envs.
+//
+// # Determinism
+//
+// One root seed (Config.Seed) feeds named PCG streams: "ppo/init" (initial
+// weights, never gorgonia's clock-seeded initialisers), "ppo/shuffle"
+// (minibatch permutations) and "ppo/action" (action sampling); the env is
+// reset from the same seed. Floats are reduced in fixed order. With
+// Options.Workers = 2 the actor and critic halves of a minibatch run on two
+// goroutines, each writing only its own graph and gradient range, so the
+// result does not depend on scheduling: one seed gives bitwise-identical
+// weights whatever the worker count, and a run resumed from a checkpoint
+// ends bitwise identical to an uninterrupted one (for a StatefulVecEnv).
+// The package never reads the clock (Options.Clock feeds time/fps) and
+// does no file I/O: writers and readers are passed in.
+//
+// # Concurrency
+//
+// A Trainer, Policy or Controller is not safe for concurrent use; Clone a
+// Policy per goroutine. A gorgonia graph and its TapeMachine are used by
+// one goroutine at a time.
+package ppo

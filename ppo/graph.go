@@ -1,0 +1,288 @@
+package ppo
+
+import (
+	"fmt"
+	"sync"
+
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+)
+
+// scalar is the element type of a loss graph: float32 for training (as
+// PyTorch/SB3 train, and gonum's Sgemm is ~3.7× faster than Dgemm at these
+// shapes), float64 for the finite-difference gradient tests.
+type scalar interface{ float32 | float64 }
+
+func dtypeOf[T scalar]() tensor.Dtype {
+	var z T
+	if _, ok := any(z).(float32); ok {
+		return tensor.Float32
+	}
+	return tensor.Float64
+}
+
+// lossGraph is the PPO loss of one minibatch size B, built once and re-run
+// for every minibatch of that size. It is two independent gorgonia graphs,
+// each with its own TapeMachine:
+//
+//	actor:  L_π = −mean(min(Â·ρ, Â·clip(ρ, 1−ε, 1+ε))) + c_ent·(−mean(H))
+//	critic: L_V = c_vf · mean((R − V_pred)²),  V_pred = V_old + clip(V − V_old, ±ε_vf)
+//
+// where ρ = exp(log π(a|s) − log π_old(a|s)) (Schulman et al. 2017, eq. 7
+// and 9). The total loss is L_π + L_V; because the nets share no
+// parameters, ∂L/∂θ_actor = ∂L_π/∂θ_actor and ∂L/∂θ_critic = ∂L_V/∂θ_critic,
+// so the halves may run on two goroutines without changing any bit.
+//
+// Inputs are tensors bound once whose backing slices the caller overwrites
+// before run; parameters are views of the caller's flat parameter vector,
+// so an optimiser step in place is seen by the next run.
+type lossGraph[T scalar] struct {
+	arch  *arch
+	batch int
+	clipV bool
+
+	actor  graphHalf
+	critic graphHalf
+
+	// actor inputs
+	aObs, onehot, oldLogp, adv, lo, hi []T
+	// critic inputs
+	cObs, ret, oldV, vlo, vhi []T
+	// outputs, copied out by read instructions as soon as they are
+	// computed (a node's own value may be overwritten later in the run,
+	// when the tape machine reuses its register)
+	pg, ent, logp, ratio, vf, value G.Value
+}
+
+type graphHalf struct {
+	g      *G.ExprGraph
+	vm     G.VM
+	params []*G.Node
+	grads  []G.Value // ∂loss/∂params, read out
+	loss   G.Value
+	first  int // index of the half's first parameter in arch.params
+}
+
+// finish reads out the loss and gradients and compiles the half.
+func (h *graphHalf) finish(loss *G.Node) {
+	G.Read(loss, &h.loss)
+	gs := must2(G.Grad(loss, h.params...))
+	h.grads = make([]G.Value, len(gs))
+	for i, g := range gs {
+		G.Read(g, &h.grads[i])
+	}
+	h.vm = G.NewTapeMachine(h.g)
+}
+
+func newLossGraph[T scalar](a *arch, batch int, theta []T, entCoef, vfCoef float64, clipV bool) (*lossGraph[T], error) {
+	if len(theta) != a.size {
+		return nil, fmt.Errorf("ppo: parameter vector has %d entries, want %d", len(theta), a.size)
+	}
+	lg := &lossGraph[T]{arch: a, batch: batch, clipV: clipV}
+	B := batch
+	mk := func(n int) []T { return make([]T, n) }
+	lg.aObs, lg.onehot, lg.oldLogp, lg.adv, lg.lo, lg.hi = mk(B*a.obs), mk(B*a.logits), mk(B), mk(B), mk(B), mk(B)
+	lg.cObs, lg.ret, lg.oldV, lg.vlo, lg.vhi = mk(B*a.obs), mk(B), mk(B), mk(B), mk(B)
+
+	if err := lg.buildActor(theta, T(entCoef)); err != nil {
+		return nil, fmt.Errorf("ppo: building actor graph: %w", err)
+	}
+	if err := lg.buildCritic(theta, T(vfCoef)); err != nil {
+		return nil, fmt.Errorf("ppo: building critic graph: %w", err)
+	}
+	return lg, nil
+}
+
+// input binds backing (shape dims) to a new input node of g.
+func input[T scalar](g *G.ExprGraph, name string, backing []T, dims ...int) *G.Node {
+	t := tensor.New(tensor.WithBacking(backing), tensor.WithShape(dims...))
+	if len(dims) == 1 {
+		return G.NewVector(g, dtypeOf[T](), G.WithName(name), G.WithShape(dims...), G.WithValue(t))
+	}
+	return G.NewMatrix(g, dtypeOf[T](), G.WithName(name), G.WithShape(dims...), G.WithValue(t))
+}
+
+// bindParams creates the parameter nodes of one net as views of theta.
+func bindParams[T scalar](h *graphHalf, a *arch, net int, theta []T) {
+	for i, p := range a.params {
+		if p.net != net {
+			continue
+		}
+		if len(h.params) == 0 {
+			h.first = i
+		}
+		h.params = append(h.params, input(h.g, p.name, theta[p.off:p.off+p.size()], p.rows, p.cols))
+	}
+}
+
+// mlp applies the net's linear layers with tanh between them.
+func mlp(x *G.Node, params []*G.Node) (*G.Node, error) {
+	h := x
+	n := len(params) / 2
+	for l := range n {
+		z, err := G.ApplyOp(matMul{noGradA: l == 0}, h, params[2*l])
+		if err != nil {
+			return nil, err
+		}
+		if z, err = G.ApplyOp(addBias{}, z, params[2*l+1]); err != nil {
+			return nil, err
+		}
+		if l < n-1 {
+			if z, err = G.ApplyOp(elemOp{fnTanh}, z); err != nil {
+				return nil, err
+			}
+		}
+		h = z
+	}
+	return h, nil
+}
+
+// clamp is torch.clamp(x, lo, hi) = min(max(x, lo), hi), with gradient 1
+// where lo ≤ x ≤ hi and 0 elsewhere.
+func clamp(x, lo, hi *G.Node) (*G.Node, error) {
+	m, err := G.MaxBetween(x, lo)
+	if err != nil {
+		return nil, err
+	}
+	return G.MinBetween(m, hi)
+}
+
+func (lg *lossGraph[T]) buildActor(theta []T, entCoef T) (err error) {
+	a, B := lg.arch, lg.batch
+	h := &lg.actor
+	h.g = G.NewGraph()
+	g := h.g
+	bindParams(h, a, actorNet, theta)
+	obs := input(g, "obs", lg.aObs, B, a.obs)
+	onehot := input(g, "onehot", lg.onehot, B, a.logits)
+	oldLogp := input(g, "old_logp", lg.oldLogp, B)
+	adv := input(g, "adv", lg.adv, B)
+	lo := input(g, "clip_lo", lg.lo, B)
+	hi := input(g, "clip_hi", lg.hi, B)
+
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	must := func(n *G.Node, e error) *G.Node { return G.Must(n, e) }
+
+	logits := must(mlp(obs, h.params))
+	// Log-probabilities of every choice, per action dimension.
+	logpAll := must(G.ApplyOp(catLogSoftmax{a.nvec}, logits))
+	// log π(a|s) = Σ_d log p_d(a_d); −mean(H) = Σ_{b,d,k} p·log p / B.
+	logp := must(G.Sum(must(G.HadamardProd(logpAll, onehot)), 1))
+	plogp := must(G.Sum(must(G.HadamardProd(must(G.ApplyOp(elemOp{fnExp}, logpAll)), logpAll))))
+	ent := must(G.Div(plogp, G.NewConstant(T(B))))
+	ratio := must(G.Exp(must(G.Sub(logp, oldLogp))))
+	s1 := must(G.HadamardProd(adv, ratio))
+	s2 := must(G.HadamardProd(adv, must(clamp(ratio, lo, hi))))
+	pg := must(G.Neg(must(G.Mean(must(G.MinBetween(s1, s2))))))
+	loss := must(G.Add(pg, must(G.Mul(G.NewConstant(entCoef), ent))))
+	G.Read(pg, &lg.pg)
+	G.Read(ent, &lg.ent)
+	G.Read(logp, &lg.logp)
+	G.Read(ratio, &lg.ratio)
+	h.finish(loss)
+	return nil
+}
+
+func (lg *lossGraph[T]) buildCritic(theta []T, vfCoef T) (err error) {
+	a, B := lg.arch, lg.batch
+	h := &lg.critic
+	h.g = G.NewGraph()
+	g := h.g
+	bindParams(h, a, criticNet, theta)
+	obs := input(g, "obs", lg.cObs, B, a.obs)
+	ret := input(g, "returns", lg.ret, B)
+	oldV := input(g, "old_values", lg.oldV, B)
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	must := func(n *G.Node, e error) *G.Node { return G.Must(n, e) }
+
+	v := must(G.Sum(must(mlp(obs, h.params)), 1)) // [B,1] → [B] without a reshape (see catLogSoftmax)
+	pred := v
+	if lg.clipV {
+		vlo := input(g, "vclip_lo", lg.vlo, B)
+		vhi := input(g, "vclip_hi", lg.vhi, B)
+		pred = must(G.Add(oldV, must(clamp(must(G.Sub(v, oldV)), vlo, vhi))))
+	}
+	vf := must(G.Mean(must(G.Square(must(G.Sub(ret, pred))))))
+	loss := must(G.Mul(G.NewConstant(vfCoef), vf))
+	G.Read(vf, &lg.vf)
+	G.Read(v, &lg.value)
+	h.finish(loss)
+	return nil
+}
+
+func must2(n G.Nodes, err error) G.Nodes {
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// setClip fills the clip bounds for the policy ratio and the value change.
+func (lg *lossGraph[T]) setClip(eps, epsV float64) {
+	for i := range lg.batch {
+		lg.lo[i], lg.hi[i] = T(1-eps), T(1+eps)
+		lg.vlo[i], lg.vhi[i] = T(-epsV), T(epsV)
+	}
+}
+
+// run executes both halves (concurrently when parallel) and writes ∂L/∂θ
+// into grad. Each half touches only its own graph, machine and grad range.
+func (lg *lossGraph[T]) run(grad []T, parallel bool) error {
+	var errs [2]error
+	halves := [2]*graphHalf{&lg.actor, &lg.critic}
+	if parallel {
+		var wg sync.WaitGroup
+		wg.Go(func() { errs[1] = halves[1].run(lg.arch, grad) })
+		errs[0] = halves[0].run(lg.arch, grad)
+		wg.Wait()
+	} else {
+		for i, h := range halves {
+			errs[i] = h.run(lg.arch, grad)
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			return fmt.Errorf("ppo: running loss graph: %w", err)
+		}
+	}
+	return nil
+}
+
+func (h *graphHalf) run(a *arch, grad any) error {
+	h.vm.Reset()
+	if err := h.vm.RunAll(); err != nil {
+		return err
+	}
+	for i, gv := range h.grads {
+		p := a.params[h.first+i]
+		switch g := grad.(type) {
+		case []float32:
+			copy(g[p.off:p.off+p.size()], gv.Data().([]float32))
+		case []float64:
+			copy(g[p.off:p.off+p.size()], gv.Data().([]float64))
+		}
+	}
+	return nil
+}
+
+// scalarOf reads a scalar output as float64.
+func scalarOf(v G.Value) float64 {
+	switch x := v.Data().(type) {
+	case float32:
+		return float64(x)
+	case float64:
+		return x
+	}
+	panic(fmt.Sprintf("ppo: value %v is not a float scalar", v))
+}
+
+// vectorOf returns a vector output's data (overwritten by the next run).
+func vectorOf[T scalar](v G.Value) []T { return v.Data().([]T) }

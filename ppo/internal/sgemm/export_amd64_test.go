@@ -1,0 +1,3 @@
+package sgemm
+
+func setAssembly(on bool) { Assembly = on }

@@ -1,0 +1,8 @@
+//go:build !amd64
+
+package sgemm
+
+// Assembly reports whether an assembly micro-kernel is in use.
+const Assembly = false
+
+func kernel(k int, a, b []float32, c *[mr * nr]float32) { kernelGo(k, a, b, c) }

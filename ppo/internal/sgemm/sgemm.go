@@ -1,0 +1,181 @@
+package sgemm
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Tile sizes of the micro-kernel.
+const (
+	mr = 6  // rows of op(A) per panel
+	nr = 16 // columns of op(B) per panel
+)
+
+var pool = sync.Pool{New: func() any { s := make([]float32, 0, 1<<16); return &s }}
+
+func grow(p *[]float32, n int) []float32 {
+	if cap(*p) < n {
+		*p = make([]float32, n)
+	}
+	return (*p)[:n]
+}
+
+// Gemm computes C = α·op(A)·op(B) + β·C where op(A) is m×k, op(B) is k×n
+// and C is m×n, all row-major with leading dimensions lda, ldb, ldc; op(X)
+// is Xᵀ when the flag is set. It panics on inconsistent sizes, as BLAS does.
+func Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("sgemm: negative size %d×%d×%d", m, n, k))
+	}
+	if m == 0 || n == 0 {
+		return
+	}
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	check := func(name string, s []float32, rows, cols, ld int) {
+		if ld < max(1, cols) || (rows > 0 && len(s) < (rows-1)*ld+cols) {
+			panic(fmt.Sprintf("sgemm: %s is %d long with ld %d, want %d×%d", name, len(s), ld, rows, cols))
+		}
+	}
+	check("a", a, ar, ac, lda)
+	check("b", b, br, bc, ldb)
+	check("c", c, m, n, ldc)
+
+	if k == 0 || alpha == 0 {
+		scale(m, n, beta, c, ldc)
+		return
+	}
+
+	mp, np := (m+mr-1)/mr, (n+nr-1)/nr
+	pa, pb := pool.Get().(*[]float32), pool.Get().(*[]float32)
+	defer pool.Put(pa)
+	defer pool.Put(pb)
+	ap := grow(pa, mp*mr*k)
+	bp := grow(pb, np*nr*k)
+	packA(ap, transA, m, k, a, lda)
+	packB(bp, transB, n, k, b, ldb)
+
+	var tile [mr * nr]float32
+	for jp := range np {
+		j0 := jp * nr
+		jn := min(nr, n-j0)
+		bpanel := bp[jp*nr*k : (jp+1)*nr*k]
+		for ip := range mp {
+			i0 := ip * mr
+			in := min(mr, m-i0)
+			kernel(k, ap[ip*mr*k:(ip+1)*mr*k], bpanel, &tile)
+			for i := range in {
+				row := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+jn]
+				t := tile[i*nr : i*nr+jn]
+				switch {
+				case beta == 0 && alpha == 1:
+					copy(row, t)
+				case beta == 0:
+					for j := range row {
+						row[j] = alpha * t[j]
+					}
+				default:
+					for j := range row {
+						row[j] = alpha*t[j] + beta*row[j]
+					}
+				}
+			}
+		}
+	}
+}
+
+func scale(m, n int, beta float32, c []float32, ldc int) {
+	for i := range m {
+		row := c[i*ldc : i*ldc+n]
+		for j := range row {
+			if beta == 0 {
+				row[j] = 0
+			} else {
+				row[j] *= beta
+			}
+		}
+	}
+}
+
+// packA writes op(A) (m×k) as ⌈m/6⌉ panels, each k groups of 6 row values.
+func packA(dst []float32, trans bool, m, k int, a []float32, lda int) {
+	for ip := 0; ip*mr < m; ip++ {
+		p := dst[ip*mr*k : (ip+1)*mr*k]
+		i0 := ip * mr
+		in := min(mr, m-i0)
+		if trans { // op(A)[i][l] = A[l][i]: six contiguous values of row l
+			for l := range k {
+				q := p[l*mr : l*mr+mr]
+				copy(q, a[l*lda+i0:l*lda+i0+in])
+				clear(q[in:])
+			}
+			continue
+		}
+		if in == mr { // six rows read in step, the panel written in order
+			r0 := a[i0*lda : i0*lda+k]
+			r1 := a[(i0+1)*lda : (i0+1)*lda+k]
+			r2 := a[(i0+2)*lda : (i0+2)*lda+k]
+			r3 := a[(i0+3)*lda : (i0+3)*lda+k]
+			r4 := a[(i0+4)*lda : (i0+4)*lda+k]
+			r5 := a[(i0+5)*lda : (i0+5)*lda+k]
+			for l := range k {
+				q := p[l*mr : l*mr+mr : l*mr+mr]
+				q[0], q[1], q[2], q[3], q[4], q[5] = r0[l], r1[l], r2[l], r3[l], r4[l], r5[l]
+			}
+			continue
+		}
+		clear(p)
+		for r := range in {
+			row := a[(i0+r)*lda : (i0+r)*lda+k]
+			for l, v := range row {
+				p[l*mr+r] = v
+			}
+		}
+	}
+}
+
+// packB writes op(B) (k×n) as ⌈n/16⌉ panels, each k groups of 16 column values.
+func packB(dst []float32, trans bool, n, k int, b []float32, ldb int) {
+	for jp := 0; jp*nr < n; jp++ {
+		p := dst[jp*nr*k : (jp+1)*nr*k]
+		j0 := jp * nr
+		jn := min(nr, n-j0)
+		if !trans {
+			for l := range k {
+				q := p[l*nr : l*nr+nr]
+				copy(q, b[l*ldb+j0:l*ldb+j0+jn])
+				clear(q[jn:])
+			}
+			continue
+		}
+		// op(B)[l][j] = B[j][l]
+		for l := range k {
+			q := p[l*nr : l*nr+nr]
+			for j := range jn {
+				q[j] = b[(j0+j)*ldb+l]
+			}
+			clear(q[jn:])
+		}
+	}
+}
+
+// kernelGo computes the 6×16 tile Σ_l a[l][0:6] ⊗ b[l][0:16].
+func kernelGo(k int, a, b []float32, c *[mr * nr]float32) {
+	*c = [mr * nr]float32{}
+	for l := range k {
+		av := a[l*mr : l*mr+mr]
+		bv := b[l*nr : l*nr+nr]
+		for i, x := range av {
+			row := c[i*nr : i*nr+nr]
+			for j, y := range bv {
+				row[j] += x * y
+			}
+		}
+	}
+}

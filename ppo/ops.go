@@ -1,0 +1,522 @@
+package ppo
+
+import (
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"math"
+
+	"github.com/chewxy/hm"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+	G "gorgonia.org/gorgonia"
+	"gorgonia.org/tensor"
+
+	"streamscale/ppo/internal/sgemm"
+)
+
+// catLogSoftmax is a gorgonia op: the log-softmax of each action
+// dimension's block of logits, row by row. For a [B, Σnvec] input x and
+// the block s of dimension d,
+//
+//	y[b, s] = x[b, s] − max_s x[b, s] − log Σ_s exp(x[b, s] − max_s x[b, s])
+//
+// It exists because gorgonia's LogSoftMax spawns a goroutine per row, and
+// reshaping around it aliases memory that the tape machine's in-place ops
+// then overwrite (a wrong gradient that TestLossGradientFiniteDifference
+// catches). Its gradient is catLogSoftmaxDiff.
+type catLogSoftmax struct{ nvec []int }
+
+func (op catLogSoftmax) Arity() int { return 1 }
+func (op catLogSoftmax) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	return hm.NewFnType(a, a)
+}
+func (op catLogSoftmax) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	return shapeOf(in[0])
+}
+func (op catLogSoftmax) Do(vals ...G.Value) (G.Value, error) {
+	x := vals[0].(tensor.Tensor)
+	out := tensor.New(tensor.Of(x.Dtype()), tensor.WithShape(x.Shape().Clone()...))
+	return op.UsePreallocDo(out, vals...)
+}
+func (op catLogSoftmax) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
+	switch x := vals[0].Data().(type) {
+	case []float32:
+		logSoftmaxRows(prealloc.Data().([]float32), x, op.nvec)
+	case []float64:
+		logSoftmaxRows(prealloc.Data().([]float64), x, op.nvec)
+	default:
+		return nil, fmt.Errorf("ppo: catLogSoftmax: unsupported input %T", x)
+	}
+	return prealloc, nil
+}
+func (op catLogSoftmax) ReturnsPtr() bool      { return false }
+func (op catLogSoftmax) CallsExtern() bool     { return false }
+func (op catLogSoftmax) OverwritesInput() int  { return -1 }
+func (op catLogSoftmax) WriteHash(h hash.Hash) { fmt.Fprintf(h, "catLogSoftmax%v", op.nvec) }
+func (op catLogSoftmax) Hashcode() uint32      { return hashOp(op) }
+func (op catLogSoftmax) String() string        { return fmt.Sprintf("CatLogSoftmax%v", op.nvec) }
+func (op catLogSoftmax) DiffWRT(int) []bool    { return []bool{true} }
+func (op catLogSoftmax) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
+	dx, err := G.ApplyOp(catLogSoftmaxDiff(op), output, grad)
+	return G.Nodes{dx}, err
+}
+
+// catLogSoftmaxDiff maps (y, ∂L/∂y) to ∂L/∂x = ∂L/∂y − exp(y)·Σ_s ∂L/∂y,
+// block by block.
+type catLogSoftmaxDiff struct{ nvec []int }
+
+func (op catLogSoftmaxDiff) Arity() int { return 2 }
+func (op catLogSoftmaxDiff) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	return hm.NewFnType(a, a, a)
+}
+func (op catLogSoftmaxDiff) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	return shapeOf(in[0])
+}
+func (op catLogSoftmaxDiff) Do(vals ...G.Value) (G.Value, error) {
+	y := vals[0].(tensor.Tensor)
+	out := tensor.New(tensor.Of(y.Dtype()), tensor.WithShape(y.Shape().Clone()...))
+	return op.UsePreallocDo(out, vals...)
+}
+func (op catLogSoftmaxDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
+	switch y := vals[0].Data().(type) {
+	case []float32:
+		logSoftmaxGrad(prealloc.Data().([]float32), y, vals[1].Data().([]float32), op.nvec)
+	case []float64:
+		logSoftmaxGrad(prealloc.Data().([]float64), y, vals[1].Data().([]float64), op.nvec)
+	default:
+		return nil, fmt.Errorf("ppo: catLogSoftmaxDiff: unsupported input %T", y)
+	}
+	return prealloc, nil
+}
+func (op catLogSoftmaxDiff) ReturnsPtr() bool      { return false }
+func (op catLogSoftmaxDiff) CallsExtern() bool     { return false }
+func (op catLogSoftmaxDiff) OverwritesInput() int  { return -1 }
+func (op catLogSoftmaxDiff) WriteHash(h hash.Hash) { fmt.Fprintf(h, "catLogSoftmaxDiff%v", op.nvec) }
+func (op catLogSoftmaxDiff) Hashcode() uint32      { return hashOp(op) }
+func (op catLogSoftmaxDiff) String() string        { return fmt.Sprintf("CatLogSoftmaxDiff%v", op.nvec) }
+
+func shapeOf(d G.DimSizer) (tensor.Shape, error) {
+	s, ok := d.(tensor.Shape)
+	if !ok {
+		return nil, fmt.Errorf("ppo: expected a shape, got %T", d)
+	}
+	return s.Clone(), nil
+}
+
+func hashOp(op G.Op) uint32 {
+	h := fnv.New32a()
+	op.WriteHash(h)
+	return h.Sum32()
+}
+
+// logSoftmaxRows writes the blockwise log-softmax of x into y (rows of
+// Σnvec), computing in float64.
+func logSoftmaxRows[T scalar](y, x []T, nvec []int) {
+	switch x := any(x).(type) {
+	case []float32:
+		y := any(y).([]float32)
+		blocks(len(x), nvec, func(off, n int) {
+			m := float64(x[off])
+			for _, v := range x[off+1 : off+n] {
+				m = math.Max(m, float64(v))
+			}
+			var sum float64
+			for _, v := range x[off : off+n] {
+				sum += math.Exp(float64(v) - m)
+			}
+			lse := m + math.Log(sum)
+			for i := off; i < off+n; i++ {
+				y[i] = float32(float64(x[i]) - lse)
+			}
+		})
+	case []float64:
+		y := any(y).([]float64)
+		blocks(len(x), nvec, func(off, n int) {
+			m := x[off]
+			for _, v := range x[off+1 : off+n] {
+				m = math.Max(m, v)
+			}
+			var sum float64
+			for _, v := range x[off : off+n] {
+				sum += math.Exp(v - m)
+			}
+			lse := m + math.Log(sum)
+			for i := off; i < off+n; i++ {
+				y[i] = x[i] - lse
+			}
+		})
+	}
+}
+
+// logSoftmaxGrad writes ∂L/∂x for log-softmax output y and upstream g.
+func logSoftmaxGrad[T scalar](dx, y, g []T, nvec []int) {
+	switch y := any(y).(type) {
+	case []float32:
+		dx, g := any(dx).([]float32), any(g).([]float32)
+		blocks(len(y), nvec, func(off, n int) {
+			var sum float64
+			for _, v := range g[off : off+n] {
+				sum += float64(v)
+			}
+			for i := off; i < off+n; i++ {
+				dx[i] = float32(float64(g[i]) - math.Exp(float64(y[i]))*sum)
+			}
+		})
+	case []float64:
+		dx, g := any(dx).([]float64), any(g).([]float64)
+		blocks(len(y), nvec, func(off, n int) {
+			var sum float64
+			for _, v := range g[off : off+n] {
+				sum += v
+			}
+			for i := off; i < off+n; i++ {
+				dx[i] = g[i] - math.Exp(y[i])*sum
+			}
+		})
+	}
+}
+
+// blocks calls f(offset, size) for every action-dimension block of every
+// row of an n-element [B, Σnvec] matrix, in order.
+func blocks(n int, nvec []int, f func(off, size int)) {
+	s := 0
+	for _, k := range nvec {
+		s += k
+	}
+	for r := 0; r+s <= n; r += s {
+		off := r
+		for _, k := range nvec {
+			f(off, k)
+			off += k
+		}
+	}
+}
+
+// Element-wise functions of elemOp.
+const (
+	fnTanh = iota
+	fnExp
+)
+
+// elemOp is tanh or exp, element-wise, evaluated through float64 math.Exp
+// (gorgonia's float32 versions go through a slow software exp). Its
+// gradient is elemDiff, computed from the output: tanh′ = 1 − y², exp′ = y.
+type elemOp struct{ fn int }
+
+func (op elemOp) name() string { return [...]string{"Tanh", "Exp"}[op.fn] }
+
+func (op elemOp) Arity() int { return 1 }
+func (op elemOp) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	return hm.NewFnType(a, a)
+}
+func (op elemOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) { return shapeOf(in[0]) }
+func (op elemOp) Do(vals ...G.Value) (G.Value, error) {
+	x := vals[0].(tensor.Tensor)
+	out := tensor.New(tensor.Of(x.Dtype()), tensor.WithShape(x.Shape().Clone()...))
+	return op.UsePreallocDo(out, vals...)
+}
+func (op elemOp) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
+	switch x := vals[0].Data().(type) {
+	case []float32:
+		elemApply(prealloc.Data().([]float32), x, op.fn)
+	case []float64:
+		elemApply(prealloc.Data().([]float64), x, op.fn)
+	default:
+		return nil, fmt.Errorf("ppo: %s: unsupported input %T", op.name(), x)
+	}
+	return prealloc, nil
+}
+func (op elemOp) ReturnsPtr() bool      { return false }
+func (op elemOp) CallsExtern() bool     { return false }
+func (op elemOp) OverwritesInput() int  { return -1 }
+func (op elemOp) WriteHash(h hash.Hash) { fmt.Fprintf(h, "fast%s", op.name()) }
+func (op elemOp) Hashcode() uint32      { return hashOp(op) }
+func (op elemOp) String() string        { return "Fast" + op.name() }
+func (op elemOp) DiffWRT(int) []bool    { return []bool{true} }
+func (op elemOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
+	dx, err := G.ApplyOp(elemDiff(op), output, grad)
+	return G.Nodes{dx}, err
+}
+
+// elemApply writes fn(x) into y. The loops are written per type: in a
+// generic body math.Exp runs several times slower.
+func elemApply[T scalar](y, x []T, fn int) {
+	switch x := any(x).(type) {
+	case []float32:
+		y := any(y).([]float32)
+		if fn == fnExp {
+			for i, v := range x {
+				y[i] = float32(math.Exp(float64(v)))
+			}
+			return
+		}
+		// tanh x = (e−1)/(e+1), e = exp(2x), accurate to float32 precision
+		// (|error| < 1e-15 before rounding); e overflows to +Inf above
+		// x ≈ 354, giving NaN, fixed to 1 in a second pass (a branch in
+		// the first loop makes it ~4× slower).
+		for i, v := range x {
+			e := math.Exp(2 * float64(v))
+			y[i] = float32((e - 1) / (e + 1))
+		}
+		for i, v := range y {
+			if v != v && x[i] > 0 {
+				y[i] = 1
+			}
+		}
+	case []float64:
+		y := any(y).([]float64)
+		if fn == fnExp {
+			for i, v := range x {
+				y[i] = math.Exp(v)
+			}
+			return
+		}
+		for i, v := range x {
+			y[i] = math.Tanh(v)
+		}
+	}
+}
+
+type elemDiff struct{ fn int }
+
+func (op elemDiff) Arity() int { return 2 }
+func (op elemDiff) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	return hm.NewFnType(a, a, a)
+}
+func (op elemDiff) InferShape(in ...G.DimSizer) (tensor.Shape, error) { return shapeOf(in[0]) }
+func (op elemDiff) Do(vals ...G.Value) (G.Value, error) {
+	y := vals[0].(tensor.Tensor)
+	out := tensor.New(tensor.Of(y.Dtype()), tensor.WithShape(y.Shape().Clone()...))
+	return op.UsePreallocDo(out, vals...)
+}
+func (op elemDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
+	switch y := vals[0].Data().(type) {
+	case []float32:
+		elemGrad(prealloc.Data().([]float32), y, vals[1].Data().([]float32), op.fn)
+	case []float64:
+		elemGrad(prealloc.Data().([]float64), y, vals[1].Data().([]float64), op.fn)
+	default:
+		return nil, fmt.Errorf("ppo: %sDiff: unsupported input %T", elemOp(op).name(), y)
+	}
+	return prealloc, nil
+}
+func (op elemDiff) ReturnsPtr() bool      { return false }
+func (op elemDiff) CallsExtern() bool     { return false }
+func (op elemDiff) OverwritesInput() int  { return -1 }
+func (op elemDiff) WriteHash(h hash.Hash) { fmt.Fprintf(h, "fast%sDiff", elemOp(op).name()) }
+func (op elemDiff) Hashcode() uint32      { return hashOp(op) }
+func (op elemDiff) String() string        { return "Fast" + elemOp(op).name() + "Diff" }
+
+func elemGrad[T scalar](dx, y, g []T, fn int) {
+	if fn == fnExp {
+		for i := range dx {
+			dx[i] = g[i] * y[i]
+		}
+		return
+	}
+	for i := range dx {
+		dx[i] = g[i] * (1 - y[i]*y[i])
+	}
+}
+
+// addBias adds a [1, n] bias to every row of a [B, n] matrix; its
+// gradient is the upstream gradient for the matrix and the column sums
+// (colSum) for the bias. It replaces gorgonia's BroadcastAdd, which
+// materialises the repeated bias.
+type addBias struct{}
+
+func (op addBias) Arity() int { return 2 }
+func (op addBias) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	return hm.NewFnType(a, a, a)
+}
+func (op addBias) InferShape(in ...G.DimSizer) (tensor.Shape, error) { return shapeOf(in[0]) }
+func (op addBias) Do(vals ...G.Value) (G.Value, error) {
+	x := vals[0].(tensor.Tensor)
+	out := tensor.New(tensor.Of(x.Dtype()), tensor.WithShape(x.Shape().Clone()...))
+	return op.UsePreallocDo(out, vals...)
+}
+func (op addBias) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
+	switch x := vals[0].Data().(type) {
+	case []float32:
+		biasApply(prealloc.Data().([]float32), x, vals[1].Data().([]float32))
+	case []float64:
+		biasApply(prealloc.Data().([]float64), x, vals[1].Data().([]float64))
+	default:
+		return nil, fmt.Errorf("ppo: addBias: unsupported input %T", x)
+	}
+	return prealloc, nil
+}
+func (op addBias) ReturnsPtr() bool      { return false }
+func (op addBias) CallsExtern() bool     { return false }
+func (op addBias) OverwritesInput() int  { return -1 }
+func (op addBias) WriteHash(h hash.Hash) { fmt.Fprint(h, "addBias") }
+func (op addBias) Hashcode() uint32      { return hashOp(op) }
+func (op addBias) String() string        { return "AddBias" }
+func (op addBias) DiffWRT(int) []bool    { return []bool{true, true} }
+func (op addBias) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
+	db, err := G.ApplyOp(colSum{}, grad)
+	return G.Nodes{grad, db}, err
+}
+
+func biasApply[T scalar](y, x, b []T) {
+	n := len(b)
+	for r := 0; r+n <= len(x); r += n {
+		for j, v := range b {
+			y[r+j] = x[r+j] + v
+		}
+	}
+}
+
+// colSum sums a [B, n] matrix over its rows into [1, n], row by row in
+// order.
+type colSum struct{}
+
+func (op colSum) Arity() int { return 1 }
+func (op colSum) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	return hm.NewFnType(a, a)
+}
+func (op colSum) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	s, err := shapeOf(in[0])
+	if err != nil {
+		return nil, err
+	}
+	return tensor.Shape{1, s[1]}, nil
+}
+func (op colSum) Do(vals ...G.Value) (G.Value, error) {
+	x := vals[0].(tensor.Tensor)
+	out := tensor.New(tensor.Of(x.Dtype()), tensor.WithShape(1, x.Shape()[1]))
+	return op.UsePreallocDo(out, vals...)
+}
+func (op colSum) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
+	switch x := vals[0].Data().(type) {
+	case []float32:
+		colSumApply(prealloc.Data().([]float32), x)
+	case []float64:
+		colSumApply(prealloc.Data().([]float64), x)
+	default:
+		return nil, fmt.Errorf("ppo: colSum: unsupported input %T", x)
+	}
+	return prealloc, nil
+}
+func (op colSum) ReturnsPtr() bool      { return false }
+func (op colSum) CallsExtern() bool     { return false }
+func (op colSum) OverwritesInput() int  { return -1 }
+func (op colSum) WriteHash(h hash.Hash) { fmt.Fprint(h, "colSum") }
+func (op colSum) Hashcode() uint32      { return hashOp(op) }
+func (op colSum) String() string        { return "ColSum" }
+
+func colSumApply[T scalar](s, x []T) {
+	clear(s)
+	n := len(s)
+	for r := 0; r+n <= len(x); r += n {
+		for j := range s {
+			s[j] += x[r+j]
+		}
+	}
+}
+
+// matMul is C = op(A)·op(B) for [rows, cols] matrices, through sgemm for
+// float32 and gonum for float64. As the forward product (no transposes)
+// its gradient is ∂A = ∂C·Bᵀ and ∂B = Aᵀ·∂C; noGradA drops ∂A for a
+// product whose left operand is data (the observation batch), which
+// gorgonia's Mul would compute anyway (a quarter of the update's FLOPs).
+type matMul struct {
+	transA, transB bool
+	noGradA        bool
+}
+
+func (op matMul) Arity() int { return 2 }
+func (op matMul) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	return hm.NewFnType(a, a, a)
+}
+func (op matMul) dims(a, b tensor.Shape) (m, n, k int, err error) {
+	if a.Dims() != 2 || b.Dims() != 2 {
+		return 0, 0, 0, fmt.Errorf("ppo: matMul: shapes %v and %v are not matrices", a, b)
+	}
+	m, k = a[0], a[1]
+	if op.transA {
+		m, k = k, m
+	}
+	kb, n := b[0], b[1]
+	if op.transB {
+		kb, n = n, kb
+	}
+	if k != kb {
+		return 0, 0, 0, fmt.Errorf("ppo: matMul: inner sizes of %v and %v differ", a, b)
+	}
+	return m, n, k, nil
+}
+func (op matMul) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	a, err := shapeOf(in[0])
+	if err != nil {
+		return nil, err
+	}
+	b, err := shapeOf(in[1])
+	if err != nil {
+		return nil, err
+	}
+	m, n, _, err := op.dims(a, b)
+	return tensor.Shape{m, n}, err
+}
+func (op matMul) Do(vals ...G.Value) (G.Value, error) {
+	a, b := vals[0].(tensor.Tensor), vals[1].(tensor.Tensor)
+	m, n, _, err := op.dims(a.Shape(), b.Shape())
+	if err != nil {
+		return nil, err
+	}
+	return op.UsePreallocDo(tensor.New(tensor.Of(a.Dtype()), tensor.WithShape(m, n)), vals...)
+}
+func (op matMul) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
+	a, b := vals[0].(tensor.Tensor), vals[1].(tensor.Tensor)
+	m, n, k, err := op.dims(a.Shape(), b.Shape())
+	if err != nil {
+		return nil, err
+	}
+	lda, ldb := a.Shape()[1], b.Shape()[1]
+	switch ad := a.Data().(type) {
+	case []float32:
+		sgemm.Gemm(op.transA, op.transB, m, n, k, 1, ad, lda, b.Data().([]float32), ldb, 0, prealloc.Data().([]float32), n)
+	case []float64:
+		tA, tB := blas.NoTrans, blas.NoTrans
+		if op.transA {
+			tA = blas.Trans
+		}
+		if op.transB {
+			tB = blas.Trans
+		}
+		gonum.Implementation{}.Dgemm(tA, tB, m, n, k, 1, ad, lda, b.Data().([]float64), ldb, 0, prealloc.Data().([]float64), n)
+	default:
+		return nil, fmt.Errorf("ppo: matMul: unsupported input %T", ad)
+	}
+	return prealloc, nil
+}
+func (op matMul) ReturnsPtr() bool     { return false }
+func (op matMul) CallsExtern() bool    { return false }
+func (op matMul) OverwritesInput() int { return -1 }
+func (op matMul) WriteHash(h hash.Hash) {
+	fmt.Fprintf(h, "matMul%v%v%v", op.transA, op.transB, op.noGradA)
+}
+func (op matMul) Hashcode() uint32 { return hashOp(op) }
+func (op matMul) String() string {
+	return fmt.Sprintf("MatMul{tA:%v tB:%v}", op.transA, op.transB)
+}
+func (op matMul) DiffWRT(int) []bool { return []bool{!op.noGradA, true} }
+func (op matMul) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
+	if op.transA || op.transB {
+		return nil, fmt.Errorf("ppo: matMul: only the plain product is differentiable")
+	}
+	db, err := G.ApplyOp(matMul{transA: true}, inputs[0], grad)
+	if err != nil || op.noGradA {
+		return G.Nodes{nil, db}, err
+	}
+	da, err := G.ApplyOp(matMul{transB: true}, grad, inputs[1])
+	return G.Nodes{da, db}, err
+}

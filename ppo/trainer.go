@@ -1,0 +1,409 @@
+package ppo
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"time"
+)
+
+// Options are execution details of a run; none of them changes a bit of
+// the result.
+type Options struct {
+	// Workers is 1, or 2 to evaluate the actor and critic graphs of each
+	// minibatch on two goroutines (default: 2 when GOMAXPROCS ≥ 2).
+	Workers int
+	// Logger receives one Stats per iteration (nil: none).
+	Logger Logger
+	// AfterIteration runs after each iteration's update and logging, e.g.
+	// to evaluate on dev episodes or write a checkpoint. An error stops
+	// Learn and is returned wrapped.
+	AfterIteration func(ctx context.Context, t *Trainer, s Stats) error
+	// Clock reads the wall clock for time/fps; nil leaves fps at 0. The
+	// package never reads the clock itself.
+	Clock func() time.Time
+}
+
+// epWindow is SB3's stats_window_size: ep_rew_mean and ep_len_mean average
+// the last 100 finished episodes.
+const epWindow = 100
+
+// Trainer runs PPO (Schulman et al. 2017) on a VecEnv exactly as
+// Stable-Baselines3's PPO does, iteration by iteration: collect a rollout
+// of NumSteps steps in every env, compute GAE advantages, then Epochs
+// passes of shuffled minibatch updates. It is not safe for concurrent use.
+type Trainer struct {
+	cfg  Config
+	opts Options
+	env  VecEnv
+	arch *arch
+
+	theta, grad []float32
+	opt         *adam
+	policy      *Policy // view of theta
+	graphs      map[int]*lossGraph[float32]
+
+	shuffleSrc, actionSrc *rand.PCG
+	shuffle, action       *rand.Rand
+
+	// progress
+	iteration, timesteps, gradSteps, epochs int
+	started                                 bool
+	lastObs                                 []float64
+	lastStarts                              []bool
+	episodes                                []Episode // the last epWindow, oldest first
+
+	buf  *rollout
+	res  *StepResult
+	perm []int
+	// per-step scratch
+	acts              []int
+	vals, lps         []float64
+	boot              []int
+	bootObs, bootVals []float64
+	lastVals          []float64
+	lastDones         []bool
+	clock0            time.Time
+	steps0            int
+}
+
+// New validates cfg against env and builds a trainer with freshly
+// initialised weights; no environment step is taken until Learn.
+func New(cfg Config, env VecEnv, opts Options) (*Trainer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if env == nil {
+		return nil, fmt.Errorf("ppo: no environment")
+	}
+	if env.NumEnvs() != cfg.NumEnvs {
+		return nil, fmt.Errorf("ppo: environment has %d envs, config wants %d", env.NumEnvs(), cfg.NumEnvs)
+	}
+	a, err := newArch(env.ObsSize(), cfg.Hidden, env.Nvec())
+	if err != nil {
+		return nil, err
+	}
+	if opts.Workers == 0 {
+		opts.Workers = min(2, runtime.GOMAXPROCS(0))
+	}
+	if opts.Workers < 1 || opts.Workers > 2 {
+		return nil, fmt.Errorf("ppo: workers must be 1 or 2, got %d", opts.Workers)
+	}
+	t := &Trainer{cfg: cfg, opts: opts, env: env, arch: a}
+	t.theta = make([]float32, a.size)
+	t.grad = make([]float32, a.size)
+	a.initParams(t.theta, NewStream(cfg.Seed, StreamInit))
+	t.opt = newAdam(a.size, cfg.AdamEps)
+	t.policy = newPolicy(a, t.theta)
+	t.graphs = map[int]*lossGraph[float32]{}
+	t.shuffleSrc, t.actionSrc = NewStream(cfg.Seed, StreamShuffle), NewStream(cfg.Seed, StreamAction)
+	t.shuffle, t.action = rand.New(t.shuffleSrc), rand.New(t.actionSrc)
+
+	n, d := cfg.NumEnvs, len(a.nvec)
+	t.buf = newRollout(cfg.NumSteps, n, a.obs, d)
+	t.res = NewStepResult(n, a.obs)
+	t.lastObs = make([]float64, n*a.obs)
+	t.lastStarts = make([]bool, n)
+	t.perm = make([]int, cfg.RolloutSize())
+	t.acts, t.vals, t.lps = make([]int, n*d), make([]float64, n), make([]float64, n)
+	t.lastVals, t.lastDones = make([]float64, n), make([]bool, n)
+	return t, nil
+}
+
+// Config returns the run's configuration.
+func (t *Trainer) Config() Config { return t.cfg }
+
+// Iteration is the number of completed iterations.
+func (t *Trainer) Iteration() int { return t.iteration }
+
+// Timesteps is the number of env steps collected so far (all envs).
+func (t *Trainer) Timesteps() int { return t.timesteps }
+
+// GradientSteps is the number of Adam steps taken so far.
+func (t *Trainer) GradientSteps() int { return t.gradSteps }
+
+// Done reports whether every iteration has run.
+func (t *Trainer) Done() bool { return t.iteration >= t.cfg.Iterations() }
+
+// Policy returns a snapshot of the current policy.
+func (t *Trainer) Policy() *Policy { return t.policy.Clone() }
+
+// Learn runs the remaining iterations. It returns ctx's error, unwrapped,
+// if ctx ends between two iterations.
+func (t *Trainer) Learn(ctx context.Context) error {
+	if !t.started {
+		// SB3 _setup_learn: reset every env (env i from seed+i); every
+		// first observation starts an episode.
+		if err := t.env.Reset(t.cfg.Seed, t.lastObs); err != nil {
+			return fmt.Errorf("ppo: resetting environment: %w", err)
+		}
+		for i := range t.lastStarts {
+			t.lastStarts[i] = true
+		}
+		t.started = true
+	}
+	if t.opts.Clock != nil {
+		t.clock0, t.steps0 = t.opts.Clock(), t.timesteps
+	}
+	for !t.Done() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// ---- 1. Rollout -------------------------------------------------
+		if err := t.collect(); err != nil {
+			return err
+		}
+		t.iteration++
+		progress := 1 - float64(t.timesteps)/float64(t.cfg.TotalTimesteps)
+		// ---- 2. Update --------------------------------------------------
+		s, err := t.update(progress)
+		if err != nil {
+			return err
+		}
+		// ---- 3. Log and hooks -------------------------------------------
+		s.EpRewMean, s.EpLenMean = t.episodeMeans()
+		if t.opts.Clock != nil {
+			if dt := t.opts.Clock().Sub(t.clock0).Seconds(); dt > 0 {
+				s.FPS = math.Floor(float64(t.timesteps-t.steps0) / dt)
+			}
+		}
+		if t.opts.Logger != nil {
+			if err := t.opts.Logger.Log(s); err != nil {
+				return fmt.Errorf("ppo: logging iteration %d: %w", t.iteration, err)
+			}
+		}
+		if t.opts.AfterIteration != nil {
+			if err := t.opts.AfterIteration(ctx, t, s); err != nil {
+				return fmt.Errorf("ppo: after iteration %d: %w", t.iteration, err)
+			}
+		}
+	}
+	return nil
+}
+
+// collect fills the rollout buffer (SB3's collect_rollouts): one batched
+// policy evaluation per step, truncation bootstrapped as
+// r ← r + γ·V(final observation), then GAE over the buffer.
+func (t *Trainer) collect() error {
+	cfg, a, b := t.cfg, t.arch, t.buf
+	n, d := cfg.NumEnvs, len(a.nvec)
+	for step := range cfg.NumSteps {
+		if err := t.policy.Step(t.lastObs, false, t.action, t.acts, t.vals, t.lps); err != nil {
+			return fmt.Errorf("ppo: policy at step %d: %w", t.timesteps, err)
+		}
+		t.res.Episodes = t.res.Episodes[:0]
+		if err := t.env.Step(t.acts, t.res); err != nil {
+			return fmt.Errorf("ppo: environment step %d: %w", t.timesteps, err)
+		}
+		if err := t.res.check(n, a.obs); err != nil {
+			return err
+		}
+		t.timesteps += n
+		for _, ep := range t.res.Episodes {
+			t.episodes = append(t.episodes, ep)
+			if len(t.episodes) > epWindow {
+				t.episodes = t.episodes[1:]
+			}
+		}
+		if err := t.bootstrap(); err != nil {
+			return err
+		}
+		base := step * n
+		for i, v := range t.lastObs {
+			b.observations[base*a.obs+i] = float32(v)
+		}
+		copy(b.actions[base*d:(base+n)*d], t.acts)
+		copy(b.rewards[base:base+n], t.res.Rewards)
+		copy(b.starts[base:base+n], t.lastStarts)
+		copy(b.values[base:base+n], t.vals)
+		copy(b.logps[base:base+n], t.lps)
+		copy(t.lastObs, t.res.Obs)
+		for e := range n {
+			t.lastStarts[e] = t.res.Terminated[e] || t.res.Truncated[e]
+		}
+	}
+	if err := t.policy.Values(t.lastObs, t.lastVals); err != nil {
+		return fmt.Errorf("ppo: bootstrap values: %w", err)
+	}
+	gae(b.rewards, b.values, b.starts, t.lastVals, t.lastStarts, cfg.NumSteps, n, cfg.Gamma, cfg.Lambda, b.advantages, b.returns)
+	return nil
+}
+
+// bootstrap adds γ·V(final observation) to the reward of every env whose
+// episode was truncated and not terminated (SB3's TimeLimit.truncated).
+func (t *Trainer) bootstrap() error {
+	a, r := t.arch, t.res
+	t.bootObs, t.boot = t.bootObs[:0], t.boot[:0]
+	for e := range r.Rewards {
+		if r.Truncated[e] && !r.Terminated[e] {
+			t.bootObs = append(t.bootObs, r.FinalObs[e*a.obs:(e+1)*a.obs]...)
+			t.boot = append(t.boot, e)
+		}
+	}
+	if len(t.boot) == 0 {
+		return nil
+	}
+	if cap(t.bootVals) < len(t.boot) {
+		t.bootVals = make([]float64, len(t.boot))
+	}
+	v := t.bootVals[:len(t.boot)]
+	if err := t.policy.Values(t.bootObs, v); err != nil {
+		return fmt.Errorf("ppo: value of final observation: %w", err)
+	}
+	for i, e := range t.boot {
+		r.Rewards[e] += t.cfg.Gamma * v[i]
+	}
+	return nil
+}
+
+func (t *Trainer) episodeMeans() (rew, length float64) {
+	if len(t.episodes) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	for _, ep := range t.episodes {
+		rew += ep.Return
+		length += float64(ep.Length)
+	}
+	k := float64(len(t.episodes))
+	return rew / k, length / k
+}
+
+func (t *Trainer) graph(batch int) (*lossGraph[float32], error) {
+	if g, ok := t.graphs[batch]; ok {
+		return g, nil
+	}
+	g, err := newLossGraph(t.arch, batch, t.theta, t.cfg.EntCoef, t.cfg.VFCoef, t.cfg.ClipRangeVF > 0)
+	if err != nil {
+		return nil, err
+	}
+	t.graphs[batch] = g
+	return g, nil
+}
+
+// update is SB3's PPO.train: Epochs passes over the rollout in fresh
+// random permutations, minibatches of BatchSize (the last one shorter),
+// one Adam step per minibatch after global-norm clipping.
+func (t *Trainer) update(progress float64) (Stats, error) {
+	cfg, b := t.cfg, t.buf
+	lr, clip := cfg.LearningRate.At(progress), cfg.ClipRange.At(progress)
+	total := cfg.RolloutSize()
+	var pgSum, entSum, vfSum, cfSum float64
+	var nMinibatch int
+	var kl float64
+	var loss float64
+	for range cfg.Epochs {
+		for i := range t.perm {
+			t.perm[i] = i
+		}
+		t.shuffle.Shuffle(len(t.perm), func(i, j int) { t.perm[i], t.perm[j] = t.perm[j], t.perm[i] })
+		var klSum float64
+		var klN int
+		for start := 0; start < total; start += cfg.BatchSize {
+			m, err := t.minibatch(t.perm[start:min(start+cfg.BatchSize, total)], clip, lr)
+			if err != nil {
+				return Stats{}, err
+			}
+			pgSum += m.pg
+			entSum += m.ent
+			vfSum += m.vf
+			cfSum += m.clipFrac
+			nMinibatch++
+			klSum += m.kl
+			klN++
+			loss = m.pg + cfg.EntCoef*m.ent + cfg.VFCoef*m.vf
+		}
+		t.epochs++
+		kl = klSum / float64(klN) // SB3 logs the last epoch's mean
+	}
+	return Stats{
+		Iteration:          t.iteration,
+		Timesteps:          t.timesteps,
+		NUpdates:           t.epochs,
+		GradientSteps:      t.gradSteps,
+		ApproxKL:           kl,
+		ClipFraction:       cfSum / float64(nMinibatch),
+		EntropyLoss:        entSum / float64(nMinibatch),
+		PolicyGradientLoss: pgSum / float64(nMinibatch),
+		ValueLoss:          vfSum / float64(nMinibatch),
+		Loss:               loss,
+		ExplainedVariance:  explainedVariance(b.values, b.returns),
+		LearningRate:       lr,
+		ClipRange:          clip,
+	}, nil
+}
+
+// minibatchStats are one minibatch's losses and diagnostics.
+type minibatchStats struct {
+	pg, ent, vf float64 // policy-gradient loss, −mean entropy, value loss
+	clipFrac    float64 // share of samples with |ρ − 1| > ε
+	kl          float64 // mean of (ρ − 1) − log ρ
+}
+
+// minibatch takes one Adam step on the samples idx: loss and gradient
+// from the graph, global-norm clipping, Adam.
+func (t *Trainer) minibatch(idx []int, clip, lr float64) (minibatchStats, error) {
+	g, err := t.graph(len(idx))
+	if err != nil {
+		return minibatchStats{}, err
+	}
+	t.fill(g, idx, clip)
+	if err := g.run(t.grad, t.opts.Workers == 2); err != nil {
+		return minibatchStats{}, err
+	}
+	m := minibatchStats{pg: scalarOf(g.pg), ent: scalarOf(g.ent), vf: scalarOf(g.vf)}
+	ratio, logp := vectorOf[float32](g.ratio), vectorOf[float32](g.logp)
+	var clipped int
+	for k, r := range ratio {
+		if math.Abs(float64(r)-1) > clip {
+			clipped++
+		}
+		logRatio := float64(logp[k]) - float64(g.oldLogp[k])
+		m.kl += (math.Exp(logRatio) - 1) - logRatio
+	}
+	m.kl /= float64(len(idx))
+	m.clipFrac = float64(clipped) / float64(len(idx))
+	clipGradNorm(t.grad, t.arch.params, t.cfg.MaxGradNorm)
+	t.opt.update(t.theta, t.grad, lr)
+	t.gradSteps++
+	return m, nil
+}
+
+// fill loads the minibatch idx (flat env-major indices) into g.
+func (t *Trainer) fill(g *lossGraph[float32], idx []int, clip float64) {
+	a, b, cfg := t.arch, t.buf, t.cfg
+	clear(g.onehot)
+	var mean, std float64
+	normalize := cfg.NormalizeAdv && len(idx) > 1
+	if normalize {
+		for _, i := range idx {
+			mean += b.advantages[b.row(i)]
+		}
+		mean /= float64(len(idx))
+		for _, i := range idx {
+			d := b.advantages[b.row(i)] - mean
+			std += d * d
+		}
+		std = math.Sqrt(std / float64(len(idx)-1)) // unbiased, as torch.std
+	}
+	for k, i := range idx {
+		r := b.row(i)
+		copy(g.aObs[k*a.obs:(k+1)*a.obs], b.observations[r*a.obs:(r+1)*a.obs])
+		copy(g.cObs[k*a.obs:(k+1)*a.obs], b.observations[r*a.obs:(r+1)*a.obs])
+		off := 0
+		for dIdx, n := range a.nvec {
+			g.onehot[k*a.logits+off+b.actions[r*len(a.nvec)+dIdx]] = 1
+			off += n
+		}
+		adv := b.advantages[r]
+		if normalize {
+			adv = (adv - mean) / (std + 1e-8)
+		}
+		g.adv[k] = float32(adv)
+		g.oldLogp[k] = float32(b.logps[r])
+		g.ret[k] = float32(b.returns[r])
+		g.oldV[k] = float32(b.values[r])
+	}
+	g.setClip(clip, cfg.ClipRangeVF)
+}

@@ -1,0 +1,293 @@
+package ppo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"streamscale/env/cartpole"
+)
+
+// cartpoleVec adapts cartpole.Vec to VecEnv for tests (as the train
+// command does).
+type cartpoleVec struct {
+	*cartpole.Vec
+	r cartpole.StepResult
+}
+
+func (c *cartpoleVec) Step(actions []int, r *StepResult) error {
+	c.r = cartpole.StepResult{Obs: r.Obs, Rewards: r.Rewards, Terminated: r.Terminated, Truncated: r.Truncated, FinalObs: r.FinalObs, Episodes: c.r.Episodes[:0]}
+	if err := c.Vec.Step(actions, &c.r); err != nil {
+		return err
+	}
+	r.Episodes = r.Episodes[:0]
+	for _, e := range c.r.Episodes {
+		r.Episodes = append(r.Episodes, Episode(e))
+	}
+	return nil
+}
+
+func newCartpole(t testing.TB, n int) *cartpoleVec {
+	v, err := cartpole.NewVec(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cartpoleVec{Vec: v}
+}
+
+// smallConfig is a CartPole run of 6 iterations with a short last minibatch.
+func smallConfig(seed uint64) Config {
+	c := DefaultConfig()
+	c.NumEnvs, c.NumSteps, c.BatchSize, c.Epochs = 4, 25, 40, 3 // 100 per rollout: 40, 40, 20
+	c.TotalTimesteps = 560                                      // 6 iterations
+	c.Gamma, c.Lambda = 0.98, 0.8
+	c.LearningRate, c.ClipRange = Linear(1e-3, 0), Linear(0.2, 0)
+	c.Seed = seed
+	return c
+}
+
+type recorder struct{ rows []Stats }
+
+func (r *recorder) Log(s Stats) error { r.rows = append(r.rows, s); return nil }
+
+func train(t *testing.T, cfg Config, workers int) (*Trainer, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	tr, err := New(cfg, newCartpole(t, cfg.NumEnvs), Options{Workers: workers, Logger: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Learn(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return tr, rec
+}
+
+func sameBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestTrainDeterministic: one seed gives identical weights (serial or
+// with two workers) and logs; another seed gives different weights.
+func TestTrainDeterministic(t *testing.T) {
+	a, ra := train(t, smallConfig(1), 1)
+	b, rb := train(t, smallConfig(1), 2)
+	c, _ := train(t, smallConfig(2), 1)
+	if !sameBits(a.theta, b.theta) {
+		t.Error("same seed, different weights")
+	}
+	if sameBits(a.theta, c.theta) {
+		t.Error("different seeds, same weights")
+	}
+	if len(ra.rows) != 6 || a.Timesteps() != 600 || a.GradientSteps() != 6*3*3 {
+		t.Fatalf("rows %d, timesteps %d, gradient steps %d", len(ra.rows), a.Timesteps(), a.GradientSteps())
+	}
+	for i := range ra.rows {
+		x, y := ra.rows[i], rb.rows[i]
+		if x.ApproxKL != y.ApproxKL || x.Loss != y.Loss || x.EpRewMean != y.EpRewMean && !math.IsNaN(x.EpRewMean) {
+			t.Errorf("row %d differs: %+v vs %+v", i, x, y)
+		}
+	}
+	last := ra.rows[5]
+	if last.NUpdates != 18 || last.Iteration != 6 || last.ClipFraction < 0 || last.ClipFraction > 1 || last.ApproxKL < 0 {
+		t.Errorf("last row %+v", last)
+	}
+	// progress_remaining = 1 − 600/560 < 0 in the last iteration, as SB3.
+	if want := 1e-3 * (1 - 600.0/560); math.Abs(last.LearningRate-want) > 1e-15 {
+		t.Errorf("last learning rate %v, want %v", last.LearningRate, want)
+	}
+}
+
+// TestResumeBitwise: 3 iterations, checkpoint, resume for the rest ends
+// with the same bits as 6 uninterrupted iterations.
+func TestResumeBitwise(t *testing.T) {
+	cfg := smallConfig(3)
+	full, _ := train(t, cfg, 1)
+
+	var ckpt bytes.Buffer
+	stop := errors.New("stop")
+	tr, err := New(cfg, newCartpole(t, cfg.NumEnvs), Options{Workers: 1, AfterIteration: func(ctx context.Context, t2 *Trainer, s Stats) error {
+		if s.Iteration == 3 {
+			if err := t2.WriteCheckpoint(&ckpt); err != nil {
+				return err
+			}
+			return stop
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Learn(context.Background()); !errors.Is(err, stop) {
+		t.Fatalf("learn: %v", err)
+	}
+	saved := append([]byte(nil), ckpt.Bytes()...)
+	res, err := Resume(cfg, newCartpole(t, cfg.NumEnvs), Options{Workers: 2}, &ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Iteration() != 3 {
+		t.Fatalf("resumed at %d", res.Iteration())
+	}
+	if err := res.Learn(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !sameBits(full.theta, res.theta) || !sameBits(full.opt.m, res.opt.m) {
+		t.Error("resumed run differs from the uninterrupted one")
+	}
+
+	// A flipped byte is refused; so is another config.
+	bad := append([]byte(nil), saved...)
+	bad[len(bad)/2] ^= 1
+	if _, err := Resume(cfg, newCartpole(t, cfg.NumEnvs), Options{}, bytes.NewReader(bad)); !errors.Is(err, ErrCorruptCheckpoint) {
+		t.Errorf("corrupted checkpoint: %v", err)
+	}
+	other := cfg
+	other.EntCoef = 0.01
+	if _, err := Resume(other, newCartpole(t, cfg.NumEnvs), Options{}, bytes.NewReader(saved)); err == nil {
+		t.Error("checkpoint accepted under another config")
+	}
+}
+
+// truncEnv is a 1-env scripted environment: observation [t, 1] at step t
+// of an episode, reward 1, truncated after 2 steps (never terminated).
+type truncEnv struct{ t int }
+
+func (e *truncEnv) NumEnvs() int { return 1 }
+func (e *truncEnv) ObsSize() int { return 2 }
+func (e *truncEnv) Nvec() []int  { return []int{2} }
+func (e *truncEnv) Reset(seed uint64, obs []float64) error {
+	e.t = 0
+	obs[0], obs[1] = 0, 1
+	return nil
+}
+func (e *truncEnv) Step(actions []int, r *StepResult) error {
+	e.t++
+	r.Rewards[0], r.Terminated[0], r.Truncated[0] = 1, false, e.t == 2
+	r.Obs[0], r.Obs[1] = float64(e.t), 1
+	r.Episodes = r.Episodes[:0]
+	if e.t == 2 {
+		r.FinalObs[0], r.FinalObs[1] = 2, 1
+		r.Episodes = append(r.Episodes, Episode{Env: 0, Return: 2, Length: 2})
+		e.t = 0
+		r.Obs[0] = 0
+	}
+	return nil
+}
+
+// TestTruncationBootstrap: on truncation the stored reward is
+// 1 + γ·V(final observation); elsewhere it is 1; episode starts follow.
+func TestTruncationBootstrap(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.NumEnvs, cfg.NumSteps, cfg.BatchSize, cfg.TotalTimesteps, cfg.Epochs = 1, 4, 4, 4, 1
+	tr, err := New(cfg, &truncEnv{}, Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Collect with the initial weights (before any update).
+	if err := tr.env.Reset(cfg.Seed, tr.lastObs); err != nil {
+		t.Fatal(err)
+	}
+	tr.lastStarts[0], tr.started = true, true
+	if err := tr.collect(); err != nil {
+		t.Fatal(err)
+	}
+	v := make([]float64, 1)
+	if err := tr.policy.Values([]float64{2, 1}, v); err != nil {
+		t.Fatal(err)
+	}
+	boot := 1 + cfg.Gamma*v[0]
+	want := []float64{1, boot, 1, boot}
+	starts := []bool{true, false, true, false}
+	for i := range want {
+		if tr.buf.rewards[i] != want[i] || tr.buf.starts[i] != starts[i] {
+			t.Errorf("step %d: reward %v start %v, want %v %v", i, tr.buf.rewards[i], tr.buf.starts[i], want[i], starts[i])
+		}
+	}
+	if len(tr.episodes) != 2 || tr.episodes[1].Return != 2 {
+		t.Errorf("episodes %v", tr.episodes)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	cfg := smallConfig(1)
+	cfg.NumEnvs = 3
+	if _, err := New(cfg, newCartpole(t, 4), Options{}); err == nil {
+		t.Error("env count mismatch accepted")
+	}
+	if _, err := New(smallConfig(1), newCartpole(t, 4), Options{Workers: 3}); err == nil {
+		t.Error("3 workers accepted")
+	}
+}
+
+// streamEnv is a shape-only stand-in for the streamscale simulator:
+// observation 181, nvec 9×5, random observations and rewards.
+type streamEnv struct {
+	n int
+	r *rand.Rand
+}
+
+func (e *streamEnv) NumEnvs() int { return e.n }
+func (e *streamEnv) ObsSize() int { return 181 }
+func (e *streamEnv) Nvec() []int  { return []int{5, 5, 5, 5, 5, 5, 5, 5, 5} }
+func (e *streamEnv) Reset(seed uint64, obs []float64) error {
+	e.r = rand.New(rand.NewPCG(seed, 0))
+	for i := range obs {
+		obs[i] = e.r.Float64()
+	}
+	return nil
+}
+func (e *streamEnv) Step(actions []int, r *StepResult) error {
+	for i := range r.Obs {
+		r.Obs[i] = e.r.Float64()
+	}
+	for i := range r.Rewards {
+		r.Rewards[i], r.Terminated[i], r.Truncated[i] = e.r.NormFloat64(), false, false
+	}
+	r.Episodes = r.Episodes[:0]
+	return nil
+}
+
+// BenchmarkUpdate is one minibatch update at the paper's shapes: B = 256,
+// observation 181, nvec 9×5 — fill, forward, backward, clip, Adam.
+func BenchmarkUpdate(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.NumSteps, cfg.TotalTimesteps = 256, 256*14
+			tr, err := New(cfg, &streamEnv{n: 14}, Options{Workers: workers})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := tr.env.Reset(1, tr.lastObs); err != nil {
+				b.Fatal(err)
+			}
+			tr.started = true
+			if err := tr.collect(); err != nil {
+				b.Fatal(err)
+			}
+			idx := make([]int, 256)
+			for i := range idx {
+				idx[i] = (i * 13) % cfg.RolloutSize()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tr.minibatch(idx, 0.2, 1e-6); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,157 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"streamscale/ppo"
+)
+
+func TestOptionErrorsBeforeWork(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		o     Options
+		usage bool
+		want  string
+	}{
+		{Options{Env: "atari"}, true, `unknown -env "atari"`},
+		{Options{Env: "streamscale", Profile: "batch"}, true, `unknown -profile "batch"`},
+		{Options{Env: "cartpole", Profile: "pred", ProfileSet: true}, true, "-profile applies only"},
+		{Options{Env: "cartpole", Steps: -1}, true, "-steps must be positive"},
+		{Options{Env: "cartpole", Envs: 1}, true, "ppo: batch size 256 exceeds rollout size 32"},
+		{Options{Env: "cartpole", Out: filepath.Join(file, "sub")}, false, "output directory"},
+		{Options{Env: "cartpole", Out: filepath.Join(dir, "fresh"), Resume: true}, false, "-resume"},
+	} {
+		var out, errw bytes.Buffer
+		err := Run(context.Background(), tc.o, &out, &errw)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, ErrUsage) != tc.usage {
+			t.Errorf("%+v: err = %v, want %q (usage %v)", tc.o, err, tc.want, tc.usage)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%+v: wrote %q before failing", tc.o, out.String())
+		}
+	}
+}
+
+// TestStreamscaleShortRun trains one iteration on the simulator's training
+// scenarios and checks that model selection ran on the dev scenarios and
+// that the saved policy is the one reported.
+func TestStreamscaleShortRun(t *testing.T) {
+	out := t.TempDir()
+	s, err := runJSON(t, context.Background(), Options{Env: "streamscale", Profile: "pred", Seed: 3, Steps: 4096, Envs: 2, Workers: 1, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Transitions != 4096 || s.Iterations != 1 || s.Updates != 20*16 {
+		t.Fatalf("summary %+v", s)
+	}
+	if s.BestDevReward == nil || math.IsNaN(*s.BestDevReward) {
+		t.Fatalf("no dev reward in %+v", s)
+	}
+	b, err := os.ReadFile(filepath.Join(out, PolicyName+".safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprintf("%x", sha256.Sum256(b)) != s.PolicySHA256 {
+		t.Fatal("saved policy does not match the reported hash")
+	}
+}
+
+func runJSON(t *testing.T, ctx context.Context, o Options) (Summary, error) {
+	t.Helper()
+	var out bytes.Buffer
+	o.JSON = true
+	if err := Run(ctx, o, &out, &bytes.Buffer{}); err != nil {
+		return Summary{}, err
+	}
+	var s Summary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		t.Fatalf("summary %q: %v", out.String(), err)
+	}
+	return s, nil
+}
+
+// TestCartPoleRunAndResume trains 6 short iterations, checks the files and
+// the artifact, and checks that a run interrupted after a checkpoint and
+// resumed ends with the same policy bytes.
+func TestCartPoleRunAndResume(t *testing.T) {
+	o := Options{Env: "cartpole", Seed: 7, Steps: 1536, Envs: 8, Workers: 1}
+	full := o
+	full.Out = t.TempDir()
+	s, err := runJSON(t, context.Background(), full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Transitions != 1536 || s.Iterations != 6 || s.Updates != 6*20 || s.EvalEpisodes != 20 || s.EvalMeanReturn == nil || s.PolicySHA256 == "" {
+		t.Fatalf("summary %+v", s)
+	}
+	for _, f := range []string{CSVFile, ParquetFile, CheckpointFile, SummaryFile, PolicyName + ".json", PolicyName + ".safetensors"} {
+		if _, err := os.Stat(filepath.Join(full.Out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	p, card, err := ppo.ReadPolicy(os.DirFS(full.Out), PolicyName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if card.WeightsSHA256 != s.PolicySHA256 || card.Transitions != 1536 || card.Env != "cartpole" || p.ObsSize() != 4 {
+		t.Errorf("card %+v", card)
+	}
+	csv, _ := os.ReadFile(filepath.Join(full.Out, CSVFile))
+	if lines := strings.Count(string(csv), "\n"); lines != 7 || !strings.HasPrefix(string(csv), "rollout/ep_len_mean,") {
+		t.Errorf("progress.csv has %d lines:\n%s", lines, csv)
+	}
+
+	// Interrupt once the first checkpoint exists, then resume.
+	part := o
+	part.Out = t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			if _, err := os.Stat(filepath.Join(part.Out, CheckpointFile)); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	if _, err := runJSON(t, ctx, part); err == nil {
+		t.Log("run finished before the interrupt; resuming a finished run")
+	}
+	part.Resume = true
+	r, err := runJSON(t, context.Background(), part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PolicySHA256 != s.PolicySHA256 || !r.Resumed {
+		t.Errorf("resumed policy %s, uninterrupted %s", r.PolicySHA256, s.PolicySHA256)
+	}
+	csv2, _ := os.ReadFile(filepath.Join(part.Out, CSVFile))
+	if strings.Count(string(csv2), "\n") != 7 {
+		t.Errorf("resumed progress.csv:\n%s", csv2)
+	}
+	f, err := os.Open(filepath.Join(part.Out, ParquetFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, _ := f.Stat()
+	rows, err := ppo.ReadParquet(f, fi.Size())
+	if err != nil || len(rows) != 6 || rows[5].Iterations != 6 || rows[5].TotalTimesteps != 1536 {
+		t.Errorf("progress.parquet: %d rows, %v", len(rows), err)
+	}
+}

@@ -1,0 +1,127 @@
+package run
+
+import (
+	"log"
+
+	"streamscale/agents"
+	"streamscale/env"
+	"streamscale/ppo"
+	"streamscale/train/simvec"
+)
+
+// Simulator is what training on streamscale needs from the simulator.
+type Simulator interface {
+	// Spaces is the profile's observation layout and action space.
+	Spaces(profile string) (env.Spaces, error)
+	// VecEnv returns n training environments over the profile's training
+	// scenarios (e.g. simvec.NewVec(simvec.TrainingScenarios(profile), n,
+	// "", seed, workers, logf)), with SB3 autoreset semantics.
+	VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error)
+	// DevReward runs the profile's dev episodes with c and returns the
+	// mean episode reward, for model selection. seed is the run's root.
+	DevReward(c agents.Controller, profile string, seed uint64) (float64, error)
+}
+
+// NewSimulator returns the streamscale simulator: the paper's four
+// training scenarios per profile (taxi-train ×1 and ×2 on placements 42
+// and 37) and its development scenarios (held-out placements) for model
+// selection. Traces come from traces.DefaultDir().
+var NewSimulator = func() (Simulator, error) { return simulator{}, nil }
+
+type simulator struct{}
+
+func (simulator) Spaces(profile string) (env.Spaces, error) {
+	c, err := simvec.TrainingScenarios(profile)[0].Config("", 0, quietLog)
+	if err != nil {
+		return env.Spaces{}, err
+	}
+	e, err := env.New(c)
+	if err != nil {
+		return env.Spaces{}, err
+	}
+	return e.Spaces(), nil
+}
+
+func (simulator) VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error) {
+	return simvec.NewVec(simvec.TrainingScenarios(profile), n, "", seed, 0, log.Printf)
+}
+
+// DevReward runs one deterministic episode of c on every development
+// scenario and returns the mean episode reward.
+func (simulator) DevReward(c agents.Controller, profile string, seed uint64) (float64, error) {
+	total := 0.0
+	scs := simvec.DevScenarios(profile)
+	for i, sc := range scs {
+		cfg, err := sc.Config("", seed, quietLog)
+		if err != nil {
+			return 0, err
+		}
+		e, err := env.New(cfg)
+		if err != nil {
+			return 0, err
+		}
+		epSeed := seed + uint64(i)
+		obs, _, err := e.Reset(epSeed)
+		if err != nil {
+			return 0, err
+		}
+		if err := c.Reset(epSeed); err != nil {
+			return 0, err
+		}
+		for {
+			a, err := c.Act(obs)
+			if err != nil {
+				return 0, err
+			}
+			o, r, term, trunc, _, err := e.StepAction(a)
+			if err != nil {
+				return 0, err
+			}
+			total += r
+			obs = o
+			if term || trunc {
+				break
+			}
+		}
+	}
+	return total / float64(len(scs)), nil
+}
+
+// quietLog drops the repeated synthetic-trace notice of helper builds (the
+// training envs log it once each).
+func quietLog(string, ...any) {}
+
+// selector keeps the policy with the best dev reward (streamscale), or the
+// last policy (cartpole).
+type selector struct {
+	s      *setup
+	best   *ppo.Policy
+	reward *float64
+}
+
+func (sel *selector) consider(t *ppo.Trainer) error {
+	if sel.s.sim == nil {
+		return nil
+	}
+	p := t.Policy()
+	c, err := ppo.NewController(p, sel.s.spaces)
+	if err != nil {
+		return err
+	}
+	r, err := sel.s.sim.DevReward(c, sel.s.o.Profile, sel.s.o.Seed)
+	if err != nil {
+		return err
+	}
+	if sel.reward == nil || r > *sel.reward {
+		sel.best, sel.reward = p, &r
+	}
+	return nil
+}
+
+// result is the policy to save and its dev reward (nil if none).
+func (sel *selector) result(t *ppo.Trainer) (*ppo.Policy, *float64) {
+	if sel.best != nil {
+		return sel.best, sel.reward
+	}
+	return t.Policy(), nil
+}
