@@ -1,0 +1,296 @@
+package clasp
+
+import (
+	"math"
+	"slices"
+	"testing"
+)
+
+// oneOp is a single-operator app of 400 µs executions.
+func oneOp() App {
+	return App{Name: "one", Operators: []Operator{{Name: "o", ExecUS: 400, RequestBytes: 100}}}
+}
+
+// measuredObs returns an observation of app on one worker holding
+// everything, executing exec[o]/s with the nominal execution times and
+// sending edge[e] requests/s.
+func measuredObs(app App, in, thr float64, exec, edge []float64, par []int) Observation {
+	w := WorkerObs{ID: 0, Exec: exec, EdgeRate: edge, ExecUS: make([]float64, len(app.Operators)), Share: make([]float64, len(app.Operators))}
+	for o := range app.Operators {
+		w.ExecUS[o] = app.Operators[o].ExecUS
+		w.Share[o] = 1
+	}
+	return Observation{App: app, InputRate: in, Throughput: thr, Bandwidth: 1e8, Parallelism: par, Workers: []WorkerObs{w}}
+}
+
+func TestFaaSFlowWorkerCount(t *testing.T) {
+	f, err := NewFaaSFlow(DefaultFaaSFlowConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := WC()
+	// No saturated history: nominal slot capacity, 10 slots ×10⁶ µs over
+	// 450 + 9·350 = 3,600 µs per request = 2,777.8 requests/s per worker.
+	ob := Observation{App: app, InputRate: 6000, Bandwidth: 1e8}
+	p, err := f.Plan(0, ob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.NumWorkers() != 3 {
+		t.Errorf("nominal: %d workers, want ⌈6000/2777.8⌉ = 3", p.NumWorkers())
+	}
+	// Saturated: 2 workers deliver 2,000/s of 3,000/s → 1,000/s each → 3.
+	sat := measuredObs(app, 3000, 2000, []float64{2000, 18000}, []float64{18000}, []int{10, 10})
+	sat.Workers = append(sat.Workers, WorkerObs{ID: 1})
+	sat.Workers[0].Share = []float64{1, 1}
+	if p, _ = f.Plan(1, sat); p.NumWorkers() != 3 {
+		t.Errorf("saturated: %d workers, want 3", p.NumWorkers())
+	}
+	// Not saturated: T̄ stays the mean of saturated samples (1,000/s).
+	ok := measuredObs(app, 5000, 5000, []float64{5000, 45000}, []float64{45000}, []int{10, 10})
+	if p, _ = f.Plan(2, ok); p.NumWorkers() != 5 {
+		t.Errorf("later: %d workers, want 5", p.NumWorkers())
+	}
+	var inst int
+	for _, x := range p.Parallelism {
+		inst += x
+	}
+	if inst != 5*DefaultSlots {
+		t.Errorf("%d instances, want N·Slots = %d", inst, 5*DefaultSlots)
+	}
+}
+
+func TestFaaSFlowGroupsHeaviestEdge(t *testing.T) {
+	f, _ := NewFaaSFlow(DefaultFaaSFlowConfig())
+	app := NWM()
+	ob := Observation{App: app, InputRate: 9000, Bandwidth: 1e8}
+	p, err := f.Plan(0, ob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.NumWorkers() < 2 {
+		t.Fatalf("%d workers; the example needs several", p.NumWorkers())
+	}
+	// Heaviest edges: split→success-filter and split→failure-filter
+	// (9,000/s each), parse→split. Each pair shares a worker.
+	d := p.Explain.Demand
+	heaviest := 0
+	for e := range app.Edges {
+		if d.Edge[e] > d.Edge[heaviest] {
+			heaviest = e
+		}
+	}
+	u, v := app.Edges[heaviest].From, app.Edges[heaviest].To
+	shared := false
+	for _, w := range p.Workers {
+		if w.Share[u] > 0 && w.Share[v] > 0 {
+			shared = true
+		}
+	}
+	if !shared {
+		t.Errorf("heaviest edge %s→%s split across workers: %+v", app.Operators[u].Name, app.Operators[v].Name, p.Workers)
+	}
+	checkSlots(t, p, DefaultSlots)
+}
+
+// checkSlots asserts every operator's shares sum to 1 and no worker holds
+// more instances than slots.
+func checkSlots(t *testing.T, p Plan, slots int) {
+	t.Helper()
+	for o := range p.Parallelism {
+		var s float64
+		for _, w := range p.Workers {
+			s += w.Share[o]
+		}
+		if math.Abs(s-1) > 1e-9 {
+			t.Errorf("shares of op %d sum to %v", o, s)
+		}
+	}
+	for _, w := range p.Workers {
+		var inst float64
+		for o, s := range w.Share {
+			inst += s * float64(p.Parallelism[o])
+		}
+		if inst > float64(slots)+1e-9 {
+			t.Errorf("worker %d holds %.1f instances > %d slots", w.ID, inst, slots)
+		}
+	}
+}
+
+func TestZhang24Parallelism(t *testing.T) {
+	z, _ := NewZhang24(DefaultZhang24Config())
+	// τ̄ = 400 µs: 2,500/s per instance. Prior r(2) = 0.0893, r(3) = 0.1245:
+	// 2 instances give 2·2500·0.9107·0.9 = 4,098/s < 5,000; 3 give 5,909.
+	p, err := z.Plan(0, Observation{App: oneOp(), InputRate: 5000, Bandwidth: 1e8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.Parallelism, []int{3}) {
+		t.Errorf("P = %v, want [3]", p.Parallelism)
+	}
+}
+
+func TestZhang24Fit(t *testing.T) {
+	z, _ := NewZhang24(DefaultZhang24Config())
+	h := Overhead{K: 0.3, B: 0.5, RMax: 0.95}
+	for rep := range 3 {
+		for p := 1; p <= 20; p++ {
+			z.AddSample("o", p, h.R(p)+0.005*float64(rep-1))
+		}
+	}
+	got := z.Fit("o")
+	if math.Abs(got.B-0.5) > 0.03 || math.Abs(got.K-0.3)/0.3 > 0.15 {
+		t.Errorf("fit %+v, want k ≈ 0.3, b ≈ 0.5", got)
+	}
+	if prior := z.Fit("other"); prior.K != 0.155 || prior.B != 0.335 {
+		t.Errorf("no samples: %+v, want the prior", prior)
+	}
+	if h.R(1000) > 0.95 || (Overhead{K: 1, B: 0.95, RMax: 0.95}).R(1000) > 0.95 {
+		t.Error("r(p) exceeds RMax")
+	}
+}
+
+func TestZhang24Placement(t *testing.T) {
+	// a (5 instances) → b (5), c (10) isolated: 20 instances, 2 workers.
+	// a alternates (balance): 3 on worker 0, 2 on worker 1. b's first
+	// instance: affinity 0.6 vs 0.4, balance 0.7 vs 0.8 → worker 0 at
+	// weight 0.5; worker 1 with pure balance.
+	app := App{Name: "abc", Operators: []Operator{{Name: "a", ExecUS: 400}, {Name: "b", ExecUS: 400}, {Name: "c", ExecUS: 400}}, Edges: []Edge{{0, 1, 1}}}
+	d := Demand{Exec: []float64{1, 1, 1}, ExecUS: []float64{1, 1, 1}, Edge: []float64{1000}}
+	for _, tt := range []struct {
+		weight float64
+		worker int
+	}{{0.5, 0}, {0, 1}} {
+		cfg := DefaultZhang24Config()
+		cfg.AffinityWeight = tt.weight
+		z, _ := NewZhang24(cfg)
+		counts, scores := z.place(&app, d, []int{5, 5, 10}, 2)
+		if counts[0][0] != 3 || counts[1][0] != 2 {
+			t.Errorf("weight %v: a placed %d/%d, want 3/2", tt.weight, counts[0][0], counts[1][0])
+		}
+		var got Score
+		for _, s := range scores {
+			if s.Name == "affinity" && s.Op == 1 {
+				got = s
+			}
+		}
+		if got.Worker != tt.worker {
+			t.Errorf("weight %v: b's first instance on worker %d (%+v), want %d", tt.weight, got.Worker, got, tt.worker)
+		}
+		if tt.weight == 0.5 && math.Abs(got.Value-0.6) > 1e-12 {
+			t.Errorf("affinity %v, want 0.6", got.Value)
+		}
+		for w := range counts {
+			var n int
+			for _, c := range counts[w] {
+				n += c
+			}
+			if n > 10 {
+				t.Errorf("worker %d holds %d instances", w, n)
+			}
+		}
+	}
+}
+
+func TestDS2(t *testing.T) {
+	// a (400 µs) → b (500 µs), measured selectivity 2 (nominal ratio 1).
+	app := App{Name: "ab", Operators: []Operator{{Name: "a", ExecUS: 400}, {Name: "b", ExecUS: 500}}, Edges: []Edge{{0, 1, 1}}}
+	ob := measuredObs(app, 3000, 1000, []float64{1000, 2000}, []float64{2000}, []int{1, 1})
+	s, _ := NewDS2(DefaultDS2Config())
+	p, err := s.Plan(0, ob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// P_a = ⌈3000·400/10⁶⌉ = 2; target_b = 3000·2 = 6000 → ⌈6000·500/10⁶⌉ = 3.
+	if !slices.Equal(p.Parallelism, []int{2, 3}) || p.NumWorkers() != 1 {
+		t.Errorf("P = %v on %d workers, want [2 3] on 1", p.Parallelism, p.NumWorkers())
+	}
+	checkSlots(t, p, DefaultSlots)
+}
+
+func TestHPA(t *testing.T) {
+	h, _ := NewHPA(DefaultHPAConfig())
+	app := oneOp()
+	step := func(now, exec float64, cur int) int {
+		t.Helper()
+		p, err := h.Plan(now, measuredObs(app, exec, exec, []float64{exec}, nil, []int{cur}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Parallelism[0]
+	}
+	// 2 replicas at 400 µs: utilization = exec·400/(2·10⁶).
+	if got := step(0, 3500, 2); got != 2 { // u = 0.70: on target
+		t.Errorf("on target: %d, want 2", got)
+	}
+	if got := step(1, 3750, 2); got != 2 { // u = 0.75: ratio 1.07 within 10%
+		t.Errorf("within tolerance: %d, want 2", got)
+	}
+	if got := step(2, 5000, 2); got != 3 { // u = 1.0: ⌈2·1.43⌉ = 3 at once
+		t.Errorf("scale up: %d, want 3", got)
+	}
+	if got := step(10, 1000, 3); got != 3 { // wants 1, but 3 was recommended 8 s ago
+		t.Errorf("stabilized scale-down: %d, want 3", got)
+	}
+	if got := step(400, 1000, 3); got != 1 { // window passed
+		t.Errorf("scale down after the window: %d, want 1", got)
+	}
+}
+
+func TestSPWorkerCounts(t *testing.T) {
+	app := AA()
+	ob := Observation{App: app, InputRate: 8000, Bandwidth: 1e8}
+	ff, _ := NewFaaSFlow(DefaultFaaSFlowConfig())
+	want, _ := ff.Plan(0, ob)
+	fsp, err := NewFaaSFlowSP(DefaultConfig(), DefaultFaaSFlowConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := fsp.Plan(0, ob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.NumWorkers() != want.NumWorkers() || got.Planner != "faasflow-sp" {
+		t.Errorf("FaaSFlow-SP: %d workers, FaaSFlow %d", got.NumWorkers(), want.NumWorkers())
+	}
+	if len(got.Explain.Order) != len(app.Operators) {
+		t.Errorf("FaaSFlow-SP does not use CLASP's placement: order %v", got.Explain.Order)
+	}
+	z, _ := NewZhang24(DefaultZhang24Config())
+	wantZ, _ := z.Plan(0, ob)
+	zsp, _ := NewZhang24SP(DefaultConfig(), DefaultZhang24Config())
+	gotZ, err := zsp.Plan(0, ob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotZ.NumWorkers() != wantZ.NumWorkers() {
+		t.Errorf("Zhang24-SP: %d workers, Zhang24 %d", gotZ.NumWorkers(), wantZ.NumWorkers())
+	}
+	c, _ := New(DefaultConfig())
+	own, _ := c.Plan(0, ob)
+	if own.NumWorkers() == gotZ.NumWorkers() && own.NumWorkers() == got.NumWorkers() {
+		t.Errorf("CLASP and both -SP variants all use %d workers: the example does not discriminate", own.NumWorkers())
+	}
+}
+
+func TestGatedHolds(t *testing.T) {
+	ds2, _ := NewDS2(DefaultDS2Config())
+	g, err := NewGated(ds2, DefaultTriggerConfig(), DefaultCostModel())
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := oneOp()
+	p0, err := g.Plan(0, Observation{App: app, InputRate: 3000, Bandwidth: 1e8})
+	if err != nil || !p0.Changed || p0.Reason != "initial placement" {
+		t.Fatalf("initial: %v %+v", err, p0)
+	}
+	ob := measuredObs(app, 6000, 6000, []float64{6000}, nil, p0.Parallelism)
+	p1, _ := g.Plan(1, ob)
+	if p1.Changed || !slices.Equal(p1.Parallelism, p0.Parallelism) {
+		t.Errorf("held plan changed: %+v", p1)
+	}
+	p2, _ := g.Plan(2, ob)
+	if !p2.Changed || p2.Parallelism[0] != 3 {
+		t.Errorf("after 2 s at double rate: changed %v P %v, want true [3]", p2.Changed, p2.Parallelism)
+	}
+}

@@ -1,0 +1,180 @@
+package clasp
+
+import (
+	"math"
+	"slices"
+	"testing"
+)
+
+func TestDeriveMeasuredAndNominal(t *testing.T) {
+	app := WC()
+	ob := Observation{App: app, InputRate: 1200, Throughput: 1000, Bandwidth: 1, Workers: []WorkerObs{
+		{ID: 0, Exec: []float64{600, 5400}, ExecUS: []float64{400, 300}, EdgeRate: []float64{5400}, Share: []float64{0.6, 0.6}},
+		{ID: 3, Exec: []float64{400, 3600}, ExecUS: []float64{500, 400}, EdgeRate: []float64{3600}, Share: []float64{0.4, 0.4}},
+	}}
+	if err := ob.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d := Derive(&ob)
+	if !d.Measured || math.Abs(d.Scale-1.2) > 1e-12 {
+		t.Fatalf("measured %v scale %v, want true 1.2", d.Measured, d.Scale)
+	}
+	want := []float64{1200, 10800}
+	for o := range want {
+		if math.Abs(d.Exec[o]-want[o]) > 1e-9 {
+			t.Errorf("D_%d = %v, want %v", o, d.Exec[o], want[o])
+		}
+	}
+	if math.Abs(d.Edge[0]-10800) > 1e-9 {
+		t.Errorf("E = %v, want 10800", d.Edge[0])
+	}
+	// execution-weighted τ̄: (600·400 + 400·500)/1000 = 440; (5400·300 + 3600·400)/9000 = 340
+	if math.Abs(d.ExecUS[0]-440) > 1e-9 || math.Abs(d.ExecUS[1]-340) > 1e-9 {
+		t.Errorf("τ̄ = %v, want [440 340]", d.ExecUS)
+	}
+	ob.Throughput = 0
+	d = Derive(&ob)
+	if d.Measured || d.Exec[0] != 1200 || math.Abs(d.Exec[1]-10800) > 1e-9 || d.Scale != 1 {
+		t.Errorf("nominal fallback: %+v", d)
+	}
+}
+
+func TestParallelism(t *testing.T) {
+	tests := []struct {
+		name    string
+		d       Demand
+		current []int
+		want    []int
+	}{
+		{"scale 2 of 6, ∝ work 1:2:3", Demand{Scale: 2, Measured: true, Exec: []float64{1, 2, 3}, ExecUS: []float64{1, 1, 1}}, []int{2, 2, 2}, []int{2, 4, 6}},
+		{"at least one each", Demand{Scale: 0.1, Measured: true, Exec: []float64{1, 1000, 0}, ExecUS: []float64{1, 1, 1}}, []int{5, 5, 5}, []int{1, 1, 1}},
+		{"largest remainder, ties to lower index", Demand{Scale: 1, Measured: true, Exec: []float64{1, 1, 1}, ExecUS: []float64{1, 1, 1}}, []int{2, 2, 1}, []int{2, 2, 1}},
+		{"no current: busy executors", Demand{Scale: 1, Exec: []float64{5000, 1000}, ExecUS: []float64{400, 300}}, nil, []int{2, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Parallelism(tt.d, tt.current)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParallelismSums(t *testing.T) {
+	for _, name := range AppNames() {
+		app, _ := AppByName(name)
+		for _, s := range []float64{0.3, 0.9, 1, 1.37, 4} {
+			d := nominal(app, 1000)
+			d.Measured, d.Scale = true, s
+			cur := make([]int, len(app.Operators))
+			tot := 0
+			for o := range cur {
+				cur[o] = 1 + o%3
+				tot += cur[o]
+			}
+			p := Parallelism(d, cur)
+			sum := 0
+			for _, x := range p {
+				if x < 1 {
+					t.Errorf("%s s=%v: P %v has an entry < 1", name, s, p)
+				}
+				sum += x
+			}
+			want := max(len(cur), int(math.Round(s*float64(tot))))
+			if sum != want {
+				t.Errorf("%s s=%v: Σ P = %d, want %d", name, s, sum, want)
+			}
+			// more work never gets fewer instances
+			for a := range p {
+				for b := range p {
+					if d.Work(a) > d.Work(b) && p[a] < p[b] {
+						t.Errorf("%s s=%v: %v: op %d has more work but fewer instances than %d", name, s, p, a, b)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestAppsData(t *testing.T) {
+	wantOps := map[string]int{"wc": 2, "sd": 2, "aa": 5, "pl": 6, "nwm": 10, "etl": 9, "syn": 10}
+	for _, name := range AppNames() {
+		app, err := AppByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := app.Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if len(app.Operators) != wantOps[name] {
+			t.Errorf("%s has %d operators, want %d", name, len(app.Operators), wantOps[name])
+		}
+	}
+	for _, tt := range []struct {
+		app  App
+		want float64
+	}{{WC(), 0.9}, {PL(), 0.2}} {
+		if f := tt.app.StateTouchFraction(); math.Abs(f-tt.want) > 1e-9 {
+			t.Errorf("%s touches state in %.3f of executions, want %.2f", tt.app.Name, f, tt.want)
+		}
+	}
+	if _, err := AppByName("nope"); err == nil {
+		t.Error("unknown app: no error")
+	}
+	nwm := NWM()
+	if s := nwm.Sources(); !slices.Equal(s, []int{0}) {
+		t.Errorf("nwm sources %v", s)
+	}
+	if s := nwm.Sinks(); !slices.Equal(s, []int{9}) {
+		t.Errorf("nwm sinks %v", s)
+	}
+}
+
+func TestAppValidateRejects(t *testing.T) {
+	base := func() App { return SD() }
+	tests := []struct {
+		name string
+		mut  func(*App)
+	}{
+		{"no operators", func(a *App) { a.Operators = nil }},
+		{"duplicate name", func(a *App) { a.Operators[1].Name = a.Operators[0].Name }},
+		{"zero exec", func(a *App) { a.Operators[0].ExecUS = 0 }},
+		{"NaN state", func(a *App) { a.Operators[0].StateBytes = math.NaN() }},
+		{"stateless with state", func(a *App) { a.Operators[1].StateBytes = 5 }},
+		{"self loop", func(a *App) { a.Edges = append(a.Edges, Edge{1, 1, 1}) }},
+		{"missing op", func(a *App) { a.Edges = append(a.Edges, Edge{0, 7, 1}) }},
+		{"negative ratio", func(a *App) { a.Edges[0].Ratio = -1 }},
+		{"duplicate edge", func(a *App) { a.Edges = append(a.Edges, Edge{0, 1, 2}) }},
+		{"cycle", func(a *App) { a.Edges = append(a.Edges, Edge{1, 0, 1}) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := base()
+			tt.mut(&a)
+			if err := a.Validate(); err == nil {
+				t.Error("no error")
+			}
+		})
+	}
+}
+
+func TestApportionMinOne(t *testing.T) {
+	tests := []struct {
+		w     []float64
+		total int
+		want  []int
+	}{
+		{[]float64{0, 0}, 5, []int{3, 2}},
+		{[]float64{0, 1, 1}, 3, []int{1, 1, 1}},
+		{[]float64{0, 1, 3}, 10, []int{1, 2, 7}},
+		{[]float64{1, 100}, 2, []int{1, 1}},
+		{[]float64{1, 2, 3}, 12, []int{2, 4, 6}},
+	}
+	for _, tt := range tests {
+		got := apportionMinOne(tt.w, tt.total)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("apportion(%v, %d) = %v, want %v", tt.w, tt.total, got, tt.want)
+		}
+	}
+}
