@@ -236,9 +236,22 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 
 	// ---- per-iteration hook: model selection and checkpoint -------------
 	sel := &selector{s: s}
-	hook = func(ctx context.Context, t *ppo.Trainer, st ppo.Stats) error {
-		if err := sel.consider(t); err != nil {
+	if o.Resume {
+		if err := sel.restore(o.Out, s.cfg); err != nil {
 			return err
+		}
+	}
+	hook = func(ctx context.Context, t *ppo.Trainer, st ppo.Stats) error {
+		improved, err := sel.consider(t)
+		if err != nil {
+			return err
+		}
+		// The best policy is saved before the checkpoint that follows it,
+		// so a resumed run always finds the selection it continues.
+		if improved {
+			if err := sel.save(o.Out, s.cfg); err != nil {
+				return err
+			}
 		}
 		var buf bytes.Buffer
 		if err := t.WriteCheckpoint(&buf); err != nil {

@@ -155,3 +155,52 @@ func TestCartPoleRunAndResume(t *testing.T) {
 		t.Errorf("progress.parquet: %d rows, %v", len(rows), err)
 	}
 }
+
+// TestStreamscaleResumeKeepsSelection interrupts a simulator run after its
+// first checkpoint and resumes it: the final policy, and the best dev
+// reward that chose it, must equal the uninterrupted run's.
+func TestStreamscaleResumeKeepsSelection(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains three iterations twice")
+	}
+	o := Options{Env: "streamscale", Profile: "pred", Seed: 5, Steps: 3 * 4096, Envs: 2, Workers: 1}
+	full := o
+	full.Out = t.TempDir()
+	s, err := runJSON(t, context.Background(), full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.BestDevReward == nil {
+		t.Fatal("no dev reward")
+	}
+	part := o
+	part.Out = t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			if _, err := os.Stat(filepath.Join(part.Out, CheckpointFile)); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	if _, err := runJSON(t, ctx, part); err == nil {
+		t.Log("run finished before the interrupt")
+	}
+	part.Resume = true
+	r, err := runJSON(t, context.Background(), part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PolicySHA256 != s.PolicySHA256 || *r.BestDevReward != *s.BestDevReward {
+		t.Fatalf("resumed: policy %s reward %v; uninterrupted: %s %v", r.PolicySHA256, *r.BestDevReward, s.PolicySHA256, *s.BestDevReward)
+	}
+	// A tampered best policy is refused on resume.
+	if err := os.WriteFile(filepath.Join(part.Out, "best.safetensors"), []byte("corrupt"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runJSON(t, context.Background(), part); err == nil || !strings.Contains(err.Error(), "best policy") {
+		t.Fatalf("tampered best policy: %v", err)
+	}
+}

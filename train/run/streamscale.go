@@ -1,7 +1,14 @@
 package run
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"log"
+	"os"
+	"path/filepath"
 
 	"streamscale/agents"
 	"streamscale/env"
@@ -99,22 +106,70 @@ type selector struct {
 	reward *float64
 }
 
-func (sel *selector) consider(t *ppo.Trainer) error {
+// consider evaluates the trainer's current policy on the dev episodes and
+// keeps it if it is the best so far; improved reports whether it was.
+func (sel *selector) consider(t *ppo.Trainer) (improved bool, err error) {
 	if sel.s.sim == nil {
-		return nil
+		return false, nil
 	}
 	p := t.Policy()
 	c, err := ppo.NewController(p, sel.s.spaces)
 	if err != nil {
-		return err
+		return false, err
 	}
 	r, err := sel.s.sim.DevReward(c, sel.s.o.Profile, sel.s.o.Seed)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if sel.reward == nil || r > *sel.reward {
 		sel.best, sel.reward = p, &r
+		return true, nil
 	}
+	return false, nil
+}
+
+// Files of the best-so-far policy, kept beside the checkpoint.
+const (
+	bestName = "best"
+)
+
+// save writes the best-so-far policy (weights and card with its dev
+// reward) to dir.
+func (sel *selector) save(dir string, cfg ppo.Config) error {
+	var wb bytes.Buffer
+	sha, err := sel.best.WriteSafetensors(&wb)
+	if err != nil {
+		return err
+	}
+	card := ppo.NewCard(sel.best, cfg, sha)
+	card.Name, card.Spaces, card.BestDevReward = bestName, sel.s.spaces, sel.reward
+	cb, err := json.Marshal(card)
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, bestName+".safetensors"), wb.Bytes()); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, bestName+".json"), cb)
+}
+
+// restore reads the best-so-far policy of an interrupted run, if it had
+// one; its hash and layout are checked by ppo.ReadPolicy.
+func (sel *selector) restore(dir string, cfg ppo.Config) error {
+	if sel.s.sim == nil {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, bestName+".json")); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	p, card, err := ppo.ReadPolicy(os.DirFS(dir), bestName)
+	if err != nil {
+		return fmt.Errorf("train: -resume: best policy: %w", err)
+	}
+	if card.BestDevReward == nil || card.ConfigHash != cfg.Hash() {
+		return fmt.Errorf("train: -resume: best policy in %s belongs to another configuration", dir)
+	}
+	sel.best, sel.reward = p, card.BestDevReward
 	return nil
 }
 
