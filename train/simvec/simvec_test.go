@@ -1,0 +1,82 @@
+package simvec
+
+import (
+	"slices"
+	"testing"
+
+	"streamscale/env"
+	"streamscale/ppo"
+)
+
+type rates []float64
+
+func (r rates) Len() int           { return len(r) }
+func (r rates) Rate(i int) float64 { return r[i] }
+
+// TestFlattenAndAutoreset checks the flat layout (app, server, task), the
+// action split per env, and the final observation and episode record of a
+// truncated episode.
+func TestFlattenAndAutoreset(t *testing.T) {
+	w := rates{1000, 2000, 3000}
+	var cfgs []env.Config
+	for _, p := range []uint64{42, 37} {
+		c, err := env.Scenario("pred", p, w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfgs = append(cfgs, c)
+	}
+	inner, err := env.NewVec(cfgs, env.SameStep, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := New(inner)
+	if v.ObsSize() != env.AppFeatures+7*env.ServerFeatures+6*env.TaskFeatures || !slices.Equal(v.Nvec(), []int{5, 5, 5, 5, 5, 5}) {
+		t.Fatalf("obs %d nvec %v", v.ObsSize(), v.Nvec())
+	}
+	obs := make([]float64, 2*v.ObsSize())
+	if err := v.Reset(3, obs); err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := env.New(cfgs[1])
+	o, _, _ := ref.Reset(4)
+	if !slices.Equal(obs[v.ObsSize():], o.Flatten(nil)) {
+		t.Fatal("env 1's flat observation is not app, server, task of its Reset(seed+1)")
+	}
+	r := ppo.NewStepResult(2, v.ObsSize())
+	acts := []int{4, 4, 4, 4, 4, 4, 0, 1, 2, 3, 4, 0}
+	var last env.Observation
+	for s := 0; s < 3; s++ {
+		if err := v.Step(acts, r); err != nil {
+			t.Fatal(err)
+		}
+		last, _, _, _, _, _ = ref.Step(acts[6:])
+	}
+	if !r.Truncated[0] || !r.Truncated[1] || len(r.Episodes) != 2 || r.Episodes[1].Length != 3 {
+		t.Fatalf("truncation not reported: %+v", r)
+	}
+	if !slices.Equal(r.FinalObs[v.ObsSize():], last.Flatten(nil)) {
+		t.Fatal("final observation of env 1 differs from a single env's last observation")
+	}
+	if err := v.Step(acts[:5], r); err == nil {
+		t.Fatal("short action accepted")
+	}
+	if err := v.Reset(0, obs[:3]); err == nil {
+		t.Fatal("short observation buffer accepted")
+	}
+}
+
+func TestScenarios(t *testing.T) {
+	tr := TrainingScenarios("etl")
+	if len(tr) != 4 || tr[0].Trace != "taxi-train" || tr[3].RateMult != 2 || tr[3].PlacementSeed != 37 {
+		t.Fatalf("training scenarios %+v", tr)
+	}
+	for _, d := range DevScenarios("etl") {
+		if slices.Contains(TrainingPlacements, d.PlacementSeed) {
+			t.Fatalf("dev placement %d is a training placement", d.PlacementSeed)
+		}
+	}
+	if _, err := NewVec(nil, 2, "", 1, 1, nil); err == nil {
+		t.Fatal("no scenarios accepted")
+	}
+}
