@@ -14,6 +14,23 @@ type Workload interface {
 	Rate(step int) float64
 }
 
+// Replica is one instance of a task: the server it runs on and the share
+// of the task's input it receives.
+type Replica struct {
+	Server int     // server index
+	Share  float64 // share of the task's input, in [0, 1]
+}
+
+// RequestCosts is the CPU work, in µs, a replica spends to send requests to
+// its successors (CLASP, Eq. 1: W_w = Σ_o N_{w,o}·τ̄_{w,o} + α·R^l_w +
+// β·R^r_w + γ·δ_w): Alpha per request to a replica on the same server, Beta
+// per request to another server, Gamma per second per distinct remote
+// destination server. The paper measured α ≈ 38.5 µs, β ≈ 275 µs and
+// γ ≈ 51,500 µs.
+type RequestCosts struct {
+	AlphaUS, BetaUS, GammaUS float64
+}
+
 // Mode selects the simulator core.
 type Mode int
 
@@ -30,7 +47,18 @@ type Config struct {
 	App       App      // the application DAG
 	Network   Network  // switches and links
 	Servers   []Server // edge servers
-	Placement []int    // server index of each task
+	Placement []int    // server index of each task (its single replica)
+
+	// Replicas optionally runs task k as several instances (horizontal
+	// scaling): Replicas[k] lists the servers it runs on and the share of
+	// its input each receives (shares ≥ 0, summing to 1). nil means one
+	// replica per task, on Placement[k]. A task's CPU allocation is split
+	// among its replicas in proportion to their shares.
+	Replicas [][]Replica
+
+	// Requests is the CPU cost of chained requests, charged to the sending
+	// replica (CLASP, Eq. 1). Zero (the default) in the edge scenarios.
+	Requests RequestCosts
 
 	Workload Workload // arrival rate per step
 	// Steps is the episode length in steps (seconds); 0 means Workload.Len().
@@ -42,7 +70,7 @@ type Config struct {
 	// latency resolution of the fluid core). Default 10 (100 ms).
 	SlicesPerStep int
 	// QueueCapacity is the number of cohorts a stage holds before it
-	// coalesces new ones into the newest. Default 64.
+	// coalesces new ones into the newest. Default 256.
 	QueueCapacity int
 
 	// InitialCPU is every task's allocation at Reset, millicores. Default 500.
@@ -64,7 +92,7 @@ func (c *Config) setDefaults() {
 		c.SlicesPerStep = 10
 	}
 	if c.QueueCapacity == 0 {
-		c.QueueCapacity = 64
+		c.QueueCapacity = 256
 	}
 	if c.InitialCPU == 0 {
 		c.InitialCPU = 500
@@ -105,8 +133,33 @@ func (c *Config) validate() error {
 			return fmt.Errorf("env: server %d (%s) on missing switch %d", i, s.Name, s.Switch)
 		}
 	}
-	if len(c.Placement) != len(c.App.Tasks) {
+	if c.Replicas == nil && len(c.Placement) != len(c.App.Tasks) {
 		return fmt.Errorf("env: placement has %d entries, want %d (one per task)", len(c.Placement), len(c.App.Tasks))
+	}
+	if c.Replicas != nil {
+		if len(c.Replicas) != len(c.App.Tasks) {
+			return fmt.Errorf("env: replicas given for %d tasks, want %d", len(c.Replicas), len(c.App.Tasks))
+		}
+		for k, rs := range c.Replicas {
+			total := 0.0
+			for j, r := range rs {
+				if r.Server < 0 || r.Server >= len(c.Servers) {
+					return fmt.Errorf("env: task %s replica %d on missing server %d", c.App.Tasks[k].Name, j, r.Server)
+				}
+				if !(r.Share >= 0 && r.Share <= 1) {
+					return fmt.Errorf("env: task %s replica %d share %v outside [0, 1]", c.App.Tasks[k].Name, j, r.Share)
+				}
+				total += r.Share
+			}
+			if math.Abs(total-1) > 1e-9 {
+				return fmt.Errorf("env: task %s replica shares sum to %v, want 1", c.App.Tasks[k].Name, total)
+			}
+		}
+	}
+	for _, v := range []float64{c.Requests.AlphaUS, c.Requests.BetaUS, c.Requests.GammaUS} {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("env: request costs must be finite and ≥ 0")
+		}
 	}
 	if c.Workload == nil {
 		return fmt.Errorf("env: no workload")
@@ -135,14 +188,20 @@ func (c *Config) validate() error {
 	if c.Mode != Fluid && c.Mode != PerEvent {
 		return fmt.Errorf("env: unknown mode %d", c.Mode)
 	}
+	if c.Replicas == nil {
+		for k, s := range c.Placement {
+			if s < 0 || s >= len(c.Servers) {
+				return fmt.Errorf("env: task %s placed on missing server %d", c.App.Tasks[k].Name, s)
+			}
+		}
+	}
 	cpu := make([]float64, len(c.Servers))
 	mem := make([]float64, len(c.Servers))
-	for k, s := range c.Placement {
-		if s < 0 || s >= len(c.Servers) {
-			return fmt.Errorf("env: task %s placed on missing server %d", c.App.Tasks[k].Name, s)
+	for k, rs := range c.replicaSets() {
+		for _, r := range rs {
+			cpu[r.Server] += c.InitialCPU * r.Share
+			mem[r.Server] += c.App.Tasks[k].MemoryMB * r.Share
 		}
-		cpu[s] += c.InitialCPU
-		mem[s] += c.App.Tasks[k].MemoryMB
 	}
 	for i, s := range c.Servers {
 		if cpu[i] > s.CPU {
@@ -153,10 +212,15 @@ func (c *Config) validate() error {
 		}
 	}
 	routes := shortestRoutes(c.Network)
+	sets := c.replicaSets()
 	for _, e := range c.App.Edges {
-		a, b := c.Servers[c.Placement[e.From]].Switch, c.Servers[c.Placement[e.To]].Switch
-		if routes[a][b] == nil {
-			return fmt.Errorf("env: no network route from switch %d to %d for edge %s→%s", a, b, c.App.Tasks[e.From].Name, c.App.Tasks[e.To].Name)
+		for _, ra := range sets[e.From] {
+			for _, rb := range sets[e.To] {
+				a, b := c.Servers[ra.Server].Switch, c.Servers[rb.Server].Switch
+				if routes[a][b] == nil {
+					return fmt.Errorf("env: no network route from switch %d to %d for edge %s→%s", a, b, c.App.Tasks[e.From].Name, c.App.Tasks[e.To].Name)
+				}
+			}
 		}
 	}
 	return c.Reward.validate()
@@ -194,4 +258,17 @@ func Scenario(profile string, placementSeed uint64, w Workload) (Config, error) 
 		return Config{}, err
 	}
 	return Config{App: app, Network: net, Servers: servers, Placement: pl, Workload: w}, nil
+}
+
+// replicaSets returns the replicas of every task: Replicas, or one replica
+// per task on Placement.
+func (c *Config) replicaSets() [][]Replica {
+	if c.Replicas != nil {
+		return c.Replicas
+	}
+	out := make([][]Replica, len(c.Placement))
+	for k, s := range c.Placement {
+		out[k] = []Replica{{Server: s, Share: 1}}
+	}
+	return out
 }

@@ -12,19 +12,20 @@ type taskStats struct {
 
 // stepStats is what a simulator core reports after a step.
 type stepStats struct {
-	tasks      []taskStats
-	emitted    float64 // events emitted by the sources
-	sinkEvents float64 // events delivered to the sink
-	mean, p95  float64 // end-to-end latency of delivered events, seconds
-	completed  bool    // whether any event reached the sink
-	inFlight   float64 // events on network flows or propagating
-	oldest     float64 // emission time of the oldest event still in the system (+Inf if none)
+	tasks      []taskStats // per task: the sum over its replicas
+	replicas   []taskStats // per replica
+	emitted    float64     // events emitted by the sources
+	sinkEvents float64     // events delivered to the sink
+	mean, p95  float64     // end-to-end latency of delivered events, seconds
+	completed  bool        // whether any event reached the sink
+	inFlight   float64     // events on network flows or propagating
+	oldest     float64     // emission time of the oldest event still in the system (+Inf if none)
 }
 
 // simCore is implemented by the fluid and the per-event simulator.
 type simCore interface {
 	reset()
-	setService(task int, seconds float64)
+	setService(replica int, seconds float64)
 	step(stepIndex int, rate float64)
 	collect(st *stepStats)
 	// balance returns, for conservation checks, the events emitted and
@@ -39,6 +40,7 @@ func (f *fluid) collect(st *stepStats) {
 	st.mean, st.p95, st.completed = quantileMixture(f.sinkLat, 0.95)
 	st.inFlight = 0
 	st.oldest = math.Inf(1)
+	clear(st.tasks)
 	for i := range f.stages {
 		s := &f.stages[i]
 		future := 0.0
@@ -61,7 +63,7 @@ func (f *fluid) collect(st *stepStats) {
 			continue
 		}
 		st.inFlight += future
-		st.tasks[s.task] = taskStats{in: s.pushed, done: s.departed, delayW: s.delayW, queue: max(s.queue.total-future, 0)}
+		st.addReplica(s.task, s.replica, taskStats{in: s.pushed, done: s.departed, delayW: s.delayW, queue: max(s.queue.total-future, 0)})
 	}
 }
 
@@ -72,4 +74,14 @@ func (f *fluid) balance() (float64, float64, []float64) {
 		res[i] = s.cumPushed - s.cumDeparted - s.queue.total
 	}
 	return f.cumEmit, f.cumSink, res
+}
+
+// addReplica records replica r's statistics and adds them to its task's.
+func (st *stepStats) addReplica(task, r int, x taskStats) {
+	st.replicas[r] = x
+	t := &st.tasks[task]
+	t.in += x.in
+	t.done += x.done
+	t.delayW += x.delayW
+	t.queue += x.queue
 }

@@ -24,6 +24,24 @@ type Info struct {
 	Applied     []float64 // applied allocation per task after server projection, millicores
 	Queue       []float64 // events waiting at each task
 	Reward      RewardTerms
+
+	// Workers holds, per server, the metrics of CLASP's Table 2 for the
+	// step (rates per second): what horizontal controllers observe.
+	Workers []WorkerMetrics
+	// PlannerQueue is Q_p: events waiting at the source tasks.
+	PlannerQueue float64
+}
+
+// WorkerMetrics are one server's metrics for a step (CLASP, Table 2).
+type WorkerMetrics struct {
+	Queue              float64   // Q_w: events waiting at the server's replicas
+	LocalRequests      float64   // R^l_w: requests sent to replicas on the same server, per second
+	RemoteRequests     float64   // R^r_w: requests sent to other servers, per second
+	RemoteDestinations int       // δ_w: distinct remote servers requests were sent to
+	Executions         []float64 // N_{w,o}: executions per second of each task on this server
+	ExecUS             []float64 // τ̄_{w,o}: CPU work of one execution of each task here, µs (excluding requests)
+	EdgeRequests       []float64 // E^{o→o_s}_w: requests per second sent on each app edge from this server
+	LoadUS             float64   // W_w = Σ_o N·τ̄ + α·R^l + β·R^r + γ·δ, µs of work per second
 }
 
 // Env is one stream-processing scenario with Gymnasium semantics. It is a
@@ -36,8 +54,12 @@ type Env struct {
 	spaces Spaces
 	n, m   int
 
-	hostOf   []int     // server of each task
-	mipsPerM []float64 // MIPS per millicore of each task's host
+	hostOf   []int     // primary server of each task (its largest-share replica)
+	primary  []int     // replica index of each task's primary replica
+	mipsPerM []float64 // MIPS per millicore of each replica's server
+	reqUS    []float64 // request-sending work per input event of each replica, µs
+	gammaUS  []float64 // destination-holding work per second of each replica, µs
+	remote   []int     // distinct remote destination servers of each server (δ_w)
 	reach    []float64 // expected input events per source event, per task
 	gain     float64   // expected sink events per source event
 	memUsed  []float64 // per server
@@ -85,13 +107,25 @@ func New(cfg Config) (*Env, error) {
 		e.core = newFluid(&e.cfg, e.topo)
 	}
 	e.spaces = makeSpaces(e.n, e.m)
-	e.hostOf = e.cfg.Placement
-	e.mipsPerM = make([]float64, e.n)
 	e.memUsed = make([]float64, e.m)
-	for k, s := range e.hostOf {
-		e.mipsPerM[k] = e.cfg.Servers[s].MIPS / e.cfg.Servers[s].CPU
-		e.memUsed[s] += e.cfg.App.Tasks[k].MemoryMB
+	e.hostOf, e.primary = make([]int, e.n), make([]int, e.n)
+	nr := len(e.topo.replicas)
+	e.mipsPerM = make([]float64, nr)
+	for k, rs := range e.topo.ofTask {
+		best := rs[0]
+		for _, r := range rs {
+			rep := e.topo.replicas[r]
+			srv := e.cfg.Servers[rep.server]
+			e.mipsPerM[r] = srv.MIPS / srv.CPU
+			e.memUsed[rep.server] += e.cfg.App.Tasks[k].MemoryMB * rep.share
+			if rep.share > e.topo.replicas[best].share {
+				best = r
+			}
+		}
+		e.primary[k], e.hostOf[k] = best, e.topo.replicas[best].server
 	}
+	e.requestCosts()
+	e.st.replicas = make([]taskStats, nr)
 	e.reach, e.gain = reach(e.cfg.App, e.topo.order)
 	mk := func() []float64 { return make([]float64, e.n) }
 	e.alloc, e.req, e.next = mk(), mk(), mk()
@@ -103,6 +137,10 @@ func New(cfg Config) (*Env, error) {
 		App: make([]float64, AppFeatures), Server: make([]float64, e.m*ServerFeatures), Task: make([]float64, e.n*TaskFeatures),
 	}
 	e.info.Requested, e.info.Applied, e.info.Queue = mk(), mk(), mk()
+	e.info.Workers = make([]WorkerMetrics, e.m)
+	for w := range e.info.Workers {
+		e.info.Workers[w] = WorkerMetrics{Executions: mk(), ExecUS: mk(), EdgeRequests: make([]float64, len(e.cfg.App.Edges))}
+	}
 	return e, nil
 }
 
@@ -163,14 +201,14 @@ func (e *Env) Reset(seed uint64) (Observation, Info, error) {
 		e.st.tasks[i] = taskStats{}
 	}
 	e.st.emitted, e.st.sinkEvents, e.st.mean, e.st.p95, e.st.completed, e.st.inFlight = 0, 0, 0, 0, false, 0
-	e.info = Info{Step: -1, Seed: seed, Requested: e.info.Requested, Applied: e.info.Applied, Queue: e.info.Queue}
+	e.info = Info{Step: -1, Seed: seed, Requested: e.info.Requested, Applied: e.info.Applied, Queue: e.info.Queue, Workers: e.info.Workers}
+	e.fillWorkers()
 	copy(e.info.Requested, e.alloc)
 	copy(e.info.Applied, e.alloc)
 	clear(e.info.Queue)
 	e.info.TotalCPU = sum(e.alloc)
-	for k := range e.changed {
-		e.changed[k] = 0
-	}
+	clear(e.changed)
+	clear(e.util)
 	e.fillObservation(0, 0, false)
 	return e.obs, e.info, nil
 }
@@ -262,7 +300,12 @@ func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, erro
 	}
 	violated := p95 > slo
 	for k := range e.util {
-		e.util[k] = e.st.tasks[k].in * e.service(k)
+		e.util[k] = 0
+		for _, r := range e.topo.ofTask[k] {
+			if x := e.st.replicas[r].in; x > 0 {
+				e.util[k] = max(e.util[k], x*e.replicaService(r))
+			}
+		}
 		e.queueGrew[k] = e.st.tasks[k].queue > e.prevQueue[k]+1e-9
 	}
 	e.rin = rewardInput{
@@ -289,6 +332,7 @@ func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, erro
 		e.info.Queue[k] = e.st.tasks[k].queue
 	}
 	e.info.Reward = terms
+	e.fillWorkers()
 
 	e.fillObservation(p95, mean, true)
 
@@ -304,14 +348,67 @@ func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, erro
 	return e.obs, terms.Total, false, truncated, e.info, nil
 }
 
-// service is task k's per-event service time at its current allocation, s.
-func (e *Env) service(k int) float64 {
-	return e.cfg.App.Tasks[k].MIPSPerEvent / (e.mipsPerM[k] * e.alloc[k])
+// replicaCPU is replica r's CPU allocation, millicores: its task's
+// allocation times the replica's share.
+func (e *Env) replicaCPU(r int) float64 {
+	rep := e.topo.replicas[r]
+	return e.alloc[rep.task] * rep.share
 }
 
+// replicaService is replica r's per-event service time at its current
+// allocation, seconds: the work of one event (h_k at the host's per-core
+// speed plus the requests it sends, paper Eq. 1 and CLASP Eq. 1) over the
+// replica's cores, slowed by the share of each second it spends holding
+// remote destinations (γ). A replica without CPU never serves (+Inf).
+func (e *Env) replicaService(r int) float64 {
+	rep := e.topo.replicas[r]
+	mc := e.replicaCPU(r)
+	if !(mc > 0) {
+		return math.Inf(1)
+	}
+	cores := mc / 1000
+	work := e.cfg.App.Tasks[rep.task].MIPSPerEvent/(e.mipsPerM[r]*1000) + e.reqUS[r]*1e-6
+	usable := 1 - e.gammaUS[r]*1e-6/cores
+	if usable < 0.01 {
+		usable = 0.01
+	}
+	return work / cores / usable
+}
+
+// service is task k's per-event service time at its primary replica.
+func (e *Env) service(k int) float64 { return e.replicaService(e.primary[k]) }
+
 func (e *Env) applyService() {
-	for k := range e.alloc {
-		e.core.setService(k, e.service(k))
+	for r := range e.topo.replicas {
+		e.core.setService(r, e.replicaService(r))
+	}
+}
+
+// requestCosts derives, from the routing of every edge, the request work
+// per input event of each replica (α per local and β per remote request:
+// each input event yields Selectivity outputs, split over the links) and the
+// γ work of the distinct remote destination servers each server holds,
+// charged to the first replica on the server that sends there.
+func (e *Env) requestCosts() {
+	nr := len(e.topo.replicas)
+	e.reqUS, e.gammaUS = make([]float64, nr), make([]float64, nr)
+	e.remote = make([]int, e.m)
+	rc := e.cfg.Requests
+	opened := make(map[[2]int]bool)
+	for _, l := range e.topo.links {
+		from, to := e.topo.replicas[l.from], e.topo.replicas[l.to]
+		sel := e.cfg.App.Tasks[from.task].Selectivity
+		if from.server == to.server {
+			e.reqUS[l.from] += sel * l.frac * rc.AlphaUS
+			continue
+		}
+		e.reqUS[l.from] += sel * l.frac * rc.BetaUS
+		key := [2]int{from.server, to.server}
+		if !opened[key] {
+			opened[key] = true
+			e.gammaUS[l.from] += rc.GammaUS
+			e.remote[from.server]++
+		}
 	}
 }
 
@@ -324,17 +421,27 @@ func (e *Env) project(req, out []float64) {
 	clear(e.serverCPU)
 	for k := range req {
 		out[k] = min(req[k], e.alloc[k])
-		e.serverCPU[e.hostOf[k]] += out[k]
+		for _, r := range e.topo.ofTask[k] {
+			rep := e.topo.replicas[r]
+			e.serverCPU[rep.server] += out[k] * rep.share
+		}
 	}
 	for k := range req {
 		if req[k] <= out[k] {
 			continue
 		}
-		s := e.hostOf[k]
-		free := max(e.cfg.Servers[s].CPU-e.serverCPU[s], 0)
-		inc := min(req[k]-out[k], free)
+		inc := req[k] - out[k]
+		for _, r := range e.topo.ofTask[k] {
+			rep := e.topo.replicas[r]
+			if rep.share > 0 {
+				inc = min(inc, max(e.cfg.Servers[rep.server].CPU-e.serverCPU[rep.server], 0)/rep.share)
+			}
+		}
 		out[k] += inc
-		e.serverCPU[s] += inc
+		for _, r := range e.topo.ofTask[k] {
+			rep := e.topo.replicas[r]
+			e.serverCPU[rep.server] += inc * rep.share
+		}
 	}
 }
 
@@ -342,8 +449,8 @@ func (e *Env) fillObservation(p95, mean float64, stepped bool) {
 	slo := e.cfg.App.SLOMS / 1000
 	maxCPU := e.cfg.MaxCPU
 	clear(e.serverCPU)
-	for k, s := range e.hostOf {
-		e.serverCPU[s] += e.alloc[k]
+	for r, rep := range e.topo.replicas {
+		e.serverCPU[rep.server] += e.replicaCPU(r)
 	}
 	totalQueue := 0.0
 	for k := 0; k < e.n; k++ {
@@ -368,7 +475,7 @@ func (e *Env) fillObservation(p95, mean float64, stepped bool) {
 		row[TaskQueue] = log1p(ts.queue)
 		row[TaskThroughputRatio] = ratio
 		row[TaskQueuePressure] = ts.queue * s / slo
-		row[TaskDemandPerCPU] = ts.in * s
+		row[TaskDemandPerCPU] = e.util[k]
 		row[TaskLatency] = lat / slo
 		row[TaskProcLatency] = s / slo
 		row[TaskLatencyChange] = 0
@@ -390,8 +497,8 @@ func (e *Env) fillObservation(p95, mean float64, stepped bool) {
 		row := e.obs.Server[s*ServerFeatures : (s+1)*ServerFeatures]
 		srv := e.cfg.Servers[s]
 		cnt := 0
-		for _, h := range e.hostOf {
-			if h == s {
+		for _, rep := range e.topo.replicas {
+			if rep.server == s && rep.share > 0 {
 				cnt++
 			}
 		}
@@ -451,4 +558,51 @@ func sum(x []float64) float64 {
 		s += v
 	}
 	return s
+}
+
+// fillWorkers computes the per-server metrics of the last step from the
+// replicas' statistics and the routing.
+func (e *Env) fillWorkers() {
+	for w := range e.info.Workers {
+		m := &e.info.Workers[w]
+		m.Queue, m.LocalRequests, m.RemoteRequests, m.RemoteDestinations, m.LoadUS = 0, 0, 0, 0, 0
+		clear(m.Executions)
+		clear(m.ExecUS)
+		clear(m.EdgeRequests)
+	}
+	for r, rep := range e.topo.replicas {
+		m := &e.info.Workers[rep.server]
+		x := e.st.replicas[r]
+		m.Queue += x.queue
+		m.Executions[rep.task] += x.done
+		m.ExecUS[rep.task] = e.cfg.App.Tasks[rep.task].MIPSPerEvent / (e.mipsPerM[r] * 1000) * 1e6
+	}
+	e.info.PlannerQueue = 0
+	for _, k := range e.cfg.App.Sources {
+		for _, r := range e.topo.ofTask[k] {
+			e.info.PlannerQueue += e.st.replicas[r].queue
+		}
+	}
+	for _, l := range e.topo.links {
+		from, to := e.topo.replicas[l.from], e.topo.replicas[l.to]
+		m := &e.info.Workers[from.server]
+		req := e.st.replicas[l.from].done * e.cfg.App.Tasks[from.task].Selectivity * l.frac
+		m.EdgeRequests[l.edge] += req
+		if from.server == to.server {
+			m.LocalRequests += req
+		} else {
+			m.RemoteRequests += req
+		}
+	}
+	rc := e.cfg.Requests
+	for w := range e.info.Workers {
+		m := &e.info.Workers[w]
+		if m.RemoteRequests > 0 {
+			m.RemoteDestinations = e.remote[w]
+		}
+		for k, n := range m.Executions {
+			m.LoadUS += n * m.ExecUS[k]
+		}
+		m.LoadUS += rc.AlphaUS*m.LocalRequests + rc.BetaUS*m.RemoteRequests + rc.GammaUS*float64(m.RemoteDestinations)
+	}
 }

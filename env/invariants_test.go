@@ -45,14 +45,14 @@ func checkInvariants(t testing.TB, e *Env) {
 		}
 	}
 	in := make([]float64, len(f.stages))
-	for _, k := range f.sources {
-		in[k] += emitted
+	for si, k := range f.sources {
+		in[k] += emitted / float64(f.nSources) * f.srcW[si]
 	}
 	sink := 0.0
 	for i := range f.stages {
 		s := &f.stages[i]
-		for _, o := range s.out {
-			in[o] += s.cumDeparted * s.sel
+		for j, o := range s.out {
+			in[o] += s.cumDeparted * s.sel * s.outW[j]
 		}
 		if s.sink {
 			sink += s.cumDeparted * s.sel

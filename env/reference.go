@@ -12,6 +12,9 @@ type event struct{ a, o float64 }
 
 type refStage struct {
 	task    int
+	replica int
+	outW    []float64
+	outAcc  []float64 // routing credit per downstream stage
 	service float64
 	delay   float64
 	sel     float64
@@ -34,13 +37,16 @@ type refStage struct {
 // and semantics of the fluid core but none of its approximations (cohorts,
 // coalescing, linear interpolation inside a cohort).
 type perEvent struct {
-	stages  []refStage
-	order   []int
-	sources []int
-	slices  int
-	srcAcc  float64
-	lat     []float64
-	now     float64
+	stages   []refStage
+	order    []int
+	sources  []int
+	nSources int
+	srcW     []float64
+	srcAcc   []float64 // routing credit of the external stream per source replica
+	slices   int
+	rateAcc  float64
+	lat      []float64
+	now      float64
 
 	emitted, sinkEvents float64
 	cumEmit, cumSink    float64
@@ -48,10 +54,12 @@ type perEvent struct {
 
 func newPerEvent(c *Config, t topology) *perEvent {
 	f := newFluid(c, t) // reuse the wiring
-	p := &perEvent{order: f.order, sources: f.sources, slices: f.slices}
+	p := &perEvent{order: f.order, sources: f.sources, nSources: f.nSources, srcW: f.srcW, slices: f.slices}
+	p.srcAcc = make([]float64, len(f.sources))
 	p.stages = make([]refStage, len(f.stages))
 	for i, s := range f.stages {
-		p.stages[i] = refStage{task: s.task, service: s.service, delay: s.delay, sel: s.sel, out: s.out, sink: s.sink, headRem: 1}
+		p.stages[i] = refStage{task: s.task, replica: s.replica, service: s.service, delay: s.delay, sel: s.sel,
+			out: s.out, outW: s.outW, outAcc: make([]float64, len(s.out)), sink: s.sink, headRem: 1}
 	}
 	return p
 }
@@ -61,9 +69,11 @@ func (p *perEvent) reset() {
 		s := &p.stages[i]
 		s.queue, s.inbox = s.queue[:0], s.inbox[:0]
 		s.free, s.headRem, s.selAcc = 0, 1, 0
+		clear(s.outAcc)
 		s.in, s.done, s.delayW, s.cumPushed, s.cumDeparted = 0, 0, 0, 0, 0
 	}
-	p.srcAcc, p.now, p.emitted, p.sinkEvents, p.cumEmit, p.cumSink = 0, 0, 0, 0, 0, 0
+	clear(p.srcAcc)
+	p.rateAcc, p.now, p.emitted, p.sinkEvents, p.cumEmit, p.cumSink = 0, 0, 0, 0, 0, 0
 	p.lat = p.lat[:0]
 }
 
@@ -87,15 +97,21 @@ func (p *perEvent) step(stepIndex int, rate float64) {
 	}
 	dt := 1 / float64(p.slices)
 	for j := 0; j < p.slices; j++ {
-		p.srcAcc += rate * dt
-		n := math.Floor(p.srcAcc + 1e-9)
-		p.srcAcc -= n
+		p.rateAcc += rate * dt
+		n := math.Floor(p.rateAcc + 1e-9)
+		p.rateAcc -= n
 		start := t0 + float64(j)*dt
 		for e := 0; e < int(n); e++ {
 			at := start + (float64(e)+0.5)*dt/n
-			for _, k := range p.sources {
-				p.push(k, event{a: at, o: at})
-				p.emitted++
+			p.emitted += float64(p.nSources)
+			// Each source task receives the event; its replicas take turns
+			// by credit in proportion to their shares.
+			for si, k := range p.sources {
+				p.srcAcc[si] += p.srcW[si]
+				if p.srcAcc[si] >= 1-1e-9 {
+					p.srcAcc[si]--
+					p.push(k, event{a: at, o: at})
+				}
 			}
 		}
 	}
@@ -147,8 +163,12 @@ func (p *perEvent) process(i int, T float64) {
 				p.sinkEvents++
 				p.lat = append(p.lat, fin-ev.o)
 			}
-			for _, d := range s.out {
-				p.push(d, event{a: fin + s.delay, o: ev.o})
+			for j, d := range s.out {
+				s.outAcc[j] += s.outW[j]
+				if s.outAcc[j] >= 1-1e-9 {
+					s.outAcc[j]--
+					p.push(d, event{a: fin + s.delay, o: ev.o})
+				}
 			}
 		}
 	}
@@ -167,6 +187,7 @@ func (p *perEvent) collect(st *stepStats) {
 	}
 	st.inFlight = 0
 	st.oldest = math.Inf(1)
+	clear(st.tasks)
 	for i := range p.stages {
 		s := &p.stages[i]
 		waiting, future := 0.0, 0.0
@@ -183,7 +204,7 @@ func (p *perEvent) collect(st *stepStats) {
 			continue
 		}
 		st.inFlight += future
-		st.tasks[s.task] = taskStats{in: s.in, done: s.done, delayW: s.delayW, queue: waiting}
+		st.addReplica(s.task, s.replica, taskStats{in: s.in, done: s.done, delayW: s.delayW, queue: waiting})
 	}
 }
 

@@ -7,15 +7,17 @@ import "math"
 // cross-server DAG edge (service time = event bits / the flow's max-min
 // fair bandwidth share, plus a pure propagation delay).
 type stage struct {
-	task    int     // task index, or -1 for a flow
-	edge    int     // app edge index for a flow, or -1
-	service float64 // seconds per event
-	delay   float64 // propagation added to outputs, seconds (flows)
-	sel     float64 // output events per input event
-	out     []int   // downstream stages
-	sink    bool    // outputs are delivered to the sink
-	merge   bool    // more than one upstream stage
-	overlap bool    // arrivals may overlap in time (a merge stage or downstream of one)
+	task    int       // task index, or -1 for a flow
+	edge    int       // app edge index for a flow, or -1
+	service float64   // seconds per event
+	delay   float64   // propagation added to outputs, seconds (flows)
+	sel     float64   // output events per input event
+	out     []int     // downstream stages
+	outW    []float64 // share of this stage's output sent to each downstream stage
+	replica int       // replica index for a task stage, or -1 for a flow
+	sink    bool      // outputs are delivered to the sink
+	merge   bool      // more than one upstream stage
+	overlap bool      // arrivals may overlap in time (a merge stage or downstream of one)
 	queue   ring
 	inbox   []piece // arrivals pushed during the current step
 	free    float64 // departure time of the last departed event
@@ -33,15 +35,17 @@ type stage struct {
 // first and last event of every piece under deterministic FIFO service, so
 // its cost does not depend on the event rate.
 type fluid struct {
-	stages  []stage
-	order   []int // processing order of stages (topological)
-	sources []int // source stages (task indices)
-	slices  int   // source pieces per step
-	sinkLat []latPiece
-	now     float64 // start of the current step
-	end     float64 // end of the current step
-	cumEmit float64
-	cumSink float64
+	stages   []stage
+	order    []int     // processing order of stages (topological)
+	sources  []int     // source stages (replicas of source tasks)
+	srcW     []float64 // share of the external stream each source stage receives
+	nSources int       // source tasks (each receives the whole external stream)
+	slices   int       // source pieces per step
+	sinkLat  []latPiece
+	now      float64 // start of the current step
+	end      float64 // end of the current step
+	cumEmit  float64
+	cumSink  float64
 	// per step
 	emitted, sinkEvents float64
 	// scratch for overlap stages
@@ -54,14 +58,67 @@ type fluid struct {
 // the sink: w events whose latencies spread uniformly over [lo, hi] seconds.
 type latPiece struct{ lo, hi, w float64 }
 
+// replica is one instance of a task: the server it runs on and the share
+// of the task's input it receives.
+type replica struct {
+	task, server int
+	share        float64
+}
+
+// link is the stream from one replica of an edge's source task to one
+// replica of its destination task.
+type link struct {
+	edge     int     // app edge index
+	from, to int     // replica indices
+	frac     float64 // share of the sending replica's output sent on this link
+	flow     int     // flow index, or -1 when both replicas share a server
+}
+
 // topology holds what both simulator cores derive from a validated Config.
 type topology struct {
 	order     []int     // task topological order
-	flowOf    []int     // per app edge: flow index, or -1 when local
+	replicas  []replica // all replicas, grouped by task in task order
+	ofTask    [][]int   // replica indices of each task
+	links     []link    // replica-to-replica streams, by edge then sender then receiver
 	flowShare []float64 // per flow: bandwidth share, bits/s
 	flowDelay []float64 // per flow: propagation, seconds
-	flowEdge  []int     // per flow: app edge index
-	hops      []int     // per flow: number of links
+	flowLink  []int     // per flow: link index
+}
+
+// route splits an edge's stream between the replicas of its two tasks.
+// Requests stay on their server when the receiving task has a replica
+// there (as much as that replica's share absorbs); the rest is matched by
+// the north-west-corner rule in replica order. It returns F[i][j], the share
+// of the edge's total stream sent from sender i to receiver j (Σ_j F[i][j] =
+// a_i, Σ_i F[i][j] = b_j). With one replica per task F = [[1]].
+func routeShares(a, b []float64, sa, sb []int) [][]float64 {
+	F := make([][]float64, len(a))
+	ra, rb := append([]float64(nil), a...), append([]float64(nil), b...)
+	for i := range a {
+		F[i] = make([]float64, len(b))
+		for j := range b {
+			if sa[i] == sb[j] {
+				x := min(ra[i], rb[j])
+				F[i][j] += x
+				ra[i] -= x
+				rb[j] -= x
+			}
+		}
+	}
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		x := min(ra[i], rb[j])
+		F[i][j] += x
+		ra[i] -= x
+		rb[j] -= x
+		if ra[i] <= 1e-12 {
+			i++
+		}
+		if j < len(b) && rb[j] <= 1e-12 {
+			j++
+		}
+	}
+	return F
 }
 
 func buildTopology(c *Config) topology {
@@ -69,24 +126,45 @@ func buildTopology(c *Config) topology {
 	routes := shortestRoutes(c.Network)
 	var t topology
 	t.order = order
-	t.flowOf = make([]int, len(c.App.Edges))
+	t.ofTask = make([][]int, len(c.App.Tasks))
+	for k, rs := range c.replicaSets() {
+		for _, r := range rs {
+			t.ofTask[k] = append(t.ofTask[k], len(t.replicas))
+			t.replicas = append(t.replicas, replica{task: k, server: r.Server, share: r.Share})
+		}
+	}
 	var paths []route
-	for i, e := range c.App.Edges {
-		a, b := c.Placement[e.From], c.Placement[e.To]
-		if a == b {
-			t.flowOf[i] = -1
-			continue
+	for ei, e := range c.App.Edges {
+		us, vs := t.ofTask[e.From], t.ofTask[e.To]
+		a, b := make([]float64, len(us)), make([]float64, len(vs))
+		sa, sb := make([]int, len(us)), make([]int, len(vs))
+		for i, r := range us {
+			a[i], sa[i] = t.replicas[r].share, t.replicas[r].server
 		}
-		r := routes[c.Servers[a].Switch][c.Servers[b].Switch]
-		t.flowOf[i] = len(paths)
-		paths = append(paths, r)
-		d := 0.0
-		for _, li := range r {
-			d += c.Network.Links[li].PropagationMS / 1000
+		for j, r := range vs {
+			b[j], sb[j] = t.replicas[r].share, t.replicas[r].server
 		}
-		t.flowDelay = append(t.flowDelay, d)
-		t.flowEdge = append(t.flowEdge, i)
-		t.hops = append(t.hops, len(r))
+		F := routeShares(a, b, sa, sb)
+		for i, ri := range us {
+			for j, rj := range vs {
+				if F[i][j] <= 0 || a[i] <= 0 {
+					continue
+				}
+				l := link{edge: ei, from: ri, to: rj, frac: F[i][j] / a[i], flow: -1}
+				if sa[i] != sb[j] {
+					r := routes[c.Servers[sa[i]].Switch][c.Servers[sb[j]].Switch]
+					l.flow = len(paths)
+					paths = append(paths, r)
+					d := 0.0
+					for _, li := range r {
+						d += c.Network.Links[li].PropagationMS / 1000
+					}
+					t.flowDelay = append(t.flowDelay, d)
+					t.flowLink = append(t.flowLink, len(t.links))
+				}
+				t.links = append(t.links, l)
+			}
+		}
 	}
 	t.flowShare = make([]float64, len(paths))
 	maxMinShares(c.Network.Links, paths, t.flowShare)
@@ -94,37 +172,48 @@ func buildTopology(c *Config) topology {
 }
 
 func newFluid(c *Config, t topology) *fluid {
-	n := len(c.App.Tasks)
-	f := &fluid{slices: c.SlicesPerStep, sources: c.App.Sources}
-	f.stages = make([]stage, n+len(t.flowEdge))
+	nr := len(t.replicas)
+	f := &fluid{slices: c.SlicesPerStep, nSources: len(c.App.Sources)}
+	f.stages = make([]stage, nr+len(t.flowLink))
 	ups := make([]int, len(f.stages))
-	for k, task := range c.App.Tasks {
-		f.stages[k] = stage{task: k, edge: -1, sel: task.Selectivity}
+	for i, r := range t.replicas {
+		f.stages[i] = stage{task: r.task, replica: i, edge: -1, sel: c.App.Tasks[r.task].Selectivity}
 	}
 	for _, k := range c.App.Sinks {
-		f.stages[k].sink = true
+		for _, r := range t.ofTask[k] {
+			f.stages[r].sink = true
+		}
 	}
-	for fi, ei := range t.flowEdge {
-		e := c.App.Edges[ei]
-		s := &f.stages[n+fi]
-		*s = stage{task: -1, edge: ei, sel: 1, delay: t.flowDelay[fi]}
-		s.service = c.App.Tasks[e.From].OutBytes * 8 / t.flowShare[fi]
+	for _, k := range c.App.Sources {
+		for _, r := range t.ofTask[k] {
+			f.sources = append(f.sources, r)
+			f.srcW = append(f.srcW, t.replicas[r].share)
+			ups[r]++
+		}
+	}
+	for fi, li := range t.flowLink {
+		l := t.links[li]
+		s := &f.stages[nr+fi]
+		*s = stage{task: -1, replica: -1, edge: l.edge, sel: 1, delay: t.flowDelay[fi]}
+		s.service = c.App.Tasks[t.replicas[l.from].task].OutBytes * 8 / t.flowShare[fi]
 		if math.IsInf(t.flowShare[fi], 1) {
 			s.service = 0
 		}
 	}
-	for ei, e := range c.App.Edges {
-		if fi := t.flowOf[ei]; fi >= 0 {
-			f.stages[e.From].out = append(f.stages[e.From].out, n+fi)
-			f.stages[n+fi].out = []int{e.To}
-			ups[n+fi]++
+	for _, l := range t.links {
+		from := &f.stages[l.from]
+		if l.flow >= 0 {
+			fs := nr + l.flow
+			from.out = append(from.out, fs)
+			from.outW = append(from.outW, l.frac)
+			f.stages[fs].out = []int{l.to}
+			f.stages[fs].outW = []float64{1}
+			ups[fs]++
 		} else {
-			f.stages[e.From].out = append(f.stages[e.From].out, e.To)
+			from.out = append(from.out, l.to)
+			from.outW = append(from.outW, l.frac)
 		}
-		ups[e.To]++
-	}
-	for _, k := range c.App.Sources {
-		ups[k]++
+		ups[l.to]++
 	}
 	for i := range f.stages {
 		s := &f.stages[i]
@@ -133,10 +222,12 @@ func newFluid(c *Config, t topology) *fluid {
 		s.inbox = make([]piece, 0, 2*c.QueueCapacity)
 	}
 	for _, k := range t.order {
-		f.order = append(f.order, k)
-		for _, o := range f.stages[k].out {
-			if o >= n {
-				f.order = append(f.order, o)
+		for _, r := range t.ofTask[k] {
+			f.order = append(f.order, r)
+			for _, o := range f.stages[r].out {
+				if o >= nr {
+					f.order = append(f.order, o)
+				}
 			}
 		}
 	}
@@ -170,8 +261,8 @@ func (f *fluid) reset() {
 	f.emitted, f.sinkEvents = 0, 0
 }
 
-// setService sets the per-event service time of task k, in seconds.
-func (f *fluid) setService(k int, seconds float64) { f.stages[k].service = seconds }
+// setService sets the per-event service time of replica r, in seconds.
+func (f *fluid) setService(r int, seconds float64) { f.stages[r].service = seconds }
 
 func (f *fluid) deliver(i int, p piece) {
 	s := &f.stages[i]
@@ -233,10 +324,14 @@ func (f *fluid) step(stepIndex int, rate float64) {
 			start := t0 + float64(j)*dt
 			p := piece{w: w, as: start + pad, ae: start + dt - pad}
 			p.os, p.oe = p.as, p.ae
-			for _, k := range f.sources {
-				f.deliver(k, p)
-				f.emitted += w
+			for si, k := range f.sources {
+				q := p
+				q.w *= f.srcW[si]
+				if q.w > 0 {
+					f.deliver(k, q)
+				}
 			}
+			f.emitted += w * float64(f.nSources)
 		}
 	}
 	f.cumEmit += f.emitted
@@ -315,8 +410,14 @@ func (f *fluid) depart(s *stage, p piece, ds, de float64) {
 		return
 	}
 	q := piece{w: w, as: ds + s.delay, ae: de + s.delay, os: p.os, oe: p.oe}
-	for _, o := range s.out {
-		f.deliver(o, q)
+	for j, o := range s.out {
+		if x := s.outW[j]; x == 1 {
+			f.deliver(o, q)
+		} else if x > 0 {
+			r := q
+			r.w *= x
+			f.deliver(o, r)
+		}
 	}
 }
 
