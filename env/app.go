@@ -13,6 +13,7 @@ type Task struct {
 	Selectivity  float64 // output events per input event (fractional allowed; 10 = fan-out ×10)
 	OutBytes     float64 // size of one output event, bytes
 	MemoryMB     float64 // memory demand d_k, MB
+	StateMB      float64 // operator state held by the task, MB; moved with its share when a plan moves replicas (0: stateless)
 }
 
 // Edge is a directed stream from task From to task To (task indices). Every
@@ -84,7 +85,7 @@ func (a App) validate() error {
 			what string
 			x    float64
 			pos  bool
-		}{{"MIPS per event", t.MIPSPerEvent, true}, {"selectivity", t.Selectivity, false}, {"output bytes", t.OutBytes, false}, {"memory", t.MemoryMB, false}} {
+		}{{"MIPS per event", t.MIPSPerEvent, true}, {"selectivity", t.Selectivity, false}, {"output bytes", t.OutBytes, false}, {"memory", t.MemoryMB, false}, {"state", t.StateMB, false}} {
 			if math.IsNaN(v.x) || math.IsInf(v.x, 0) || v.x < 0 || (v.pos && v.x == 0) {
 				return fmt.Errorf("env: app %s: task %s: %s %v is invalid", a.Name, t.Name, v.what, v.x)
 			}

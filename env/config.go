@@ -60,6 +60,13 @@ type Config struct {
 	// replica (CLASP, Eq. 1). Zero (the default) in the edge scenarios.
 	Requests RequestCosts
 
+	// SharedCPU makes every server's CPU a pool its replicas share in
+	// proportion to their demand (queued and last-step work), as the
+	// executor slots of a serverless worker do, instead of the per-task
+	// reservations of the edge scenarios. Controllers then act only with
+	// replica plans (Action.Replicas) or Hold.
+	SharedCPU bool
+
 	Workload Workload // arrival rate per step
 	// Steps is the episode length in steps (seconds); 0 means Workload.Len().
 	Steps int
@@ -137,23 +144,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("env: placement has %d entries, want %d (one per task)", len(c.Placement), len(c.App.Tasks))
 	}
 	if c.Replicas != nil {
-		if len(c.Replicas) != len(c.App.Tasks) {
-			return fmt.Errorf("env: replicas given for %d tasks, want %d", len(c.Replicas), len(c.App.Tasks))
-		}
-		for k, rs := range c.Replicas {
-			total := 0.0
-			for j, r := range rs {
-				if r.Server < 0 || r.Server >= len(c.Servers) {
-					return fmt.Errorf("env: task %s replica %d on missing server %d", c.App.Tasks[k].Name, j, r.Server)
-				}
-				if !(r.Share >= 0 && r.Share <= 1) {
-					return fmt.Errorf("env: task %s replica %d share %v outside [0, 1]", c.App.Tasks[k].Name, j, r.Share)
-				}
-				total += r.Share
-			}
-			if math.Abs(total-1) > 1e-9 {
-				return fmt.Errorf("env: task %s replica shares sum to %v, want 1", c.App.Tasks[k].Name, total)
-			}
+		if err := c.validateReplicas(c.Replicas); err != nil {
+			return err
 		}
 	}
 	for _, v := range []float64{c.Requests.AlphaUS, c.Requests.BetaUS, c.Requests.GammaUS} {
@@ -204,7 +196,7 @@ func (c *Config) validate() error {
 		}
 	}
 	for i, s := range c.Servers {
-		if cpu[i] > s.CPU {
+		if cpu[i] > s.CPU && !c.SharedCPU {
 			return fmt.Errorf("env: server %s: initial allocations %v exceed capacity %v millicores", s.Name, cpu[i], s.CPU)
 		}
 		if mem[i] > s.RAMMB {
@@ -271,4 +263,35 @@ func (c *Config) replicaSets() [][]Replica {
 		out[k] = []Replica{{Server: s, Share: 1}}
 	}
 	return out
+}
+
+// validateReplicas checks a replica plan against the scenario.
+func (c *Config) validateReplicas(plan [][]Replica) error {
+	if len(plan) != len(c.App.Tasks) {
+		return fmt.Errorf("env: replicas given for %d tasks, want %d", len(plan), len(c.App.Tasks))
+	}
+	for k, rs := range plan {
+		if len(rs) == 0 {
+			return fmt.Errorf("env: task %s has no replica", c.App.Tasks[k].Name)
+		}
+		total := 0.0
+		seen := map[int]bool{}
+		for j, r := range rs {
+			if r.Server < 0 || r.Server >= len(c.Servers) {
+				return fmt.Errorf("env: task %s replica %d on missing server %d", c.App.Tasks[k].Name, j, r.Server)
+			}
+			if seen[r.Server] {
+				return fmt.Errorf("env: task %s has two replicas on server %d", c.App.Tasks[k].Name, r.Server)
+			}
+			seen[r.Server] = true
+			if !(r.Share >= 0 && r.Share <= 1) {
+				return fmt.Errorf("env: task %s replica %d share %v outside [0, 1]", c.App.Tasks[k].Name, j, r.Share)
+			}
+			total += r.Share
+		}
+		if math.Abs(total-1) > 1e-9 {
+			return fmt.Errorf("env: task %s replica shares sum to %v, want 1", c.App.Tasks[k].Name, total)
+		}
+	}
+	return nil
 }

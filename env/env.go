@@ -30,6 +30,8 @@ type Info struct {
 	Workers []WorkerMetrics
 	// PlannerQueue is Q_p: events waiting at the source tasks.
 	PlannerQueue float64
+	// Migration is what the step's replica plan moved (zero without one).
+	Migration Migration
 }
 
 // WorkerMetrics are one server's metrics for a step (CLASP, Table 2).
@@ -64,6 +66,10 @@ type Env struct {
 	gain     float64   // expected sink events per source event
 	memUsed  []float64 // per server
 
+	shared           []float64 // shared-CPU scenarios: each replica's millicores this step
+	replanned        bool      // the replica plan differs from the Config's
+	basePlan         [][]Replica
+	migration        Migration
 	alloc, req, next []float64
 	st               stepStats
 	obs              Observation
@@ -99,6 +105,10 @@ func New(cfg Config) (*Env, error) {
 	cfg.Placement = append([]int(nil), cfg.Placement...)
 	cfg.Servers = append([]Server(nil), cfg.Servers...)
 	e := &Env{cfg: cfg, n: len(cfg.App.Tasks), m: len(cfg.Servers)}
+	if cfg.Replicas != nil {
+		e.cfg.Replicas = clonePlan(cfg.Replicas)
+		e.basePlan = clonePlan(cfg.Replicas)
+	}
 	e.topo = buildTopology(&e.cfg)
 	switch cfg.Mode {
 	case PerEvent:
@@ -107,25 +117,7 @@ func New(cfg Config) (*Env, error) {
 		e.core = newFluid(&e.cfg, e.topo)
 	}
 	e.spaces = makeSpaces(e.n, e.m)
-	e.memUsed = make([]float64, e.m)
-	e.hostOf, e.primary = make([]int, e.n), make([]int, e.n)
-	nr := len(e.topo.replicas)
-	e.mipsPerM = make([]float64, nr)
-	for k, rs := range e.topo.ofTask {
-		best := rs[0]
-		for _, r := range rs {
-			rep := e.topo.replicas[r]
-			srv := e.cfg.Servers[rep.server]
-			e.mipsPerM[r] = srv.MIPS / srv.CPU
-			e.memUsed[rep.server] += e.cfg.App.Tasks[k].MemoryMB * rep.share
-			if rep.share > e.topo.replicas[best].share {
-				best = r
-			}
-		}
-		e.primary[k], e.hostOf[k] = best, e.topo.replicas[best].server
-	}
-	e.requestCosts()
-	e.st.replicas = make([]taskStats, nr)
+	e.rebind()
 	e.reach, e.gain = reach(e.cfg.App, e.topo.order)
 	mk := func() []float64 { return make([]float64, e.n) }
 	e.alloc, e.req, e.next = mk(), mk(), mk()
@@ -188,10 +180,25 @@ func (e *Env) StepIndex() int { return e.t }
 // recorded in Info so controllers and wrappers can derive theirs. The
 // returned observation is the Env's buffer, valid until the next call.
 func (e *Env) Reset(seed uint64) (Observation, Info, error) {
+	if e.replanned {
+		e.cfg.Replicas = clonePlan(e.basePlan)
+		if e.basePlan == nil {
+			e.cfg.Replicas = nil
+		}
+		e.topo = buildTopology(&e.cfg)
+		e.core = newFluid(&e.cfg, e.topo)
+		e.rebind()
+		e.replanned = false
+	}
+	e.migration = Migration{}
 	e.core.reset()
 	for k := range e.alloc {
 		e.alloc[k] = e.cfg.InitialCPU
 		e.prevTaskLat[k], e.prevQueue[k] = 0, 0
+	}
+	clear(e.st.replicas)
+	if e.cfg.SharedCPU {
+		e.shareCPU()
 	}
 	e.applyService()
 	e.t, e.started, e.over = 0, true, false
@@ -228,9 +235,30 @@ func (e *Env) StepTargets(targets []float64) (Observation, float64, bool, bool, 
 
 // ValidateAction reports whether a is a valid action for this environment.
 func (e *Env) ValidateAction(a Action) error {
+	set := 0
+	for _, b := range []bool{a.Choices != nil, a.Targets != nil, a.Replicas != nil, a.Hold} {
+		if b {
+			set++
+		}
+	}
 	switch {
-	case a.Choices != nil && a.Targets != nil:
-		return fmt.Errorf("env: action sets both choices and targets")
+	case set > 1:
+		return fmt.Errorf("env: action sets more than one of choices, targets, replicas and hold")
+	case e.cfg.SharedCPU && (a.Choices != nil || a.Targets != nil):
+		return fmt.Errorf("env: servers share their CPU in this scenario; act with a replica plan or hold")
+	case a.Hold:
+	case a.Replicas != nil:
+		if e.cfg.Mode != Fluid {
+			return fmt.Errorf("env: replica plans need the fluid core")
+		}
+		if err := e.cfg.validateReplicas(a.Replicas); err != nil {
+			return err
+		}
+		if !e.cfg.SharedCPU {
+			if err := e.planFits(a.Replicas); err != nil {
+				return err
+			}
+		}
 	case a.Choices != nil:
 		if len(a.Choices) != e.n {
 			return fmt.Errorf("env: action has %d entries, want %d", len(a.Choices), e.n)
@@ -267,14 +295,25 @@ func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, erro
 		return Observation{}, 0, false, false, Info{}, err
 	}
 	lo, hi := e.cfg.MinCPU, e.cfg.MaxCPU
+	if a.Replicas != nil {
+		e.replan(a.Replicas)
+	}
 	for k := range e.req {
-		if a.Choices != nil {
+		switch {
+		case a.Choices != nil:
 			e.req[k] = clip(e.alloc[k]+DeltaMillicores[a.Choices[k]], lo, hi)
-		} else {
+		case a.Targets != nil:
 			e.req[k] = clip(a.Targets[k], lo, hi)
+		default:
+			e.req[k] = e.alloc[k]
 		}
 	}
-	e.project(e.req, e.next)
+	if e.cfg.SharedCPU {
+		e.shareCPU()
+		copy(e.next, e.alloc)
+	} else {
+		e.project(e.req, e.next)
+	}
 	for k := range e.alloc {
 		e.changed[k] = e.next[k] - e.alloc[k]
 		e.alloc[k] = e.next[k]
@@ -332,6 +371,8 @@ func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, erro
 		e.info.Queue[k] = e.st.tasks[k].queue
 	}
 	e.info.Reward = terms
+	e.info.Migration = e.migration
+	e.migration = Migration{}
 	e.fillWorkers()
 
 	e.fillObservation(p95, mean, true)
@@ -351,8 +392,40 @@ func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, erro
 // replicaCPU is replica r's CPU allocation, millicores: its task's
 // allocation times the replica's share.
 func (e *Env) replicaCPU(r int) float64 {
+	if e.cfg.SharedCPU {
+		return e.shared[r]
+	}
 	rep := e.topo.replicas[r]
 	return e.alloc[rep.task] * rep.share
+}
+
+// shareCPU divides every server's CPU among its replicas in proportion to
+// their demand — the work queued at them and the work they received in the
+// last step — with an even split when none has any, and sets each task's
+// allocation to the sum over its replicas. Replicas with share 0 get none.
+func (e *Env) shareCPU() {
+	const eps = 1e-9
+	clear(e.serverCPU) // Σ demand per server
+	demand := func(r int) float64 {
+		rep := e.topo.replicas[r]
+		if rep.share == 0 {
+			return 0
+		}
+		x := e.st.replicas[r]
+		work := e.cfg.App.Tasks[rep.task].MIPSPerEvent/(e.mipsPerM[r]*1000) + e.reqUS[r]*1e-6
+		return (x.queue+x.in)*work + eps
+	}
+	for r, rep := range e.topo.replicas {
+		e.serverCPU[rep.server] += demand(r)
+	}
+	clear(e.alloc)
+	for r, rep := range e.topo.replicas {
+		e.shared[r] = 0
+		if d := demand(r); d > 0 {
+			e.shared[r] = e.cfg.Servers[rep.server].CPU * d / e.serverCPU[rep.server]
+		}
+		e.alloc[rep.task] += e.shared[r]
+	}
 }
 
 // replicaService is replica r's per-event service time at its current
@@ -605,4 +678,28 @@ func (e *Env) fillWorkers() {
 		}
 		m.LoadUS += rc.AlphaUS*m.LocalRequests + rc.BetaUS*m.RemoteRequests + rc.GammaUS*float64(m.RemoteDestinations)
 	}
+}
+
+// rebind derives the per-replica tables from the current topology.
+func (e *Env) rebind() {
+	e.memUsed = make([]float64, e.m)
+	e.hostOf, e.primary = make([]int, e.n), make([]int, e.n)
+	nr := len(e.topo.replicas)
+	e.mipsPerM = make([]float64, nr)
+	for k, rs := range e.topo.ofTask {
+		best := rs[0]
+		for _, r := range rs {
+			rep := e.topo.replicas[r]
+			srv := e.cfg.Servers[rep.server]
+			e.mipsPerM[r] = srv.MIPS / srv.CPU
+			e.memUsed[rep.server] += e.cfg.App.Tasks[k].MemoryMB * rep.share
+			if rep.share > e.topo.replicas[best].share {
+				best = r
+			}
+		}
+		e.primary[k], e.hostOf[k] = best, e.topo.replicas[best].server
+	}
+	e.requestCosts()
+	e.st.replicas = make([]taskStats, nr)
+	e.shared = make([]float64, nr)
 }

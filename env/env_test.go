@@ -257,7 +257,7 @@ func TestInvalidScenario(t *testing.T) {
 func TestProjection(t *testing.T) {
 	// Two tasks on one 4,000-millicore server, one alone elsewhere.
 	app := App{Name: "p", SLOMS: 100, Sources: []int{0}, Sinks: []int{2},
-		Tasks: []Task{{"a", 0.1, 1, 100, 1}, {"b", 0.1, 1, 100, 1}, {"c", 0.1, 1, 100, 1}},
+		Tasks: []Task{{Name: "a", MIPSPerEvent: 0.1, Selectivity: 1, OutBytes: 100, MemoryMB: 1}, {Name: "b", MIPSPerEvent: 0.1, Selectivity: 1, OutBytes: 100, MemoryMB: 1}, {Name: "c", MIPSPerEvent: 0.1, Selectivity: 1, OutBytes: 100, MemoryMB: 1}},
 		Edges: []Edge{{0, 1}, {1, 2}}}
 	net := HexGrid(1, 2, 1e9, 1)
 	servers := []Server{{Name: "x", CPU: 4000, MIPS: 8000, RAMMB: 100, Switch: 0}, {Name: "y", CPU: 20000, MIPS: 40000, RAMMB: 100, Switch: 1}}

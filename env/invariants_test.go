@@ -14,10 +14,12 @@ func checkInvariants(t testing.TB, e *Env) {
 	t.Helper()
 	used := make([]float64, e.m)
 	for k, c := range e.alloc {
-		if c < e.cfg.MinCPU-1e-9 || c > e.cfg.MaxCPU+1e-9 {
+		if !e.cfg.SharedCPU && (c < e.cfg.MinCPU-1e-9 || c > e.cfg.MaxCPU+1e-9) {
 			t.Fatalf("task %d allocation %v outside bounds", k, c)
 		}
-		used[e.hostOf[k]] += c
+	}
+	for r, rep := range e.topo.replicas {
+		used[rep.server] += e.replicaCPU(r)
 	}
 	for s, u := range used {
 		if u > e.cfg.Servers[s].CPU+1e-6 {
@@ -59,6 +61,7 @@ func checkInvariants(t testing.TB, e *Env) {
 		}
 	}
 	for i := range f.stages {
+		in[i] += f.stages[i].carried
 		if math.Abs(in[i]-f.stages[i].cumPushed) > tol {
 			t.Fatalf("stage %d received %v, upstream sent %v", i, f.stages[i].cumPushed, in[i])
 		}

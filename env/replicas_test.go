@@ -35,7 +35,7 @@ func TestRouteSharesLocalityFirst(t *testing.T) {
 // ms of CPU.
 func chain(h float64, replicasA []Replica, req RequestCosts, rate float64) Config {
 	app := App{Name: "chain", SLOMS: 1000, Sources: []int{0}, Sinks: []int{1},
-		Tasks: []Task{{"a", h, 1, 100, 1}, {"b", h, 1, 100, 1}}, Edges: []Edge{{0, 1}}}
+		Tasks: []Task{{Name: "a", MIPSPerEvent: h, Selectivity: 1, OutBytes: 100, MemoryMB: 1}, {Name: "b", MIPSPerEvent: h, Selectivity: 1, OutBytes: 100, MemoryMB: 1}}, Edges: []Edge{{0, 1}}}
 	net := HexGrid(1, 3, 1e9, 1)
 	var servers []Server
 	for i := 0; i < 3; i++ {

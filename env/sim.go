@@ -27,8 +27,9 @@ type stage struct {
 	departed float64 // input events processed
 	delayW   float64 // Σ w × (mean departure − mean arrival), event-seconds
 
-	// Cumulative counters for conservation checks.
-	cumPushed, cumDeparted float64
+	// Cumulative counters for conservation checks; carried counts events
+	// handed over by a re-plan.
+	cumPushed, cumDeparted, carried float64
 }
 
 // fluid is the fast simulator core: cohort ("piece") based, exact for the
@@ -254,7 +255,7 @@ func (f *fluid) reset() {
 		s.inbox = s.inbox[:0]
 		s.free = 0
 		s.pushed, s.departed, s.delayW = 0, 0, 0
-		s.cumPushed, s.cumDeparted = 0, 0
+		s.cumPushed, s.cumDeparted, s.carried = 0, 0, 0
 	}
 	f.sinkLat = f.sinkLat[:0]
 	f.now, f.cumEmit, f.cumSink = 0, 0, 0

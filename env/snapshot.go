@@ -83,6 +83,9 @@ func (e *Env) MarshalBinary() ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("env: only the fluid core can be snapshotted")
 	}
+	if e.replanned {
+		return nil, fmt.Errorf("env: an environment re-planned during the episode cannot be snapshotted")
+	}
 	var w enc
 	w.i(snapshotVersion, e.n, e.m, len(f.stages))
 	w.bl(e.started, e.over, e.prevViolated)
@@ -113,6 +116,9 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 	f, ok := e.core.(*fluid)
 	if !ok {
 		return fmt.Errorf("env: only the fluid core can be snapshotted")
+	}
+	if e.replanned {
+		return fmt.Errorf("%w: the environment was re-planned; Reset it first", ErrSnapshot)
 	}
 	d := &dec{r: bytes.NewReader(data)}
 	if v, n, m, ns := d.i(), d.i(), d.i(), d.i(); d.err != nil || v != snapshotVersion || n != e.n || m != e.m || ns != len(f.stages) {

@@ -47,7 +47,7 @@ func (o Observation) Flatten(dst []float64) []float64 {
 func (o Observation) NumTasks() int { return len(o.Task) / TaskFeatures }
 
 // Action is what a controller asks of the environment for one step. Exactly
-// one of the two fields is set: Choices holds one index into
+// one field is set: Choices holds one index into
 // DeltaMillicores per task (the MultiDiscrete action); Targets holds an
 // absolute CPU allocation in millicores per task, for controllers that
 // think in allocations (static, VRebalance). Both are clipped to the
@@ -55,6 +55,16 @@ func (o Observation) NumTasks() int { return len(o.Task) / TaskFeatures }
 type Action struct {
 	Choices []int
 	Targets []float64
+	// Replicas, for horizontal controllers, replaces the replica plan:
+	// Replicas[k] lists task k's servers and input shares (as
+	// Config.Replicas). Queued events and the moved share of each task's
+	// state travel to their new replicas over the network, which start
+	// serving once they have arrived. Allocations are kept (in
+	// shared-CPU scenarios they follow the plan).
+	Replicas [][]Replica
+	// Hold keeps everything as it is (the only way to pass a step in
+	// shared-CPU scenarios without re-planning).
+	Hold bool
 }
 
 // Box describes one Box space of the Dict observation: its shape and the
