@@ -26,7 +26,9 @@ type Info struct {
 	Reward      RewardTerms
 
 	// Workers holds, per server, the metrics of CLASP's Table 2 for the
-	// step (rates per second): what horizontal controllers observe.
+	// step (rates per second): what horizontal controllers observe. It is
+	// filled in horizontal scenarios (replicas, request costs or shared
+	// CPU) and nil otherwise; Env.WorkerMetrics computes it for any.
 	Workers []WorkerMetrics
 	// PlannerQueue is Q_p: events waiting at the source tasks.
 	PlannerQueue float64
@@ -67,7 +69,9 @@ type Env struct {
 	memUsed  []float64 // per server
 
 	shared           []float64 // shared-CPU scenarios: each replica's millicores this step
-	replanned        bool      // the replica plan differs from the Config's
+	svc              []float64 // each replica's service time this step, seconds
+	workers          []WorkerMetrics
+	replanned        bool // the replica plan differs from the Config's
 	basePlan         [][]Replica
 	migration        Migration
 	alloc, req, next []float64
@@ -129,9 +133,9 @@ func New(cfg Config) (*Env, error) {
 		App: make([]float64, AppFeatures), Server: make([]float64, e.m*ServerFeatures), Task: make([]float64, e.n*TaskFeatures),
 	}
 	e.info.Requested, e.info.Applied, e.info.Queue = mk(), mk(), mk()
-	e.info.Workers = make([]WorkerMetrics, e.m)
-	for w := range e.info.Workers {
-		e.info.Workers[w] = WorkerMetrics{Executions: mk(), ExecUS: mk(), EdgeRequests: make([]float64, len(e.cfg.App.Edges))}
+	e.workers = make([]WorkerMetrics, e.m)
+	for w := range e.workers {
+		e.workers[w] = WorkerMetrics{Executions: mk(), ExecUS: mk(), EdgeRequests: make([]float64, len(e.cfg.App.Edges))}
 	}
 	return e, nil
 }
@@ -208,8 +212,10 @@ func (e *Env) Reset(seed uint64) (Observation, Info, error) {
 		e.st.tasks[i] = taskStats{}
 	}
 	e.st.emitted, e.st.sinkEvents, e.st.mean, e.st.p95, e.st.completed, e.st.inFlight = 0, 0, 0, 0, false, 0
-	e.info = Info{Step: -1, Seed: seed, Requested: e.info.Requested, Applied: e.info.Applied, Queue: e.info.Queue, Workers: e.info.Workers}
-	e.fillWorkers()
+	e.info = Info{Step: -1, Seed: seed, Requested: e.info.Requested, Applied: e.info.Applied, Queue: e.info.Queue}
+	if e.horizontal() {
+		e.info.Workers = e.WorkerMetrics()
+	}
 	copy(e.info.Requested, e.alloc)
 	copy(e.info.Applied, e.alloc)
 	clear(e.info.Queue)
@@ -342,7 +348,7 @@ func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, erro
 		e.util[k] = 0
 		for _, r := range e.topo.ofTask[k] {
 			if x := e.st.replicas[r].in; x > 0 {
-				e.util[k] = max(e.util[k], x*e.replicaService(r))
+				e.util[k] = max(e.util[k], x*e.svc[r])
 			}
 		}
 		e.queueGrew[k] = e.st.tasks[k].queue > e.prevQueue[k]+1e-9
@@ -373,7 +379,10 @@ func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, erro
 	e.info.Reward = terms
 	e.info.Migration = e.migration
 	e.migration = Migration{}
-	e.fillWorkers()
+	e.info.Workers = nil
+	if e.horizontal() {
+		e.info.Workers = e.WorkerMetrics()
+	}
 
 	e.fillObservation(p95, mean, true)
 
@@ -449,11 +458,13 @@ func (e *Env) replicaService(r int) float64 {
 }
 
 // service is task k's per-event service time at its primary replica.
-func (e *Env) service(k int) float64 { return e.replicaService(e.primary[k]) }
+func (e *Env) service(k int) float64 { return e.svc[e.primary[k]] }
 
+// applyService sets, and caches in svc, every replica's service time.
 func (e *Env) applyService() {
 	for r := range e.topo.replicas {
-		e.core.setService(r, e.replicaService(r))
+		e.svc[r] = e.replicaService(r)
+		e.core.setService(r, e.svc[r])
 	}
 }
 
@@ -633,18 +644,26 @@ func sum(x []float64) float64 {
 	return s
 }
 
-// fillWorkers computes the per-server metrics of the last step from the
-// replicas' statistics and the routing.
-func (e *Env) fillWorkers() {
-	for w := range e.info.Workers {
-		m := &e.info.Workers[w]
+// horizontal reports whether the scenario uses replicas, request costs or
+// shared CPU, the physics horizontal controllers act on.
+func (e *Env) horizontal() bool {
+	rc := e.cfg.Requests
+	return e.cfg.SharedCPU || e.basePlan != nil || e.replanned || rc.AlphaUS != 0 || rc.BetaUS != 0 || rc.GammaUS != 0
+}
+
+// WorkerMetrics computes the per-server metrics of the last step (CLASP,
+// Table 2) from the replicas' statistics and the routing. The returned
+// slice is a buffer owned by the Env, valid until the next call.
+func (e *Env) WorkerMetrics() []WorkerMetrics {
+	for w := range e.workers {
+		m := &e.workers[w]
 		m.Queue, m.LocalRequests, m.RemoteRequests, m.RemoteDestinations, m.LoadUS = 0, 0, 0, 0, 0
 		clear(m.Executions)
 		clear(m.ExecUS)
 		clear(m.EdgeRequests)
 	}
 	for r, rep := range e.topo.replicas {
-		m := &e.info.Workers[rep.server]
+		m := &e.workers[rep.server]
 		x := e.st.replicas[r]
 		m.Queue += x.queue
 		m.Executions[rep.task] += x.done
@@ -658,7 +677,7 @@ func (e *Env) fillWorkers() {
 	}
 	for _, l := range e.topo.links {
 		from, to := e.topo.replicas[l.from], e.topo.replicas[l.to]
-		m := &e.info.Workers[from.server]
+		m := &e.workers[from.server]
 		req := e.st.replicas[l.from].done * e.cfg.App.Tasks[from.task].Selectivity * l.frac
 		m.EdgeRequests[l.edge] += req
 		if from.server == to.server {
@@ -668,8 +687,8 @@ func (e *Env) fillWorkers() {
 		}
 	}
 	rc := e.cfg.Requests
-	for w := range e.info.Workers {
-		m := &e.info.Workers[w]
+	for w := range e.workers {
+		m := &e.workers[w]
 		if m.RemoteRequests > 0 {
 			m.RemoteDestinations = e.remote[w]
 		}
@@ -678,6 +697,7 @@ func (e *Env) fillWorkers() {
 		}
 		m.LoadUS += rc.AlphaUS*m.LocalRequests + rc.BetaUS*m.RemoteRequests + rc.GammaUS*float64(m.RemoteDestinations)
 	}
+	return e.workers
 }
 
 // rebind derives the per-replica tables from the current topology.
@@ -702,4 +722,5 @@ func (e *Env) rebind() {
 	e.requestCosts()
 	e.st.replicas = make([]taskStats, nr)
 	e.shared = make([]float64, nr)
+	e.svc = make([]float64, nr)
 }

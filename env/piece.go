@@ -25,19 +25,36 @@ func (p *piece) absorb(q piece) {
 // however long a backlog grows; no event is ever dropped.
 type ring struct {
 	buf   []piece
-	mask  int // len(buf) − 1; the capacity is a power of two
+	mask  int // len(buf) − 1; the length is a power of two
 	head  int
 	n     int
 	total float64 // Σ w over the ring
+	limit int     // the most pieces the ring grows to
 }
 
-// newRing returns a ring holding at least capacity pieces.
+// ringStart is a ring's initial length: enough for normal operation, small
+// enough to stay in cache. A ring doubles (once per size, kept across
+// resets) while a backlog outgrows it, up to its capacity.
+const ringStart = 32
+
+// newRing returns a ring that holds up to capacity pieces (rounded up to a
+// power of two).
 func newRing(capacity int) ring {
 	c := 1
 	for c < capacity {
 		c <<= 1
 	}
-	return ring{buf: make([]piece, c), mask: c - 1}
+	start := min(c, ringStart)
+	return ring{buf: make([]piece, start), mask: start - 1, limit: c}
+}
+
+// grow doubles the ring's length, keeping its pieces in order.
+func (r *ring) grow() {
+	buf := make([]piece, 2*len(r.buf))
+	for i := 0; i < r.n; i++ {
+		buf[i] = *r.at(i)
+	}
+	r.buf, r.mask, r.head = buf, len(buf)-1, 0
 }
 
 func (r *ring) len() int { return r.n }
@@ -49,8 +66,11 @@ func (r *ring) front() *piece { return &r.buf[r.head] }
 func (r *ring) push(p piece) {
 	r.total += p.w
 	if r.n == len(r.buf) {
-		r.at(r.n - 1).absorb(p)
-		return
+		if len(r.buf) >= r.limit {
+			r.at(r.n - 1).absorb(p)
+			return
+		}
+		r.grow()
 	}
 	r.buf[(r.head+r.n)&r.mask] = p
 	r.n++

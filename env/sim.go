@@ -220,7 +220,6 @@ func newFluid(c *Config, t topology) *fluid {
 		s := &f.stages[i]
 		s.merge = ups[i] > 1
 		s.queue = newRing(c.QueueCapacity)
-		s.inbox = make([]piece, 0, 2*c.QueueCapacity)
 	}
 	for _, k := range t.order {
 		for _, r := range t.ofTask[k] {
@@ -242,6 +241,7 @@ func newFluid(c *Config, t topology) *fluid {
 			for _, o := range s.out {
 				f.stages[o].overlap = true
 			}
+			s.inbox = make([]piece, 0, 2*c.QueueCapacity)
 		}
 	}
 	f.sinkLat = make([]latPiece, 0, 4*c.QueueCapacity)

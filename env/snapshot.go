@@ -151,7 +151,7 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 		s := &stages[i]
 		s.free, s.pushed, s.departed, s.total = d.f(), d.f(), d.f(), d.f()
 		n := d.i()
-		if d.err != nil || n < 0 || n > len(f.stages[i].queue.buf) {
+		if d.err != nil || n < 0 || n > f.stages[i].queue.limit {
 			return fmt.Errorf("%w: stage %d holds %d pieces", ErrSnapshot, i, n)
 		}
 		for j := 0; j < n; j++ {
