@@ -117,26 +117,7 @@ func TestCartPoleRunAndResume(t *testing.T) {
 	}
 
 	// Interrupt once the first checkpoint exists, then resume.
-	part := o
-	part.Out = t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for {
-			if _, err := os.Stat(filepath.Join(part.Out, CheckpointFile)); err == nil {
-				cancel()
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}()
-	if _, err := runJSON(t, ctx, part); err == nil {
-		t.Log("run finished before the interrupt; resuming a finished run")
-	}
-	part.Resume = true
-	r, err := runJSON(t, context.Background(), part)
-	if err != nil {
-		t.Fatal(err)
-	}
+	part, r := interruptThenResume(t, o)
 	if r.PolicySHA256 != s.PolicySHA256 || !r.Resumed {
 		t.Errorf("resumed policy %s, uninterrupted %s", r.PolicySHA256, s.PolicySHA256)
 	}
@@ -173,26 +154,7 @@ func TestStreamscaleResumeKeepsSelection(t *testing.T) {
 	if s.BestDevReward == nil {
 		t.Fatal("no dev reward")
 	}
-	part := o
-	part.Out = t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for {
-			if _, err := os.Stat(filepath.Join(part.Out, CheckpointFile)); err == nil {
-				cancel()
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}()
-	if _, err := runJSON(t, ctx, part); err == nil {
-		t.Log("run finished before the interrupt")
-	}
-	part.Resume = true
-	r, err := runJSON(t, context.Background(), part)
-	if err != nil {
-		t.Fatal(err)
-	}
+	part, r := interruptThenResume(t, o)
 	if r.PolicySHA256 != s.PolicySHA256 || *r.BestDevReward != *s.BestDevReward {
 		t.Fatalf("resumed: policy %s reward %v; uninterrupted: %s %v", r.PolicySHA256, *r.BestDevReward, s.PolicySHA256, *s.BestDevReward)
 	}
@@ -203,4 +165,33 @@ func TestStreamscaleResumeKeepsSelection(t *testing.T) {
 	if _, err := runJSON(t, context.Background(), part); err == nil || !strings.Contains(err.Error(), "best policy") {
 		t.Fatalf("tampered best policy: %v", err)
 	}
+}
+
+// interruptThenResume runs o in a fresh directory, cancels it once its first
+// checkpoint exists, resumes it to the end and returns the resumed run's
+// options and summary.
+func interruptThenResume(t *testing.T, o Options) (Options, Summary) {
+	t.Helper()
+	part := o
+	part.Out = t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if _, err := os.Stat(filepath.Join(part.Out, CheckpointFile)); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	if _, err := runJSON(t, ctx, part); err == nil {
+		t.Log("run finished before the interrupt; resuming a finished run")
+	}
+	part.Resume = true
+	r, err := runJSON(t, context.Background(), part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return part, r
 }
