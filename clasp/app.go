@@ -10,6 +10,10 @@ import (
 // observation or a configuration); test with errors.Is.
 var ErrInvalid = errors.New("clasp: invalid input")
 
+// ErrCapacity is wrapped by planning errors that mean the demand does not
+// fit the largest cluster the planner may use.
+var ErrCapacity = errors.New("clasp: demand exceeds the cluster")
+
 // invalidf returns "clasp: invalid input: <message>" wrapping ErrInvalid.
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)

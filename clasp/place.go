@@ -196,7 +196,7 @@ func Place(app *App, d Demand, m CostModel, budget float64, maxWorkers int) (Pla
 					app.Operators[o].Name, step.NewDests, m.Gamma*float64(step.NewDests), step.PerUnit, budget)
 			}
 			if len(p.shares) == maxWorkers {
-				return Placement{}, fmt.Errorf("clasp: placement needs more than %d workers", maxWorkers)
+				return Placement{}, fmt.Errorf("%w: placement needs more than %d workers", ErrCapacity, maxWorkers)
 			}
 			p.open()
 			cur++

@@ -410,7 +410,8 @@ func (e *Env) replicaCPU(r int) float64 {
 
 // shareCPU divides every server's CPU among its replicas in proportion to
 // their demand — the work queued at them and the work they received in the
-// last step — with an even split when none has any, and sets each task's
+// last step, plus the γ work of the remote destinations they hold — with an
+// even split when none has any, and sets each task's
 // allocation to the sum over its replicas. Replicas with share 0 get none.
 func (e *Env) shareCPU() {
 	const eps = 1e-9
@@ -422,7 +423,8 @@ func (e *Env) shareCPU() {
 		}
 		x := e.st.replicas[r]
 		work := e.cfg.App.Tasks[rep.task].MIPSPerEvent/(e.mipsPerM[r]*1000) + e.reqUS[r]*1e-6
-		return (x.queue+x.in)*work + eps
+		// The γ work of the destinations it holds is demand too.
+		return (x.queue+x.in)*work + e.gammaUS[r]*1e-6 + eps
 	}
 	for r, rep := range e.topo.replicas {
 		e.serverCPU[rep.server] += demand(r)

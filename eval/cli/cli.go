@@ -43,6 +43,7 @@ const usage = `usage: go run ./eval <command> [flags]
 commands:
   run      run one episode of one controller and summarise it
   paired   run the paired evaluation protocol and judge it
+  clasp    reproduce the CLASP evaluation in simulation
 
 Run 'go run ./eval <command> -h' for the flags of a command.
 `
@@ -72,6 +73,8 @@ func Main(ctx context.Context, args []string, o Options) int {
 		err = runCmd(ctx, args[1:], o)
 	case "paired":
 		err = pairedCmd(ctx, args[1:], o)
+	case "clasp":
+		err = claspCmd(ctx, args[1:], o)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(o.Stdout, usage)
 		return 0

@@ -1,0 +1,40 @@
+// Package claspexp reproduces the CLASP evaluation (Qi, Rodriguez & Buyya,
+// arXiv 2608.29103, §6) in the simulator: it builds the homogeneous
+// serverless cluster, converts the paper's applications to env.App, drives
+// clasp planners through the simulator's per-worker metrics and runs the
+// experiments of `go run ./eval clasp`.
+//
+// # What it owns
+//
+//   - the scenario (Scenario, Cluster, EnvApp): N workers of 850 millicores
+//     at 1,000 MIPS per core (W = 850,000 µs/s), a star network (a switch per
+//     worker, each linked to one core switch at 10 Gbps and 0.05 ms), shared
+//     CPU, and the paper's request costs α = 38.5 µs, β = 275 µs,
+//     γ = 51,500 µs;
+//   - the controller adapter (HorizontalController, PlannerController) and
+//     its pure conversions (ObservationFromInfo, ActionFromPlan,
+//     ReplicasFromShares, QuantizeShares);
+//   - the experiments (Scaling, Coefficients, Placements, WorkerCounts,
+//     Migrations) and their report.
+//
+// # Routing
+//
+// The simulator routes an edge between replicas local first, then by the
+// north-west-corner rule in replica order; clasp.Route does the same in
+// worker order. The adapter lists replicas in ascending worker (= server)
+// order, so both agree, except that clasp ignores remote flows of at most
+// 10⁻⁶ of an edge when counting destinations and the simulator does not;
+// QuantizeShares removes such residues.
+//
+// # Units
+//
+// As in package clasp: µs for execution and request costs, µs/s for loads,
+// events (requests) per second for rates, seconds for time, MB for moved
+// state as the simulator reports it.
+//
+// # Determinism
+//
+// Everything is sequential and seeded; no clock reaches an output. The
+// simulator and the planners draw no randomness, so results depend only on
+// the flags.
+package claspexp

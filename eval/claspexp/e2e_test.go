@@ -1,0 +1,63 @@
+package claspexp
+
+import (
+	"reflect"
+	"testing"
+
+	"streamscale/clasp"
+)
+
+func runCLASP(t *testing.T, app clasp.App, n int, rate float64, steps int) ([]StepRecord, *PlannerController) {
+	t.Helper()
+	cfg, err := Scenario(app, n, rate, steps, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcfg := clasp.DefaultConfig()
+	pcfg.MaxWorkers = n
+	p, err := clasp.New(pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl := NewPlannerController(p, app, n)
+	recs, err := Run(cfg, ctrl, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs, ctrl
+}
+
+// TestCLASPRunsSYN runs CLASP's plans for SYN on up to 10 workers for 30 steps at
+// 2,400 events/s: the initial plan deploys on at least two workers, every
+// re-plan applies without error, cumulative throughput never exceeds what was
+// offered, and a second run is identical. (The closed loop does not settle;
+// see the package report.)
+func TestCLASPRunsSYN(t *testing.T) {
+	const rate = 2400
+	recs, ctrl := runCLASP(t, clasp.SYN(), 10, rate, 30)
+	for _, p := range ctrl.Plans {
+		t.Logf("t=%v workers=%d %s", p.Time, p.NumWorkers(), p.Reason)
+	}
+	if len(recs) != 30 {
+		t.Fatalf("%d steps, want 30", len(recs))
+	}
+	if len(ctrl.Plans) == 0 || ctrl.Plans[0].NumWorkers() < 2 {
+		t.Fatalf("initial plan missing or too small: %d plans", len(ctrl.Plans))
+	}
+	offered, done := 0.0, 0.0
+	for i, r := range recs {
+		offered += r.Offered
+		done += r.Throughput
+		if done > offered*(1+1e-9) {
+			t.Fatalf("step %d: cumulative throughput %v exceeds offered %v", i, done, offered)
+		}
+	}
+	again, _ := runCLASP(t, clasp.SYN(), 10, rate, 30)
+	if !reflect.DeepEqual(recs, again) {
+		t.Error("two runs differ")
+	}
+	other, _ := runCLASP(t, clasp.SYN(), 10, rate/2, 30)
+	if reflect.DeepEqual(recs, other) {
+		t.Error("a different rate gave the same run")
+	}
+}

@@ -1,0 +1,515 @@
+package claspexp
+
+import (
+	"fmt"
+	"math"
+
+	"streamscale/clasp"
+	"streamscale/env"
+)
+
+// Placer returns a placement (worker IDs and shares[w][o]) of app for an
+// input rate.
+type Placer func(app clasp.App, rate float64) (ids []int, shares [][]float64, err error)
+
+// nominal is the planner-free demand of app at rate (nothing measured).
+func nominal(app *clasp.App, rate float64) clasp.Demand {
+	ob := clasp.Observation{App: *app, InputRate: rate, Bandwidth: BandwidthBytes}
+	return clasp.Derive(&ob)
+}
+
+// CLASPPlacer is CLASP's placement on exactly n workers (clasp.PlaceN) for
+// the nominal demand at the rate, under the true cost model.
+func CLASPPlacer(n int) Placer {
+	return func(app clasp.App, rate float64) ([]int, [][]float64, error) {
+		m := TrueModel()
+		pl, _, err := clasp.PlaceN(&app, nominal(&app, rate), m, m.Budget, n, n)
+		if err != nil {
+			return nil, nil, err
+		}
+		return seq(len(pl.Shares)), pl.Shares, nil
+	}
+}
+
+// FixedPlacer always returns the same placement.
+func FixedPlacer(ids []int, shares [][]float64) Placer {
+	return func(clasp.App, float64) ([]int, [][]float64, error) { return ids, shares, nil }
+}
+
+func seq(n int) []int {
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = i
+	}
+	return ids
+}
+
+// Probe configures the sustainability test of MaxRate.
+type Probe struct {
+	// Steps is the length of one trial run, seconds. Default 20.
+	Steps int
+	// MinRatio is the share of the input rate the throughput must reach,
+	// averaged over the second half of the run. Default 0.97.
+	MinRatio float64
+	// MaxBacklogS bounds the final backlog, in seconds of input. Default 0.25.
+	MaxBacklogS float64
+	// Iters is the number of bisection steps. Default 10.
+	Iters int
+}
+
+// DefaultProbe returns the defaults documented on the fields.
+func DefaultProbe() Probe { return Probe{Steps: 20, MinRatio: 0.97, MaxBacklogS: 0.25, Iters: 10} }
+
+// Sustains runs app at rate on servers workers with the placer's static
+// placement and reports whether the rate is sustained: throughput over the
+// second half ≥ MinRatio·rate, final backlog ≤ MaxBacklogS·rate and final
+// p95 ≤ the SLO.
+func Sustains(app clasp.App, servers int, place Placer, rate float64, pr Probe) (bool, error) {
+	ids, shares, err := place(app, rate)
+	if err != nil {
+		return false, err
+	}
+	reps, err := ReplicasFromShares(ids, shares, servers)
+	if err != nil {
+		return false, err
+	}
+	cfg, err := Scenario(app, servers, rate, pr.Steps, reps)
+	if err != nil {
+		return false, err
+	}
+	recs, err := Run(cfg, Hold{}, 1, nil)
+	if err != nil {
+		return false, err
+	}
+	thr, half := 0.0, recs[len(recs)/2:]
+	for _, r := range half {
+		thr += r.Throughput
+	}
+	thr /= float64(len(half))
+	last := recs[len(recs)-1]
+	return thr >= pr.MinRatio*rate && last.Backlog <= pr.MaxBacklogS*rate && last.P95MS <= DefaultSLOMS, nil
+}
+
+// MaxRate finds the largest sustained input rate by geometric bisection,
+// starting from the bracket [guess/8, 2·guess] (widened if needed).
+func MaxRate(app clasp.App, servers int, place Placer, guess float64, pr Probe) (float64, error) {
+	lo, hi := guess/8, guess*2
+	for range 6 {
+		ok, err := Sustains(app, servers, place, lo, pr)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			break
+		}
+		lo /= 4
+	}
+	for range 6 {
+		ok, err := Sustains(app, servers, place, hi, pr)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			break
+		}
+		lo, hi = hi, hi*4
+	}
+	for range pr.Iters {
+		mid := math.Sqrt(lo * hi)
+		ok, err := Sustains(app, servers, place, mid, pr)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}
+
+// PredictedRate is the rate CLASP's load model says n workers carry:
+// rate/c for PlaceN's budget multiplier c at a reference rate.
+func PredictedRate(app clasp.App, n int) (float64, error) {
+	const ref = 1000.0
+	m := TrueModel()
+	_, c, err := clasp.PlaceN(&app, nominal(&app, ref), m, m.Budget, n, n)
+	if err != nil {
+		return 0, err
+	}
+	return ref / c, nil
+}
+
+// ScalingRow is one application's maximum sustained throughput per worker
+// count under CLASP's placement.
+type ScalingRow struct {
+	App       string             `json:"app"`
+	Workers   []int              `json:"workers"`
+	MaxRate   []float64          `json:"max_rate"`       // events/s, simulated
+	Predicted []float64          `json:"predicted_rate"` // events/s, CLASP's load model
+	Speedup   map[string]float64 `json:"speedup"`        // max rate at n over at 1 worker
+}
+
+// Scaling measures the maximum sustained throughput of every app at each
+// worker count (paper Fig. sub-linear scaling). workers must start with 1.
+func Scaling(apps []clasp.App, workers []int, pr Probe) ([]ScalingRow, error) {
+	var rows []ScalingRow
+	for _, app := range apps {
+		row := ScalingRow{App: app.Name, Workers: workers, Speedup: map[string]float64{}}
+		for _, n := range workers {
+			pred, err := PredictedRate(app, n)
+			if err != nil {
+				return nil, err
+			}
+			r, err := MaxRate(app, n, CLASPPlacer(n), pred, pr)
+			if err != nil {
+				return nil, fmt.Errorf("claspexp: %s on %d workers: %w", app.Name, n, err)
+			}
+			row.MaxRate = append(row.MaxRate, r)
+			row.Predicted = append(row.Predicted, pred)
+			row.Speedup[fmt.Sprint(n)] = r / row.MaxRate[0]
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// CoefResult compares the estimated capacity model with the simulated one.
+type CoefResult struct {
+	Samples   int                `json:"samples"`
+	True      clasp.CostModel    `json:"true"`
+	Estimated clasp.CostModel    `json:"estimated"` // the RLS estimate (Estimator.Raw)
+	RelError  map[string]float64 `json:"rel_error"` // |est − true| / true per parameter
+	// MaxRelError is the largest relative error over α, β and W (γ is
+	// reported but excluded, as the brief asks).
+	MaxRelError float64 `json:"max_rel_error"`
+}
+
+// Coefficients runs saturated workloads (every app at twice the rate its
+// placement sustains nominally) over several placements that vary the
+// request mix — all on one worker, CLASP's packing on n workers, and one
+// operator per worker round-robin — and feeds every step's worker metrics
+// to one clasp.Estimator (default configuration).
+func Coefficients(apps []clasp.App, steps int) (CoefResult, error) {
+	est, err := clasp.NewEstimator(clasp.DefaultEstimatorConfig())
+	if err != nil {
+		return CoefResult{}, err
+	}
+	for _, app := range apps {
+		for _, n := range []int{1, 2, 3, 5} {
+			for _, mode := range []string{"clasp", "round-robin"} {
+				if n == 1 && mode == "round-robin" {
+					continue
+				}
+				pred, err := PredictedRate(app, n)
+				if err != nil {
+					return CoefResult{}, err
+				}
+				var ids []int
+				var shares [][]float64
+				if mode == "clasp" {
+					ids, shares, err = CLASPPlacer(n)(app, pred)
+					if err != nil {
+						return CoefResult{}, err
+					}
+				} else {
+					ids, shares = seq(n), roundRobin(len(app.Operators), n)
+				}
+				reps, err := ReplicasFromShares(ids, shares, n)
+				if err != nil {
+					return CoefResult{}, err
+				}
+				cfg, err := Scenario(app, n, 2*pred, steps, reps)
+				if err != nil {
+					return CoefResult{}, err
+				}
+				q := QuantizeShares(shares)
+				var obsErr error
+				_, err = Run(cfg, Hold{}, 1, func(t int, info env.Info) {
+					ob, err := ObservationFromInfo(app, info, ids, q, nil, BandwidthBytes)
+					if err != nil {
+						obsErr = err
+						return
+					}
+					est.Observe(float64(t+1), &ob)
+				})
+				if err != nil {
+					return CoefResult{}, err
+				}
+				if obsErr != nil {
+					return CoefResult{}, obsErr
+				}
+			}
+		}
+	}
+	tr, raw := TrueModel(), est.Raw()
+	rel := func(e, t float64) float64 { return math.Abs(e-t) / t }
+	res := CoefResult{Samples: est.Samples(), True: tr, Estimated: raw, RelError: map[string]float64{
+		"alpha": rel(raw.Alpha, tr.Alpha), "beta": rel(raw.Beta, tr.Beta),
+		"gamma": rel(raw.Gamma, tr.Gamma), "budget": rel(raw.Budget, tr.Budget),
+	}}
+	res.MaxRelError = max(res.RelError["alpha"], res.RelError["beta"], res.RelError["budget"])
+	return res, nil
+}
+
+// roundRobin puts operator o wholly on worker o mod n.
+func roundRobin(ops, n int) [][]float64 {
+	s := make([][]float64, n)
+	for w := range s {
+		s[w] = make([]float64, ops)
+	}
+	for o := range ops {
+		s[o%n][o] = 1
+	}
+	return s
+}
+
+// planFor asks a fresh planner for its initial plan at rate.
+func planFor(mk func() (clasp.Planner, error), app clasp.App, rate float64) (clasp.Plan, error) {
+	p, err := mk()
+	if err != nil {
+		return clasp.Plan{}, err
+	}
+	return p.Plan(0, clasp.Observation{App: app, InputRate: rate, Bandwidth: BandwidthBytes})
+}
+
+// planWithWorkers finds, by bisection on a log scale of the input rate, the
+// largest rate for which the planner's initial plan has at most n workers,
+// and returns that plan.
+func planWithWorkers(mk func() (clasp.Planner, error), app clasp.App, n int) (clasp.Plan, error) {
+	lo, hi := 1.0, 1e7
+	best, err := planFor(mk, app, lo)
+	if err != nil {
+		return clasp.Plan{}, err
+	}
+	for range 60 {
+		mid := math.Sqrt(lo * hi)
+		p, err := planFor(mk, app, mid)
+		if err == nil && p.NumWorkers() <= n {
+			lo, best = mid, p
+		} else {
+			hi = mid
+		}
+	}
+	return best, nil
+}
+
+// Baselines are the planners compared with CLASP, by name, each with at
+// most maxWorkers workers.
+func Baselines(maxWorkers int) []struct {
+	Name string
+	New  func() (clasp.Planner, error)
+} {
+	return []struct {
+		Name string
+		New  func() (clasp.Planner, error)
+	}{
+		{"clasp", func() (clasp.Planner, error) {
+			c := clasp.DefaultConfig()
+			c.MaxWorkers = maxWorkers
+			return clasp.New(c)
+		}},
+		{"faasflow", func() (clasp.Planner, error) {
+			c := clasp.DefaultFaaSFlowConfig()
+			c.MaxWorkers = maxWorkers
+			return clasp.NewFaaSFlow(c)
+		}},
+		{"zhang24", func() (clasp.Planner, error) {
+			c := clasp.DefaultZhang24Config()
+			c.MaxWorkers = maxWorkers
+			return clasp.NewZhang24(c)
+		}},
+		{"ds2", func() (clasp.Planner, error) {
+			c := clasp.DefaultDS2Config()
+			c.MaxWorkers = maxWorkers
+			return clasp.NewDS2(c)
+		}},
+	}
+}
+
+// PlacementRow is one application's maximum sustained throughput on n
+// workers under each method's placement.
+type PlacementRow struct {
+	App     string             `json:"app"`
+	Workers int                `json:"workers"`
+	MaxRate map[string]float64 `json:"max_rate"` // events/s per method
+	Used    map[string]int     `json:"workers_used"`
+}
+
+// Placements compares the placements of CLASP (PlaceN on n workers),
+// FaaSFlow and Zhang24 (their initial plan at the largest rate for which
+// they ask for at most n workers) on n workers.
+func Placements(apps []clasp.App, n int, pr Probe) ([]PlacementRow, error) {
+	var rows []PlacementRow
+	for _, app := range apps {
+		row := PlacementRow{App: app.Name, Workers: n, MaxRate: map[string]float64{}, Used: map[string]int{}}
+		pred, err := PredictedRate(app, n)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range Baselines(n)[:3] {
+			place := CLASPPlacer(n)
+			used := n
+			if b.Name != "clasp" {
+				p, err := planWithWorkers(b.New, app, n)
+				if err != nil {
+					return nil, fmt.Errorf("claspexp: %s %s: %w", app.Name, b.Name, err)
+				}
+				ids := make([]int, len(p.Workers))
+				for i, w := range p.Workers {
+					ids[i] = w.ID
+				}
+				place, used = FixedPlacer(ids, p.Shares()), len(ids)
+			}
+			r, err := MaxRate(app, n, place, pred, pr)
+			if err != nil {
+				return nil, fmt.Errorf("claspexp: %s %s: %w", app.Name, b.Name, err)
+			}
+			row.MaxRate[b.Name], row.Used[b.Name] = r, used
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// WorkerRow is one method's worker-count predictions for one app.
+type WorkerRow struct {
+	App          string    `json:"app"`
+	Method       string    `json:"method"`
+	Rates        []float64 `json:"rates"`          // events/s
+	Needed       []int     `json:"needed"`         // smallest n whose CLASP placement sustains the rate (simulated)
+	Predicted    []int     `json:"predicted"`      // the method's initial plan
+	MeanRelError float64   `json:"mean_rel_error"` // mean |predicted − needed| / needed
+}
+
+// WorkerCounts measures, for rates 0.9× the sustained maximum of 2, 4, 6
+// and 8 workers (from maxRate, indexed by n−1 for n = 1…len), the workers
+// each method plans and the workers the simulator needs.
+func WorkerCounts(app clasp.App, maxRate []float64) ([]WorkerRow, error) {
+	var rows []WorkerRow
+	var rates []float64
+	var needed []int
+	for _, n := range []int{2, 4, 6, 8} {
+		if n > len(maxRate) {
+			break
+		}
+		r := 0.9 * maxRate[n-1]
+		need := len(maxRate) + 1
+		for m := 1; m <= len(maxRate); m++ {
+			if maxRate[m-1] >= r {
+				need = m
+				break
+			}
+		}
+		rates, needed = append(rates, r), append(needed, need)
+	}
+	for _, b := range Baselines(512) {
+		row := WorkerRow{App: app.Name, Method: b.Name, Rates: rates, Needed: needed}
+		for i, r := range rates {
+			p, err := planFor(b.New, app, r)
+			if err != nil {
+				return nil, fmt.Errorf("claspexp: %s %s: %w", app.Name, b.Name, err)
+			}
+			row.Predicted = append(row.Predicted, p.NumWorkers())
+			row.MeanRelError += math.Abs(float64(p.NumWorkers()-needed[i])) / float64(needed[i]) / float64(len(rates))
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// MigrationRow is one scaling step's migration cost.
+type MigrationRow struct {
+	App      string  `json:"app"`
+	From, To int     `json:"-"`
+	Step     string  `json:"step"` // "1->5"
+	Rate     float64 `json:"rate"`
+	// PlanDurationS is the plan's DurationS (planning time + the estimated
+	// migration makespan, clasp.Migrate); PlanMovedMB what it moves.
+	PlanDurationS float64 `json:"plan_duration_s"`
+	PlanMovedMB   float64 `json:"plan_moved_mb"`
+	// EnvMaxPauseS and EnvMovedMB are the simulator's Info.Migration.
+	EnvMaxPauseS float64 `json:"env_max_pause_s"`
+	EnvMovedMB   float64 `json:"env_moved_mb"`
+	// P95AfterMS is the worst p95 of the 5 steps after the move.
+	P95AfterMS float64 `json:"p95_after_ms"`
+}
+
+// Migrations moves app between CLASP placements of from and to workers at
+// rate (which the smaller must sustain), after warm steps on the first.
+func Migrations(app clasp.App, pairs [][2]int, rate float64, warm int) ([]MigrationRow, error) {
+	var rows []MigrationRow
+	const servers = 10
+	for _, pair := range pairs {
+		from, to := pair[0], pair[1]
+		ids0, sh0, err := CLASPPlacer(from)(app, rate)
+		if err != nil {
+			return nil, err
+		}
+		ids1, sh1, err := CLASPPlacer(to)(app, rate)
+		if err != nil {
+			return nil, err
+		}
+		reps, err := ReplicasFromShares(ids0, sh0, servers)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := Scenario(app, servers, rate, warm+6, reps)
+		if err != nil {
+			return nil, err
+		}
+		row := MigrationRow{App: app.Name, From: from, To: to, Step: fmt.Sprintf("%d->%d", from, to), Rate: rate}
+		q0 := QuantizeShares(sh0)
+		ctrl := &scriptedMove{at: warm, app: app, ids0: ids0, q0: q0, ids1: ids1, sh1: sh1, row: &row}
+		recs, err := Run(cfg, ctrl, 1, nil)
+		if err != nil {
+			return nil, err
+		}
+		if ctrl.err != nil {
+			return nil, ctrl.err
+		}
+		mig := recs[warm].Migration
+		row.EnvMaxPauseS, row.EnvMovedMB = mig.MaxPauseS, mig.MovedMB
+		for _, r := range recs[warm:] {
+			row.P95AfterMS = max(row.P95AfterMS, r.P95MS)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// scriptedMove holds, then at step at applies the new placement, recording
+// CLASP's migration estimate from the observation of the previous step.
+type scriptedMove struct {
+	at         int
+	app        clasp.App
+	ids0, ids1 []int
+	q0, sh1    [][]float64
+	row        *MigrationRow
+	err        error
+}
+
+func (s *scriptedMove) Reset(uint64) error { return nil }
+
+func (s *scriptedMove) Act(now float64, info env.Info) (env.Action, error) {
+	if int(now) != s.at {
+		return env.Action{Hold: true}, nil
+	}
+	ob, err := ObservationFromInfo(s.app, info, s.ids0, s.q0, nil, BandwidthBytes)
+	if err != nil {
+		return env.Action{}, err
+	}
+	d := clasp.Derive(&ob)
+	q1 := QuantizeShares(s.sh1)
+	mig := clasp.Migrate(&ob, d, s.ids1, q1)
+	s.row.PlanDurationS = clasp.DefaultConfig().ComputeS + mig.MakespanS
+	for _, t := range mig.Transfers {
+		s.row.PlanMovedMB += t.Bytes / (1 << 20)
+	}
+	reps, err := ReplicasFromShares(s.ids1, s.sh1, len(info.Workers))
+	if err != nil {
+		return env.Action{}, err
+	}
+	return env.Action{Replicas: reps}, nil
+}

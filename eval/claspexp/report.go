@@ -1,0 +1,209 @@
+package claspexp
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"streamscale/clasp"
+)
+
+// Report is the artifact of `go run ./eval clasp` (clasp.json).
+type Report struct {
+	Seed      uint64 `json:"seed"`
+	Commit    string `json:"commit"`
+	GoVersion string `json:"go_version"`
+	Scenario  string `json:"scenario"`
+	Probe     Probe  `json:"probe"`
+
+	Scaling      []ScalingRow `json:"scaling"`
+	SYNSpeedup5  float64      `json:"syn_speedup_5"`
+	SYNSpeedup10 float64      `json:"syn_speedup_10"`
+
+	Coefficients CoefResult `json:"coefficients"`
+	CoefRelError float64    `json:"coef_rel_error"`
+
+	// PlacementThroughput[app][method] is the sustained events/s on 10
+	// workers.
+	PlacementThroughput map[string]map[string]float64 `json:"placement_throughput"`
+	Placements          []PlacementRow                `json:"placements"`
+
+	// WorkerError[method] is the mean relative worker-count error over
+	// the apps and rates of WorkerRows.
+	WorkerError map[string]float64 `json:"worker_error"`
+	WorkerRows  []WorkerRow        `json:"worker_rows"`
+
+	Migration []MigrationRow `json:"migration"`
+	Notes     []string       `json:"notes"`
+}
+
+// Options selects what Reproduce runs.
+type Options struct {
+	Apps        []clasp.App // scaling and placement apps
+	WorkerApps  []clasp.App // apps of the worker-count experiment (10 scaling points each)
+	MigrateApps []clasp.App
+	Probe       Probe
+	CoefSteps   int
+}
+
+// DefaultOptions runs every application.
+func DefaultOptions() Options {
+	var apps []clasp.App
+	for _, n := range clasp.AppNames() {
+		a, _ := clasp.AppByName(n)
+		apps = append(apps, a)
+	}
+	return Options{
+		Apps: apps, WorkerApps: []clasp.App{clasp.SYN(), clasp.WC(), clasp.AA(), clasp.ETL()},
+		MigrateApps: []clasp.App{clasp.WC(), clasp.AA()},
+		Probe:       DefaultProbe(), CoefSteps: 40,
+	}
+}
+
+// Reproduce runs experiments (1), (3), (4), (5) and (7) of the brief.
+func Reproduce(o Options, progress func(string)) (Report, error) {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	r := Report{
+		Probe: o.Probe,
+		Scenario: fmt.Sprintf("homogeneous workers of %d millicores at %d MIPS/core (W = %.0f µs/s), star network %.0f Gbps / %.2f ms per link, shared CPU, α = %.1f µs, β = %.0f µs, γ = %.0f µs, SLO p95 %d ms",
+			WorkerMillicores, MIPSPerCore, TrueModel().Budget, LinkBps/1e9, LinkMS, TrueModel().Alpha, TrueModel().Beta, TrueModel().Gamma, DefaultSLOMS),
+	}
+	for _, a := range o.Apps {
+		if _, notes, err := EnvApp(a, DefaultSLOMS); err != nil {
+			return r, err
+		} else {
+			r.Notes = append(r.Notes, notes...)
+		}
+	}
+	progress("scaling")
+	rows, err := Scaling(o.Apps, []int{1, 5, 10}, o.Probe)
+	if err != nil {
+		return r, err
+	}
+	r.Scaling = rows
+	for _, row := range rows {
+		if row.App == "syn" {
+			r.SYNSpeedup5, r.SYNSpeedup10 = row.Speedup["5"], row.Speedup["10"]
+		}
+	}
+	progress("coefficients")
+	if r.Coefficients, err = Coefficients(o.Apps, o.CoefSteps); err != nil {
+		return r, err
+	}
+	r.CoefRelError = r.Coefficients.MaxRelError
+	progress("placements")
+	if r.Placements, err = Placements(o.Apps, 10, o.Probe); err != nil {
+		return r, err
+	}
+	r.PlacementThroughput = map[string]map[string]float64{}
+	for _, p := range r.Placements {
+		r.PlacementThroughput[p.App] = p.MaxRate
+	}
+	progress("worker counts")
+	r.WorkerError = map[string]float64{}
+	cnt := map[string]int{}
+	for _, app := range o.WorkerApps {
+		all := make([]int, 10)
+		for i := range all {
+			all[i] = i + 1
+		}
+		sc, err := Scaling([]clasp.App{app}, all, o.Probe)
+		if err != nil {
+			return r, err
+		}
+		wr, err := WorkerCounts(app, sc[0].MaxRate)
+		if err != nil {
+			return r, err
+		}
+		for _, w := range wr {
+			r.WorkerError[w.Method] += w.MeanRelError
+			cnt[w.Method]++
+		}
+		r.WorkerRows = append(r.WorkerRows, wr...)
+	}
+	for m := range r.WorkerError {
+		r.WorkerError[m] /= float64(cnt[m])
+	}
+	progress("migration")
+	pairs := [][2]int{{1, 5}, {5, 10}, {1, 10}, {5, 1}, {10, 5}, {10, 1}}
+	for _, app := range o.MigrateApps {
+		one, err := MaxRate(app, 1, CLASPPlacer(1), mustPredict(app), o.Probe)
+		if err != nil {
+			return r, err
+		}
+		mr, err := Migrations(app, pairs, 0.5*one, 10)
+		if err != nil {
+			return r, err
+		}
+		r.Migration = append(r.Migration, mr...)
+	}
+	return r, nil
+}
+
+func mustPredict(app clasp.App) float64 {
+	p, err := PredictedRate(app, 1)
+	if err != nil {
+		return 1000
+	}
+	return p
+}
+
+// Markdown renders the report as clasp.md.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# CLASP in simulation\n\nSeed %d, commit %s, %s.\n\nScenario: %s.\n\n", r.Seed, r.Commit, r.GoVersion, r.Scenario)
+	fmt.Fprintf(&b, "Sustained rate: the largest input rate (geometric bisection, %d steps) at which a %d s run keeps throughput ≥ %.2f× input over its second half, a final backlog ≤ %.2f s of input and p95 ≤ the SLO.\n\n",
+		r.Probe.Iters, r.Probe.Steps, r.Probe.MinRatio, r.Probe.MaxBacklogS)
+	b.WriteString("## (1) Scaling (CLASP placement, PlaceN on n workers)\n\n| app | n=1 ev/s | n=5 | n=10 | speedup 5 | speedup 10 | model n=1 | model n=5 | model n=10 |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, s := range r.Scaling {
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f |\n", s.App, s.MaxRate[0], s.MaxRate[1], s.MaxRate[2], s.Speedup["5"], s.Speedup["10"], s.Predicted[0], s.Predicted[1], s.Predicted[2])
+	}
+	fmt.Fprintf(&b, "\nSYN speedup: %.2f× at 5 workers, %.2f× at 10 (paper: 3.7× and 5.5×).\n\n", r.SYNSpeedup5, r.SYNSpeedup10)
+	c := r.Coefficients
+	fmt.Fprintf(&b, "## (3) Coefficient estimation\n\n%d saturated samples. | | true | estimated | rel. error |\n|---|---|---|---|\n", c.Samples)
+	for _, p := range []struct {
+		n    string
+		t, e float64
+	}{{"alpha", c.True.Alpha, c.Estimated.Alpha}, {"beta", c.True.Beta, c.Estimated.Beta}, {"gamma", c.True.Gamma, c.Estimated.Gamma}, {"budget", c.True.Budget, c.Estimated.Budget}} {
+		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %.3f |\n", p.n, p.t, p.e, c.RelError[p.n])
+	}
+	fmt.Fprintf(&b, "\ncoef_rel_error (max over α, β, W): %.3f\n\n", r.CoefRelError)
+	b.WriteString("## (4) Placement throughput on 10 workers (ev/s; workers used)\n\n| app | clasp | faasflow | zhang24 |\n|---|---|---|---|\n")
+	for _, p := range r.Placements {
+		fmt.Fprintf(&b, "| %s | %.0f (%d) | %.0f (%d) | %.0f (%d) |\n", p.App, p.MaxRate["clasp"], p.Used["clasp"], p.MaxRate["faasflow"], p.Used["faasflow"], p.MaxRate["zhang24"], p.Used["zhang24"])
+	}
+	b.WriteString("\n## (5) Worker-count prediction (initial plan vs. workers the simulator needs)\n\n| app | method | rates | needed | predicted | mean rel. error |\n|---|---|---|---|---|---|\n")
+	for _, w := range r.WorkerRows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %v | %v | %.2f |\n", w.App, w.Method, fmtRates(w.Rates), w.Needed, w.Predicted, w.MeanRelError)
+	}
+	var ms []string
+	for m := range r.WorkerError {
+		ms = append(ms, m)
+	}
+	sort.Strings(ms)
+	b.WriteString("\nMean over apps:")
+	for _, m := range ms {
+		fmt.Fprintf(&b, " %s %.2f;", m, r.WorkerError[m])
+	}
+	b.WriteString("\n\n## (7) Migration (CLASP placements, rate = ½ of one worker's sustained rate)\n\n| app | step | plan duration s | plan moved MB | env max pause s | env moved MB | worst p95 after, ms |\n|---|---|---|---|---|---|---|\n")
+	for _, m := range r.Migration {
+		fmt.Fprintf(&b, "| %s | %s | %.4f | %.2f | %.4f | %.2f | %.0f |\n", m.App, m.Step, m.PlanDurationS, m.PlanMovedMB, m.EnvMaxPauseS, m.EnvMovedMB, m.P95AfterMS)
+	}
+	if len(r.Notes) > 0 {
+		b.WriteString("\n## Notes\n\n")
+		for _, n := range r.Notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+	}
+	return b.String()
+}
+
+func fmtRates(rs []float64) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = fmt.Sprintf("%.0f", r)
+	}
+	return strings.Join(s, ", ")
+}

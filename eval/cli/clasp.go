@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"streamscale/clasp"
+	"streamscale/eval/claspexp"
+)
+
+// claspCmd runs the CLASP reproduction (package claspexp) and writes
+// clasp.json and clasp.md into -out.
+func claspCmd(ctx context.Context, args []string, o Options) error {
+	fs := flag.NewFlagSet("clasp", flag.ContinueOnError)
+	out := fs.String("out", "", "output directory for clasp.json and clasp.md (required)")
+	asJSON := fs.Bool("json", false, "print clasp.json to stdout")
+	apps := fs.String("apps", "", "comma-separated apps for scaling, coefficients and placement (default all: wc,sd,aa,pl,nwm,etl,syn)")
+	iters := fs.Int("iters", claspexp.DefaultProbe().Iters, "bisection steps of the sustained-rate search, 1…30")
+	seed := fs.Uint64("seed", 1, "root seed (recorded; the scenarios draw no randomness)")
+	if err := parseFlags(fs, args, o); err != nil {
+		return err
+	}
+	if *out == "" {
+		return usagef("eval clasp: -out is required")
+	}
+	if *iters < 1 || *iters > 30 {
+		return usagef("eval clasp: -iters %d outside 1…30", *iters)
+	}
+	opt := claspexp.DefaultOptions()
+	opt.Probe.Iters = *iters
+	if *apps != "" {
+		names, err := splitList("apps", *apps)
+		if err != nil {
+			return err
+		}
+		opt.Apps = nil
+		for _, n := range names {
+			a, err := clasp.AppByName(n)
+			if err != nil {
+				return usagef("eval clasp: -apps: %v", err)
+			}
+			opt.Apps = append(opt.Apps, a)
+		}
+		opt.WorkerApps = opt.Apps
+		opt.MigrateApps = opt.Apps[:1]
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	rep, err := claspexp.Reproduce(opt, func(stage string) { fmt.Fprintf(o.Stderr, "eval clasp: %s\n", stage) })
+	if err != nil {
+		return err
+	}
+	rep.Seed, rep.Commit, rep.GoVersion = *seed, o.Commit, o.GoVersion
+	js, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	js = append(js, '\n')
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*out, "clasp.json"), js, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*out, "clasp.md"), []byte(rep.Markdown()), 0o644); err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err = o.Stdout.Write(js)
+		return err
+	}
+	fmt.Fprintf(o.Stdout, "SYN speedup %.2f× (5 workers), %.2f× (10); coef_rel_error %.3f; wrote %s\n", rep.SYNSpeedup5, rep.SYNSpeedup10, rep.CoefRelError, *out)
+	return nil
+}
