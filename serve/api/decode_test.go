@@ -1,0 +1,225 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+// smallLayout is app 2, server 2, task 3 values, each in [-10, 10].
+func smallLayout() *layout {
+	lay := &layout{size: 7, off: [numKeys]int{0, 2, 4}, n: [numKeys]int{2, 2, 3}}
+	for range lay.size {
+		lay.low = append(lay.low, -10)
+		lay.high = append(lay.high, 10)
+	}
+	return lay
+}
+
+const okObs = `{"app":[1,2],"server":[3,4],"task":[5,6,7]}`
+
+func TestDecodeAct(t *testing.T) {
+	cases := []struct {
+		body  string
+		batch bool
+		kind  errKind // numKinds: accepted
+		field string
+	}{
+		{body: `{"observation":` + okObs + `}`, kind: numKinds},
+		{body: " \t\r\n{ \"observation\" : " + okObs + " , \"deterministic\" : true , \"probabilities\":false } \n", kind: numKinds},
+		{body: `{"obs\u0065rvation":` + okObs + `}`, kind: numKinds},
+		{body: `{"observation":{"task":[5,6,7],"app":[1,2.5e0],"server":[-0,4E-1]},"sample":true,"seed":18446744073709551615}`, kind: numKinds},
+		{body: `{"observation":` + okObs + `,"deterministic":false,"seed":0}`, kind: numKinds},
+		{body: `{"observations":[` + okObs + `,` + okObs + `]}`, batch: true, kind: numKinds},
+
+		{body: ``, kind: kindBadJSON},
+		{body: `   `, kind: kindBadJSON},
+		{body: `{`, kind: kindBadJSON},
+		{body: `{"observation":` + okObs, kind: kindBadJSON},
+		{body: `{"observation":` + okObs + `}x`, kind: kindBadJSON},
+		{body: `{"observation":` + okObs + `}{}`, kind: kindBadJSON},
+		{body: `{"observation":` + okObs + `,}`, kind: kindBadJSON},
+		{body: `{'observation':` + okObs + `}`, kind: kindBadJSON},
+		{body: `{"observation":{"app":[1,2],"server":[3,4],"task":[5,6,NaN]}}`, kind: kindBadJSON},
+		{body: `{"observation":{"app":[1,2],"server":[3,4],"task":[5,6,Infinity]}}`, kind: kindBadJSON},
+		{body: `{"observation":{"app":[1,2],"server":[3,4],"task":[5,6,-Infinity]}}`, kind: kindBadJSON},
+		{body: `{"observation":{"app":[01,2],"server":[3,4],"task":[5,6,7]}}`, kind: kindBadJSON},
+		{body: `{"observation":{"app":[1.,2],"server":[3,4],"task":[5,6,7]}}`, kind: kindBadJSON},
+		{body: `{"observation":{"app":[.5,2],"server":[3,4],"task":[5,6,7]}}`, kind: kindBadJSON},
+		{body: `{"observation":{"app":[+1,2],"server":[3,4],"task":[5,6,7]}}`, kind: kindBadJSON},
+		{body: `{"observation":{"app":[1e,2],"server":[3,4],"task":[5,6,7]}}`, kind: kindBadJSON},
+		{body: `{"observation":{"app":[-,2],"server":[3,4],"task":[5,6,7]}}`, kind: kindBadJSON},
+		{body: `{"observation":{"app":[1,2,],"server":[3,4],"task":[5,6,7]}}`, kind: kindBadJSON},
+		{body: `{"observation":{"app":[1 2],"server":[3,4],"task":[5,6,7]}}`, kind: kindBadJSON},
+		{body: `{"observation":` + okObs + `,"deterministic":tru}`, kind: kindBadJSON},
+		{body: `{"obs\x":` + okObs + `}`, kind: kindBadJSON},
+		{body: "{\"obs\nervation\":" + okObs + `}`, kind: kindBadJSON},
+		{body: `{"obs\u00":` + okObs + `}`, kind: kindBadJSON},
+
+		{body: `[]`, kind: kindBadRequest, field: "body"},
+		{body: `"x"`, kind: kindBadRequest, field: "body"},
+		{body: `{}`, kind: kindBadRequest, field: "observation"},
+		{body: `{"observation":` + okObs + `,"extra":1}`, kind: kindBadRequest, field: "extra"},
+		{body: `{"Observation":` + okObs + `}`, kind: kindBadRequest, field: "Observation"},
+		{body: `{"observation":{"app":[1,2],"server":[3,4],"task":[5,6,7],"gpu":[]}}`, kind: kindBadRequest, field: "observation.gpu"},
+		{body: `{"observation":{"app":[1,2],"server":[3,4]}}`, kind: kindBadRequest, field: "observation.task"},
+		{body: `{"observation":{"app":[1,2],"server":[3,4],"task":[5,"NaN",7]}}`, kind: kindBadRequest, field: "observation.task[1]"},
+		{body: `{"observation":{"app":[1,2],"server":[3,4],"task":[5,6,"Infinity"]}}`, kind: kindBadRequest, field: "observation.task[2]"},
+		{body: `{"observation":{"app":[[1],2],"server":[3,4],"task":[5,6,7]}}`, kind: kindBadRequest, field: "observation.app[0]"},
+		{body: `{"observation":{"app":[1,2],"server":null,"task":[5,6,7]}}`, kind: kindBadRequest, field: "observation.server"},
+		{body: `{"observation":{"app":[1,2],"server":[3,true],"task":[5,6,7]}}`, kind: kindBadRequest, field: "observation.server[1]"},
+		{body: `{"observation":[1,2,3]}`, kind: kindBadRequest, field: "observation"},
+		{body: `{"observation":` + okObs + `,"observation":` + okObs + `}`, kind: kindBadRequest, field: "observation"},
+		{body: `{"observation":{"app":[1,2],"app":[1,2],"server":[3,4],"task":[5,6,7]}}`, kind: kindBadRequest, field: "observation.app"},
+		{body: `{"observation":` + okObs + `,"deterministic":"yes"}`, kind: kindBadRequest, field: "deterministic"},
+		{body: `{"observation":` + okObs + `,"deterministic":null}`, kind: kindBadRequest, field: "deterministic"},
+		{body: `{"observation":` + okObs + `,"sample":true}`, kind: kindBadRequest, field: "seed"},
+		{body: `{"observation":` + okObs + `,"seed":3}`, kind: kindBadRequest, field: "seed"},
+		{body: `{"observation":` + okObs + `,"sample":true,"deterministic":true,"seed":1}`, kind: kindBadRequest, field: "sample"},
+		{body: `{"observation":` + okObs + `,"sample":false,"deterministic":false,"seed":1}`, kind: kindBadRequest, field: "sample"},
+		{body: `{"observation":` + okObs + `,"sample":true,"seed":-1}`, kind: kindBadRequest, field: "seed"},
+		{body: `{"observation":` + okObs + `,"sample":true,"seed":1.5}`, kind: kindBadRequest, field: "seed"},
+		{body: `{"observation":` + okObs + `,"sample":true,"seed":1e3}`, kind: kindBadRequest, field: "seed"},
+		{body: `{"observation":` + okObs + `,"sample":true,"seed":18446744073709551616}`, kind: kindBadRequest, field: "seed"},
+		{body: `{"observation":` + okObs + `,"sample":true,"seed":"7"}`, kind: kindBadRequest, field: "seed"},
+		{body: `{"observations":[` + okObs + `]}`, kind: kindBadRequest, field: "observations"},
+		{body: `{"observation":` + okObs + `}`, batch: true, kind: kindBadRequest, field: "observation"},
+		{body: `{"observations":{}}`, batch: true, kind: kindBadRequest, field: "observations"},
+		{body: `{"observations":[` + okObs + `,{"app":[1,2],"server":[3,4]}]}`, batch: true, kind: kindBadRequest, field: "observations[1].task"},
+
+		{body: `{"observation":{"app":[1,2],"server":[3,4],"task":[5,6]}}`, kind: kindInvalid, field: "observation.task"},
+		{body: `{"observation":{"app":[1,2],"server":[3,4],"task":[5,6,7,8]}}`, kind: kindInvalid, field: "observation.task"},
+		{body: `{"observation":{"app":[],"server":[3,4],"task":[5,6,7]}}`, kind: kindInvalid, field: "observation.app"},
+		{body: `{"observation":{"app":[1,2],"server":[3,4],"task":[5,6,1e999]}}`, kind: kindInvalid, field: "observation.task[2]"},
+		{body: `{"observation":{"app":[1,2],"server":[3,4],"task":[5,6,-1e400]}}`, kind: kindInvalid, field: "observation.task[2]"},
+		{body: `{"observation":{"app":[1,2],"server":[3,4],"task":[5,6,10.5]}}`, kind: kindInvalid, field: "observation.task[2]"},
+		{body: `{"observation":{"app":[-11,2],"server":[3,4],"task":[5,6,7]}}`, kind: kindInvalid, field: "observation.app[0]"},
+		{body: `{"observations":[]}`, batch: true, kind: kindInvalid, field: "observations"},
+		{body: `{"observations":[` + okObs + `,{"app":[1,2],"server":[3,40],"task":[5,6,7]}]}`, batch: true, kind: kindInvalid, field: "observations[1].server[1]"},
+
+		{body: `{"observations":[` + strings.Repeat(okObs+",", 4) + okObs + `]}`, batch: true, kind: kindBatchTooLarge, field: "observations"},
+	}
+	lay := smallLayout()
+	var req actRequest
+	for _, c := range cases {
+		err := decodeAct([]byte(c.body), lay, c.batch, 4, &req)
+		switch {
+		case c.kind == numKinds && err != nil:
+			t.Errorf("%s: %v", c.body, err)
+		case c.kind == numKinds:
+		case err == nil:
+			t.Errorf("%s: accepted, want %s", c.body, kindNames[c.kind])
+		case err.Kind != c.kind || err.Field != c.field:
+			t.Errorf("%s: %s field %q (%v), want %s field %q", c.body, kindNames[err.Kind], err.Field, err, kindNames[c.kind], c.field)
+		case !strings.HasPrefix(err.Msg, "api: "):
+			t.Errorf("%s: message %q lacks the package prefix", c.body, err.Msg)
+		}
+	}
+}
+
+func TestDecodeActValues(t *testing.T) {
+	lay := smallLayout()
+	var req actRequest
+	body := `{"observations":[{"task":[5,6,7],"server":[3,4],"app":[1,2]},{"app":[-1e-3,0.1],"server":[-0,10],"task":[-10,1e1,2.5E-1]}],"sample":true,"seed":42,"probabilities":true}`
+	if err := decodeAct([]byte(body), lay, true, 4, &req); err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{1, 2, 3, 4, 5, 6, 7, -1e-3, 0.1, 0, 10, -10, 10, 0.25}
+	if req.n != 2 || !req.sample || req.seed != 42 || !req.probabilities || len(req.obs) != len(want) {
+		t.Fatalf("n %d sample %v seed %d probabilities %v obs %v", req.n, req.sample, req.seed, req.probabilities, req.obs)
+	}
+	for i := range want {
+		if req.obs[i] != want[i] {
+			t.Fatalf("obs %v, want %v", req.obs, want)
+		}
+	}
+	// The buffers are reused and every option is reset.
+	if err := decodeAct([]byte(`{"observation":`+okObs+`}`), lay, false, 4, &req); err != nil {
+		t.Fatal(err)
+	}
+	if req.n != 1 || req.sample || req.seed != 0 || req.probabilities || req.obs[6] != 7 {
+		t.Fatalf("second decode: %+v", req)
+	}
+}
+
+// reference is the request decoded by encoding/json.
+type reference struct {
+	Observation   *refObs  `json:"observation"`
+	Observations  []refObs `json:"observations"`
+	Deterministic *bool    `json:"deterministic"`
+	Sample        *bool    `json:"sample"`
+	Seed          *uint64  `json:"seed"`
+	Probabilities *bool    `json:"probabilities"`
+}
+
+type refObs struct {
+	App    []float64 `json:"app"`
+	Server []float64 `json:"server"`
+	Task   []float64 `json:"task"`
+}
+
+// FuzzDecodeAct holds the decoder against encoding/json: it never panics,
+// every refusal is a 400, 413 or 422 with the package prefix, and whatever
+// it accepts encoding/json (with DisallowUnknownFields) accepts too, with
+// the same numbers, bit for bit, and the same options.
+func FuzzDecodeAct(f *testing.F) {
+	f.Add([]byte(`{"observation":`+okObs+`}`), false)
+	f.Add([]byte(`{"observation":`+okObs+`,"sample":true,"seed":7,"probabilities":true}`), false)
+	f.Add([]byte(`{"observations":[`+okObs+`,`+okObs+`],"deterministic":false,"seed":1}`), true)
+	f.Add([]byte(`{"observation":{"app":[1e308,-2.5e-3],"server":[3,4],"task":[5,6,"NaN"]}}`), false)
+	f.Add([]byte(`{"obs\u0065rvation":{"\u0061pp":[1,2],"server":[3,4],"task":[5,6,7]}}`), false)
+	lay := smallLayout()
+	for i := range lay.low {
+		lay.low[i], lay.high[i] = math.Inf(-1), math.Inf(1)
+	}
+	var req actRequest
+	f.Fuzz(func(t *testing.T, body []byte, batch bool) {
+		err := decodeAct(body, lay, batch, 4, &req)
+		if err != nil {
+			if s := err.Status(); s != 400 && s != 413 && s != 422 {
+				t.Fatalf("status %d: %v", s, err)
+			}
+			if !strings.HasPrefix(err.Msg, "api: ") {
+				t.Fatalf("message %q", err.Msg)
+			}
+			return
+		}
+		var ref reference
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&ref); err != nil {
+			t.Fatalf("accepted, encoding/json: %v", err)
+		}
+		if dec.More() {
+			t.Fatalf("accepted, encoding/json sees more data")
+		}
+		obs := ref.Observations
+		if !batch {
+			if ref.Observation == nil || ref.Observations != nil {
+				t.Fatalf("accepted without a single observation")
+			}
+			obs = []refObs{*ref.Observation}
+		}
+		if len(obs) != req.n {
+			t.Fatalf("%d observations, encoding/json %d", req.n, len(obs))
+		}
+		for r, o := range obs {
+			var flat []float64
+			flat = append(append(append(flat, o.App...), o.Server...), o.Task...)
+			for i, v := range flat {
+				if math.Float64bits(v) != math.Float64bits(req.obs[r*lay.size+i]) {
+					t.Fatalf("observation %d value %d: %v, encoding/json %v", r, i, req.obs[r*lay.size+i], v)
+				}
+			}
+		}
+		sample := (ref.Sample != nil && *ref.Sample) || (ref.Deterministic != nil && !*ref.Deterministic)
+		if sample != req.sample || (ref.Seed != nil) != sample || (sample && *ref.Seed != req.seed) {
+			t.Fatalf("options %+v, decoded sample %v seed %d", ref, req.sample, req.seed)
+		}
+		if (ref.Probabilities != nil && *ref.Probabilities) != req.probabilities {
+			t.Fatalf("probabilities %v", req.probabilities)
+		}
+	})
+}

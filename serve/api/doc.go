@@ -1,0 +1,66 @@
+// Package api is streamscale's HTTP inference service: it loads the PPO
+// policy artifacts of a directory and serves their actions over a gin
+// router.
+//
+// # Routes
+//
+//	GET  /healthz                       process alive
+//	GET  /readyz                        200 once every policy loaded and passed its self-test, else 503
+//	GET  /metrics                       Prometheus text exposition (written by hand)
+//	GET  /openapi.json                  the OpenAPI 3 document of these routes (openapi.json, embedded)
+//	GET  /v1/policies                   name, version (weights SHA-256), profile, observation layout, nvec, deltas
+//	POST /v1/policies/{name}/act        one observation → action, deltas, value[, probabilities]
+//	POST /v1/policies/{name}/act/batch  up to Config.MaxBatch observations, results in the same order
+//	POST /admin/reload                  re-read the directory (bearer token; absent without Config.AdminToken)
+//
+// # Requests and their errors
+//
+// An act body is {"observation": {"app": […], "server": […], "task": […]}}
+// plus options "deterministic" (default true), "sample" with a "seed",
+// and "probabilities". Each vector is the row-major flattening of its
+// Box (task: tasks×15, server: servers×5, app: 11) and is checked against
+// the Box's bounds. The decoder (decode.go) is a single-pass scanner of
+// exactly this schema; it is fuzzed (FuzzDecodeAct) against encoding/json.
+// Every refusal is {"error": "api: …", "field": "<JSON path>"} and changes
+// nothing:
+//
+//	400 malformed JSON, trailing data, a value of the wrong JSON type (so
+//	    "NaN" or "Infinity" as strings), unknown or duplicate keys, missing
+//	    keys, conflicting options, a seed without sampling or sampling
+//	    without a seed
+//	413 a body over Config.MaxBodyBytes (1 MiB) or a batch over MaxBatch (256)
+//	415 a Content-Type other than application/json
+//	422 a vector of the wrong length, a number that overflows float64, a
+//	    value outside its declared [low, high] (rejected, not clipped: the
+//	    policy never saw such inputs, and clipping would hide a client's
+//	    unit or layout error), an empty batch
+//	404 unknown policy or route; 405 (with Allow) for a route's wrong method
+//	401 admin route without the token; 503 before the first load
+//	500 a recovered panic (never expected) or a failed reload
+//
+// # Inference
+//
+// Actions come from ppo.Policy.Step on a clone of the policy taken from a
+// per-policy sync.Pool (a Policy is not safe for concurrent use), so the
+// response equals Policy.Act bit for bit. Concurrent deterministic
+// single-observation requests are combined into one batched pass
+// (combine.go: the policy's kernel costs the same for 1 row as for 6, and
+// rows do not interact). Deterministic mode is the
+// per-dimension argmax; sample mode draws from ppo's "ppo/action" stream
+// seeded with the request's seed, observation after observation, so it
+// reproduces a ppo.Controller after Reset(seed). Probabilities come from
+// the policy's own log-probabilities (see entry.probabilities). Request
+// buffers (body, decoded observations, outputs, response) live in a pooled
+// scratch: once warm, the act path allocates nothing, gin included
+// (TestActDoesNotAllocate).
+//
+// # Concurrency
+//
+// The policy set is an immutable registry behind an atomic.Pointer;
+// Reload builds and self-tests a complete new set before swapping it in,
+// and a failed reload keeps the old one. Metrics are atomic counters.
+// Units: latencies in seconds in /metrics, action deltas in millicores.
+//
+// gin is used only here; New switches gin to release mode (a process-wide
+// setting) and installs no request logger.
+package api

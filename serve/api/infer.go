@@ -1,0 +1,236 @@
+package api
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"strconv"
+
+	"streamscale/ppo"
+)
+
+// actionStream is the second PCG seed of ppo's "ppo/action" stream
+// (ppo.NewStream(seed, ppo.StreamAction) is rand.NewPCG(seed, actionStream)),
+// so a pooled generator can be reseeded without allocating.
+var actionStream = func() uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(ppo.StreamAction))
+	return h.Sum64()
+}()
+
+// scratch is everything one request needs beyond the policy itself; the
+// server keeps them in a sync.Pool, so a request allocates nothing once
+// the buffers have grown to its size.
+type scratch struct {
+	body, out []byte
+	req       actRequest
+
+	actions       []int
+	values, logps []float64
+	probs         []float64 // n·Σnvec probabilities, when asked
+
+	// probabilities evaluation: e.rows copies of one observation
+	evObs                  []float64
+	evAct                  []int
+	evLogp, evEnt, evValue []float64
+
+	pcg rand.PCG
+	rng *rand.Rand
+
+	job job // place in a combiner's queue
+}
+
+func newScratch() *scratch {
+	sc := &scratch{}
+	sc.rng = rand.New(&sc.pcg)
+	sc.job.done = make(chan struct{}, 1)
+	return sc
+}
+
+func errNonFinite(policy string, i int, v float64) error {
+	return fmt.Errorf("api: policy %s: value of observation %d is %v", policy, i, v)
+}
+
+// run answers the decoded request: deterministic single observations
+// without probabilities go through the combiner, everything else runs
+// directly.
+func (e *entry) run(sc *scratch) error {
+	if sc.req.n == 1 && !sc.req.sample && !sc.req.probabilities {
+		return e.actCombined(sc)
+	}
+	return e.infer(sc)
+}
+
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// infer runs the policy on the sc.req.n decoded observations: actions,
+// values and, if asked, probabilities land in sc.
+//
+// Deterministic mode takes the per-dimension argmax. Sample mode draws
+// from ppo's "ppo/action" stream seeded with req.seed, observation after
+// observation, exactly as a ppo.Controller does after Reset(seed) and
+// SetDeterministic(false) when it acts on the observations in order.
+func (e *entry) infer(sc *scratch) error {
+	n, dims := sc.req.n, len(e.nvec)
+	sc.actions = grow(sc.actions, n*dims)
+	sc.values = grow(sc.values, n)
+	sc.logps = grow(sc.logps, n)
+	var rng *rand.Rand
+	if sc.req.sample {
+		sc.pcg.Seed(sc.req.seed, actionStream)
+		rng = sc.rng
+	}
+	p := e.policy()
+	defer e.put(p)
+	if err := p.Step(sc.req.obs[:n*e.lay.size], !sc.req.sample, rng, sc.actions, sc.values, sc.logps); err != nil {
+		return err
+	}
+	for i, v := range sc.values {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return errNonFinite(e.name, i, v)
+		}
+	}
+	if !sc.req.probabilities {
+		return nil
+	}
+	width := 0
+	for _, k := range e.nvec {
+		width += k
+	}
+	sc.probs = grow(sc.probs, n*width)
+	for i := range n {
+		obs := sc.req.obs[i*e.lay.size : (i+1)*e.lay.size]
+		if err := e.probabilities(p, sc, obs, sc.actions[i*dims:(i+1)*dims], sc.probs[i*width:(i+1)*width]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// probabilities writes the policy's per-dimension action distribution for
+// obs into dst (Σnvec entries, dimension-major).
+//
+// Policy exposes only joint log-probabilities (Evaluate sums the
+// per-dimension log-softmax values), so the distribution of dimension d
+// comes from differences: with a the chosen action and a[d→j] the same
+// action but j in dimension d, log π(a[d→j]) − log π(a) = log π_d(j) −
+// log π_d(a_d), and π_d(j) = exp of that difference normalised over j.
+// One Evaluate call over 1 + Σ(nvec−1) copies of obs gives every term,
+// computed by the policy's own numerics.
+func (e *entry) probabilities(p *ppo.Policy, sc *scratch, obs []float64, act []int, dst []float64) error {
+	rows, size, dims := e.rows, e.lay.size, len(e.nvec)
+	sc.evObs = grow(sc.evObs, rows*size)
+	sc.evAct = grow(sc.evAct, rows*dims)
+	sc.evLogp = grow(sc.evLogp, rows)
+	sc.evEnt = grow(sc.evEnt, rows)
+	sc.evValue = grow(sc.evValue, rows)
+	for r := range rows {
+		copy(sc.evObs[r*size:(r+1)*size], obs)
+		copy(sc.evAct[r*dims:(r+1)*dims], act)
+	}
+	r := 1
+	for d, k := range e.nvec {
+		for j := range k {
+			if j != act[d] {
+				sc.evAct[r*dims+d] = j
+				r++
+			}
+		}
+	}
+	if err := p.Evaluate(sc.evObs, sc.evAct, sc.evLogp, sc.evEnt, sc.evValue); err != nil {
+		return err
+	}
+	r, off := 1, 0
+	for d, k := range e.nvec {
+		q := dst[off : off+k]
+		sum := 0.0
+		for j := range k {
+			if j == act[d] {
+				q[j] = 1
+			} else {
+				q[j] = math.Exp(sc.evLogp[r] - sc.evLogp[0])
+				r++
+			}
+			sum += q[j]
+		}
+		for j := range q {
+			q[j] /= sum
+		}
+		off += k
+	}
+	return nil
+}
+
+// appendResult appends the JSON object of observation i's result without
+// its closing brace: {"action":[…],"deltas":[…],"value":v[,"probabilities":[[…],…]]
+func (e *entry) appendResult(b []byte, sc *scratch, i int) []byte {
+	dims := len(e.nvec)
+	act := sc.actions[i*dims : (i+1)*dims]
+	b = append(b, `{"action":[`...)
+	for d, a := range act {
+		if d > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(a), 10)
+	}
+	b = append(b, `],"deltas":[`...)
+	for d, a := range act {
+		if d > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendFloat(b, e.deltas[a], 'g', -1, 64)
+	}
+	b = append(b, `],"value":`...)
+	b = strconv.AppendFloat(b, sc.values[i], 'g', -1, 64)
+	if sc.req.probabilities {
+		width := len(sc.probs) / sc.req.n
+		q := sc.probs[i*width : (i+1)*width]
+		b = append(b, `,"probabilities":[`...)
+		off := 0
+		for d, k := range e.nvec {
+			if d > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '[')
+			for j, v := range q[off : off+k] {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendFloat(b, v, 'g', -1, 64)
+			}
+			b = append(b, ']')
+			off += k
+		}
+		b = append(b, ']')
+	}
+	return b
+}
+
+// appendAct appends the response to a single-observation request.
+func (e *entry) appendAct(b []byte, sc *scratch) []byte {
+	b = e.appendResult(b, sc, 0)
+	b = append(b, `,"version":"`...)
+	b = append(b, e.version...)
+	return append(b, `"}`...)
+}
+
+// appendBatch appends the response to a batch request.
+func (e *entry) appendBatch(b []byte, sc *scratch) []byte {
+	b = append(b, `{"results":[`...)
+	for i := range sc.req.n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = e.appendResult(b, sc, i)
+		b = append(b, '}')
+	}
+	b = append(b, `],"version":"`...)
+	b = append(b, e.version...)
+	return append(b, `"}`...)
+}

@@ -1,0 +1,252 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sync"
+
+	"streamscale/env"
+	"streamscale/ppo"
+)
+
+// PolicyFile is the base name of an artifact in its directory:
+// <dir>/<name>/policy.json and policy.safetensors.
+const PolicyFile = "policy"
+
+// validName is what a policy (directory) name may look like: it appears
+// in URLs and metric-free log lines.
+var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// registry is an immutable set of loaded policies; the server swaps whole
+// registries atomically.
+type registry struct {
+	byName map[string]*entry
+	names  []string // sorted
+	list   []byte   // body of GET /v1/policies
+}
+
+// entry is one loaded policy. Everything but the pool is read-only.
+type entry struct {
+	name    string
+	version string // hex SHA-256 of the weights
+	card    *ppo.Card
+	lay     layout
+	nvec    []int
+	deltas  []float64 // millicores of each choice
+	rows    int       // rows of a probabilities evaluation: 1 + Σ(nvec−1)
+	base    *ppo.Policy
+	pool    sync.Pool // *ppo.Policy clones: a Policy is not safe for concurrent use
+	comb    combiner  // merges concurrent single deterministic requests
+}
+
+// policy returns a clone of the policy for one request's exclusive use;
+// give it back with put.
+func (e *entry) policy() *ppo.Policy { return e.pool.Get().(*ppo.Policy) }
+func (e *entry) put(p *ppo.Policy)   { e.pool.Put(p) }
+
+// loadRegistry reads every <dir>/<name>/policy.json (with its weights),
+// validates it and runs a self-test forward pass. Subdirectories without
+// policy.json (e.g. a training run in progress) are skipped; any artifact
+// that is present but invalid fails the whole load.
+func loadRegistry(dir string, m *metrics) (*registry, []string, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("api: policies: %w", err)
+	}
+	reg := &registry{byName: map[string]*entry{}}
+	var skipped []string
+	for _, de := range des {
+		name := de.Name()
+		sub := filepath.Join(dir, name)
+		if st, err := os.Stat(sub); err != nil || !st.IsDir() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(sub, PolicyFile+".json")); errors.Is(err, fs.ErrNotExist) {
+			skipped = append(skipped, name)
+			continue
+		}
+		if !validName.MatchString(name) {
+			return nil, nil, fmt.Errorf("api: policy directory %q: name must match %s", name, validName)
+		}
+		p, card, err := ppo.ReadPolicy(os.DirFS(sub), PolicyFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("api: policy %s: %w", name, err)
+		}
+		e, err := newEntry(name, p, card)
+		if err != nil {
+			return nil, nil, err
+		}
+		if m != nil {
+			e.comb.passes, e.comb.rows = &m.passes, &m.rows
+		}
+		reg.byName[name] = e
+		reg.names = append(reg.names, name)
+	}
+	if len(reg.names) == 0 {
+		return nil, skipped, fmt.Errorf("api: no policies in %s (want %s/<name>/%s.json)", dir, dir, PolicyFile)
+	}
+	slices.Sort(reg.names)
+	if reg.list, err = policyList(reg); err != nil {
+		return nil, nil, err
+	}
+	return reg, skipped, nil
+}
+
+// newEntry checks that the card describes a streamscale policy the server
+// can serve, builds its layout and runs the self-test.
+func newEntry(name string, p *ppo.Policy, card *ppo.Card) (*entry, error) {
+	sp := card.Spaces
+	e := &entry{name: name, version: card.WeightsSHA256, card: card, base: p, nvec: p.Nvec(), deltas: sp.DeltaMillicores}
+	for k := range e.lay.n {
+		e.lay.n[k] = -1
+	}
+	prev := -1
+	for _, key := range sp.Keys {
+		k := slices.Index(keyNames[:], key)
+		if k < 0 {
+			return nil, fmt.Errorf("api: policy %s: observation key %q is not app, server or task", name, key)
+		}
+		if k <= prev {
+			return nil, fmt.Errorf("api: policy %s: observation keys %v are not in the order app, server, task", name, sp.Keys)
+		}
+		prev = k
+		box := sp.Observation[key]
+		e.lay.off[k], e.lay.n[k] = e.lay.size, box.Size()
+		e.lay.size += box.Size()
+		e.lay.low = append(e.lay.low, box.Low...)
+		e.lay.high = append(e.lay.high, box.High...)
+	}
+	if e.lay.size != p.ObsSize() {
+		return nil, fmt.Errorf("api: policy %s: layout has %d values, policy expects %d", name, e.lay.size, p.ObsSize())
+	}
+	for i := range e.lay.low {
+		if !(e.lay.low[i] <= e.lay.high[i]) {
+			return nil, fmt.Errorf("api: policy %s: bounds of value %d are [%v, %v]", name, i, e.lay.low[i], e.lay.high[i])
+		}
+	}
+	e.rows = 1
+	for d, n := range e.nvec {
+		if n != len(e.deltas) {
+			return nil, fmt.Errorf("api: policy %s: action dimension %d has %d choices but the card gives %d millicore deltas", name, d, n, len(e.deltas))
+		}
+		e.rows += n - 1
+	}
+	e.pool.New = func() any { return e.base.Clone() }
+	if err := e.selfTest(); err != nil {
+		return nil, fmt.Errorf("api: policy %s: self-test: %w", name, err)
+	}
+	return e, nil
+}
+
+// selfTest runs the policy on the middle of its observation box in every
+// mode (deterministic alone, as the combiner runs it, and with
+// probabilities; sampled with and without) and checks that the outputs
+// are in range, finite, consistent and repeatable.
+func (e *entry) selfTest() error {
+	sc := newScratch()
+	sc.req.n = 1
+	sc.req.obs = make([]float64, e.lay.size)
+	for i := range sc.req.obs {
+		sc.req.obs[i] = e.lay.low[i] + (e.lay.high[i]-e.lay.low[i])/2
+	}
+	for _, sample := range []bool{false, true} {
+		sc.req.sample, sc.req.seed, sc.req.probabilities = sample, 1, true
+		if err := e.infer(sc); err != nil {
+			return err
+		}
+		act, v := slices.Clone(sc.actions), sc.values[0]
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("value is %v", v)
+		}
+		for d, a := range act {
+			if a < 0 || a >= e.nvec[d] {
+				return fmt.Errorf("action %d is %d, want [0, %d)", d, a, e.nvec[d])
+			}
+		}
+		off := 0
+		for d, n := range e.nvec {
+			sum := 0.0
+			for _, q := range sc.probs[off : off+n] {
+				sum += q
+			}
+			if math.Abs(sum-1) > 1e-9 {
+				return fmt.Errorf("probabilities of dimension %d sum to %v", d, sum)
+			}
+			off += n
+		}
+		sc.req.probabilities = false
+		if err := e.run(sc); err != nil {
+			return err
+		}
+		if !slices.Equal(act, sc.actions) || v != sc.values[0] {
+			return fmt.Errorf("actions %v value %v, then %v %v for the same input", act, v, sc.actions, sc.values[0])
+		}
+	}
+	return nil
+}
+
+// policyInfo is one element of GET /v1/policies.
+type policyInfo struct {
+	Name        string          `json:"name"`
+	Version     string          `json:"version"`
+	Profile     string          `json:"profile"`
+	Env         string          `json:"env"`
+	Observation observationInfo `json:"observation"`
+	Action      actionInfo      `json:"action"`
+	Training    trainingInfo    `json:"training"`
+}
+
+type observationInfo struct {
+	Keys  []string           `json:"keys"`
+	Size  int                `json:"size"`
+	Boxes map[string]env.Box `json:"boxes"`
+}
+
+type actionInfo struct {
+	Nvec            []int     `json:"nvec"`
+	DeltaMillicores []float64 `json:"delta_millicores"`
+}
+
+type trainingInfo struct {
+	Name          string   `json:"name"`
+	Seed          uint64   `json:"seed"`
+	Transitions   int      `json:"transitions"`
+	GradientSteps int      `json:"gradient_steps"`
+	BestDevReward *float64 `json:"best_dev_reward"`
+	ConfigHash    string   `json:"config_hash"`
+	Hidden        []int    `json:"net_arch"`
+	Commit        string   `json:"commit"`
+	GoVersion     string   `json:"go_version"`
+}
+
+func policyList(reg *registry) ([]byte, error) {
+	out := struct {
+		Policies []policyInfo `json:"policies"`
+	}{Policies: []policyInfo{}}
+	for _, name := range reg.names {
+		e := reg.byName[name]
+		c := e.card
+		out.Policies = append(out.Policies, policyInfo{
+			Name: name, Version: e.version, Profile: c.Profile, Env: c.Env,
+			Observation: observationInfo{Keys: c.Spaces.Keys, Size: e.lay.size, Boxes: c.Spaces.Observation},
+			Action:      actionInfo{Nvec: e.nvec, DeltaMillicores: e.deltas},
+			Training: trainingInfo{
+				Name: c.Name, Seed: c.Seed, Transitions: c.Transitions, GradientSteps: c.GradientSteps,
+				BestDevReward: c.BestDevReward, ConfigHash: c.ConfigHash, Hidden: c.Config.Hidden,
+				Commit: c.Commit, GoVersion: c.GoVersion,
+			},
+		})
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("api: policy list: %w", err)
+	}
+	return b, nil
+}
