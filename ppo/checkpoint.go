@@ -108,6 +108,7 @@ func Resume(cfg Config, env VecEnv, opts Options, r io.Reader) (*Trainer, error)
 		return nil, fmt.Errorf("%w: iteration %d outside [0, %d]", ErrCorruptCheckpoint, st.Iteration, cfg.Iterations())
 	}
 	copy(t.theta, st.Theta) // the graphs and policy view t.theta
+	t.policy.weightsChanged()
 	copy(t.opt.m, st.AdamM)
 	copy(t.opt.v, st.AdamV)
 	t.opt.step = st.AdamStep

@@ -30,7 +30,11 @@
 // (TestLossGradientFiniteDifference). Scalars outside the graph — GAE,
 // returns, advantage normalisation, norms, the Adam bias corrections — are
 // float64. Policy evaluates the nets with the same kernels, so its values
-// equal the graph's bit for bit.
+// equal the graph's bit for bit; it keeps each layer's weights packed for
+// the kernel (packed when the policy is built, shared by its clones,
+// repacked after the Trainer updates the weights it views), so a
+// single-observation pass is one matrix-vector product per layer
+// (TestPackedMatchesDirect holds it to the repacking path).
 //
 // Units: rewards and values are in the environment's units per step;
 // learning rate per Adam step; timesteps count env steps summed over envs.

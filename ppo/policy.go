@@ -14,21 +14,60 @@ import (
 // write into caller buffers and reuse internal scratch, so after the first
 // call at a batch size they do not allocate; a Policy is therefore not
 // safe for concurrent use (Clone one per goroutine).
+//
+// Each layer's weights are kept packed in the matrix kernel's panel layout
+// (sgemm.Pack), so a forward pass multiplies without repacking; a
+// single-observation pass is one matrix-vector product per layer. The
+// packed weights are read-only and shared between clones; a Policy that
+// views weights someone else updates (the Trainer's) is told through
+// weightsChanged and repacks on its next pass.
 type Policy struct {
 	arch  *arch
 	theta []float32
+
+	packed []*sgemm.Packed // per net and layer (net·layers + l); nil when stale
+	direct bool            // multiply through sgemm.Gemm, repacking every call (the reference path)
 
 	// scratch, grown on demand
 	x, h, h2, out []float32
 	logp          []float32
 }
 
-func newPolicy(a *arch, theta []float32) *Policy { return &Policy{arch: a, theta: theta} }
-
-// Clone returns an independent copy of p (weights included).
-func (p *Policy) Clone() *Policy {
-	return newPolicy(p.arch, append([]float32(nil), p.theta...))
+// newPolicy returns a policy over theta with its weights packed.
+func newPolicy(a *arch, theta []float32) *Policy {
+	p := &Policy{arch: a, theta: theta}
+	p.pack()
+	return p
 }
+
+// Clone returns an independent copy of p (weights included). The copy
+// shares p's packed weights, which are never written, so Clone does not
+// modify p and may be called concurrently.
+func (p *Policy) Clone() *Policy {
+	theta := append([]float32(nil), p.theta...)
+	if p.packed == nil {
+		return newPolicy(p.arch, theta)
+	}
+	return &Policy{arch: p.arch, theta: theta, packed: p.packed}
+}
+
+// pack packs every layer's weights into a new slice (never into the old
+// one: clones may share it).
+func (p *Policy) pack() {
+	a := p.arch
+	packed := make([]*sgemm.Packed, 2*a.layers())
+	for net := range 2 {
+		for l := range a.layers() {
+			w, _ := a.layer(net, l)
+			packed[net*a.layers()+l] = sgemm.Pack(false, w.cols, w.rows, p.theta[w.off:w.off+w.size()], w.cols)
+		}
+	}
+	p.packed = packed
+}
+
+// weightsChanged drops the packed weights after theta was written; the
+// next forward pass repacks them.
+func (p *Policy) weightsChanged() { p.packed = nil }
 
 // ObsSize is the length of the flat observation the policy expects.
 func (p *Policy) ObsSize() int { return p.arch.obs }
@@ -58,6 +97,9 @@ func (p *Policy) check(obs []float64, n int) error {
 // forward evaluates one net on p.x (n rows) into p.out.
 func (p *Policy) forward(net, n int) []float32 {
 	a := p.arch
+	if p.packed == nil && !p.direct {
+		p.pack()
+	}
 	in := p.x
 	width := a.obs
 	bufs := [2]*[]float32{&p.h, &p.h2}
@@ -70,7 +112,11 @@ func (p *Policy) forward(net, n int) []float32 {
 		}
 		*dst = growF(*dst, n*w.cols)
 		out = *dst
-		sgemm.Gemm(false, false, n, w.cols, width, 1, in, width, p.theta[w.off:w.off+w.size()], w.cols, 0, out, w.cols)
+		if p.direct {
+			sgemm.Gemm(false, false, n, w.cols, width, 1, in, width, p.theta[w.off:w.off+w.size()], w.cols, 0, out, w.cols)
+		} else {
+			sgemm.MulPacked(n, in, width, p.packed[net*a.layers()+l], out, w.cols)
+		}
 		biasApply(out, out, p.theta[b.off:b.off+b.size()])
 		if l < a.layers()-1 {
 			elemApply(out, out, fnTanh)

@@ -1,6 +1,7 @@
 package ppo
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -194,22 +195,117 @@ func TestPolicyMatchesGraph(t *testing.T) {
 	}
 }
 
+// TestPackedMatchesDirect: the packed-weight forward pass gives exactly
+// the bits of the reference path that multiplies through sgemm.Gemm and
+// repacks every call, for single observations and batches around the
+// kernel's 6-row tiles, on shapes around its 16- and 64-column panels.
+func TestPackedMatchesDirect(t *testing.T) {
+	for _, sh := range []struct {
+		obs    int
+		hidden []int
+		nvec   []int
+	}{
+		{181, []int{64, 64}, []int{5, 5, 5, 5, 5, 5, 5, 5, 5}},
+		{11, []int{16, 16}, []int{5, 5, 5}},
+		{7, []int{70}, []int{3, 17}},
+		{1, []int{1}, []int{2}},
+	} {
+		a, err := newArch(sh.obs, sh.hidden, sh.nvec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		theta := make([]float32, a.size)
+		a.initParams(theta, NewStream(4, StreamInit))
+		r := rand.New(rand.NewPCG(7, 8))
+		for i := range theta {
+			theta[i] += float32(r.NormFloat64() * 0.1)
+		}
+		packed := newPolicy(a, theta)
+		direct := &Policy{arch: a, theta: theta, direct: true}
+		clone := packed.Clone()
+		dims := len(sh.nvec)
+		for _, n := range []int{1, 2, 5, 6, 7, 13, 24, 25} {
+			obs := make([]float64, n*sh.obs)
+			for i := range obs {
+				obs[i] = r.NormFloat64()
+			}
+			for _, det := range []bool{true, false} {
+				var got [3][]float64
+				var acts [3][]int
+				for i, p := range []*Policy{direct, packed, clone} {
+					acts[i], got[i] = make([]int, n*dims), make([]float64, 2*n)
+					if err := p.Step(obs, det, rand.New(rand.NewPCG(1, uint64(n))), acts[i], got[i][:n], got[i][n:]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for i := 1; i < 3; i++ {
+					for j := range got[0] {
+						if math.Float64bits(got[i][j]) != math.Float64bits(got[0][j]) {
+							t.Fatalf("%v n=%d det=%v policy %d: output %d = %v, direct %v", sh, n, det, i, j, got[i][j], got[0][j])
+						}
+					}
+					for j := range acts[0] {
+						if acts[i][j] != acts[0][j] {
+							t.Fatalf("%v n=%d det=%v policy %d: action %d = %d, direct %d", sh, n, det, i, j, acts[i][j], acts[0][j])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestTrainerPolicyFollowsWeights: the trainer's policy views weights
+// that every update rewrites; after training it must answer as a fresh
+// reference policy over the final weights, not from stale packed ones.
+func TestTrainerPolicyFollowsWeights(t *testing.T) {
+	tr, _ := train(t, smallConfig(5), 1)
+	direct := &Policy{arch: tr.arch, theta: append([]float32(nil), tr.theta...), direct: true}
+	obs := []float64{0.1, -0.2, 0.03, 0.4}
+	for _, p := range []*Policy{tr.policy, tr.Policy()} {
+		var got, want [1]float64
+		if err := p.Values(obs, got[:]); err != nil {
+			t.Fatal(err)
+		}
+		if err := direct.Values(obs, want[:]); err != nil {
+			t.Fatal(err)
+		}
+		if math.Float64bits(got[0]) != math.Float64bits(want[0]) {
+			t.Errorf("value %v, reference over the trained weights %v", got[0], want[0])
+		}
+	}
+}
+
+// BenchmarkForward is one Step on a pred-shaped policy (181 observations,
+// 64×64 hidden, nine 5-way dimensions): one observation (the serving
+// case) and 14 (a rollout step), through the packed weights and through
+// the reference path that repacks on every call.
 func BenchmarkForward(b *testing.B) {
 	a, _ := newArch(181, []int{64, 64}, []int{5, 5, 5, 5, 5, 5, 5, 5, 5})
 	theta := make([]float32, a.size)
 	a.initParams(theta, NewStream(1, StreamInit))
-	p := newPolicy(a, theta)
-	const n = 14
-	r := rand.New(rand.NewPCG(1, 2))
-	obs := make([]float64, n*181)
-	for i := range obs {
-		obs[i] = r.Float64()
-	}
-	acts, vals, lps := make([]int, n*9), make([]float64, n), make([]float64, n)
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := p.Step(obs, false, r, acts, vals, lps); err != nil {
-			b.Fatal(err)
+	for _, n := range []int{1, 14} {
+		for _, direct := range []bool{false, true} {
+			name := fmt.Sprintf("rows=%d/packed", n)
+			if direct {
+				name = fmt.Sprintf("rows=%d/direct", n)
+			}
+			b.Run(name, func(b *testing.B) {
+				p := newPolicy(a, theta)
+				p.direct = direct
+				r := rand.New(rand.NewPCG(1, 2))
+				obs := make([]float64, n*181)
+				for i := range obs {
+					obs[i] = r.Float64()
+				}
+				acts, vals, lps := make([]int, n*9), make([]float64, n), make([]float64, n)
+				b.ReportAllocs()
+				for b.Loop() {
+					if err := p.Step(obs, n == 1, r, acts, vals, lps); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }

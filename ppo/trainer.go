@@ -366,6 +366,7 @@ func (t *Trainer) minibatch(idx []int, clip, lr float64) (minibatchStats, error)
 	m.clipFrac = float64(clipped) / float64(len(idx))
 	clipGradNorm(t.grad, t.arch.params, t.cfg.MaxGradNorm)
 	t.opt.update(t.theta, t.grad, lr)
+	t.policy.weightsChanged()
 	t.gradSteps++
 	return m, nil
 }

@@ -3,10 +3,8 @@ package api
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"strconv"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // Keys of the observation object, in flattening order (env.Observation.Flatten).
@@ -460,14 +458,6 @@ func (d *decoder) number() ([]byte, *reqError) {
 	}
 	d.i = i
 	return b[start:i], nil
-}
-
-// float parses a number token already checked against JSON's grammar.
-// The string aliases the body only for the duration of the call
-// (strconv copies it into any error it returns, which is discarded).
-func float(tok []byte) (float64, bool) {
-	v, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(tok), len(tok)), 64)
-	return v, err == nil && !math.IsInf(v, 0)
 }
 
 func (d *decoder) seed() *reqError {

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"math/big"
+	"math/rand/v2"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -223,3 +227,68 @@ func FuzzDecodeAct(f *testing.F) {
 		}
 	})
 }
+
+// TestFloatMatchesStrconv holds the decoder's number conversion to
+// strconv.ParseFloat bit for bit: shortest round-trip decimals of random
+// float64s across the exponent range (the observation case), the same
+// truncated to fewer digits, halfway and near-halfway decimals, and
+// hand-picked edge tokens.
+func TestFloatMatchesStrconv(t *testing.T) {
+	check := func(tok string) {
+		t.Helper()
+		want, err := strconv.ParseFloat(tok, 64)
+		wantOK := err == nil && !math.IsInf(want, 0)
+		got, ok := float([]byte(tok))
+		if ok != wantOK || ok && math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("float(%q) = %v, %v; strconv gives %v, %v", tok, got, ok, want, wantOK)
+		}
+	}
+	for _, tok := range []string{"0", "-0", "0.0", "-0.0e5", "1", "-1", "0.1", "1e22", "1e23", "9007199254740993",
+		"9007199254740992", "18446744073709551615", "18446744073709551616", "1234567890123456789", "12345678901234567890",
+		"0.30000000000000004", "2.2250738585072014e-308", "4.9e-324", "1.7976931348623157e308", "1.8e308", "1e-400",
+		"1e400", "1e-64", "1e64", "1e-65", "1e65", "0.000000000000000000000000001", "1E+2", "1e-0", "100000000000000000000000",
+		"5e-324", "-1.2335811384723961e-15", "0.020833333333333332", "7.601402334583733", "1e1001"} {
+		check(tok)
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 60000 {
+		v := math.Float64frombits(r.Uint64())
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			continue
+		}
+		if r.IntN(2) == 0 { // keep to observation-like magnitudes half the time
+			v = r.NormFloat64() * math.Pow(10, float64(r.IntN(40)-20))
+		}
+		s := strconv.FormatFloat(v, 'g', -1, 64)
+		check(s)
+		check(strconv.FormatFloat(v, 'e', r.IntN(19), 64))
+		// halfway between v and its successor, as a long exact decimal
+		h := new(big.Float).SetPrec(2000).SetFloat64(v)
+		h.Add(h, new(big.Float).SetPrec(2000).SetFloat64(math.Nextafter(v, math.Inf(1))))
+		h.Quo(h, big.NewFloat(2))
+		for _, prec := range []int{17, 18, 19, 20, 30} {
+			check(h.Text('e', prec))
+		}
+	}
+}
+
+// FuzzFloat holds float to strconv.ParseFloat on any token of JSON's
+// number grammar.
+func FuzzFloat(f *testing.F) {
+	for _, s := range []string{"0", "-0.5", "1e22", "0.30000000000000004", "2.2250738585072014e-308", "9007199254740993", "1234567890123456789e-30"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, tok string) {
+		if !jsonNumber.MatchString(tok) {
+			return
+		}
+		want, err := strconv.ParseFloat(tok, 64)
+		wantOK := err == nil && !math.IsInf(want, 0)
+		got, ok := float([]byte(tok))
+		if ok != wantOK || ok && math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("float(%q) = %v, %v; strconv gives %v, %v", tok, got, ok, want, wantOK)
+		}
+	})
+}
+
+var jsonNumber = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)

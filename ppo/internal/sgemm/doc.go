@@ -11,5 +11,12 @@
 // bits. On the PPO update's shapes gonum's pure-Go Sgemm manages about
 // 6–10 GFLOP/s, this kernel 50–65 (BenchmarkSgemm).
 //
-// Gemm is safe for concurrent use; scratch panels come from a sync.Pool.
+// For a right-hand matrix used many times (a layer's weights at
+// inference), Pack packs op(B) once and MulPacked multiplies by it without
+// repacking: whole 6-row groups through the micro-kernel, remaining rows
+// through a one-row kernel over four panels at a time. Its results equal
+// Gemm's bit for bit (same sequential sum, same arithmetic per kernel).
+//
+// Gemm and MulPacked are safe for concurrent use; scratch panels come from
+// a sync.Pool, and a Packed is immutable.
 package sgemm

@@ -60,3 +60,50 @@ loop:
 	VMOVUPS Y11, 352(DI)
 	VZEROUPPER
 	RET
+
+// func gemv4AVX2(k int, x, b *float32, ps int, c *float32)
+// c[0:64] = Σ_l x[l]·(b panels 0–3)[l][0:16]; x is k floats, each panel
+// k×16 packed, panels ps bytes apart. One FMA chain per element, in l
+// order, as kernelAVX2 sums, so each row's bits match the 6-row kernel.
+TEXT ·gemv4AVX2(SB), NOSPLIT, $0-40
+	MOVQ k+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ ps+24(FP), R8
+	MOVQ c+32(FP), DI
+	LEAQ (DX)(R8*2), R9
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+
+gloop:
+	VBROADCASTSS (SI), Y8
+	VFMADD231PS  (DX), Y8, Y0
+	VFMADD231PS  32(DX), Y8, Y1
+	VFMADD231PS  (DX)(R8*1), Y8, Y2
+	VFMADD231PS  32(DX)(R8*1), Y8, Y3
+	VFMADD231PS  (R9), Y8, Y4
+	VFMADD231PS  32(R9), Y8, Y5
+	VFMADD231PS  (R9)(R8*1), Y8, Y6
+	VFMADD231PS  32(R9)(R8*1), Y8, Y7
+	ADDQ         $4, SI
+	ADDQ         $64, DX
+	ADDQ         $64, R9
+	DECQ         CX
+	JNE          gloop
+
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	VZEROUPPER
+	RET
