@@ -71,7 +71,8 @@ type Env struct {
 	shared           []float64 // shared-CPU scenarios: each replica's millicores this step
 	svc              []float64 // each replica's service time this step, seconds
 	workers          []WorkerMetrics
-	replanned        bool // the replica plan differs from the Config's
+	taskCount        []float64 // replicas with a share on each server
+	replanned        bool      // the replica plan differs from the Config's
 	basePlan         [][]Replica
 	migration        Migration
 	alloc, req, next []float64
@@ -324,7 +325,19 @@ func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, erro
 		e.changed[k] = e.next[k] - e.alloc[k]
 		e.alloc[k] = e.next[k]
 	}
-	e.applyService()
+	if e.cfg.SharedCPU || a.Replicas != nil {
+		e.applyService()
+	} else {
+		// Only the tasks whose allocation changed need new service times.
+		for k, d := range e.changed {
+			if d != 0 {
+				for _, r := range e.topo.ofTask[k] {
+					e.svc[r] = e.replicaService(r)
+					e.core.setService(r, e.svc[r])
+				}
+			}
+		}
+	}
 
 	wl := e.cfg.Workload
 	rate := wl.Rate((e.cfg.StartOffset + e.t) % wl.Len())
@@ -582,17 +595,12 @@ func (e *Env) fillObservation(p95, mean float64, stepped bool) {
 	for s := 0; s < e.m; s++ {
 		row := e.obs.Server[s*ServerFeatures : (s+1)*ServerFeatures]
 		srv := e.cfg.Servers[s]
-		cnt := 0
-		for _, rep := range e.topo.replicas {
-			if rep.server == s && rep.share > 0 {
-				cnt++
-			}
-		}
+		cnt := e.taskCount[s]
 		row[ServerCPUUtil] = e.serverCPU[s] / srv.CPU
 		row[ServerFreeCPU] = (srv.CPU - e.serverCPU[s]) / maxCPU
 		row[ServerMemUtil] = e.memUsed[s] / srv.RAMMB
 		row[ServerFreeMem] = log1p(srv.RAMMB - e.memUsed[s])
-		row[ServerTaskCount] = float64(cnt)
+		row[ServerTaskCount] = cnt
 		for i := range row {
 			row[i] = clip(row[i], srvLow[i], srvHigh[i])
 		}
@@ -722,6 +730,12 @@ func (e *Env) rebind() {
 		e.primary[k], e.hostOf[k] = best, e.topo.replicas[best].server
 	}
 	e.requestCosts()
+	e.taskCount = make([]float64, e.m)
+	for _, rep := range e.topo.replicas {
+		if rep.share > 0 {
+			e.taskCount[rep.server]++
+		}
+	}
 	e.st.replicas = make([]taskStats, nr)
 	e.shared = make([]float64, nr)
 	e.svc = make([]float64, nr)

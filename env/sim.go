@@ -453,20 +453,34 @@ func quantileMixture(ps []latPiece, q float64) (mean, quant float64, ok bool) {
 		}
 		return c
 	}
-	// Bisection to a 1 µs bracket, then linear interpolation inside it
-	// (the CDF is linear between breakpoints).
+	// Regula falsi with the Illinois modification: the CDF is linear
+	// between breakpoints, so the interpolation lands on the quantile as
+	// soon as the bracket holds no breakpoint; it stops within 1 µs.
 	a, b := lo, hi
-	ca, cb := 0.0, wsum
-	for it := 0; it < 60 && b-a > 1e-6; it++ {
-		x := (a + b) / 2
-		if c := cdf(x); c >= target {
-			b, cb = x, c
-		} else {
-			a, ca = x, c
+	fa, fb := -target, wsum-target
+	side := 0
+	for it := 0; it < 100 && b-a > 1e-6; it++ {
+		x := a - fa*(b-a)/(fb-fa)
+		if !(x > a && x < b) {
+			x = (a + b) / 2
 		}
-	}
-	if cb > ca {
-		return mean, a + (b-a)*(target-ca)/(cb-ca), true
+		fx := cdf(x) - target
+		switch {
+		case fx == 0:
+			return mean, x, true
+		case fx > 0:
+			b, fb = x, fx
+			if side == 1 {
+				fa /= 2
+			}
+			side = 1
+		default:
+			a, fa = x, fx
+			if side == -1 {
+				fb /= 2
+			}
+			side = -1
+		}
 	}
 	return mean, b, true
 }
