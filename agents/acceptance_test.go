@@ -5,7 +5,6 @@ import (
 
 	"streamscale/agents"
 	"streamscale/agents/controllertest"
-	"streamscale/env"
 )
 
 func TestStaticAcceptance(t *testing.T) {
@@ -30,14 +29,4 @@ func TestThresholdAcceptance(t *testing.T) {
 			return c
 		})
 	}
-}
-
-func TestVRebalanceAcceptance(t *testing.T) {
-	// A 20-step interval gives 19 evaluations in the 400-step episode, so
-	// the GP (after 5 random points per tier) runs too.
-	cfg := agents.DefaultVRebalanceConfig()
-	cfg.Interval = 20
-	controllertest.RunScenario(t, "vrebalance", func(sc env.Config) (agents.Controller, error) {
-		return agents.NewVRebalance(cfg, sc)
-	})
 }

@@ -5,13 +5,14 @@
 //   - Static holds every task at a fixed allocation;
 //   - Threshold is a per-task utilization-band autoscaler following the
 //     Kubernetes HPA algorithm (scale-up at once, stabilized scale-down);
-//   - VRebalance is the Bayesian-optimization baseline of the EdgeStreamPy
-//     paper (VRebalance, Kang et al.), one GP optimizer per workload tier.
+//   - subpackage vrebalance holds the Bayesian-optimization baseline of
+//     the EdgeStreamPy paper (VRebalance, Kang et al.), one GP optimizer per
+//     workload tier.
 //
 // Controllers are pure decision logic in the manner of Nomad's scheduler:
 // Act maps an observation to an action and keeps, for explanation, the
-// per-component scores behind it (Threshold.Decisions,
-// VRebalance.Decisions and VRebalance.Tiers); the environment applies the
+// per-component scores behind it (Threshold.Decisions; vrebalance's
+// Decisions and Tiers); the environment applies the
 // action. Subpackage controllertest is the acceptance test every
 // Controller passes.
 //
@@ -20,8 +21,9 @@
 // Observations are the environment's normalized features (package env,
 // obs.go); controllers de-normalize what they need.
 //
-// Dependencies: agents imports env, and bo for VRebalance's optimizer (bo
-// imports no project package).
+// Dependencies: agents imports env only; vrebalance adds bo (which imports
+// no project package). TaskRows and FiniteAppFeature are the observation
+// checks shared by the controllers.
 //
 // Concurrency: a Controller is used by one goroutine at a time; run one
 // instance per environment. Controllers do not retain the observation

@@ -7,9 +7,9 @@ import (
 	"streamscale/env"
 )
 
-// taskRows checks the shape of obs and returns its number of task rows.
+// TaskRows checks the shape of obs and returns its number of task rows.
 // want > 0 requires exactly that many tasks.
-func taskRows(obs env.Observation, want int) (int, error) {
+func TaskRows(obs env.Observation, want int) (int, error) {
 	if len(obs.App) != env.AppFeatures {
 		return 0, fmt.Errorf("agents: observation has %d app features, want %d", len(obs.App), env.AppFeatures)
 	}
@@ -33,8 +33,8 @@ func finiteTaskFeature(obs env.Observation, f int, name string) error {
 	return nil
 }
 
-// finiteAppFeature checks that app feature f is finite.
-func finiteAppFeature(obs env.Observation, f int, name string) error {
+// FiniteAppFeature checks that app feature f of obs is finite.
+func FiniteAppFeature(obs env.Observation, f int, name string) error {
 	if v := obs.App[f]; math.IsNaN(v) || math.IsInf(v, 0) {
 		return fmt.Errorf("agents: observation app feature %s is %v", name, v)
 	}

@@ -192,7 +192,7 @@ func (t *Threshold) Reset(uint64) error {
 
 // Act implements Controller.
 func (t *Threshold) Act(obs env.Observation) (env.Action, error) {
-	n, err := taskRows(obs, t.n)
+	n, err := TaskRows(obs, t.n)
 	if err != nil {
 		return env.Action{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"streamscale/agents"
+	"streamscale/agents/controllertest"
 )
 
 func TestThresholdConfigValidation(t *testing.T) {
@@ -44,7 +45,7 @@ func TestThresholdConfigValidation(t *testing.T) {
 // checks the target and the reason at every step.
 func TestThresholdDecisions(t *testing.T) {
 	type step struct {
-		in     task
+		in     controllertest.TaskRow
 		target float64
 		reason agents.ScaleReason
 	}
@@ -56,48 +57,48 @@ func TestThresholdDecisions(t *testing.T) {
 		window int
 	}{
 		{name: "inside the band", steps: []step{
-			{task{1000, 0.75, 1}, 1000, agents.Hold},
-			{task{1000, 0.6, 1}, 1000, agents.Hold}, // lower edge
-			{task{1000, 0.8, 1}, 1000, agents.Hold}, // upper edge
-			{task{1234, 0.7, 1}, 1234, agents.Hold}, // off-grid allocation kept as is
+			{controllertest.TaskRow{CPU: 1000, Rho: 0.75, Ratio: 1}, 1000, agents.Hold},
+			{controllertest.TaskRow{CPU: 1000, Rho: 0.6, Ratio: 1}, 1000, agents.Hold}, // lower edge
+			{controllertest.TaskRow{CPU: 1000, Rho: 0.8, Ratio: 1}, 1000, agents.Hold}, // upper edge
+			{controllertest.TaskRow{CPU: 1234, Rho: 0.7, Ratio: 1}, 1234, agents.Hold}, // off-grid allocation kept as is
 		}},
 		{name: "scale up by the HPA rule", steps: []step{
-			{task{1000, 1.4, 1}, 2000, agents.ScaleUp},  // 1000·1.4/0.7
-			{task{1000, 0.81, 1}, 1200, agents.ScaleUp}, // 1157.1 rounded up to 50
-			{task{8000, 5, 1}, 10000, agents.ScaleUp},   // clipped to MaxCPU
+			{controllertest.TaskRow{CPU: 1000, Rho: 1.4, Ratio: 1}, 2000, agents.ScaleUp},  // 1000·1.4/0.7
+			{controllertest.TaskRow{CPU: 1000, Rho: 0.81, Ratio: 1}, 1200, agents.ScaleUp}, // 1157.1 rounded up to 50
+			{controllertest.TaskRow{CPU: 8000, Rho: 5, Ratio: 1}, 10000, agents.ScaleUp},   // clipped to MaxCPU
 		}},
 		{name: "first scale-down is immediate (empty window)", steps: []step{
-			{task{2000, 0.35, 1}, 1000, agents.ScaleDown},
+			{controllertest.TaskRow{CPU: 2000, Rho: 0.35, Ratio: 1}, 1000, agents.ScaleDown},
 		}},
 		{name: "scale-down clipped to MinCPU", steps: []step{
-			{task{600, 0.1, 1}, 500, agents.ScaleDown},
+			{controllertest.TaskRow{CPU: 600, Rho: 0.1, Ratio: 1}, 500, agents.ScaleDown},
 		}},
 		{name: "stabilized for the window, then down", window: 3, steps: []step{
-			{task{2000, 0.7, 1}, 2000, agents.Hold},        // rec 2000
-			{task{2000, 0.5, 1}, 2000, agents.Stabilized},  // rec 1450
-			{task{2000, 0.35, 1}, 2000, agents.Stabilized}, // rec 1000, window max 2000
-			{task{2000, 0.35, 1}, 1450, agents.ScaleDown},  // window {1450, 1000, 1000}
-			{task{1450, 0.3, 1}, 1000, agents.ScaleDown},   // rec 650, window {1000, 1000, 650}
+			{controllertest.TaskRow{CPU: 2000, Rho: 0.7, Ratio: 1}, 2000, agents.Hold},        // rec 2000
+			{controllertest.TaskRow{CPU: 2000, Rho: 0.5, Ratio: 1}, 2000, agents.Stabilized},  // rec 1450
+			{controllertest.TaskRow{CPU: 2000, Rho: 0.35, Ratio: 1}, 2000, agents.Stabilized}, // rec 1000, window max 2000
+			{controllertest.TaskRow{CPU: 2000, Rho: 0.35, Ratio: 1}, 1450, agents.ScaleDown},  // window {CPU: 1450, Rho: 1000, Ratio: 1000}
+			{controllertest.TaskRow{CPU: 1450, Rho: 0.3, Ratio: 1}, 1000, agents.ScaleDown},   // rec 650, window {CPU: 1000, Rho: 1000, Ratio: 650}
 		}},
 		{name: "scale-up not delayed by the window", steps: []step{
-			{task{2000, 0.7, 1}, 2000, agents.Hold},
-			{task{2000, 0.35, 1}, 2000, agents.Stabilized},
-			{task{2000, 1.4, 1}, 4000, agents.ScaleUp},
+			{controllertest.TaskRow{CPU: 2000, Rho: 0.7, Ratio: 1}, 2000, agents.Hold},
+			{controllertest.TaskRow{CPU: 2000, Rho: 0.35, Ratio: 1}, 2000, agents.Stabilized},
+			{controllertest.TaskRow{CPU: 2000, Rho: 1.4, Ratio: 1}, 4000, agents.ScaleUp},
 		}},
 		{name: "idle task falls to the minimum after the window", window: 2, steps: []step{
-			{task{2000, 0.7, 1}, 2000, agents.Hold},
-			{task{2000, 0, 1}, 2000, agents.Stabilized},
-			{task{2000, 0, 1}, 500, agents.ScaleDown},
+			{controllertest.TaskRow{CPU: 2000, Rho: 0.7, Ratio: 1}, 2000, agents.Hold},
+			{controllertest.TaskRow{CPU: 2000, Rho: 0, Ratio: 1}, 2000, agents.Stabilized},
+			{controllertest.TaskRow{CPU: 2000, Rho: 0, Ratio: 1}, 500, agents.ScaleDown},
 		}},
 		{name: "processed load saturates", edit: func(c *agents.ThresholdConfig) { c.Utilization = agents.ProcessedLoad }, steps: []step{
-			{task{1000, 3, 0.33}, 1450, agents.ScaleUp}, // u = 0.99 → 1414.3 → 1450
-			{task{1000, 0.75, 1}, 1000, agents.Hold},
+			{controllertest.TaskRow{CPU: 1000, Rho: 3, Ratio: 0.33}, 1450, agents.ScaleUp}, // u = 0.99 → 1414.3 → 1450
+			{controllertest.TaskRow{CPU: 1000, Rho: 0.75, Ratio: 1}, 1000, agents.Hold},
 		}},
 		{name: "offered load sizes in one step", steps: []step{
-			{task{1000, 3, 0.33}, 4300, agents.ScaleUp}, // u = 3 → 4285.7 → 4300
+			{controllertest.TaskRow{CPU: 1000, Rho: 3, Ratio: 0.33}, 4300, agents.ScaleUp}, // u = 3 → 4285.7 → 4300
 		}},
 		{name: "zero tolerance", edit: func(c *agents.ThresholdConfig) { c.Tolerance = 0 }, steps: []step{
-			{task{1000, 0.77, 1}, 1100, agents.ScaleUp},
+			{controllertest.TaskRow{CPU: 1000, Rho: 0.77, Ratio: 1}, 1100, agents.ScaleUp},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,13 +117,13 @@ func TestThresholdDecisions(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, s := range tc.steps {
-				a, err := c.Act(obsOf([]task{s.in}, 100, slo, 1000))
+				a, err := c.Act(controllertest.Obs([]controllertest.TaskRow{s.in}, 100, slo, 1000))
 				if err != nil {
 					t.Fatalf("step %d: %v", i, err)
 				}
 				d := c.Decisions()[0]
 				if len(a.Targets) != 1 || math.Abs(a.Targets[0]-s.target) > 1e-9 || d.Reason != s.reason {
-					t.Fatalf("step %d (cpu %v, ρ %v): target %v (%v), want %v (%v); decision %+v", i, s.in.cpu, s.in.rho, a.Targets, d.Reason, s.target, s.reason, d)
+					t.Fatalf("step %d (cpu %v, ρ %v): target %v (%v), want %v (%v); decision %+v", i, s.in.CPU, s.in.Rho, a.Targets, d.Reason, s.target, s.reason, d)
 				}
 			}
 		})
@@ -136,13 +137,13 @@ func TestThresholdTasksIndependent(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Reset(0)
-	seq := [][]task{
-		{{2000, 0.7, 1}, {1000, 0.7, 1}},
-		{{2000, 0.35, 1}, {1000, 1.4, 1}},
+	seq := [][]controllertest.TaskRow{
+		{{CPU: 2000, Rho: 0.7, Ratio: 1}, {CPU: 1000, Rho: 0.7, Ratio: 1}},
+		{{CPU: 2000, Rho: 0.35, Ratio: 1}, {CPU: 1000, Rho: 1.4, Ratio: 1}},
 	}
 	var a []float64
 	for _, rows := range seq {
-		act, err := c.Act(obsOf(rows, 100, 180, 1000))
+		act, err := c.Act(controllertest.Obs(rows, 100, 180, 1000))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,21 +160,21 @@ func TestThresholdRejectsBadObservation(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Reset(0)
-	good := obsOf([]task{{2000, 0.7, 1}}, 100, 180, 1000)
+	good := controllertest.Obs([]controllertest.TaskRow{{CPU: 2000, Rho: 0.7, Ratio: 1}}, 100, 180, 1000)
 	if _, err := c.Act(good); err != nil {
 		t.Fatal(err)
 	}
-	nan := obsOf([]task{{2000, math.NaN(), 1}}, 100, 180, 1000)
+	nan := controllertest.Obs([]controllertest.TaskRow{{CPU: 2000, Rho: math.NaN(), Ratio: 1}}, 100, 180, 1000)
 	if _, err := c.Act(nan); err == nil {
 		t.Error("NaN offered load accepted")
 	}
-	two := obsOf([]task{{2000, 0.7, 1}, {2000, 0.7, 1}}, 100, 180, 1000)
+	two := controllertest.Obs([]controllertest.TaskRow{{CPU: 2000, Rho: 0.7, Ratio: 1}, {CPU: 2000, Rho: 0.7, Ratio: 1}}, 100, 180, 1000)
 	if _, err := c.Act(two); err == nil {
 		t.Error("task count changed mid-episode and was accepted")
 	}
 	// The rejected calls left no trace: with window 30 the first
 	// recommendation (2000) still holds the allocation.
-	a, err := c.Act(obsOf([]task{{2000, 0.35, 1}}, 100, 180, 1000))
+	a, err := c.Act(controllertest.Obs([]controllertest.TaskRow{{CPU: 2000, Rho: 0.35, Ratio: 1}}, 100, 180, 1000))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestThresholdRejectsBadObservation(t *testing.T) {
 func ExampleThreshold() {
 	c, _ := agents.NewThreshold(agents.DefaultThresholdConfig())
 	c.Reset(0)
-	a, _ := c.Act(obsOf([]task{{cpu: 1000, rho: 1.4, ratio: 0.7}}, 250, 180, 2000))
+	a, _ := c.Act(controllertest.Obs([]controllertest.TaskRow{{CPU: 1000, Rho: 1.4, Ratio: 0.7}}, 250, 180, 2000))
 	d := c.Decisions()[0]
 	fmt.Printf("u=%.2f current=%.0f → target %.0f (%v)\n", d.Utilization, d.Current, a.Targets[0], d.Reason)
 	// Output:

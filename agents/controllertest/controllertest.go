@@ -46,17 +46,11 @@ const (
 // skips that scenario, e.g. for a policy trained on one profile only.
 var ErrUnsupported = errors.New("controllertest: scenario not supported")
 
-// rates is an in-memory workload, events/s per step.
-type rates []float64
-
-func (r rates) Len() int           { return len(r) }
-func (r rates) Rate(i int) float64 { return r[i] }
-
 // Workload returns the acceptance workload: a wave of period 160 steps
 // between about 400 and 4,800 messages/s, a burst to 6,000 at steps
 // 250–269 and no arrivals at steps 340–349.
 func Workload() env.Workload {
-	r := make(rates, Steps)
+	r := make(Rates, Steps)
 	for t := range r {
 		r[t] = 2600 + 2200*math.Sin(2*math.Pi*float64(t)/160)
 		switch {
@@ -275,4 +269,89 @@ func fmtAction(a env.Action) string {
 		return fmt.Sprintf("choices %v", a.Choices)
 	}
 	return fmt.Sprintf("targets %v", a.Targets)
+}
+
+// Rates is an in-memory workload: events/s per step.
+type Rates []float64
+
+// Len implements env.Workload.
+func (r Rates) Len() int { return len(r) }
+
+// Rate implements env.Workload.
+func (r Rates) Rate(i int) float64 { return r[i] }
+
+// Diurnal is n steps of a daily cycle of 288 steps (one 5-minute trace
+// window per step, as the traces are replayed) between 400 and 4,400
+// messages/s.
+func Diurnal(n int) Rates {
+	r := make(Rates, n)
+	for i := range r {
+		r[i] = 2400 + 2000*math.Sin(2*math.Pi*float64(i)/288)
+	}
+	return r
+}
+
+// TaskRow is one hand-built task row of an observation: allocation
+// (millicores), offered load and processed/input ratio.
+type TaskRow struct{ CPU, Rho, Ratio float64 }
+
+// Obs builds an observation with the given task rows (MaxCPU 10,000), the
+// application's p95 (ms, for an SLO of sloMS) and sink throughput (msg/s).
+func Obs(tasks []TaskRow, p95MS, sloMS, thrp float64) env.Observation {
+	o := env.Observation{
+		App:    make([]float64, env.AppFeatures),
+		Server: make([]float64, env.ServerFeatures),
+		Task:   make([]float64, len(tasks)*env.TaskFeatures),
+	}
+	total := 0.0
+	for k, tk := range tasks {
+		row := o.Task[k*env.TaskFeatures : (k+1)*env.TaskFeatures]
+		row[env.TaskCPU] = tk.CPU / 10000
+		row[env.TaskDemandPerCPU] = tk.Rho
+		row[env.TaskThroughputRatio] = tk.Ratio
+		total += tk.CPU
+	}
+	o.App[env.AppP95Latency] = p95MS / sloMS
+	o.App[env.AppTotalCPU] = total / (float64(len(tasks)) * 10000)
+	o.App[env.AppThroughput] = math.Log1p(thrp)
+	return o
+}
+
+// Episode runs ctl for a whole episode of cfg and returns the share of
+// steps that violated the SLO and the mean total allocation.
+func Episode(t testing.TB, cfg env.Config, ctl agents.Controller, seed uint64) (violations, meanCPU float64) {
+	t.Helper()
+	e, err := env.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Reset(seed); err != nil {
+		t.Fatal(err)
+	}
+	obs, _, err := e.Reset(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, viol, cpu := 0, 0, 0.0
+	for {
+		a, err := ctl.Act(obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tr bool
+		var info env.Info
+		obs, _, _, tr, info, err = e.StepAction(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps++
+		if info.Violated {
+			viol++
+		}
+		cpu += info.TotalCPU
+		if tr {
+			break
+		}
+	}
+	return float64(viol) / float64(steps), cpu / float64(steps)
 }

@@ -5,7 +5,7 @@
 //	threshold    the HPA-style utilization-band autoscaler with its
 //	             default configuration (agents.NewThreshold)
 //	vrebalance   VRebalance with its default configuration
-//	             (agents.NewVRebalance)
+//	             (vrebalance.New)
 //	ppo          the trained PPO policy of the scenario's profile,
 //	             <PoliciesDir>/<profile>/policy.{json,safetensors}
 //	ppo:DIR      the PPO policy in DIR/policy.{json,safetensors}

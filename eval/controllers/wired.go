@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"streamscale/agents"
+	"streamscale/agents/vrebalance"
 	"streamscale/env"
 	"streamscale/ppo"
 )
@@ -36,7 +37,7 @@ func thresholdParser() func(string, Options) (string, func(env.Config) (agents.C
 
 func vrebalanceParser() func(string, Options) (string, func(env.Config) (agents.Controller, error), error) {
 	return noArg("vrebalance", func(sc env.Config) (agents.Controller, error) {
-		return agents.NewVRebalance(agents.DefaultVRebalanceConfig(), sc)
+		return vrebalance.New(vrebalance.DefaultConfig(), sc)
 	})
 }
 

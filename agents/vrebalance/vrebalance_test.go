@@ -1,4 +1,4 @@
-package agents_test
+package vrebalance_test
 
 import (
 	"math"
@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"streamscale/agents"
+	"streamscale/agents/controllertest"
+	"streamscale/agents/vrebalance"
 	"streamscale/env"
 )
 
@@ -19,52 +21,52 @@ func predScenario(t testing.TB, w env.Workload) env.Config {
 }
 
 func TestVRebalanceConfigValidation(t *testing.T) {
-	sc := predScenario(t, diurnal(600))
+	sc := predScenario(t, controllertest.Diurnal(600))
 	for _, tc := range []struct {
 		name string
-		edit func(*agents.VRebalanceConfig)
+		edit func(*vrebalance.Config)
 		ok   bool
 	}{
-		{"default", func(*agents.VRebalanceConfig) {}, true},
-		{"interval zero", func(c *agents.VRebalanceConfig) { c.Interval = 0 }, false},
-		{"budget zero", func(c *agents.VRebalanceConfig) { c.ExplorationEvals = 0 }, false},
-		{"band negative", func(c *agents.VRebalanceConfig) { c.HoldBandMS = -1 }, false},
-		{"weight NaN", func(c *agents.VRebalanceConfig) { c.CPUWeight = math.NaN() }, false},
-		{"quantum zero", func(c *agents.VRebalanceConfig) { c.Quantum = 0 }, false},
-		{"initial off grid", func(c *agents.VRebalanceConfig) { c.InitialCPU = 520 }, false},
-		{"initial below min", func(c *agents.VRebalanceConfig) { c.InitialCPU = 450 }, false},
-		{"initial on grid", func(c *agents.VRebalanceConfig) { c.InitialCPU = 1000 }, true},
-		{"bounds descending", func(c *agents.VRebalanceConfig) { c.TierBounds = []float64{3000, 1000} }, false},
-		{"bounds ascending", func(c *agents.VRebalanceConfig) { c.TierBounds = []float64{1000, 3000} }, true},
-		{"quantile 1", func(c *agents.VRebalanceConfig) { c.TierQuantiles = []float64{0.5, 1} }, false},
-		{"no quantiles", func(c *agents.VRebalanceConfig) { c.TierQuantiles = nil }, true},
-		{"bad BO config", func(c *agents.VRebalanceConfig) { c.BO.NInitialPoints = 0 }, false},
+		{"default", func(*vrebalance.Config) {}, true},
+		{"interval zero", func(c *vrebalance.Config) { c.Interval = 0 }, false},
+		{"budget zero", func(c *vrebalance.Config) { c.ExplorationEvals = 0 }, false},
+		{"band negative", func(c *vrebalance.Config) { c.HoldBandMS = -1 }, false},
+		{"weight NaN", func(c *vrebalance.Config) { c.CPUWeight = math.NaN() }, false},
+		{"quantum zero", func(c *vrebalance.Config) { c.Quantum = 0 }, false},
+		{"initial off grid", func(c *vrebalance.Config) { c.InitialCPU = 520 }, false},
+		{"initial below min", func(c *vrebalance.Config) { c.InitialCPU = 450 }, false},
+		{"initial on grid", func(c *vrebalance.Config) { c.InitialCPU = 1000 }, true},
+		{"bounds descending", func(c *vrebalance.Config) { c.TierBounds = []float64{3000, 1000} }, false},
+		{"bounds ascending", func(c *vrebalance.Config) { c.TierBounds = []float64{1000, 3000} }, true},
+		{"quantile 1", func(c *vrebalance.Config) { c.TierQuantiles = []float64{0.5, 1} }, false},
+		{"no quantiles", func(c *vrebalance.Config) { c.TierQuantiles = nil }, true},
+		{"bad BO config", func(c *vrebalance.Config) { c.BO.NInitialPoints = 0 }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := agents.DefaultVRebalanceConfig()
+			cfg := vrebalance.DefaultConfig()
 			tc.edit(&cfg)
-			_, err := agents.NewVRebalance(cfg, sc)
+			_, err := vrebalance.New(cfg, sc)
 			if (err == nil) != tc.ok {
-				t.Fatalf("NewVRebalance error = %v, want ok = %v", err, tc.ok)
+				t.Fatalf("New error = %v, want ok = %v", err, tc.ok)
 			}
 		})
 	}
 	bad := sc
 	bad.Placement = bad.Placement[:2]
-	if _, err := agents.NewVRebalance(agents.DefaultVRebalanceConfig(), bad); err == nil {
+	if _, err := vrebalance.New(vrebalance.DefaultConfig(), bad); err == nil {
 		t.Error("invalid scenario accepted")
 	}
 }
 
-// TestVRebalanceSchedule runs VRebalance on a PRED scenario (one tier, so
+// TestVRebalanceSchedule runs Controller on a PRED scenario (one tier, so
 // that the GP runs after 5 random points) and checks the schedule and every
 // allocation.
 func TestVRebalanceSchedule(t *testing.T) {
 	const steps = 600
-	sc := predScenario(t, diurnal(steps))
-	cfg := agents.DefaultVRebalanceConfig()
+	sc := predScenario(t, controllertest.Diurnal(steps))
+	cfg := vrebalance.DefaultConfig()
 	cfg.TierQuantiles = nil
-	v, err := agents.NewVRebalance(cfg, sc)
+	v, err := vrebalance.New(cfg, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,10 +147,10 @@ func TestVRebalanceSchedule(t *testing.T) {
 	t.Logf("decisions: %d, changes %d, tier %+v", len(ds), changes, tiers[0])
 }
 
-// drive feeds VRebalance one window per entry of windows (Interval steps of
+// drive feeds Controller one window per entry of windows (Interval steps of
 // the same hand-built observation: p95 in ms, throughput in msg/s) and
 // returns its decisions. The observed CPU is the allocation in force.
-func drive(t *testing.T, v *agents.VRebalance, n int, windows [][2]float64) []agents.VRebalanceDecision {
+func drive(t *testing.T, v *vrebalance.Controller, n int, windows [][2]float64) []vrebalance.Decision {
 	t.Helper()
 	if err := v.Reset(5); err != nil {
 		t.Fatal(err)
@@ -160,11 +162,11 @@ func drive(t *testing.T, v *agents.VRebalance, n int, windows [][2]float64) []ag
 		alloc[k] = 500
 	}
 	mk := func(p95, thr float64) env.Observation {
-		rows := make([]task, n)
+		rows := make([]controllertest.TaskRow, n)
 		for k := range rows {
-			rows[k] = task{alloc[k], 1, 1}
+			rows[k] = controllertest.TaskRow{CPU: alloc[k], Rho: 1, Ratio: 1}
 		}
-		return obsOf(rows, p95, slo, thr)
+		return controllertest.Obs(rows, p95, slo, thr)
 	}
 	a, err := v.Act(mk(0, 0)) // observation after Reset
 	if err != nil {
@@ -184,22 +186,22 @@ func drive(t *testing.T, v *agents.VRebalance, n int, windows [][2]float64) []ag
 }
 
 func TestVRebalanceHoldBand(t *testing.T) {
-	sc := predScenario(t, diurnal(600)) // SLO 180 ms: band [130, 180]
-	cfg := agents.DefaultVRebalanceConfig()
+	sc := predScenario(t, controllertest.Diurnal(600)) // SLO 180 ms: band [130, 180]
+	cfg := vrebalance.DefaultConfig()
 	cfg.Interval = 5
 	for _, tc := range []struct {
 		p95  float64
-		kind agents.DecisionKind
+		kind vrebalance.DecisionKind
 	}{
-		{100, agents.Explore},
-		{129, agents.Explore},
-		{131, agents.Keep},
-		{155, agents.Keep},
-		{179.5, agents.Keep},
-		{181, agents.Explore},
-		{1000, agents.Explore},
+		{100, vrebalance.Explore},
+		{129, vrebalance.Explore},
+		{131, vrebalance.Keep},
+		{155, vrebalance.Keep},
+		{179.5, vrebalance.Keep},
+		{181, vrebalance.Explore},
+		{1000, vrebalance.Explore},
 	} {
-		v, err := agents.NewVRebalance(cfg, sc)
+		v, err := vrebalance.New(cfg, sc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,9 +215,9 @@ func TestVRebalanceHoldBand(t *testing.T) {
 		switch {
 		case d.Kind != tc.kind:
 			t.Errorf("p95 %v ms: decision %v, want %v", tc.p95, d.Kind, tc.kind)
-		case tc.kind == agents.Keep && (!unchanged || tier.Evaluations != 0 || tier.Keeps != 1):
+		case tc.kind == vrebalance.Keep && (!unchanged || tier.Evaluations != 0 || tier.Keeps != 1):
 			t.Errorf("p95 %v ms: kept, but allocation %v and tier %+v (want unchanged, nothing told)", tc.p95, d.Allocation, tier)
-		case tc.kind == agents.Explore && (unchanged || tier.Evaluations != 1):
+		case tc.kind == vrebalance.Explore && (unchanged || tier.Evaluations != 1):
 			t.Errorf("p95 %v ms: explored, but allocation %v and tier %+v (want a new point, one evaluation)", tc.p95, d.Allocation, tier)
 		}
 		if want := math.Pow((tc.p95-180)/180, 2); math.Abs(d.Score.Latency-want) > 1e-9 || math.Abs(d.Score.CPUCost) > 1e-12 || d.Score.Objective != d.Score.Latency+d.Score.CPUCost {
@@ -225,11 +227,11 @@ func TestVRebalanceHoldBand(t *testing.T) {
 }
 
 func TestVRebalanceTiers(t *testing.T) {
-	sc := predScenario(t, diurnal(600))
-	cfg := agents.DefaultVRebalanceConfig()
+	sc := predScenario(t, controllertest.Diurnal(600))
+	cfg := vrebalance.DefaultConfig()
 	cfg.Interval = 4
 	cfg.TierBounds = []float64{1000, 3000}
-	v, err := agents.NewVRebalance(cfg, sc)
+	v, err := vrebalance.New(cfg, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,11 +264,11 @@ func TestVRebalanceTiers(t *testing.T) {
 	}
 
 	// Default: tertiles of the scenario workload.
-	ramp := make(rates, 301)
+	ramp := make(controllertest.Rates, 301)
 	for i := range ramp {
 		ramp[i] = float64(i) * 10
 	}
-	d, err := agents.NewVRebalance(agents.DefaultVRebalanceConfig(), predScenario(t, ramp))
+	d, err := vrebalance.New(vrebalance.DefaultConfig(), predScenario(t, ramp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,21 +281,21 @@ func TestVRebalanceTiers(t *testing.T) {
 // its best-so-far allocation. With p95 fixed, the objective is the CPU
 // term, so the best point is the initial all-500 allocation.
 func TestVRebalanceExploitsBest(t *testing.T) {
-	sc := predScenario(t, diurnal(600))
-	cfg := agents.DefaultVRebalanceConfig()
+	sc := predScenario(t, controllertest.Diurnal(600))
+	cfg := vrebalance.DefaultConfig()
 	cfg.Interval = 3
 	cfg.ExplorationEvals = 3
 	cfg.TierQuantiles = nil
-	v, err := agents.NewVRebalance(cfg, sc)
+	v, err := vrebalance.New(cfg, sc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ds := drive(t, v, 6, [][2]float64{{400, 2000}, {400, 2000}, {400, 2000}, {400, 2000}})
-	kinds := []agents.DecisionKind{}
+	kinds := []vrebalance.DecisionKind{}
 	for _, d := range ds {
 		kinds = append(kinds, d.Kind)
 	}
-	if !slices.Equal(kinds, []agents.DecisionKind{agents.Explore, agents.Explore, agents.Exploit, agents.Exploit}) {
+	if !slices.Equal(kinds, []vrebalance.DecisionKind{vrebalance.Explore, vrebalance.Explore, vrebalance.Exploit, vrebalance.Exploit}) {
 		t.Fatalf("decision kinds %v, want [explore explore exploit exploit]", kinds)
 	}
 	tier := v.Tiers()[0]
@@ -315,41 +317,41 @@ func TestVRebalanceExploitsBest(t *testing.T) {
 }
 
 func TestVRebalanceRejectsBadObservation(t *testing.T) {
-	v, err := agents.NewVRebalance(agents.DefaultVRebalanceConfig(), predScenario(t, diurnal(600)))
+	v, err := vrebalance.New(vrebalance.DefaultConfig(), predScenario(t, controllertest.Diurnal(600)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := obsOf(make([]task, 6), 100, 180, 1000)
+	good := controllertest.Obs(make([]controllertest.TaskRow, 6), 100, 180, 1000)
 	if _, err := v.Act(good); err == nil {
 		t.Error("Act before Reset accepted")
 	}
 	v.Reset(1)
-	if _, err := v.Act(obsOf(make([]task, 5), 100, 180, 1000)); err == nil {
+	if _, err := v.Act(controllertest.Obs(make([]controllertest.TaskRow, 5), 100, 180, 1000)); err == nil {
 		t.Error("5 tasks accepted for a 6-task scenario")
 	}
-	nan := obsOf(make([]task, 6), math.NaN(), 180, 1000)
+	nan := controllertest.Obs(make([]controllertest.TaskRow, 6), math.NaN(), 180, 1000)
 	if _, err := v.Act(nan); err == nil {
 		t.Error("NaN p95 accepted")
 	}
 }
 
 // TestVRebalanceBeatsStatic is the end-to-end check: on PRED with a diurnal
-// workload VRebalance violates the SLO less often than static:500.
+// workload Controller violates the SLO less often than static:500.
 func TestVRebalanceBeatsStatic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end episode")
 	}
 	const steps = 1800
-	sc := predScenario(t, diurnal(steps))
-	v, err := agents.NewVRebalance(agents.DefaultVRebalanceConfig(), sc)
+	sc := predScenario(t, controllertest.Diurnal(steps))
+	v, err := vrebalance.New(vrebalance.DefaultConfig(), sc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s, _ := agents.NewStatic(500)
 	th, _ := agents.NewThreshold(agents.DefaultThresholdConfig())
-	vv, vc := episode(t, sc, v, 1)
-	sv, scpu := episode(t, sc, s, 1)
-	tv, tc := episode(t, sc, th, 1)
+	vv, vc := controllertest.Episode(t, sc, v, 1)
+	sv, scpu := controllertest.Episode(t, sc, s, 1)
+	tv, tc := controllertest.Episode(t, sc, th, 1)
 	t.Logf("violation rate / mean total CPU over %d steps: vrebalance %.3f / %.0f, static:500 %.3f / %.0f, threshold %.3f / %.0f", steps, vv, vc, sv, scpu, tv, tc)
 	for i, ts := range v.Tiers() {
 		t.Logf("tier %d [%.0f, %.0f): %d evals, %d explore, %d exploit, %d keep, best %.3f", i, ts.Low, ts.High, ts.Evaluations, ts.Explores, ts.Exploits, ts.Keeps, ts.BestObjective)
@@ -365,15 +367,15 @@ func TestVRebalanceBeatsStatic(t *testing.T) {
 // TestVRebalanceSeeds: the same seed gives the same decisions, another
 // seed other ones.
 func TestVRebalanceSeeds(t *testing.T) {
-	sc := predScenario(t, diurnal(400))
-	cfg := agents.DefaultVRebalanceConfig()
+	sc := predScenario(t, controllertest.Diurnal(400))
+	cfg := vrebalance.DefaultConfig()
 	cfg.Interval = 20
 	run := func(seed uint64) [][]float64 {
-		v, err := agents.NewVRebalance(cfg, sc)
+		v, err := vrebalance.New(cfg, sc)
 		if err != nil {
 			t.Fatal(err)
 		}
-		episode(t, sc, v, seed)
+		controllertest.Episode(t, sc, v, seed)
 		var out [][]float64
 		for _, d := range v.Decisions() {
 			out = append(out, d.Allocation)

@@ -1,39 +1,40 @@
-package agents
+package vrebalance
 
 import (
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"streamscale/agents"
 
 	"streamscale/bo"
 	"streamscale/env"
 )
 
-// VRebalanceConfig configures VRebalance. Start from
-// DefaultVRebalanceConfig; NewVRebalance checks every field and does not
+// Config configures Controller. Start from
+// DefaultConfig; New checks every field and does not
 // substitute defaults for zero values.
-type VRebalanceConfig struct {
+type Config struct {
 	// Interval is the evaluation period and measurement window, in steps
 	// (simulated seconds), ≥ 1: the first allocation is held Interval
 	// steps, then the optimizer is consulted once every Interval steps with
 	// the objective measured over the Interval steps just ended. Default 60
-	// (one simulated minute, VRebalance's period).
+	// (one simulated minute, Controller's period).
 	Interval int
 	// ExplorationEvals is each tier's exploration budget: while a tier's
 	// optimizer holds fewer observations than this, a new allocation is the
 	// optimizer's suggestion; afterwards it is the tier's best-so-far
-	// allocation. ≥ 1. Default 16: VRebalance's exploration window is 5 to
+	// allocation. ≥ 1. Default 16: Controller's exploration window is 5 to
 	// 16 minutes with one evaluation a minute; here one evaluation is one
 	// Interval, so 16 evaluations are 960 steps of the tier's time (5 would
 	// be the optimizer's random initial points only, no GP step).
 	ExplorationEvals int
 	// HoldBandMS: no new point is proposed (the allocation is kept and the
 	// window is not told to the optimizer) while the window's p95 is within
-	// [SLO − HoldBandMS, SLO], milliseconds ≥ 0. Default 50, VRebalance's
+	// [SLO − HoldBandMS, SLO], milliseconds ≥ 0. Default 50, Controller's
 	// "within 50 ms of the target".
 	HoldBandMS float64
-	// CPUWeight w ≥ 0 of the CPU term of the objective (see VRebalance).
+	// CPUWeight w ≥ 0 of the CPU term of the objective (see Controller).
 	// Default 1: the CPU term then spans [0, 1], the same range as the
 	// latency term over SLO-meeting windows.
 	CPUWeight float64
@@ -56,14 +57,14 @@ type VRebalanceConfig struct {
 	// one tier. Default {1/3, 2/3}: three equally frequent tiers.
 	TierQuantiles []float64
 	// BO configures each tier's optimizer. Default bo.DefaultConfig():
-	// GP-Hedge, 5 random initial points, as VRebalance's scikit-optimize
+	// GP-Hedge, 5 random initial points, as Controller's scikit-optimize
 	// setup.
 	BO bo.Config
 }
 
-// DefaultVRebalanceConfig returns the default VRebalanceConfig.
-func DefaultVRebalanceConfig() VRebalanceConfig {
-	return VRebalanceConfig{
+// DefaultConfig returns the default Config.
+func DefaultConfig() Config {
+	return Config{
 		Interval:         60,
 		ExplorationEvals: 16,
 		HoldBandMS:       50,
@@ -75,7 +76,7 @@ func DefaultVRebalanceConfig() VRebalanceConfig {
 	}
 }
 
-func (c VRebalanceConfig) validate() error {
+func (c Config) validate() error {
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	switch {
 	case c.Interval < 1:
@@ -104,7 +105,7 @@ func (c VRebalanceConfig) validate() error {
 	return nil
 }
 
-// DecisionKind is what VRebalance did at an evaluation.
+// DecisionKind is what Controller did at an evaluation.
 type DecisionKind int
 
 const (
@@ -145,8 +146,8 @@ type WindowScore struct {
 	Objective  float64 // Latency + CPUCost
 }
 
-// VRebalanceDecision records one evaluation of VRebalance, for explanation.
-type VRebalanceDecision struct {
+// Decision records one evaluation of Controller, for explanation.
+type Decision struct {
 	Step       int          // steps since Reset at which it was taken (a multiple of Interval)
 	Tier       int          // tier of the measured window, whose optimizer was consulted
 	Kind       DecisionKind // what was done
@@ -169,12 +170,12 @@ type TierStats struct {
 	BestAllocation []float64 // allocation that achieved it, nil if none
 }
 
-// VRebalance is the VRebalance baseline (Kang et al.: Bayesian optimization,
+// Controller is the Controller baseline (Kang et al.: Bayesian optimization,
 // with scikit-optimize, of the CPU allocation of the tasks of an Apache
 // Storm topology), reimplemented for the simulator as the EdgeStreamPy
 // paper (arXiv 2609.12975) did; where that paper is silent this follows the
 // original code and the choices are documented here and on
-// VRebalanceConfig. It searches the allocation
+// Config. It searches the allocation
 // vector x ∈ {MinCPU + k·Quantum}^n (one CPU value per task) with a
 // Gaussian-process Bayesian optimizer (package bo: Matérn-5/2 GP,
 // GP-Hedge, 5 random initial points) that minimizes, per measured window,
@@ -182,7 +183,7 @@ type TierStats struct {
 //	f(x) = ((p95 − SLO)/SLO)² + w·(C − n·MinCPU)/(n·(MaxCPU − MinCPU)),
 //
 // p95 and C the window means of the per-step p95 latency and total
-// allocation, w = CPUWeight. The first term is VRebalance's squared
+// allocation, w = CPUWeight. The first term is Controller's squared
 // relative error of tail latency against its target; it is symmetric, so
 // it also penalizes latency far below the SLO (over-provisioning), and it
 // lies in [0, 1] over SLO-meeting windows. The second term is the CPU in
@@ -199,10 +200,10 @@ type TierStats struct {
 //
 //   - its mean sink throughput selects a workload tier (TierBounds, by
 //     default the tertiles of the workload's arrival rate); each tier has
-//     its own optimizer and history (VRebalance keeps one model per
+//     its own optimizer and history (Controller keeps one model per
 //     workload level, since the best allocation depends on the load);
 //   - if the window's p95 is within [SLO − HoldBandMS, SLO] the
-//     allocation is kept and the optimizer is not told (VRebalance
+//     allocation is kept and the optimizer is not told (Controller
 //     proposed no new point while every application was within 50 ms of
 //     its target);
 //   - otherwise the window is told to the tier's optimizer, and the next
@@ -213,7 +214,7 @@ type TierStats struct {
 //
 // The tier measured is also the tier assumed for the next window (the
 // load changes slowly compared with a window). Throughput, not the offered
-// rate, selects the tier, as in VRebalance: an overloaded window is
+// rate, selects the tier, as in Controller: an overloaded window is
 // assigned the tier of what it delivered.
 //
 // Feasibility. A suggestion may over-commit a server. On a server whose
@@ -231,8 +232,8 @@ type TierStats struct {
 // env.NewSource(seed, "agents/vrebalance/tier<i>"). Cost: a GP suggestion
 // takes about 10–30 ms (bo.BenchmarkSuggest), made at most once per
 // Interval; a 3,600-step episode makes about 30 (BenchmarkEpisode).
-type VRebalance struct {
-	cfg    VRebalanceConfig
+type Controller struct {
+	cfg    Config
 	n      int
 	slo    float64 // ms
 	minCPU float64
@@ -249,7 +250,7 @@ type VRebalance struct {
 	out       []float64 // returned Targets
 	win       window
 	tiers     []tier
-	decisions []VRebalanceDecision
+	decisions []Decision
 	scratch   []float64 // per-server sums
 }
 
@@ -263,10 +264,10 @@ type tier struct {
 	stats TierStats
 }
 
-// NewVRebalance returns a VRebalance controller for scenario, whose
+// New returns a Controller controller for scenario, whose
 // placement, server capacities, CPU bounds, SLO and (for the default tier
 // boundaries) workload it uses.
-func NewVRebalance(cfg VRebalanceConfig, scenario env.Config) (*VRebalance, error) {
+func New(cfg Config, scenario env.Config) (*Controller, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -275,7 +276,7 @@ func NewVRebalance(cfg VRebalanceConfig, scenario env.Config) (*VRebalance, erro
 		return nil, fmt.Errorf("agents: vrebalance: %w", err)
 	}
 	sc := e.Config()
-	v := &VRebalance{
+	v := &Controller{
 		cfg:    cfg,
 		n:      len(sc.App.Tasks),
 		slo:    sc.App.SLOMS,
@@ -353,7 +354,7 @@ func tierBounds(w env.Workload, offset, steps int, qs []float64) []float64 {
 }
 
 // Config returns the configuration.
-func (v *VRebalance) Config() VRebalanceConfig {
+func (v *Controller) Config() Config {
 	c := v.cfg
 	c.TierBounds = slices.Clone(c.TierBounds)
 	c.TierQuantiles = slices.Clone(c.TierQuantiles)
@@ -362,11 +363,11 @@ func (v *VRebalance) Config() VRebalanceConfig {
 
 // TierBounds returns the sink-throughput boundaries between tiers in use,
 // messages/s (one fewer than the tiers).
-func (v *VRebalance) TierBounds() []float64 { return slices.Clone(v.bounds) }
+func (v *Controller) TierBounds() []float64 { return slices.Clone(v.bounds) }
 
 // Reset implements Controller: every task back at InitialCPU, fresh
 // optimizers (seeded from seed) and empty histories for every tier.
-func (v *VRebalance) Reset(seed uint64) error {
+func (v *Controller) Reset(seed uint64) error {
 	tiers := make([]tier, len(v.bounds)+1)
 	for i := range tiers {
 		opt, err := bo.New(v.dims, v.cfg.BO, env.NewSource(seed, fmt.Sprintf("agents/vrebalance/tier%d", i)))
@@ -392,18 +393,18 @@ func (v *VRebalance) Reset(seed uint64) error {
 
 // Act implements Controller. It returns the allocation in force, which
 // changes only at steps that are multiples of Interval.
-func (v *VRebalance) Act(obs env.Observation) (env.Action, error) {
+func (v *Controller) Act(obs env.Observation) (env.Action, error) {
 	if !v.started {
 		return env.Action{}, errors.New("agents: vrebalance: Act before Reset")
 	}
-	if _, err := taskRows(obs, v.n); err != nil {
+	if _, err := agents.TaskRows(obs, v.n); err != nil {
 		return env.Action{}, err
 	}
 	for _, f := range []struct {
 		i    int
 		name string
 	}{{env.AppP95Latency, "AppP95Latency"}, {env.AppTotalCPU, "AppTotalCPU"}, {env.AppThroughput, "AppThroughput"}} {
-		if err := finiteAppFeature(obs, f.i, f.name); err != nil {
+		if err := agents.FiniteAppFeature(obs, f.i, f.name); err != nil {
 			return env.Action{}, err
 		}
 	}
@@ -422,7 +423,7 @@ func (v *VRebalance) Act(obs env.Observation) (env.Action, error) {
 }
 
 // score returns the measurement and objective of the current window.
-func (v *VRebalance) score() WindowScore {
+func (v *Controller) score() WindowScore {
 	m := float64(v.win.steps)
 	s := WindowScore{Steps: v.win.steps, P95MS: v.win.p95 / m, CPU: v.win.cpu / m, Throughput: v.win.thrp / m}
 	rel := (s.P95MS - v.slo) / v.slo
@@ -434,7 +435,7 @@ func (v *VRebalance) score() WindowScore {
 }
 
 // tierOf returns the tier of a sink throughput, messages/s.
-func (v *VRebalance) tierOf(thrp float64) int {
+func (v *Controller) tierOf(thrp float64) int {
 	i := 0
 	for i < len(v.bounds) && thrp >= v.bounds[i] {
 		i++
@@ -443,12 +444,12 @@ func (v *VRebalance) tierOf(thrp float64) int {
 }
 
 // evaluate scores the window just ended and chooses the next allocation.
-func (v *VRebalance) evaluate() {
+func (v *Controller) evaluate() {
 	s := v.score()
 	v.win = window{}
 	ti := v.tierOf(s.Throughput)
 	t := &v.tiers[ti]
-	d := VRebalanceDecision{Step: v.calls, Tier: ti, Score: s}
+	d := Decision{Step: v.calls, Tier: ti, Score: s}
 
 	if s.P95MS >= v.slo-v.cfg.HoldBandMS && s.P95MS <= v.slo {
 		d.Kind = Keep
@@ -496,9 +497,9 @@ func (v *VRebalance) evaluate() {
 // share writes into a the allocation x made feasible: clipped to
 // [MinCPU, MaxCPU] and, on each over-committed server, every task at
 // MinCPU plus a share of the remaining capacity in proportion to its
-// demand above MinCPU, rounded down to the grid (see VRebalance). It
+// demand above MinCPU, rounded down to the grid (see Controller). It
 // reports whether any server was over-committed. a may be x.
-func (v *VRebalance) share(x, a []float64) bool {
+func (v *Controller) share(x, a []float64) bool {
 	lo, q := v.minCPU, v.cfg.Quantum
 	total := v.scratch
 	clear(total)
@@ -530,7 +531,7 @@ func (v *VRebalance) share(x, a []float64) bool {
 }
 
 // Tiers returns a copy of every tier's diagnostics.
-func (v *VRebalance) Tiers() []TierStats {
+func (v *Controller) Tiers() []TierStats {
 	out := make([]TierStats, len(v.tiers))
 	for i, t := range v.tiers {
 		out[i] = t.stats
@@ -541,8 +542,8 @@ func (v *VRebalance) Tiers() []TierStats {
 
 // Decisions returns a copy of the evaluations of the current episode, in
 // order.
-func (v *VRebalance) Decisions() []VRebalanceDecision {
-	out := make([]VRebalanceDecision, len(v.decisions))
+func (v *Controller) Decisions() []Decision {
+	out := make([]Decision, len(v.decisions))
 	for i, d := range v.decisions {
 		out[i] = d
 		out[i].Allocation = slices.Clone(d.Allocation)

@@ -1,4 +1,4 @@
-package agents
+package vrebalance
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ func tinyScenario(caps []float64, placement []int) env.Config {
 // to the demand above 500, rounded down to 50.
 func TestShareOvercommit(t *testing.T) {
 	// Server 0 (16,000) hosts tasks 0 and 1; server 1 (12,000) tasks 2–4.
-	v, err := NewVRebalance(DefaultVRebalanceConfig(), tinyScenario([]float64{16000, 12000}, []int{0, 0, 1, 1, 1}))
+	v, err := New(DefaultConfig(), tinyScenario([]float64{16000, 12000}, []int{0, 0, 1, 1, 1}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestShareOvercommit(t *testing.T) {
 }
 
 func TestTierBoundsQuantiles(t *testing.T) {
-	ramp := make(rampW, 301) // rates 0, 1, …, 300
+	ramp := make(rampW, 301) // controllertest.Rates 0, 1, …, 300
 	for _, tc := range []struct {
 		name string
 		w    env.Workload

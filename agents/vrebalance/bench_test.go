@@ -1,9 +1,11 @@
-package agents_test
+package vrebalance_test
 
 import (
 	"testing"
 
 	"streamscale/agents"
+	"streamscale/agents/controllertest"
+	"streamscale/agents/vrebalance"
 	"streamscale/env"
 )
 
@@ -14,7 +16,7 @@ import (
 // 9 dimensions, see bo.BenchmarkSuggest).
 func BenchmarkEpisode(b *testing.B) {
 	for _, profile := range []string{"pred", "etl"} {
-		sc, err := env.Scenario(profile, 7, diurnal(3600))
+		sc, err := env.Scenario(profile, 7, controllertest.Diurnal(3600))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -25,7 +27,7 @@ func BenchmarkEpisode(b *testing.B) {
 			{"static500", func() (agents.Controller, error) { return agents.NewStatic(500) }},
 			{"threshold", func() (agents.Controller, error) { return agents.NewThreshold(agents.DefaultThresholdConfig()) }},
 			{"vrebalance", func() (agents.Controller, error) {
-				return agents.NewVRebalance(agents.DefaultVRebalanceConfig(), sc)
+				return vrebalance.New(vrebalance.DefaultConfig(), sc)
 			}},
 		} {
 			b.Run(profile+"/"+c.name, func(b *testing.B) {
@@ -35,10 +37,10 @@ func BenchmarkEpisode(b *testing.B) {
 				}
 				var viol float64
 				for b.Loop() {
-					viol, _ = episode(b, sc, ctl, 1)
+					viol, _ = controllertest.Episode(b, sc, ctl, 1)
 				}
 				b.ReportMetric(viol, "violations")
-				if v, ok := ctl.(*agents.VRebalance); ok {
+				if v, ok := ctl.(*vrebalance.Controller); ok {
 					gp := 0
 					for _, ts := range v.Tiers() {
 						gp += ts.Explores - ts.RandomPoints
