@@ -14,7 +14,7 @@
 //   - the controller adapter (HorizontalController, PlannerController) and
 //     its pure conversions (ObservationFromInfo, ActionFromPlan,
 //     ReplicasFromShares, QuantizeShares);
-//   - the experiments (Scaling, Coefficients, Placements, WorkerCounts,
+//   - the experiments (Scaling, Overprovision, Coefficients, Placements, WorkerCounts,
 //     Migrations) and their report.
 //
 // # Routing

@@ -20,6 +20,16 @@ type Report struct {
 	SYNSpeedup5  float64      `json:"syn_speedup_5"`
 	SYNSpeedup10 float64      `json:"syn_speedup_10"`
 
+	// Overprovision is experiment (2): p95 at each app's one-worker
+	// maximum sustained rate on 1, 5 and 10 workers.
+	// OverprovisionP95MS[app][n] is its p95 (ms) on n workers;
+	// SYNP95Ratio5 and SYNP95Ratio10 are SYN's p95 on 5 and 10 workers
+	// over its p95 on 1 (paper: 1.5× and 2.3×).
+	Overprovision      []OverprovisionRow            `json:"overprovision"`
+	OverprovisionP95MS map[string]map[string]float64 `json:"overprovision_p95_ms"`
+	SYNP95Ratio5       float64                       `json:"syn_p95_ratio_5"`
+	SYNP95Ratio10      float64                       `json:"syn_p95_ratio_10"`
+
 	Coefficients CoefResult `json:"coefficients"`
 	CoefRelError float64    `json:"coef_rel_error"`
 
@@ -60,7 +70,7 @@ func DefaultOptions() Options {
 	}
 }
 
-// Reproduce runs experiments (1), (3), (4), (5) and (7) of the brief.
+// Reproduce runs experiments (1), (2), (3), (4), (5) and (7) of the brief.
 func Reproduce(o Options, progress func(string)) (Report, error) {
 	if progress == nil {
 		progress = func(string) {}
@@ -88,6 +98,16 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 			r.SYNSpeedup5, r.SYNSpeedup10 = row.Speedup["5"], row.Speedup["10"]
 		}
 	}
+	progress("over-provisioning")
+	one := map[string]float64{}
+	for _, row := range rows {
+		one[row.App] = row.MaxRate[0]
+	}
+	op, err := Overprovision(o.Apps, []int{1, 5, 10}, one, o.Probe)
+	if err != nil {
+		return r, err
+	}
+	r.setOverprovision(op)
 	progress("coefficients")
 	if r.Coefficients, err = Coefficients(o.Apps, o.CoefSteps); err != nil {
 		return r, err
@@ -161,6 +181,15 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f | %.2f | %.2f | %.0f | %.0f | %.0f |\n", s.App, s.MaxRate[0], s.MaxRate[1], s.MaxRate[2], s.Speedup["5"], s.Speedup["10"], s.Predicted[0], s.Predicted[1], s.Predicted[2])
 	}
 	fmt.Fprintf(&b, "\nSYN speedup: %.2f× at 5 workers, %.2f× at 10 (paper: 3.7× and 5.5×).\n\n", r.SYNSpeedup5, r.SYNSpeedup10)
+	fmt.Fprintf(&b, "## (2) Over-provisioning (p95 at the one-worker sustained rate, CLASP placement on n workers)\n\nMean per-step p95 over the second half of a %d s run.\n\n| app | rate ev/s | p95 n=1 ms | n=5 | n=10 | ratio 5 | ratio 10 |\n|---|---|---|---|---|---|---|\n", r.Probe.Steps)
+	for _, o := range r.Overprovision {
+		fmt.Fprintf(&b, "| %s | %.0f |", o.App, o.Rate)
+		for _, p := range o.P95MS {
+			fmt.Fprintf(&b, " %.1f |", p)
+		}
+		fmt.Fprintf(&b, " %.2f | %.2f |\n", o.Ratio["5"], o.Ratio["10"])
+	}
+	fmt.Fprintf(&b, "\nSYN p95 ratio: %.2f× at 5 workers, %.2f× at 10 (paper: 1.5× and 2.3×).\n\n", r.SYNP95Ratio5, r.SYNP95Ratio10)
 	c := r.Coefficients
 	fmt.Fprintf(&b, "## (3) Coefficient estimation\n\n%d saturated samples. | | true | estimated | rel. error |\n|---|---|---|---|\n", c.Samples)
 	for _, p := range []struct {

@@ -1,0 +1,118 @@
+package claspexp
+
+import (
+	"fmt"
+	"math"
+
+	"streamscale/clasp"
+)
+
+// OverprovisionLoad is the share of the one-worker maximum sustained rate
+// at which over-provisioning is measured. At the maximum itself the
+// one-worker run sits at saturation and its p95 is queueing (the rate
+// search accepts any p95 up to its limit), which would compare queueing on
+// one worker with transit on many; at 90% the one-worker queue is stable.
+const OverprovisionLoad = 0.9
+
+// OverprovisionRow is one application's p95 latency at OverprovisionLoad
+// of its one-worker maximum sustained rate, on each worker count with CLASP's placement for
+// that count (paper experiment (2), over-provisioning).
+type OverprovisionRow struct {
+	App     string    `json:"app"`
+	Rate    float64   `json:"rate"`    // events/s: OverprovisionLoad × the one-worker maximum sustained rate
+	Workers []int     `json:"workers"` // worker counts, the first is 1
+	P95MS   []float64 `json:"p95_ms"`  // mean per-step p95 over the second half of the run, ms
+	// Ratio[n] is P95MS at n workers over P95MS at 1 worker (0 if the
+	// latter is 0).
+	Ratio map[string]float64 `json:"p95_ratio"`
+}
+
+// Overprovision runs every app at OverprovisionLoad of its one-worker
+// maximum sustained rate on each worker count n of workers (which must start with 1), with
+// CLASP's placement on exactly n workers (CLASPPlacer) held for pr.Steps
+// seconds, and reports the mean per-step p95 over the second half of the
+// run. oneRate[app] is the one-worker rate if already known (e.g. from
+// Scaling); otherwise it is searched with MaxRate as in experiment (1).
+func Overprovision(apps []clasp.App, workers []int, oneRate map[string]float64, pr Probe) ([]OverprovisionRow, error) {
+	if len(workers) == 0 || workers[0] != 1 {
+		return nil, fmt.Errorf("claspexp: over-provisioning worker counts %v must start with 1", workers)
+	}
+	var rows []OverprovisionRow
+	for _, app := range apps {
+		rate, ok := oneRate[app.Name]
+		if !ok {
+			pred, err := PredictedRate(app, 1)
+			if err != nil {
+				return nil, err
+			}
+			if rate, err = MaxRate(app, 1, CLASPPlacer(1), pred, pr); err != nil {
+				return nil, fmt.Errorf("claspexp: %s on 1 worker: %w", app.Name, err)
+			}
+		}
+		rate *= OverprovisionLoad
+		row := OverprovisionRow{App: app.Name, Rate: rate, Workers: workers, Ratio: map[string]float64{}}
+		for _, n := range workers {
+			p95, err := meanP95(app, n, rate, pr.Steps)
+			if err != nil {
+				return nil, fmt.Errorf("claspexp: %s on %d workers: %w", app.Name, n, err)
+			}
+			row.P95MS = append(row.P95MS, p95)
+			ratio := 0.0
+			if row.P95MS[0] > 0 {
+				ratio = p95 / row.P95MS[0]
+			}
+			row.Ratio[fmt.Sprint(n)] = ratio
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// meanP95 runs app at rate on n workers with CLASP's placement for n
+// workers, held for steps seconds, and returns the mean per-step p95 over
+// the second half of the run, ms.
+func meanP95(app clasp.App, n int, rate float64, steps int) (float64, error) {
+	ids, shares, err := CLASPPlacer(n)(app, rate)
+	if err != nil {
+		return 0, err
+	}
+	reps, err := ReplicasFromShares(ids, shares, n)
+	if err != nil {
+		return 0, err
+	}
+	cfg, err := Scenario(app, n, rate, steps, reps)
+	if err != nil {
+		return 0, err
+	}
+	recs, err := Run(cfg, Hold{}, 1, nil)
+	if err != nil {
+		return 0, err
+	}
+	half := recs[len(recs)/2:]
+	sum := 0.0
+	for _, r := range half {
+		sum += r.P95MS
+	}
+	p := sum / float64(len(half))
+	if math.IsNaN(p) || math.IsInf(p, 0) {
+		return 0, fmt.Errorf("claspexp: p95 %v", p)
+	}
+	return p, nil
+}
+
+// setOverprovision stores the over-provisioning rows and their summaries
+// in the report.
+func (r *Report) setOverprovision(rows []OverprovisionRow) {
+	r.Overprovision = rows
+	r.OverprovisionP95MS = map[string]map[string]float64{}
+	for _, row := range rows {
+		m := map[string]float64{}
+		for i, n := range row.Workers {
+			m[fmt.Sprint(n)] = row.P95MS[i]
+		}
+		r.OverprovisionP95MS[row.App] = m
+		if row.App == "syn" {
+			r.SYNP95Ratio5, r.SYNP95Ratio10 = row.Ratio["5"], row.Ratio["10"]
+		}
+	}
+}
