@@ -64,7 +64,6 @@ type Env struct {
 	reqUS    []float64 // request-sending work per input event of each replica, µs
 	gammaUS  []float64 // destination-holding work per second of each replica, µs
 	remote   []int     // distinct remote destination servers of each server (δ_w)
-	reach    []float64 // expected input events per source event, per task
 	gain     float64   // expected sink events per source event
 	memUsed  []float64 // per server
 
@@ -123,7 +122,7 @@ func New(cfg Config) (*Env, error) {
 	}
 	e.spaces = makeSpaces(e.n, e.m)
 	e.rebind()
-	e.reach, e.gain = reach(e.cfg.App, e.topo.order)
+	_, e.gain = reach(e.cfg.App, e.topo.order)
 	mk := func() []float64 { return make([]float64, e.n) }
 	e.alloc, e.req, e.next = mk(), mk(), mk()
 	e.prevTaskLat, e.prevQueue, e.util, e.changed = mk(), mk(), mk(), mk()

@@ -275,8 +275,7 @@ func (f *fluid) deliver(i int, p piece) {
 		// it in stage order); otherwise it joins the queue.
 		if s.queue.n == 0 {
 			svc := s.service
-			ds := max(p.as, s.free) + min(p.w, 1)*svc
-			de := max(p.ae+svc, ds+max(p.w-1, 0)*svc)
+			ds, de := fifoTimes(&p, s.free, svc)
 			if de <= f.end {
 				s.free = de
 				f.depart(s, p, ds, de)
@@ -358,11 +357,10 @@ func (f *fluid) process(i int, T float64) {
 	svc := s.service
 	for s.queue.len() > 0 {
 		p := s.queue.front()
-		ds := max(p.as, s.free) + min(p.w, 1)*svc
+		ds, de := fifoTimes(p, s.free, svc)
 		if ds > T {
 			break
 		}
-		de := max(p.ae+svc, ds+max(p.w-1, 0)*svc)
 		if de <= T {
 			f.depart(s, *p, ds, de)
 			s.free = de
@@ -376,6 +374,15 @@ func (f *fluid) process(i int, T float64) {
 		s.free = T
 		break
 	}
+}
+
+// fifoTimes returns when the first and the last event of piece p depart
+// from a FIFO server that is free from time free and serves one event every
+// svc seconds: ds = max(as, free) + s (a piece of less than one event takes
+// its share of s), de = max(ae + s, ds + (w−1)·s).
+func fifoTimes(p *piece, free, svc float64) (ds, de float64) {
+	ds = max(p.as, free) + min(p.w, 1)*svc
+	return ds, max(p.ae+svc, ds+max(p.w-1, 0)*svc)
 }
 
 // splitShare is the share of a piece of w events, departing from ds
