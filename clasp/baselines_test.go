@@ -201,9 +201,11 @@ func TestDS2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// P_a = ⌈3000·400/10⁶⌉ = 2; target_b = 3000·2 = 6000 → ⌈6000·500/10⁶⌉ = 3.
-	if !slices.Equal(p.Parallelism, []int{2, 3}) || p.NumWorkers() != 1 {
-		t.Errorf("P = %v on %d workers, want [2 3] on 1", p.Parallelism, p.NumWorkers())
+	// One slot's CPU is S = 850,000/10 = 85,000 µs/s.
+	// P_a = ⌈3000·400/S⌉ = ⌈14.1⌉ = 15; target_b = 3000·2 = 6000 →
+	// ⌈6000·500/S⌉ = ⌈35.3⌉ = 36; 51 instances fill ⌈51/10⌉ = 6 workers.
+	if !slices.Equal(p.Parallelism, []int{15, 36}) || p.NumWorkers() != 6 {
+		t.Errorf("P = %v on %d workers, want [15 36] on 6", p.Parallelism, p.NumWorkers())
 	}
 	checkSlots(t, p, DefaultSlots)
 }
@@ -219,20 +221,21 @@ func TestHPA(t *testing.T) {
 		}
 		return p.Parallelism[0]
 	}
-	// 2 replicas at 400 µs: utilization = exec·400/(2·10⁶).
-	if got := step(0, 3500, 2); got != 2 { // u = 0.70: on target
+	// 2 replicas at 400 µs, each requesting one slot's S = 85,000 µs/s:
+	// utilization = exec·400/(2·S).
+	if got := step(0, 297.5, 2); got != 2 { // u = 0.70: on target
 		t.Errorf("on target: %d, want 2", got)
 	}
-	if got := step(1, 3750, 2); got != 2 { // u = 0.75: ratio 1.07 within 10%
+	if got := step(1, 318.75, 2); got != 2 { // u = 0.75: ratio 1.07 within 10%
 		t.Errorf("within tolerance: %d, want 2", got)
 	}
-	if got := step(2, 5000, 2); got != 3 { // u = 1.0: ⌈2·1.43⌉ = 3 at once
+	if got := step(2, 425, 2); got != 3 { // u = 1.0: ⌈2·1.43⌉ = 3 at once
 		t.Errorf("scale up: %d, want 3", got)
 	}
-	if got := step(10, 1000, 3); got != 3 { // wants 1, but 3 was recommended 8 s ago
+	if got := step(10, 85, 3); got != 3 { // wants 1, but 3 was recommended 8 s ago
 		t.Errorf("stabilized scale-down: %d, want 3", got)
 	}
-	if got := step(400, 1000, 3); got != 1 { // window passed
+	if got := step(400, 85, 3); got != 1 { // window passed
 		t.Errorf("scale down after the window: %d, want 1", got)
 	}
 }
@@ -290,7 +293,8 @@ func TestGatedHolds(t *testing.T) {
 		t.Errorf("held plan changed: %+v", p1)
 	}
 	p2, _ := g.Plan(2, ob)
-	if !p2.Changed || p2.Parallelism[0] != 3 {
-		t.Errorf("after 2 s at double rate: changed %v P %v, want true [3]", p2.Changed, p2.Parallelism)
+	// ⌈6000·400/85,000⌉ = ⌈28.2⌉ = 29
+	if !p2.Changed || p2.Parallelism[0] != 29 {
+		t.Errorf("after 2 s at double rate: changed %v P %v, want true [29]", p2.Changed, p2.Parallelism)
 	}
 }

@@ -21,6 +21,12 @@ type Config struct {
 	// ComputeS is the planning time added to the planner duration, seconds
 	// ≥ 0. Default 0.05.
 	ComputeS float64
+	// DrainS sizes a re-plan for the backlog too: the projected demand is
+	// scaled by (λ_p + Q/DrainS)/λ_p, where Q is the requests queued at
+	// the planner and the workers (Observation.backlog), so the backlog drains in about DrainS
+	// seconds instead of never at L_w = W̄. Seconds ≥ 0; 0 disables it.
+	// Default 10. (Our addition: the paper sizes for λ_p alone.)
+	DrainS float64
 }
 
 // DefaultConfig returns the defaults documented on the fields.
@@ -31,6 +37,7 @@ func DefaultConfig() Config {
 		Headroom:   1,
 		MaxWorkers: 512,
 		ComputeS:   0.05,
+		DrainS:     10,
 	}
 }
 
@@ -41,8 +48,8 @@ func (c Config) validate() error {
 	if err := c.Trigger.validate(); err != nil {
 		return err
 	}
-	if !(c.Headroom > 0 && c.Headroom <= 1) || c.MaxWorkers < 1 || !nonNegative(c.ComputeS) {
-		return invalidf("config: headroom %v (want (0, 1]), max workers %d (want ≥ 1), compute %v s (want ≥ 0)", c.Headroom, c.MaxWorkers, c.ComputeS)
+	if !(c.Headroom > 0 && c.Headroom <= 1) || c.MaxWorkers < 1 || !nonNegative(c.ComputeS) || !nonNegative(c.DrainS) {
+		return invalidf("config: headroom %v (want (0, 1]), max workers %d (want ≥ 1), compute %v s, drain %v s (want ≥ 0)", c.Headroom, c.MaxWorkers, c.ComputeS, c.DrainS)
 	}
 	return nil
 }
@@ -111,6 +118,9 @@ func (c *CLASP) Plan(now float64, ob Observation) (Plan, error) {
 	}
 	fire, reason := c.trig.Observe(now, ob.InputRate, ob.Throughput)
 	d := Derive(&ob)
+	if q := ob.backlog(d); c.cfg.DrainS > 0 && q > 0 && ob.InputRate > 0 {
+		d = d.scaled((ob.InputRate + q/c.cfg.DrainS) / ob.InputRate)
+	}
 	m := c.est.Model()
 	if !ob.placed() {
 		fire, reason = true, "initial placement"
@@ -132,6 +142,16 @@ func (c *CLASP) Plan(now float64, ob Observation) (Plan, error) {
 		scores = append(scores, Score{Name: "budget-multiplier", Op: -1, Worker: -1, Value: mult})
 	} else {
 		pl, err = Place(&ob.App, d, m, budget, c.cfg.MaxWorkers)
+		if errors.Is(err, ErrCapacity) {
+			// The demand exceeds the cluster: spread it over every
+			// worker (overloaded by the multiplier) rather than keep a
+			// smaller plan.
+			var mult float64
+			if pl, mult, err = PlaceN(&ob.App, d, m, budget, c.cfg.MaxWorkers, c.cfg.MaxWorkers); err == nil {
+				reason += fmt.Sprintf("; demand exceeds %d workers: packed onto all at %.2f× the budget", c.cfg.MaxWorkers, mult)
+				scores = append(scores, Score{Name: "budget-multiplier", Op: -1, Worker: -1, Value: mult})
+			}
+		}
 	}
 	if err != nil {
 		return Plan{}, err

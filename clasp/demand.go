@@ -71,6 +71,19 @@ func Derive(ob *Observation) Demand {
 	return d
 }
 
+// scaled returns d with every rate multiplied by f (Scale too).
+func (d Demand) scaled(f float64) Demand {
+	out := Demand{Scale: d.Scale * f, Measured: d.Measured, ExecUS: d.ExecUS,
+		Exec: make([]float64, len(d.Exec)), Edge: make([]float64, len(d.Edge))}
+	for o, x := range d.Exec {
+		out.Exec[o] = x * f
+	}
+	for e, x := range d.Edge {
+		out.Edge[e] = x * f
+	}
+	return out
+}
+
 // Parallelism returns P_o for every operator (paper §4.4): the total
 // P_tot = round(s·P_tot^cur) (at least one per operator) is split in
 // proportion to the work D_o·τ̄_o. When there is no current parallelism or

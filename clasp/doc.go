@@ -44,14 +44,15 @@
 //
 // # Plan order and routing
 //
-// A plan's workers are in ascending ID order, which is also the order of the
-// routing rule (Route): a request stays local when the successor's share on
-// the sending worker can absorb it, and the rest is matched by the
-// north-west-corner rule in worker order. A remote flow of at most 10⁻⁶ of
-// an edge's requests carries its requests but opens no destination
-// (OpensDest). The load model, the packing, the -SP variants and the test
-// harness all use this rule; a simulator that routes differently will see
-// other per-worker loads than the plan reports.
+// A plan's workers are in ascending ID order. Requests follow the routing
+// rule of Route: the shares are routing weights, so a worker hosting φ_{o,w}
+// of an operator sends each of its requests to the successor's instance on
+// worker v with probability φ_{o_s,v} (a key-partitioned or load-balanced
+// exchange). A worker keeps local only the requests whose destination
+// instance it hosts itself, and every worker hosting a successor is a remote
+// destination of every other worker hosting the sender. The load model, the
+// packing, the -SP variants, the test harness and the simulator (env's
+// default routing) all use this rule.
 //
 // # Concurrency and determinism
 //

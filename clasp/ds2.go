@@ -18,8 +18,11 @@ func DefaultDS2Config() DS2Config {
 // parallelism from true processing rates.
 //
 //   - True processing rate: records processed per unit of useful time. For
-//     operator o, useful time is Σ_w N_{w,o}·τ̄_{w,o}/10⁶ instance-seconds per
-//     second, so one instance's true rate is 10⁶/τ̄_o (τ̄_o the execution-
+//     operator o, useful time is Σ_w N_{w,o}·τ̄_{w,o}/S instance-seconds per
+//     second, where S = W/Slots is the CPU of one executor slot (µs/s: the
+//     slots of a worker share its budget W, so an instance busy for a second
+//     of wall time does S µs of work), and one instance's true rate is
+//     S/τ̄_o (τ̄_o the execution-
 //     weighted mean execution time; nominal where o ran nowhere).
 //   - Target rates: sources must keep up with λ_p; every edge's true
 //     selectivity, observed requests out per execution of its sender (the
@@ -77,7 +80,7 @@ func (s *DS2) Plan(now float64, ob Observation) (Plan, error) {
 	var scores []Score
 	par := make([]int, nOps)
 	for _, o := range app.TopoOrder() {
-		trueRate := 1e6 / d.ExecUS[o]
+		trueRate := s.cfg.slotUS() / d.ExecUS[o]
 		par[o] = min(s.cfg.MaxParallelism, max(1, int(math.Ceil(target[o]/trueRate-1e-9))))
 		scores = append(scores, score("target-rate", o, -1, target[o]), score("true-rate", o, -1, trueRate))
 		for _, e := range app.outEdges(o) {

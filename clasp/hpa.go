@@ -39,7 +39,8 @@ type hpaRec struct {
 
 // HPA is a Kubernetes Horizontal-Pod-Autoscaler-style rule applied to every
 // operator's replicas (paper §6 baseline): with metric the utilization of
-// the operator's current replicas, u_o = N_o·τ̄_o/(P_o·10⁶) (measured, so it
+// the operator's current replicas relative to their CPU request, one
+// executor slot's S = W/Slots µs/s, u_o = N_o·τ̄_o/(P_o·S) (measured, so it
 // saturates near 1 under overload as CPU utilization does),
 //
 //	desired = ⌈P_o · u_o/Target⌉, unchanged if |u_o/Target − 1| ≤ Tolerance,
@@ -93,7 +94,7 @@ func (h *HPA) Plan(now float64, ob Observation) (Plan, error) {
 		for _, w := range ob.Workers {
 			work += at(w.Exec, o) * at(w.ExecUS, o)
 		}
-		u := work / (float64(cur) * 1e6)
+		u := work / (float64(cur) * h.cfg.slotUS())
 		ratio := u / h.cfg.Target
 		desired := cur
 		if math.Abs(ratio-1) > h.cfg.Tolerance {

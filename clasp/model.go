@@ -1,6 +1,6 @@
 package clasp
 
-import "sort"
+
 
 // CostModel holds the parameters of the worker capacity model (paper Eq. 1):
 //
@@ -60,64 +60,41 @@ type Flow struct {
 	Share    float64
 }
 
-// flowEps is the share of an edge's requests at or below which a flow opens
-// no destination (a millionth of the edge's requests, e.g. one request
-// every few minutes at thousands per second); such a flow still carries its
-// requests and their cost. It is far above placeEps, so the floating-point
-// slivers that splittable packing leaves behind never cost γ.
-const flowEps = 1e-6
-
-// Route splits one edge's requests between workers, given the sender's shares
-// from[w] = φ_{o,w} and the receiver's shares to[w] = φ_{o_s,w} over workers
-// in plan order. It is the routing rule of the load model:
-//
-//  1. local first: worker w keeps min(from[w], to[w]) on itself;
-//  2. the remaining sender mass goes to the remaining receiver mass by the
-//     north-west-corner rule in worker order (the senders' residues laid end
-//     to end, in order, against the receivers' residues in order), which
-//     uses the fewest distinct destinations for contiguous placements.
-//
-// Flows are returned sorted by (From, To); every flow is positive. A remote
-// flow opens a destination only if its share exceeds flowEps (10⁻⁶).
+// Route splits one edge's requests between workers, given the sender's
+// shares from[w] = φ_{o,w} and the receiver's shares to[w] = φ_{o_s,w} over
+// workers in plan order: every sending worker spreads its requests over the
+// receiver's workers in proportion to the receiver's shares, so w sends
+// from[w]·to[v]/Σto of the edge's requests to v. The placement shares are
+// the routing weights (a key-partitioned or load-balanced exchange): a
+// worker keeps local only the part of its requests whose destination
+// instance it also hosts, which is what makes co-location worth packing
+// for. Flows are returned sorted by (From, To); every flow is positive.
 func Route(from, to []float64) []Flow {
 	n := min(len(from), len(to))
+	var sum float64
+	for v := range n {
+		sum += max(0, to[v])
+	}
+	if sum <= 0 {
+		return nil
+	}
 	var flows []Flow
-	ra := make([]float64, n)
-	rb := make([]float64, n)
 	for w := range n {
-		l := max(0, min(from[w], to[w]))
-		if l > 0 {
-			flows = append(flows, Flow{w, w, l})
-		}
-		ra[w] = from[w] - l
-		rb[w] = to[w] - l
-	}
-	i, j := 0, 0
-	for i < n && j < n {
-		if ra[i] <= 0 {
-			i++
+		if from[w] <= 0 {
 			continue
 		}
-		if rb[j] <= 0 {
-			j++
-			continue
+		for v := range n {
+			if to[v] > 0 {
+				flows = append(flows, Flow{w, v, from[w] * to[v] / sum})
+			}
 		}
-		x := min(ra[i], rb[j])
-		flows = append(flows, Flow{i, j, x})
-		ra[i] -= x
-		rb[j] -= x
 	}
-	sort.SliceStable(flows, func(a, b int) bool {
-		if flows[a].From != flows[b].From {
-			return flows[a].From < flows[b].From
-		}
-		return flows[a].To < flows[b].To
-	})
 	return flows
 }
 
-// OpensDest reports whether a remote flow of this share opens a destination.
-func OpensDest(share float64) bool { return share > flowEps }
+// OpensDest reports whether a remote flow of this share opens a
+// destination: any positive flow does, as in the simulator.
+func OpensDest(share float64) bool { return share > 0 }
 
 // Loads is the load model L_w(Φ) of the paper (§4.3): for every worker (in
 // plan order), the load of executing its shares of the demand d and of

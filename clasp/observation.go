@@ -155,6 +155,24 @@ func at(xs []float64, i int) float64 {
 
 // placed reports whether the observation carries a placement (some worker
 // holds a share of some operator).
+// backlog returns the requests queued at the planner plus those queued at
+// the workers in input-event equivalents: Σ_w Q_w divided by the executions
+// one input event causes, k = Σ_o D_o/λ_p (d is the projected demand).
+func (ob *Observation) backlog(d Demand) float64 {
+	q := ob.PlannerQueue
+	var work, exec float64
+	for _, w := range ob.Workers {
+		work += w.Queue
+	}
+	for _, x := range d.Exec {
+		exec += x
+	}
+	if work > 0 && exec > 0 && ob.InputRate > 0 {
+		q += work / (exec / ob.InputRate)
+	}
+	return q
+}
+
 func (ob *Observation) placed() bool {
 	for _, w := range ob.Workers {
 		for _, s := range w.Share {

@@ -2,7 +2,6 @@ package clasp
 
 import (
 	"fmt"
-	"math"
 	"sort"
 )
 
@@ -104,6 +103,12 @@ func PlacementOrder(app *App, d Demand) (order, postponed []int) {
 	return order, postponed
 }
 
+// MinChunk is the smallest share of an operator Place puts on a worker
+// (unless it is the operator's whole remainder): a sliver would make every
+// predecessor's worker open one more remote destination, at γ each, for a
+// negligible gain in packing.
+const MinChunk = 1e-3
+
 // packer is the state of the next-fit packing.
 type packer struct {
 	app    *App
@@ -112,27 +117,28 @@ type packer struct {
 	budget float64
 	shares [][]float64
 	load   []float64
-	dest   []map[int]bool // remote destinations of each worker
-	offset []float64      // per edge: residual share already sent by earlier chunks of its sender
-	out    [][]int        // out-edges per operator with positive rate
+	dest   [][]bool // dest[w][v]: w already sends remote requests to v
+	out    [][]int  // out-edges per operator with positive rate
 }
 
 // Place packs the demand d onto workers (paper §4.3, Alg. 1): operators in
 // PlacementOrder, each by next-fit with splittable demand. The current worker
 // takes as much of the operator's remaining share as fits under budget (L_w ≤
 // W̄); a new worker is opened only when the current one cannot hold the
-// remainder. The share that fits is, per linear segment of the cost,
+// remainder. With requests routed as in Route (a share x of o on w sends
+// x·φ_{o_s,v} of each edge's requests to every worker v hosting the
+// successor), the cost of a share x is linear, so the share that fits is
 //
 //	φ^max_{o,w} = (w_rem − γ·g_w) / m_w
 //
-// where w_rem is the worker's free budget, m_w is the cost per unit of share
-// of putting o's demand on w including its requests, D_o·τ̄_o + Σ_{o→o_s}
-// E_{o→o_s}·(α while the successor's share on w absorbs them locally, β
-// beyond), and g_w is the number of remote destination workers this adds
-// to w (the paper's new-destination indicator, summed over destinations).
-// Because every successor is placed first, o's request costs are known when o
-// is placed, and later placements never change an earlier worker's load.
-// Requests are routed as in Route. maxWorkers bounds the worker count.
+// where w_rem is the worker's free budget, m_w = D_o·τ̄_o + Σ_{o→o_s}
+// E_{o→o_s}·(α·φ_{o_s,w} + β·(1 − φ_{o_s,w})) is the cost per unit of share
+// including the requests, and g_w is the number of workers hosting a
+// successor that w does not send to yet (its new remote destinations).
+// Because every successor is placed first, m_w and g_w are known when o is
+// placed, and later placements never change an earlier worker's load.
+// Chunks smaller than MinChunk are not placed (nor left as remainders).
+// maxWorkers bounds the worker count.
 func Place(app *App, d Demand, m CostModel, budget float64, maxWorkers int) (Placement, error) {
 	if err := app.Validate(); err != nil {
 		return Placement{}, err
@@ -160,7 +166,7 @@ func Place(app *App, d Demand, m CostModel, budget float64, maxWorkers int) (Pla
 			return Placement{}, invalidf("demand on edge %d: %v requests/s", e, d.Edge[e])
 		}
 	}
-	p := &packer{app: app, d: d, m: m, budget: budget, offset: make([]float64, len(app.Edges)), out: make([][]int, n)}
+	p := &packer{app: app, d: d, m: m, budget: budget, out: make([][]int, n)}
 	for o := range n {
 		for _, e := range app.outEdges(o) {
 			if d.Edge[e] > 0 {
@@ -179,8 +185,12 @@ func Place(app *App, d Demand, m CostModel, budget float64, maxWorkers int) (Pla
 		r := 1.0
 		for r > placeEps {
 			x, step := p.fit(o, cur, r)
-			if x < r && x >= r-placeEps && p.fits(o, cur, r, step.Room) {
-				x = r // snap the sliver onto this worker when it still fits
+			if x < r {
+				// leave no remainder below MinChunk and place no chunk below it
+				x = min(x, r-MinChunk)
+				if x < MinChunk {
+					x = 0
+				}
 			}
 			if x > 0 {
 				step.Cost = p.commit(o, cur, x)
@@ -189,11 +199,11 @@ func Place(app *App, d Demand, m CostModel, budget float64, maxWorkers int) (Pla
 				r -= x
 			}
 			if r <= placeEps {
-				break // a sliver ≤ placeEps that does not fit is renormalized away below
+				break
 			}
 			if p.empty(cur) && x == 0 {
-				return Placement{}, fmt.Errorf("clasp: operator %s does not fit an empty worker: %d new destinations cost %.0f µs/s plus %.0f µs/s per unit share, budget %.0f µs/s",
-					app.Operators[o].Name, step.NewDests, m.Gamma*float64(step.NewDests), step.PerUnit, budget)
+				return Placement{}, fmt.Errorf("%w: operator %s does not fit an empty worker: %d new destinations cost %.0f µs/s plus %.0f µs/s per unit share, budget %.0f µs/s",
+					ErrCapacity, app.Operators[o].Name, step.NewDests, m.Gamma*float64(step.NewDests), step.PerUnit, budget)
 			}
 			if len(p.shares) == maxWorkers {
 				return Placement{}, fmt.Errorf("%w: placement needs more than %d workers", ErrCapacity, maxWorkers)
@@ -223,7 +233,10 @@ func Place(app *App, d Demand, m CostModel, budget float64, maxWorkers int) (Pla
 func (p *packer) open() {
 	p.shares = append(p.shares, make([]float64, len(p.app.Operators)))
 	p.load = append(p.load, 0)
-	p.dest = append(p.dest, map[int]bool{})
+	for w := range p.dest {
+		p.dest[w] = append(p.dest[w], false)
+	}
+	p.dest = append(p.dest, make([]bool, len(p.shares)))
 }
 
 func (p *packer) empty(w int) bool {
@@ -235,172 +248,59 @@ func (p *packer) empty(w int) bool {
 	return true
 }
 
-// receiver is a worker's residual receiving capacity on the cumulative axis
-// of an edge's north-west-corner routing.
-type receiver struct {
-	w          int
-	start, end float64
-}
-
-// receivers lists, in worker order, the residual receiving capacity of edge
-// e's successor for a chunk of its sender placed on worker w (w itself is a
-// sender there once its local capacity is used, so it is left out).
-func (p *packer) receivers(e, w int) []receiver {
-	ed := p.app.Edges[e]
-	var rs []receiver
-	var cum float64
-	for v := range p.shares {
-		if v == w {
-			continue
+// perUnit returns m_w and the new remote destinations of putting o on w.
+func (p *packer) perUnit(o, w int) (float64, []int) {
+	mw := p.d.Work(o)
+	var added []int
+	for _, e := range p.out[o] {
+		s := p.app.Edges[e].To
+		l := p.shares[w][s]
+		var tot float64
+		for v := range p.shares {
+			tot += p.shares[v][s]
 		}
-		a, b := p.shares[v][ed.From], p.shares[v][ed.To]
-		if rb := b - max(0, min(a, b)); rb > 0 {
-			rs = append(rs, receiver{v, cum, cum + rb})
-			cum += rb
+		if tot <= 0 {
+			continue // cannot happen: successors are placed first
 		}
-	}
-	return rs
-}
-
-// chunkCost is the exact cost of putting share x of o on worker w, with the
-// remote destinations it adds, following Route's semantics.
-func (p *packer) chunkCost(o, w int, x float64, rcv [][]receiver) (cost float64, added []int) {
-	cost = x * p.d.Work(o)
-	for i, e := range p.out[o] {
-		l := p.shares[w][p.app.Edges[e].To]
-		loc := max(0, min(x, l))
-		ra := x - loc
-		cost += p.d.Edge[e] * p.m.Alpha * loc
-		if ra <= 0 {
-			continue
-		}
-		cost += p.d.Edge[e] * p.m.Beta * ra
-		lo, hi := p.offset[e], p.offset[e]+ra
-		for _, r := range rcv[i] {
-			if min(hi, r.end)-max(lo, r.start) > flowEps && !p.dest[w][r.w] && !contains(added, r.w) {
-				added = append(added, r.w)
+		loc := l / tot
+		mw += p.d.Edge[e] * (p.m.Alpha*loc + p.m.Beta*(1-loc))
+		for v := range p.shares {
+			if v != w && p.shares[v][s] > 0 && !p.dest[w][v] && !contains(added, v) {
+				added = append(added, v)
 			}
 		}
 	}
-	cost += p.m.Gamma * float64(len(added))
-	return cost, added
+	return mw, added
 }
 
 // fit returns the largest share x ≤ r of operator o that worker w can take
-// under the budget, walking the piecewise-linear cost segment by segment and
-// applying φ^max = (w_rem − γ·g_w)/m_w in the segment where the budget runs
-// out.
+// under the budget: r when m_w·r + γ·g_w fits, else φ^max = (w_rem −
+// γ·g_w)/m_w (0 when not even the destinations fit).
 func (p *packer) fit(o, w int, r float64) (float64, PlaceStep) {
-	rcv := make([][]receiver, len(p.out[o]))
-	points := []float64{0, r}
-	for i, e := range p.out[o] {
-		rcv[i] = p.receivers(e, w)
-		l := p.shares[w][p.app.Edges[e].To]
-		if l < r {
-			points = append(points, l)
-		}
-		for _, rc := range rcv[i] {
-			if bx := l + rc.end - p.offset[e]; rc.end > p.offset[e] && bx > 0 && bx < r {
-				points = append(points, bx)
-			}
-		}
-	}
-	sort.Float64s(points)
+	mw, added := p.perUnit(o, w)
 	room := p.budget - p.load[w]
-	step := PlaceStep{Op: o, Worker: w, Room: room, PerUnit: math.NaN()}
-	rem := room
-	var added []int
-	x, lastLo := 0.0, 0.0
-	for k := 0; k+1 < len(points); k++ {
-		lo, hi := points[k], points[k+1]
-		if hi <= lo {
-			continue
-		}
-		mid := (lo + hi) / 2
-		mw := p.d.Work(o)
-		var nd []int
-		for i, e := range p.out[o] {
-			l := p.shares[w][p.app.Edges[e].To]
-			if mid < l {
-				mw += p.d.Edge[e] * p.m.Alpha
-				continue
-			}
-			mw += p.d.Edge[e] * p.m.Beta
-			pos := p.offset[e] + mid - l
-			for _, rc := range rcv[i] {
-				// a receiver no wider than flowEps can never be a destination
-				if rc.start <= pos && pos < rc.end && rc.end-rc.start > flowEps && !p.dest[w][rc.w] && !contains(added, rc.w) && !contains(nd, rc.w) {
-					nd = append(nd, rc.w)
-				}
-			}
-		}
-		if math.IsNaN(step.PerUnit) {
-			step.PerUnit, step.NewDests = mw, len(nd)
-		}
-		lastLo = lo
-		need := mw*(hi-lo) + p.m.Gamma*float64(len(nd))
-		if need <= rem {
-			rem -= need
-			added = append(added, nd...)
-			x = hi
-			continue
-		}
-		if mw > 0 {
-			if phiMax := (rem - p.m.Gamma*float64(len(nd))) / mw; phiMax > placeEps {
-				x = lo + phiMax
-			}
-		}
-		break
+	step := PlaceStep{Op: o, Worker: w, Room: room, PerUnit: mw, NewDests: len(added)}
+	fixed := p.m.Gamma * float64(len(added))
+	if mw*r+fixed <= room {
+		return r, step
 	}
-	if math.IsNaN(step.PerUnit) {
-		step.PerUnit = p.d.Work(o)
+	if mw <= 0 {
+		return 0, step
 	}
-	// The walk is exact up to flowEps effects at segment boundaries; check
-	// the exact cost and retreat to the segment start if it overshoots.
-	if x > 0 {
-		if c, _ := p.chunkCost(o, w, x, rcv); c > room*(1+1e-12)+1e-9 {
-			x = lastLo
-			if c, _ := p.chunkCost(o, w, x, rcv); c > room*(1+1e-12)+1e-9 {
-				x = 0
-			}
-		}
-	}
+	x := (room - fixed) / mw
 	if x < placeEps {
-		x = 0
+		return 0, step
 	}
-	if x > 0 {
-		_, a := p.chunkCost(o, w, x, rcv)
-		step.NewDests = len(a)
-	}
-	return x, step
-}
-
-// fits reports whether share x of o fits worker w's room exactly.
-func (p *packer) fits(o, w int, x, room float64) bool {
-	rcv := make([][]receiver, len(p.out[o]))
-	for i, e := range p.out[o] {
-		rcv[i] = p.receivers(e, w)
-	}
-	c, _ := p.chunkCost(o, w, x, rcv)
-	return c <= room*(1+1e-12)+1e-9
+	return min(x, r), step
 }
 
 // commit puts share x of o on worker w and returns the load it adds.
 func (p *packer) commit(o, w int, x float64) float64 {
-	rcv := make([][]receiver, len(p.out[o]))
-	for i, e := range p.out[o] {
-		rcv[i] = p.receivers(e, w)
-	}
-	cost, added := p.chunkCost(o, w, x, rcv)
+	mw, added := p.perUnit(o, w)
 	for _, v := range added {
 		p.dest[w][v] = true
 	}
-	for _, e := range p.out[o] {
-		l := p.shares[w][p.app.Edges[e].To]
-		if ra := x - max(0, min(x, l)); ra > 0 {
-			p.offset[e] += ra
-		}
-	}
+	cost := mw*x + p.m.Gamma*float64(len(added))
 	p.shares[w][o] += x
 	p.load[w] += cost
 	return cost

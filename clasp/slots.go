@@ -95,6 +95,10 @@ func countShares(counts [][]int, inst []int) [][]float64 {
 	return s
 }
 
+// slotUS is the CPU of one executor slot, µs/s: the worker budget of the
+// reporting model shared by the slots.
+func (c SlotConfig) slotUS() float64 { return c.Model.Budget / float64(c.Slots) }
+
 // instancesFor is ⌈work/10⁶⌉, the executors fully busy with work µs/s (at
 // least 1).
 func instancesFor(work float64) int {

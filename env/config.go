@@ -56,6 +56,14 @@ type Config struct {
 	// among its replicas in proportion to their shares.
 	Replicas [][]Replica
 
+	// LocalFirst routes a request to a replica of the successor on the
+	// sender's own server first (locality-aware forwarding; only sound for
+	// stateless successors). The default, false, spreads every sender's
+	// requests over the successor's replicas in proportion to their shares,
+	// as a key-partitioned or load-balanced exchange does. With one replica
+	// per task the two agree.
+	LocalFirst bool
+
 	// Requests is the CPU cost of chained requests, charged to the sending
 	// replica (CLASP, Eq. 1). Zero (the default) in the edge scenarios.
 	Requests RequestCosts

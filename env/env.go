@@ -65,9 +65,10 @@ type Env struct {
 	gammaUS  []float64 // destination-holding work per second of each replica, µs
 	remote   []int     // distinct remote destination servers of each server (δ_w)
 	gain     float64   // expected sink events per source event
+	taskGain []float64 // expected input events of each task per source event
 	memUsed  []float64 // per server
 
-	shared           []float64 // shared-CPU scenarios: each replica's millicores this step
+	shared           []float64 // shared-CPU scenarios: each replica's service millicores this step
 	svc              []float64 // each replica's service time this step, seconds
 	workers          []WorkerMetrics
 	taskCount        []float64 // replicas with a share on each server
@@ -122,7 +123,7 @@ func New(cfg Config) (*Env, error) {
 	}
 	e.spaces = makeSpaces(e.n, e.m)
 	e.rebind()
-	_, e.gain = reach(e.cfg.App, e.topo.order)
+	e.taskGain, e.gain = reach(e.cfg.App, e.topo.order)
 	mk := func() []float64 { return make([]float64, e.n) }
 	e.alloc, e.req, e.next = mk(), mk(), mk()
 	e.prevTaskLat, e.prevQueue, e.util, e.changed = mk(), mk(), mk(), mk()
@@ -201,11 +202,11 @@ func (e *Env) Reset(seed uint64) (Observation, Info, error) {
 		e.prevTaskLat[k], e.prevQueue[k] = 0, 0
 	}
 	clear(e.st.replicas)
+	e.t, e.started, e.over = 0, true, false
 	if e.cfg.SharedCPU {
 		e.shareCPU()
 	}
 	e.applyService()
-	e.t, e.started, e.over = 0, true, false
 	e.prevP95, e.prevViolated = 0, false
 	e.violHist = [10]bool{}
 	for i := range e.st.tasks {
@@ -338,11 +339,7 @@ func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, erro
 		}
 	}
 
-	wl := e.cfg.Workload
-	rate := wl.Rate((e.cfg.StartOffset + e.t) % wl.Len())
-	if !(rate >= 0) || math.IsInf(rate, 0) {
-		rate = 0
-	}
+	rate := e.stepRate()
 	e.core.step(e.t, rate)
 	e.core.collect(&e.st)
 
@@ -410,6 +407,17 @@ func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, erro
 	return e.obs, terms.Total, false, truncated, e.info, nil
 }
 
+// stepRate is the input rate of the step about to be simulated, events/s
+// (0 for a negative or non-finite workload value).
+func (e *Env) stepRate() float64 {
+	wl := e.cfg.Workload
+	rate := wl.Rate((e.cfg.StartOffset + e.t) % wl.Len())
+	if !(rate >= 0) || math.IsInf(rate, 0) {
+		return 0
+	}
+	return rate
+}
+
 // replicaCPU is replica r's CPU allocation, millicores: its task's
 // allocation times the replica's share.
 func (e *Env) replicaCPU(r int) float64 {
@@ -421,13 +429,28 @@ func (e *Env) replicaCPU(r int) float64 {
 }
 
 // shareCPU divides every server's CPU among its replicas in proportion to
-// their demand — the work queued at them and the work they received in the
-// last step, plus the γ work of the remote destinations they hold — with an
-// even split when none has any, and sets each task's
-// allocation to the sum over its replicas. Replicas with share 0 get none.
+// their demand in the coming step — the work queued at them plus the work
+// arriving, forecast as the larger of what they received in the last step
+// and what the coming step's input rate sends them in steady state (the
+// task's events per source event times the replica's share), plus the γ
+// work of the remote destinations they hold — and sets each task's
+// allocation to the sum over its replicas. The forecast makes the split
+// follow the flow the moment a plan is deployed or the rate changes, as a
+// worker's executor slots do, instead of one step behind. Replicas with
+// share 0 get none.
+//
+// A replica's service CPU (what its events run on) is its proportional
+// share C·d/D of the server's CPU C when the demand D exceeds C; when the
+// server is underloaded it is C − D + d, everything the other replicas leave
+// idle, since executor slots are work conserving: an event on a lightly
+// loaded worker runs at nearly full speed instead of at its replica's
+// average rate. The allocation reported per task (Info.Applied, TotalCPU)
+// is the proportional share in both cases, so a server's reported CPU sums
+// to C: the whole worker is reserved.
 func (e *Env) shareCPU() {
 	const eps = 1e-9
 	clear(e.serverCPU) // Σ demand per server
+	rate := e.stepRate()
 	demand := func(r int) float64 {
 		rep := e.topo.replicas[r]
 		if rep.share == 0 {
@@ -435,8 +458,9 @@ func (e *Env) shareCPU() {
 		}
 		x := e.st.replicas[r]
 		work := e.cfg.App.Tasks[rep.task].MIPSPerEvent/(e.mipsPerM[r]*1000) + e.reqUS[r]*1e-6
+		arrive := max(x.in, rate*e.taskGain[rep.task]*rep.share)
 		// The γ work of the destinations it holds is demand too.
-		return (x.queue+x.in)*work + e.gammaUS[r]*1e-6 + eps
+		return (x.queue+arrive)*work + e.gammaUS[r]*1e-6 + eps
 	}
 	for r, rep := range e.topo.replicas {
 		e.serverCPU[rep.server] += demand(r)
@@ -444,10 +468,22 @@ func (e *Env) shareCPU() {
 	clear(e.alloc)
 	for r, rep := range e.topo.replicas {
 		e.shared[r] = 0
-		if d := demand(r); d > 0 {
-			e.shared[r] = e.cfg.Servers[rep.server].CPU * d / e.serverCPU[rep.server]
+		d := demand(r)
+		if d <= 0 {
+			continue
 		}
-		e.alloc[rep.task] += e.shared[r]
+		// C and D in millicores: the server's CPU and its replicas' demand.
+		c, all := e.cfg.Servers[rep.server].CPU, e.serverCPU[rep.server]*1000
+		own := d * 1000
+		prop := c * d / e.serverCPU[rep.server]
+		e.alloc[rep.task] += prop
+		if all <= c {
+			// Underloaded: the scheduler is work conserving, so a
+			// replica's events run on whatever the others leave idle.
+			e.shared[r] = c - all + own
+		} else {
+			e.shared[r] = prop
+		}
 	}
 }
 

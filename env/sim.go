@@ -51,7 +51,7 @@ type fluid struct {
 	emitted, sinkEvents float64
 	// scratch for overlap stages
 	scrBl, scrArr, scrKeep []piece
-	scrEv                  []sweepEv
+	scrEv, scrEnds         []sweepEv
 	scrB                   []float64
 }
 
@@ -86,14 +86,40 @@ type topology struct {
 	flowLink  []int     // per flow: link index
 }
 
-// route splits an edge's stream between the replicas of its two tasks.
-// Requests stay on their server when the receiving task has a replica
-// there (as much as that replica's share absorbs); the rest is matched by
-// the north-west-corner rule in replica order. It returns F[i][j], the share
-// of the edge's total stream sent from sender i to receiver j (Σ_j F[i][j] =
-// a_i, Σ_i F[i][j] = b_j). With one replica per task F = [[1]].
-func routeShares(a, b []float64, sa, sb []int) [][]float64 {
+// routeShares splits an edge's stream between the replicas of its two
+// tasks and returns F[i][j], the share of the edge's total stream sent from
+// sender i to receiver j (Σ_j F[i][j] = a_i, Σ_i F[i][j] = b_j). With one
+// replica per task F = [[1]].
+//
+// By default (localFirst false) every sender spreads its output over the
+// receiving replicas in proportion to their shares, F[i][j] = a_i·b_j: the
+// exchange of a key-partitioned or load-balanced stream, where a request's
+// destination depends on its key or on a balancer, not on where its sender
+// runs. So a sender on server w keeps b_w of its requests local and sends
+// the rest to every other server hosting the successor (CLASP's routing:
+// the placement shares are the routing weights).
+//
+// With localFirst, requests stay on their server when the receiving task has
+// a replica there (as much as that replica's share absorbs) and the rest is
+// matched by the north-west-corner rule in replica order: locality-aware
+// forwarding, possible only for stateless successors.
+func routeShares(a, b []float64, sa, sb []int, localFirst bool) [][]float64 {
 	F := make([][]float64, len(a))
+	if !localFirst {
+		var sum float64
+		for _, x := range b {
+			sum += x
+		}
+		for i := range a {
+			F[i] = make([]float64, len(b))
+			for j := range b {
+				if sum > 0 {
+					F[i][j] = a[i] * b[j] / sum
+				}
+			}
+		}
+		return F
+	}
 	ra, rb := append([]float64(nil), a...), append([]float64(nil), b...)
 	for i := range a {
 		F[i] = make([]float64, len(b))
@@ -145,7 +171,7 @@ func buildTopology(c *Config) topology {
 		for j, r := range vs {
 			b[j], sb[j] = t.replicas[r].share, t.replicas[r].server
 		}
-		F := routeShares(a, b, sa, sb)
+		F := routeShares(a, b, sa, sb, c.LocalFirst)
 		for i, ri := range us {
 			for j, rj := range vs {
 				if F[i][j] <= 0 || a[i] <= 0 {

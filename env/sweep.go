@@ -1,5 +1,10 @@
 package env
 
+import (
+	"cmp"
+	"slices"
+)
+
 // sweepEv is a breakpoint of the arrival curve of an overlap stage.
 type sweepEv struct {
 	t     float64
@@ -30,10 +35,14 @@ func (f *fluid) processSweep(i int, t0, T float64) {
 	s.queue.clear()
 	arr = append(arr, s.inbox...)
 	s.inbox = s.inbox[:0]
-	for a := 1; a < len(arr); a++ {
-		for b := a; b > 0 && arr[b].as < arr[b-1].as; b-- {
-			arr[b], arr[b-1] = arr[b-1], arr[b]
+	if len(arr) <= 32 {
+		for a := 1; a < len(arr); a++ {
+			for b := a; b > 0 && arr[b].as < arr[b-1].as; b-- {
+				arr[b], arr[b-1] = arr[b-1], arr[b]
+			}
 		}
+	} else {
+		slices.SortStableFunc(arr, func(a, b piece) int { return cmp.Compare(a.as, b.as) })
 	}
 
 	// Backlog from earlier steps departs first, back to back.
@@ -45,19 +54,39 @@ func (f *fluid) processSweep(i int, t0, T float64) {
 		keep = f.serve(s, p, ds, de, T, keep)
 	}
 
-	// Sweep the arrivals' breakpoints.
-	ev := f.scrEv[:0]
+	// Sweep the arrivals' breakpoints in (t, j) order — a piece's end
+	// follows its start — merging the starts (already in order, arr being
+	// sorted by start) with the sorted ends.
+	ends := f.scrEnds[:0]
 	for j, p := range arr {
-		ev = append(ev, sweepEv{t: p.as, j: j, start: true})
 		if p.ae > p.as {
-			ev = append(ev, sweepEv{t: p.ae, j: j})
+			ends = append(ends, sweepEv{t: p.ae, j: j})
 		}
 	}
-	for a := 1; a < len(ev); a++ {
-		for b := a; b > 0 && ev[b].t < ev[b-1].t; b-- {
-			ev[b], ev[b-1] = ev[b-1], ev[b]
+	if len(ends) <= 32 {
+		for a := 1; a < len(ends); a++ {
+			for b := a; b > 0 && ends[b].t < ends[b-1].t; b-- {
+				ends[b], ends[b-1] = ends[b-1], ends[b]
+			}
 		}
+	} else {
+		slices.SortFunc(ends, func(a, b sweepEv) int {
+			if c := cmp.Compare(a.t, b.t); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.j, b.j)
+		})
 	}
+	ev := f.scrEv[:0]
+	k := 0
+	for j, p := range arr {
+		for k < len(ends) && (ends[k].t < p.as || ends[k].t == p.as && ends[k].j < j) {
+			ev = append(ev, ends[k])
+			k++
+		}
+		ev = append(ev, sweepEv{t: p.as, j: j, start: true})
+	}
+	ev = append(ev, ends[k:]...)
 	if cap(f.scrB) < 2*len(arr) {
 		f.scrB = make([]float64, 2*len(arr))
 	}
@@ -106,7 +135,7 @@ func (f *fluid) processSweep(i int, t0, T float64) {
 			s.queue.push(q)
 		}
 	}
-	f.scrBl, f.scrArr, f.scrKeep, f.scrEv = bl, arr, keep, ev
+	f.scrBl, f.scrArr, f.scrKeep, f.scrEv, f.scrEnds = bl, arr, keep, ev, ends
 }
 
 // serve departs the share of piece p (departing linearly over [ds, de])

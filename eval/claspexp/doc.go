@@ -14,17 +14,17 @@
 //   - the controller adapter (HorizontalController, PlannerController) and
 //     its pure conversions (ObservationFromInfo, ActionFromPlan,
 //     ReplicasFromShares, QuantizeShares);
-//   - the experiments (Scaling, Overprovision, Coefficients, Placements, WorkerCounts,
+//   - the experiments (Scaling, Overprovision, Coefficients, Placements, WorkerTransitions, Modes,
 //     Migrations) and their report.
 //
 // # Routing
 //
-// The simulator routes an edge between replicas local first, then by the
-// north-west-corner rule in replica order; clasp.Route does the same in
-// worker order. The adapter lists replicas in ascending worker (= server)
-// order, so both agree, except that clasp ignores remote flows of at most
-// 10⁻⁶ of an edge when counting destinations and the simulator does not;
-// QuantizeShares removes such residues.
+// The simulator's default routing spreads every sender's requests over the
+// successor's replicas in proportion to their shares, which is clasp.Route;
+// with env.Config.LocalFirst it keeps requests on the sender's server first
+// (used here only to show what locality-aware forwarding changes). Shares
+// are quantized (QuantizeShares) so the plan and the simulator see the same
+// replicas.
 //
 // # Units
 //

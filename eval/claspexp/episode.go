@@ -9,10 +9,13 @@ import (
 // StepRecord is what Run keeps of one step.
 type StepRecord struct {
 	Offered, Throughput float64 // events/s
-	P95MS               float64
-	Backlog             float64 // events queued at tasks or in flight at the end of the step
-	Hold                bool    // the controller passed the step
-	Migration           env.Migration
+	P95MS, MeanMS       float64 // end-to-end latency over the step
+	// Active is the number of servers hosting a replica after the step's
+	// action.
+	Active    int
+	Backlog   float64 // events queued at tasks or in flight at the end of the step
+	Hold      bool    // the controller passed the step
+	Migration env.Migration
 }
 
 // Run plays one episode of cfg with ctrl from Reset(seed) to truncation.
@@ -36,10 +39,14 @@ func Run(cfg env.Config, ctrl HorizontalController, seed uint64, observe func(t 
 	// ingress rate of the first step, as a planner at the ingress would.
 	info.OfferedRate = cfg.Workload.Rate(cfg.StartOffset % cfg.Workload.Len())
 	var recs []StepRecord
+	plan := cfg.Replicas
 	for t := 0; ; t++ {
 		a, err := ctrl.Act(float64(t), info)
 		if err != nil {
 			return recs, fmt.Errorf("claspexp: step %d: %w", t, err)
+		}
+		if a.Replicas != nil {
+			plan = a.Replicas
 		}
 		_, _, _, trunc, inf, err := e.StepAction(a)
 		if err != nil {
@@ -51,8 +58,8 @@ func Run(cfg env.Config, ctrl HorizontalController, seed uint64, observe func(t 
 			backlog += q
 		}
 		recs = append(recs, StepRecord{
-			Offered: info.OfferedRate, Throughput: info.Throughput, P95MS: info.P95MS,
-			Backlog: backlog, Hold: a.Hold, Migration: info.Migration,
+			Offered: info.OfferedRate, Throughput: info.Throughput, P95MS: info.P95MS, MeanMS: info.MeanMS,
+			Active: activeServers(plan, cfg.Placement), Backlog: backlog, Hold: a.Hold, Migration: info.Migration,
 		})
 		if observe != nil {
 			observe(t, info)

@@ -3,6 +3,9 @@ package claspexp
 import (
 	"fmt"
 	"math"
+	"runtime"
+
+	"golang.org/x/sync/errgroup"
 
 	"streamscale/clasp"
 	"streamscale/env"
@@ -339,80 +342,54 @@ type PlacementRow struct {
 
 // Placements compares the placements of CLASP (PlaceN on n workers),
 // FaaSFlow and Zhang24 (their initial plan at the largest rate for which
-// they ask for at most n workers) on n workers.
+// they ask for at most n workers) on n workers. The app × method searches
+// run concurrently (GOMAXPROCS at a time); each is sequential and the
+// results are stored by index, so the output does not depend on the
+// schedule.
 func Placements(apps []clasp.App, n int, pr Probe) ([]PlacementRow, error) {
-	var rows []PlacementRow
-	for _, app := range apps {
-		row := PlacementRow{App: app.Name, Workers: n, MaxRate: map[string]float64{}, Used: map[string]int{}}
+	methods := Baselines(n)[:3]
+	rates := make([][]float64, len(apps))
+	used := make([][]int, len(apps))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, app := range apps {
+		rates[i], used[i] = make([]float64, len(methods)), make([]int, len(methods))
 		pred, err := PredictedRate(app, n)
 		if err != nil {
 			return nil, err
 		}
-		for _, b := range Baselines(n)[:3] {
-			place := CLASPPlacer(n)
-			used := n
-			if b.Name != "clasp" {
-				p, err := planWithWorkers(b.New, app, n)
+		for k, b := range methods {
+			g.Go(func() error {
+				place := CLASPPlacer(n)
+				u := n
+				if b.Name != "clasp" {
+					p, err := planWithWorkers(b.New, app, n)
+					if err != nil {
+						return fmt.Errorf("claspexp: %s %s: %w", app.Name, b.Name, err)
+					}
+					ids := make([]int, len(p.Workers))
+					for i, w := range p.Workers {
+						ids[i] = w.ID
+					}
+					place, u = FixedPlacer(ids, p.Shares()), len(ids)
+				}
+				r, err := MaxRate(app, n, place, pred, pr)
 				if err != nil {
-					return nil, fmt.Errorf("claspexp: %s %s: %w", app.Name, b.Name, err)
+					return fmt.Errorf("claspexp: %s %s: %w", app.Name, b.Name, err)
 				}
-				ids := make([]int, len(p.Workers))
-				for i, w := range p.Workers {
-					ids[i] = w.ID
-				}
-				place, used = FixedPlacer(ids, p.Shares()), len(ids)
-			}
-			r, err := MaxRate(app, n, place, pred, pr)
-			if err != nil {
-				return nil, fmt.Errorf("claspexp: %s %s: %w", app.Name, b.Name, err)
-			}
-			row.MaxRate[b.Name], row.Used[b.Name] = r, used
+				rates[i][k], used[i][k] = r, u
+				return nil
+			})
 		}
-		rows = append(rows, row)
 	}
-	return rows, nil
-}
-
-// WorkerRow is one method's worker-count predictions for one app.
-type WorkerRow struct {
-	App          string    `json:"app"`
-	Method       string    `json:"method"`
-	Rates        []float64 `json:"rates"`          // events/s
-	Needed       []int     `json:"needed"`         // smallest n whose CLASP placement sustains the rate (simulated)
-	Predicted    []int     `json:"predicted"`      // the method's initial plan
-	MeanRelError float64   `json:"mean_rel_error"` // mean |predicted − needed| / needed
-}
-
-// WorkerCounts measures, for rates 0.9× the sustained maximum of 2, 4, 6
-// and 8 workers (from maxRate, indexed by n−1 for n = 1…len), the workers
-// each method plans and the workers the simulator needs.
-func WorkerCounts(app clasp.App, maxRate []float64) ([]WorkerRow, error) {
-	var rows []WorkerRow
-	var rates []float64
-	var needed []int
-	for _, n := range []int{2, 4, 6, 8} {
-		if n > len(maxRate) {
-			break
-		}
-		r := 0.9 * maxRate[n-1]
-		need := len(maxRate) + 1
-		for m := 1; m <= len(maxRate); m++ {
-			if maxRate[m-1] >= r {
-				need = m
-				break
-			}
-		}
-		rates, needed = append(rates, r), append(needed, need)
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
-	for _, b := range Baselines(512) {
-		row := WorkerRow{App: app.Name, Method: b.Name, Rates: rates, Needed: needed}
-		for i, r := range rates {
-			p, err := planFor(b.New, app, r)
-			if err != nil {
-				return nil, fmt.Errorf("claspexp: %s %s: %w", app.Name, b.Name, err)
-			}
-			row.Predicted = append(row.Predicted, p.NumWorkers())
-			row.MeanRelError += math.Abs(float64(p.NumWorkers()-needed[i])) / float64(needed[i]) / float64(len(rates))
+	var rows []PlacementRow
+	for i, app := range apps {
+		row := PlacementRow{App: app.Name, Workers: n, MaxRate: map[string]float64{}, Used: map[string]int{}}
+		for k, b := range methods {
+			row.MaxRate[b.Name], row.Used[b.Name] = rates[i][k], used[i][k]
 		}
 		rows = append(rows, row)
 	}

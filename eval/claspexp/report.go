@@ -2,6 +2,7 @@ package claspexp
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -38,10 +39,14 @@ type Report struct {
 	PlacementThroughput map[string]map[string]float64 `json:"placement_throughput"`
 	Placements          []PlacementRow                `json:"placements"`
 
-	// WorkerError[method] is the mean relative worker-count error over
-	// the apps and rates of WorkerRows.
+	// WorkerError[method] is the mean absolute worker-count error, in
+	// workers, over the transitions of Transitions (paper: CLASP < 0.3).
 	WorkerError map[string]float64 `json:"worker_error"`
-	WorkerRows  []WorkerRow        `json:"worker_rows"`
+	Transitions []TransitionRow    `json:"transitions"`
+
+	// Modes is experiment (6): the burst and gradual load modes, closed
+	// loop, every method.
+	Modes []ModeRow `json:"modes"`
 
 	Migration []MigrationRow `json:"migration"`
 	Notes     []string       `json:"notes"`
@@ -51,7 +56,9 @@ type Report struct {
 type Options struct {
 	Apps        []clasp.App // scaling and placement apps
 	WorkerApps  []clasp.App // apps of the worker-count experiment (10 scaling points each)
+	ModeApps    []clasp.App // apps of the burst/gradual experiment
 	MigrateApps []clasp.App
+	Transition  TransitionOptions
 	Probe       Probe
 	CoefSteps   int
 }
@@ -64,13 +71,15 @@ func DefaultOptions() Options {
 		apps = append(apps, a)
 	}
 	return Options{
-		Apps: apps, WorkerApps: []clasp.App{clasp.SYN(), clasp.WC(), clasp.AA(), clasp.ETL()},
+		Apps: apps, WorkerApps: []clasp.App{clasp.SYN(), clasp.WC(), clasp.AA()},
+		ModeApps:    []clasp.App{clasp.SYN(), clasp.WC(), clasp.AA()},
 		MigrateApps: []clasp.App{clasp.WC(), clasp.AA()},
+		Transition:  DefaultTransitionOptions(),
 		Probe:       DefaultProbe(), CoefSteps: 40,
 	}
 }
 
-// Reproduce runs experiments (1), (2), (3), (4), (5) and (7) of the brief.
+// Reproduce runs experiments (1) to (7) of the brief.
 func Reproduce(o Options, progress func(string)) (Report, error) {
 	if progress == nil {
 		progress = func(string) {}
@@ -122,8 +131,8 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 		r.PlacementThroughput[p.App] = p.MaxRate
 	}
 	progress("worker counts")
-	r.WorkerError = map[string]float64{}
-	cnt := map[string]int{}
+	methods := Methods(10)
+	tops := map[string]float64{}
 	for _, app := range o.WorkerApps {
 		all := make([]int, 10)
 		for i := range all {
@@ -133,18 +142,29 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 		if err != nil {
 			return r, err
 		}
-		wr, err := WorkerCounts(app, sc[0].MaxRate)
+		tops[app.Name] = sc[0].MaxRate[9]
+		tr, err := WorkerTransitions(app, sc[0].MaxRate, methods[:4], o.Transition)
 		if err != nil {
 			return r, err
 		}
-		for _, w := range wr {
-			r.WorkerError[w.Method] += w.MeanRelError
-			cnt[w.Method]++
-		}
-		r.WorkerRows = append(r.WorkerRows, wr...)
+		r.Transitions = append(r.Transitions, tr...)
 	}
-	for m := range r.WorkerError {
-		r.WorkerError[m] /= float64(cnt[m])
+	r.WorkerError = MeanAbsWorkerError(r.Transitions)
+	progress("load modes")
+	for _, app := range o.ModeApps {
+		top, ok := tops[app.Name]
+		if !ok {
+			sc, err := Scaling([]clasp.App{app}, []int{1, 10}, o.Probe)
+			if err != nil {
+				return r, err
+			}
+			top = sc[0].MaxRate[1]
+		}
+		rows, err := Modes(app, top, 10, methods)
+		if err != nil {
+			return r, err
+		}
+		r.Modes = append(r.Modes, rows...)
 	}
 	progress("migration")
 	pairs := [][2]int{{1, 5}, {5, 10}, {1, 10}, {5, 1}, {10, 5}, {10, 1}}
@@ -203,9 +223,20 @@ func (r *Report) Markdown() string {
 	for _, p := range r.Placements {
 		fmt.Fprintf(&b, "| %s | %.0f (%d) | %.0f (%d) | %.0f (%d) |\n", p.App, p.MaxRate["clasp"], p.Used["clasp"], p.MaxRate["faasflow"], p.Used["faasflow"], p.MaxRate["zhang24"], p.Used["zhang24"])
 	}
-	b.WriteString("\n## (5) Worker-count prediction (initial plan vs. workers the simulator needs)\n\n| app | method | rates | needed | predicted | mean rel. error |\n|---|---|---|---|---|---|\n")
-	for _, w := range r.WorkerRows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %v | %v | %.2f |\n", w.App, w.Method, fmtRates(w.Rates), w.Needed, w.Predicted, w.MeanRelError)
+	b.WriteString("\n## (5) Worker-count prediction (closed loop, every source→target transition)\n\nEach method runs on 10 workers at the source rate, the input steps to the target, and its worker count a few seconds later is compared with the observed optimal worker count (OOWC: the fewest workers whose CLASP placement sustains the target in the simulator).\n\n| app | method | mean abs. error (workers) | transitions |\n|---|---|---|---|\n")
+	type key struct{ app, m string }
+	sum, cnt := map[key]float64{}, map[key]int{}
+	var keys []key
+	for _, t := range r.Transitions {
+		k := key{t.App, t.Method}
+		if cnt[k] == 0 {
+			keys = append(keys, k)
+		}
+		sum[k] += math.Abs(float64(t.Workers - t.Needed))
+		cnt[k]++
+	}
+	for _, k := range keys {
+		fmt.Fprintf(&b, "| %s | %s | %.2f | %d |\n", k.app, k.m, sum[k]/float64(cnt[k]), cnt[k])
 	}
 	var ms []string
 	for m := range r.WorkerError {
@@ -216,7 +247,11 @@ func (r *Report) Markdown() string {
 	for _, m := range ms {
 		fmt.Fprintf(&b, " %s %.2f;", m, r.WorkerError[m])
 	}
-	b.WriteString("\n\n## (7) Migration (CLASP placements, rate = ½ of one worker's sustained rate)\n\n| app | step | plan duration s | plan moved MB | env max pause s | env moved MB | worst p95 after, ms |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("\n\n## (6) Load modes (closed loop on up to 10 workers)\n\nBurst: 25% → 75% → 25% of the 10-worker sustained rate (20 s each); gradual: 15% → 85% → 15% over 90 s. Latency: median over steps of the per-step mean, and 95th percentile over steps of the per-step p95.\n\n| app | mode | method | delivered/offered | median ms | p95 ms | mean workers | max workers | plans | infeasible |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, m := range r.Modes {
+		fmt.Fprintf(&b, "| %s | %s | %s | %.3f | %.1f | %.1f | %.2f | %d | %d | %d |\n", m.App, m.Mode, m.Method, m.ThroughputRatio, m.MedianMeanMS, m.P95P95MS, m.MeanWorkers, m.MaxWorkers, m.Plans, m.Infeasible)
+	}
+	b.WriteString("\n## (7) Migration (CLASP placements, rate = ½ of one worker's sustained rate)\n\n| app | step | plan duration s | plan moved MB | env max pause s | env moved MB | worst p95 after, ms |\n|---|---|---|---|---|---|---|\n")
 	for _, m := range r.Migration {
 		fmt.Fprintf(&b, "| %s | %s | %.4f | %.2f | %.4f | %.2f | %.0f |\n", m.App, m.Step, m.PlanDurationS, m.PlanMovedMB, m.EnvMaxPauseS, m.EnvMovedMB, m.P95AfterMS)
 	}
@@ -227,12 +262,4 @@ func (r *Report) Markdown() string {
 		}
 	}
 	return b.String()
-}
-
-func fmtRates(rs []float64) string {
-	s := make([]string, len(rs))
-	for i, r := range rs {
-		s[i] = fmt.Sprintf("%.0f", r)
-	}
-	return strings.Join(s, ", ")
 }
