@@ -7,27 +7,36 @@ type SaturationConfig struct {
 	// GrowSteps is the number of consecutive observations (seconds) in
 	// which the worker's queue Q_w grew, ≥ 1. Default 3.
 	GrowSteps int
+	// GrowFrac is how much the queue must grow over those steps, as a
+	// fraction of the executions in them, ≥ 0: a queue that creeps up by a
+	// few requests while a pipeline fills is not a saturated worker.
+	// Default 0.05.
+	GrowFrac float64
 	// DelayS is the queuing-delay threshold, seconds > 0: a worker whose
 	// queue would take longer than this to serve at its current execution
 	// rate, Q_w / Σ_o N_{w,o} > DelayS, is saturated. Default 0.5.
 	DelayS float64
 }
 
-// DefaultSaturationConfig returns GrowSteps 3, DelayS 0.5 s.
+// DefaultSaturationConfig returns GrowSteps 3, GrowFrac 0.05, DelayS 0.5 s.
 func DefaultSaturationConfig() SaturationConfig {
-	return SaturationConfig{GrowSteps: 3, DelayS: 0.5}
+	return SaturationConfig{GrowSteps: 3, GrowFrac: 0.05, DelayS: 0.5}
 }
 
 func (c SaturationConfig) validate() error {
-	if c.GrowSteps < 1 || !positive(c.DelayS) {
-		return invalidf("saturation: grow steps %d (want ≥ 1), delay %v s (want > 0)", c.GrowSteps, c.DelayS)
+	if c.GrowSteps < 1 || !nonNegative(c.GrowFrac) || !positive(c.DelayS) {
+		return invalidf("saturation: grow steps %d (want ≥ 1), growth fraction %v (want ≥ 0), delay %v s (want > 0)", c.GrowSteps, c.GrowFrac, c.DelayS)
 	}
 	return nil
 }
 
+// satHist is one worker's queue history: the last observation (t, q) and
+// the current run of growing observations — its length, the queue before
+// it (q0) and the executions during it.
 type satHist struct {
-	t, q float64
-	grow int
+	t, q     float64
+	grow     int
+	q0, exec float64
 }
 
 // saturation tracks queue growth per worker ID. The map is only indexed,
@@ -43,35 +52,41 @@ func newSaturation(cfg SaturationConfig) *saturation {
 
 // observe updates the queue histories and returns, per worker of ws, whether
 // it is saturated. A worker is saturated when its queue grew in GrowSteps
-// consecutive observations, or its queuing delay Q_w/Σ_o N_{w,o} exceeds
+// consecutive observations, by more than GrowFrac of the executions over
+// them, or its queuing delay Q_w/Σ_o N_{w,o} exceeds
 // DelayS. A worker that executes nothing is never a sample (Eq. 1 would
-// read its budget as zero).
+// read its budget as zero), nor is a worker on its first observation.
 func (s *saturation) observe(now float64, ws []WorkerObs) []bool {
 	out := make([]bool, len(ws))
 	seen := make(map[int]bool, len(ws))
 	for i, w := range ws {
 		seen[w.ID] = true
+		var rate float64
+		for _, n := range w.Exec {
+			rate += n
+		}
 		h, ok := s.hist[w.ID]
 		switch {
 		case !ok:
 			h = satHist{t: now, q: w.Queue}
 		case now > h.t:
 			if w.Queue > h.q {
+				if h.grow == 0 {
+					h.q0, h.exec = h.q, 0
+				}
 				h.grow++
+				h.exec += rate * (now - h.t)
 			} else {
 				h.grow = 0
 			}
 			h.t, h.q = now, w.Queue
 		}
 		s.hist[w.ID] = h
-		var rate float64
-		for _, n := range w.Exec {
-			rate += n
+		if rate <= 0 || !ok {
+			continue // idle, or first seen: its second may be a start-up transient
 		}
-		if rate <= 0 {
-			continue
-		}
-		out[i] = h.grow >= s.cfg.GrowSteps || w.Queue/rate > s.cfg.DelayS
+		grew := h.grow >= s.cfg.GrowSteps && w.Queue-h.q0 > s.cfg.GrowFrac*h.exec
+		out[i] = grew || w.Queue/rate > s.cfg.DelayS
 	}
 	for id := range s.hist { // forget departed workers; order irrelevant
 		if !seen[id] {

@@ -137,9 +137,10 @@ func TestSaturationDetection(t *testing.T) {
 		rate   float64
 		want   []bool
 	}{
-		{"three growths", []float64{0, 1, 2, 3, 4}, 1000, []bool{false, false, false, true, true}},
-		{"growth interrupted", []float64{0, 1, 2, 2, 3, 4, 5}, 1000, []bool{false, false, false, false, false, false, true}},
-		{"delay over threshold", []float64{600, 600, 600}, 1000, []bool{true, true, true}},
+		{"three growths", []float64{0, 100, 200, 300, 400}, 1000, []bool{false, false, false, true, true}},
+		{"creeping growth", []float64{0, 1, 2, 3, 4}, 1000, []bool{false, false, false, false, false}},
+		{"growth interrupted", []float64{0, 100, 200, 200, 300, 400, 500}, 1000, []bool{false, false, false, false, false, false, true}},
+		{"delay over threshold", []float64{600, 600, 600}, 1000, []bool{false, true, true}}, // not on first sight
 		{"delay under threshold", []float64{400, 400, 400}, 1000, []bool{false, false, false}},
 		{"executes nothing", []float64{0, 10, 20, 30, 40}, 0, []bool{false, false, false, false, false}},
 	}

@@ -1,7 +1,5 @@
 package clasp
 
-
-
 // CostModel holds the parameters of the worker capacity model (paper Eq. 1):
 //
 //	W_w = Σ_o N_{w,o}·τ̄_{w,o} + α·R^l_w + β·R^r_w + γ·δ_w ≤ W

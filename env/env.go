@@ -430,9 +430,10 @@ func (e *Env) replicaCPU(r int) float64 {
 
 // shareCPU divides every server's CPU among its replicas in proportion to
 // their demand in the coming step — the work queued at them plus the work
-// arriving, forecast as the larger of what they received in the last step
-// and what the coming step's input rate sends them in steady state (the
-// task's events per source event times the replica's share), plus the γ
+// arriving, forecast as what they received in the last step or, for a
+// replica that received nothing (a new deployment), what the coming step's
+// input rate sends it in steady state (the task's events per source event
+// times the replica's share), plus the γ
 // work of the remote destinations they hold — and sets each task's
 // allocation to the sum over its replicas. The forecast makes the split
 // follow the flow the moment a plan is deployed or the rate changes, as a
@@ -458,7 +459,10 @@ func (e *Env) shareCPU() {
 		}
 		x := e.st.replicas[r]
 		work := e.cfg.App.Tasks[rep.task].MIPSPerEvent/(e.mipsPerM[r]*1000) + e.reqUS[r]*1e-6
-		arrive := max(x.in, rate*e.taskGain[rep.task]*rep.share)
+		arrive := x.in
+		if arrive <= 0 {
+			arrive = rate * e.taskGain[rep.task] * rep.share
+		}
 		// The γ work of the destinations it holds is demand too.
 		return (x.queue+arrive)*work + e.gammaUS[r]*1e-6 + eps
 	}
