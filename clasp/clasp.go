@@ -21,6 +21,12 @@ type Config struct {
 	// ComputeS is the planning time added to the planner duration, seconds
 	// ≥ 0. Default 0.05.
 	ComputeS float64
+	// Propagate projects the demand with DerivePropagated (measured edge
+	// ratios propagated from λ_p) instead of the paper's single factor
+	// s = λ_p/Λ (Derive). Default true: with s, a plan made while a
+	// backlog drains (Λ > λ_p) under-sizes the cluster and the next one
+	// over-sizes it. (Our addition.)
+	Propagate bool
 	// DrainS sizes a re-plan for the backlog too: the projected demand is
 	// scaled by (λ_p + Q/DrainS)/λ_p, where Q is the requests queued at
 	// the planner and the workers (Observation.backlog), so the backlog drains in about DrainS
@@ -37,6 +43,7 @@ func DefaultConfig() Config {
 		Headroom:   1,
 		MaxWorkers: 512,
 		ComputeS:   0.05,
+		Propagate:  true,
 		DrainS:     10,
 	}
 }
@@ -118,6 +125,9 @@ func (c *CLASP) Plan(now float64, ob Observation) (Plan, error) {
 	}
 	fire, reason := c.trig.Observe(now, ob.InputRate, ob.Throughput)
 	d := Derive(&ob)
+	if c.cfg.Propagate {
+		d = DerivePropagated(&ob)
+	}
 	if q := ob.backlog(d); c.cfg.DrainS > 0 && q > 0 && ob.InputRate > 0 {
 		d = d.scaled((ob.InputRate + q/c.cfg.DrainS) / ob.InputRate)
 	}

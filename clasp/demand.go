@@ -71,6 +71,59 @@ func Derive(ob *Observation) Demand {
 	return d
 }
 
+// DerivePropagated projects the measurements to the input rate by
+// propagation instead of one scale factor: every source gets λ_p, and each
+// edge carries its sender's projected executions times the edge's measured
+// ratio E_e/N_o (the nominal ratio where the sender ran nowhere), in
+// topological order. In steady state (every operator keeps up) this equals
+// Derive's s·D_o; while a backlog drains or a pipeline fills, operators are
+// out of phase — downstream ones execute more, or less, than the current
+// throughput Λ implies — and s = λ_p/Λ mis-sizes the plan, where the
+// measured ratios do not. Execution times and Measured are Derive's; Scale
+// is the ratio of projected to measured executions. Our addition to the
+// paper's projection (see Config.Propagate).
+func DerivePropagated(ob *Observation) Demand {
+	d := Derive(ob)
+	if !d.Measured {
+		return d
+	}
+	app := &ob.App
+	nOps := len(app.Operators)
+	n := make([]float64, nOps)
+	sent := make([]float64, len(app.Edges))
+	for _, w := range ob.Workers {
+		for o := range nOps {
+			n[o] += at(w.Exec, o)
+		}
+		for e := range app.Edges {
+			sent[e] += at(w.EdgeRate, e)
+		}
+	}
+	exec := make([]float64, nOps)
+	edge := make([]float64, len(app.Edges))
+	for _, src := range app.Sources() {
+		exec[src] = ob.InputRate
+	}
+	var before, after float64
+	for _, o := range app.TopoOrder() {
+		for _, e := range app.outEdges(o) {
+			ratio := app.Edges[e].Ratio
+			if n[o] > 0 {
+				ratio = sent[e] / n[o]
+			}
+			edge[e] = exec[o] * ratio
+			exec[app.Edges[e].To] += edge[e]
+		}
+		before += n[o]
+		after += exec[o]
+	}
+	d.Exec, d.Edge = exec, edge
+	if before > 0 {
+		d.Scale = after / before
+	}
+	return d
+}
+
 // scaled returns d with every rate multiplied by f (Scale too).
 func (d Demand) scaled(f float64) Demand {
 	out := Demand{Scale: d.Scale * f, Measured: d.Measured, ExecUS: d.ExecUS,

@@ -39,6 +39,38 @@ func TestDeriveMeasuredAndNominal(t *testing.T) {
 	}
 }
 
+func TestDerivePropagated(t *testing.T) {
+	app := WC()
+	// Steady state (ratios 9 per split, throughput = input): same as Derive.
+	steady := measuredObs(app, 1200, 1000, []float64{1000, 9000}, []float64{9000}, nil)
+	a, b := Derive(&steady), DerivePropagated(&steady)
+	for o := range a.Exec {
+		if math.Abs(a.Exec[o]-b.Exec[o]) > 1e-9 {
+			t.Errorf("steady: propagated D_%d = %v, Derive %v", o, b.Exec[o], a.Exec[o])
+		}
+	}
+	if math.Abs(b.Edge[0]-a.Edge[0]) > 1e-9 || math.Abs(b.Scale-1.2) > 1e-12 {
+		t.Errorf("steady: E %v vs %v, scale %v", b.Edge[0], a.Edge[0], b.Scale)
+	}
+	// Draining: counts run at 2,000 sentences' worth (18,000/s) while split
+	// sees the input (1,000/s) and the sinks deliver 2,000/s. Derive scales
+	// by λ/Λ = 0.5 and sizes split for 500/s; propagation keeps split at the
+	// input rate and count at the measured ratio 9.
+	drain := measuredObs(app, 1000, 2000, []float64{1000, 18000}, []float64{9000}, nil)
+	if d := Derive(&drain); math.Abs(d.Exec[0]-500) > 1e-9 {
+		t.Errorf("draining: Derive D_split = %v, want 500", d.Exec[0])
+	}
+	d := DerivePropagated(&drain)
+	if math.Abs(d.Exec[0]-1000) > 1e-9 || math.Abs(d.Exec[1]-9000) > 1e-9 || math.Abs(d.Edge[0]-9000) > 1e-9 {
+		t.Errorf("draining: propagated D = %v, E = %v, want [1000 9000], 9000", d.Exec, d.Edge)
+	}
+	// Nothing measured: the nominal demand, as Derive.
+	none := Observation{App: app, InputRate: 100, Bandwidth: 1}
+	if d := DerivePropagated(&none); d.Measured || d.Exec[1] != 900 {
+		t.Errorf("nominal: %+v", d)
+	}
+}
+
 func TestParallelism(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -176,5 +208,33 @@ func TestApportionMinOne(t *testing.T) {
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("apportion(%v, %d) = %v, want %v", tt.w, tt.total, got, tt.want)
 		}
+	}
+}
+
+func TestDrainSizesForBacklog(t *testing.T) {
+	app := SYN()
+	exec, edge := app.NominalDemand(300)
+	workers := func(queue float64, drain float64) int {
+		t.Helper()
+		cfg := DefaultConfig()
+		cfg.DrainS = drain
+		c, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ob := measuredObs(app, 300, 300, exec, edge, nil)
+		ob.Workers[0].Share = make([]float64, len(app.Operators)) // not deployed: plans at once
+		ob.Workers[0].Queue = queue
+		p, err := c.Plan(0, ob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.NumWorkers()
+	}
+	// 30,000 queued requests are 3,000 input events (10 executions each):
+	// draining them in 10 s doubles the demand.
+	base, backlog, off := workers(0, 10), workers(30000, 10), workers(30000, 0)
+	if backlog <= base || off != base {
+		t.Errorf("workers: %d without backlog, %d with (drain 10 s), %d with drain off", base, backlog, off)
 	}
 }

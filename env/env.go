@@ -443,9 +443,10 @@ func (e *Env) replicaCPU(r int) float64 {
 // A replica's service CPU (what its events run on) is its proportional
 // share C·d/D of the server's CPU C when the demand D exceeds C; when the
 // server is underloaded it is C − D + d, everything the other replicas leave
-// idle, since executor slots are work conserving: an event on a lightly
-// loaded worker runs at nearly full speed instead of at its replica's
-// average rate. The allocation reported per task (Info.Applied, TotalCPU)
+// idle, since executor slots are work conserving — capped at the whole
+// cores the replica's demand d keeps busy (at least one), as each event runs
+// on one core: an event on a lightly loaded worker runs at full core speed
+// instead of at its replica's average rate. The allocation reported per task (Info.Applied, TotalCPU)
 // is the proportional share in both cases, so a server's reported CPU sums
 // to C: the whole worker is reserved.
 func (e *Env) shareCPU() {
@@ -483,8 +484,11 @@ func (e *Env) shareCPU() {
 		e.alloc[rep.task] += prop
 		if all <= c {
 			// Underloaded: the scheduler is work conserving, so a
-			// replica's events run on whatever the others leave idle.
-			e.shared[r] = c - all + own
+			// replica's events run on whatever the others leave idle,
+			// each on one core: at most the whole cores its demand
+			// keeps busy, at least one.
+			cores := 1000 * math.Max(1, math.Ceil(own/1000-1e-9))
+			e.shared[r] = max(prop, min(c-all+own, cores))
 		} else {
 			e.shared[r] = prop
 		}

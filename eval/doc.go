@@ -14,7 +14,9 @@
 // -out.
 //
 // Controllers are named by spec strings: static:N, threshold, vrebalance,
-// ppo (the policy in <-policies>/<profile>/policy.*) or ppo:DIR.
+// ppo (the policy in <-policies>/<profile>/policy.*), ppo:DIR, or clasp
+// (horizontal scaling on the horizontal counterpart of the edge scenario,
+// eval/horizontal).
 //
 // Bad flags exit with status 2 before any episode runs; failures while
 // running exit with 1. The same flags give byte-identical output; wall time

@@ -14,17 +14,18 @@
 //   - the controller adapter (HorizontalController, PlannerController) and
 //     its pure conversions (ObservationFromInfo, ActionFromPlan,
 //     ReplicasFromShares, QuantizeShares);
-//   - the experiments (Scaling, Overprovision, Coefficients, Placements, WorkerTransitions, Modes,
-//     Migrations) and their report.
+//   - the experiments (Scaling, Overprovision, Coefficients, Placements,
+//     WorkerTransitions, Modes, Migrations), their report (Report, Markdown)
+//     and figures (Figures).
 //
 // # Routing
 //
 // The simulator's default routing spreads every sender's requests over the
 // successor's replicas in proportion to their shares, which is clasp.Route;
-// with env.Config.LocalFirst it keeps requests on the sender's server first
-// (used here only to show what locality-aware forwarding changes). Shares
-// are quantized (QuantizeShares) so the plan and the simulator see the same
-// replicas.
+// with env.Config.LocalFirst it keeps requests on the sender's server
+// first (used here only by the routing ablation of experiment 4,
+// Probe.LocalFirst). Shares are quantized (QuantizeShares) so the plan and
+// the simulator see the same replicas.
 //
 // # Units
 //

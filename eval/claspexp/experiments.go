@@ -58,6 +58,10 @@ type Probe struct {
 	MaxBacklogS float64
 	// Iters is the number of bisection steps. Default 10.
 	Iters int
+	// LocalFirst runs the trials with env.Config.LocalFirst (locality-aware
+	// forwarding) instead of share routing; only the routing ablation sets
+	// it.
+	LocalFirst bool `json:"local_first,omitempty"`
 }
 
 // DefaultProbe returns the defaults documented on the fields.
@@ -80,6 +84,7 @@ func Sustains(app clasp.App, servers int, place Placer, rate float64, pr Probe) 
 	if err != nil {
 		return false, err
 	}
+	cfg.LocalFirst = pr.LocalFirst
 	recs, err := Run(cfg, Hold{}, 1, nil)
 	if err != nil {
 		return false, err

@@ -38,6 +38,10 @@ type Report struct {
 	// workers.
 	PlacementThroughput map[string]map[string]float64 `json:"placement_throughput"`
 	Placements          []PlacementRow                `json:"placements"`
+	// PlacementsLocalFirst repeats (4) for RoutingApps with the simulator
+	// routing locality first (env.Config.LocalFirst), the ablation that
+	// shows why the routing rule decides the comparison.
+	PlacementsLocalFirst []PlacementRow `json:"placements_local_first"`
 
 	// WorkerError[method] is the mean absolute worker-count error, in
 	// workers, over the transitions of Transitions (paper: CLASP < 0.3).
@@ -57,6 +61,7 @@ type Options struct {
 	Apps        []clasp.App // scaling and placement apps
 	WorkerApps  []clasp.App // apps of the worker-count experiment (10 scaling points each)
 	ModeApps    []clasp.App // apps of the burst/gradual experiment
+	RoutingApps []clasp.App // apps of the routing ablation of (4)
 	MigrateApps []clasp.App
 	Transition  TransitionOptions
 	Probe       Probe
@@ -73,6 +78,7 @@ func DefaultOptions() Options {
 	return Options{
 		Apps: apps, WorkerApps: []clasp.App{clasp.SYN(), clasp.WC(), clasp.AA()},
 		ModeApps:    []clasp.App{clasp.SYN(), clasp.WC(), clasp.AA()},
+		RoutingApps: []clasp.App{clasp.SYN(), clasp.WC(), clasp.AA()},
 		MigrateApps: []clasp.App{clasp.WC(), clasp.AA()},
 		Transition:  DefaultTransitionOptions(),
 		Probe:       DefaultProbe(), CoefSteps: 40,
@@ -129,6 +135,14 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 	r.PlacementThroughput = map[string]map[string]float64{}
 	for _, p := range r.Placements {
 		r.PlacementThroughput[p.App] = p.MaxRate
+	}
+	progress("routing ablation")
+	if len(o.RoutingApps) > 0 {
+		lf := o.Probe
+		lf.LocalFirst = true
+		if r.PlacementsLocalFirst, err = Placements(o.RoutingApps, 10, lf); err != nil {
+			return r, err
+		}
 	}
 	progress("worker counts")
 	methods := Methods(10)
@@ -222,6 +236,12 @@ func (r *Report) Markdown() string {
 	b.WriteString("## (4) Placement throughput on 10 workers (ev/s; workers used)\n\n| app | clasp | faasflow | zhang24 |\n|---|---|---|---|\n")
 	for _, p := range r.Placements {
 		fmt.Fprintf(&b, "| %s | %.0f (%d) | %.0f (%d) | %.0f (%d) |\n", p.App, p.MaxRate["clasp"], p.Used["clasp"], p.MaxRate["faasflow"], p.Used["faasflow"], p.MaxRate["zhang24"], p.Used["zhang24"])
+	}
+	if len(r.PlacementsLocalFirst) > 0 {
+		b.WriteString("\nRouting ablation: the same placements with the simulator routing locality first (a request goes to the successor's instance on its own worker when there is one), which CLASP's load model does not assume.\n\n| app | clasp | faasflow | zhang24 |\n|---|---|---|---|\n")
+		for _, p := range r.PlacementsLocalFirst {
+			fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.0f |\n", p.App, p.MaxRate["clasp"], p.MaxRate["faasflow"], p.MaxRate["zhang24"])
+		}
 	}
 	b.WriteString("\n## (5) Worker-count prediction (closed loop, every source→target transition)\n\nEach method runs on 10 workers at the source rate, the input steps to the target, and its worker count a few seconds later is compared with the observed optimal worker count (OOWC: the fewest workers whose CLASP placement sustains the target in the simulator).\n\n| app | method | mean abs. error (workers) | transitions |\n|---|---|---|---|\n")
 	type key struct{ app, m string }

@@ -13,12 +13,12 @@ import (
 )
 
 // claspCmd runs the CLASP reproduction (package claspexp) and writes
-// clasp.json and clasp.md into -out.
+// clasp.json, clasp.md and the figures (claspexp.Figures) into -out.
 func claspCmd(ctx context.Context, args []string, o Options) error {
 	fs := flag.NewFlagSet("clasp", flag.ContinueOnError)
 	out := fs.String("out", "", "output directory for clasp.json and clasp.md (required)")
 	asJSON := fs.Bool("json", false, "print clasp.json to stdout")
-	apps := fs.String("apps", "", "comma-separated apps for scaling, coefficients and placement (default all: wc,sd,aa,pl,nwm,etl,syn)")
+	apps := fs.String("apps", "", "comma-separated apps for every experiment (default: all seven for scaling, coefficients and placement; syn,wc,aa for worker counts and load modes; wc,aa for migration)")
 	iters := fs.Int("iters", claspexp.DefaultProbe().Iters, "bisection steps of the sustained-rate search, 1…30")
 	seed := fs.Uint64("seed", 1, "root seed (recorded; the scenarios draw no randomness)")
 	if err := parseFlags(fs, args, o); err != nil {
@@ -45,7 +45,7 @@ func claspCmd(ctx context.Context, args []string, o Options) error {
 			}
 			opt.Apps = append(opt.Apps, a)
 		}
-		opt.WorkerApps = opt.Apps
+		opt.WorkerApps, opt.ModeApps, opt.RoutingApps = opt.Apps, opt.Apps, opt.Apps
 		opt.MigrateApps = opt.Apps[:1]
 	}
 	if err := ctx.Err(); err != nil {
@@ -70,10 +70,14 @@ func claspCmd(ctx context.Context, args []string, o Options) error {
 	if err := os.WriteFile(filepath.Join(*out, "clasp.md"), []byte(rep.Markdown()), 0o644); err != nil {
 		return err
 	}
+	figs, err := claspexp.Figures(*out, &rep)
+	if err != nil {
+		return fmt.Errorf("eval clasp: figures: %w", err)
+	}
 	if *asJSON {
 		_, err = o.Stdout.Write(js)
 		return err
 	}
-	fmt.Fprintf(o.Stdout, "SYN speedup %.2f× (5 workers), %.2f× (10); coef_rel_error %.3f; wrote %s\n", rep.SYNSpeedup5, rep.SYNSpeedup10, rep.CoefRelError, *out)
+	fmt.Fprintf(o.Stdout, "SYN speedup %.2f× (5 workers), %.2f× (10); coef_rel_error %.3f; wrote %s (clasp.json, clasp.md, %d figures)\n", rep.SYNSpeedup5, rep.SYNSpeedup10, rep.CoefRelError, *out, len(figs))
 	return nil
 }

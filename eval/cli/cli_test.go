@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -135,6 +136,45 @@ func TestRunDeterminism(t *testing.T) {
 	}
 }
 
+// TestRunCLASP runs the horizontal controller through `eval run`: it holds
+// whole servers, and the same flags give the same bytes.
+func TestRunCLASP(t *testing.T) {
+	dir := t.TempDir()
+	args := func(out string) []string {
+		return []string{"run", "-profile", "etl", "-trace", testTrace, "-controller", "clasp", "-steps", "60", "-json",
+			"-out", filepath.Join(dir, out)}
+	}
+	code, a, errs := call(t, args("a.parquet")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	_, b, _ := call(t, args("b.parquet")...)
+	pa, _ := os.ReadFile(filepath.Join(dir, "a.parquet"))
+	pb, _ := os.ReadFile(filepath.Join(dir, "b.parquet"))
+	if a != b || len(pa) == 0 || !bytes.Equal(pa, pb) {
+		t.Error("two CLASP runs with the same flags differ")
+	}
+	var r RunReport
+	if err := json.Unmarshal([]byte(a), &r); err != nil {
+		t.Fatal(err)
+	}
+	if !r.Horizontal || r.Controller != "clasp" || r.Replans < 1 || !(r.MeanActive >= 1 && r.MeanActive <= 7) ||
+		math.Abs(r.MeanReservedCPU-r.MeanCPU) > 1e-6*r.MeanCPU || !(r.MeanThroughput > 0) {
+		t.Errorf("report %+v", r)
+	}
+	rows, err := parquet.ReadFile[report.IntervalRow](filepath.Join(dir, "a.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 60 || !rows[0].Replanned || rows[0].ActiveServers < 1 || rows[0].ReservedCPU <= 0 {
+		t.Errorf("first interval row %+v", rows[0])
+	}
+	code, out, _ := call(t, "run", "-profile", "pred", "-trace", testTrace, "-controller", "clasp", "-steps", "10")
+	if code != 0 || !strings.Contains(out, "active servers") || !strings.Contains(out, "re-plans") {
+		t.Errorf("text output (exit %d):\n%s", code, out)
+	}
+}
+
 func TestRunText(t *testing.T) {
 	code, out, errs := call(t, "run", "-trace", testTrace, "-steps", "10")
 	if code != 0 {
@@ -165,6 +205,8 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"-controller", "static"}, "want static:N"},
 		{[]string{"-controller", "static:-5"}, "not a positive number"},
 		{[]string{"-controller", "magic"}, `unknown controller "magic"`},
+		{[]string{"-controller", "clasp:5"}, "clasp takes no argument"},
+		{[]string{"-controller", "clasp:"}, "empty argument"},
 		{[]string{"-profile", "foo"}, `unknown profile "foo"`},
 		{[]string{"-trace", "nope"}, `unknown trace "nope"`},
 		{[]string{"-trace", "missing.csv"}, `trace "missing.csv"`},

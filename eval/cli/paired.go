@@ -23,7 +23,7 @@ import (
 
 // DefaultControllers is the default -controllers list of `eval paired`;
 // entries not available yet are skipped with a notice.
-const DefaultControllers = "ppo,vrebalance,threshold,static:500,static:2000,static:10000"
+const DefaultControllers = "ppo,vrebalance,threshold,clasp,static:500,static:2000,static:10000"
 
 // Artifact names in the -out directory.
 const (
@@ -182,8 +182,8 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 	return printVerdicts(o, sum, *outDir)
 }
 
-// preflight builds c for every profile × workload of plan (on the first
-// placement) and discards it.
+// preflight builds c (of either kind, on its own scenario) for every
+// profile × workload of plan (on the first placement) and discards it.
 func preflight(c controllers.Spec, plan paired.Plan) error {
 	for _, prof := range plan.Profiles {
 		for _, w := range plan.Workloads {
@@ -191,7 +191,7 @@ func preflight(c controllers.Spec, plan paired.Plan) error {
 			if err != nil {
 				return err
 			}
-			if _, err := c.New(sc); err != nil {
+			if err := c.Check(sc); err != nil {
 				return err
 			}
 		}
@@ -292,7 +292,7 @@ func printVerdicts(o Options, sum paired.Summary, outDir string) error {
 		return "no"
 	}
 	fmt.Fprintf(w, "candidate %s; report %s\n", sum.Protocol.Candidate, filepath.Join(outDir, FileReport))
-	fmt.Fprintf(w, "%-6s %-8s %-16s %9s %10s %10s  %-3s %-3s %-3s\n", "prof", "trace", "controller", "viol %", "p95 ms", "cpu mc", "H1", "H2", "H3")
+	fmt.Fprintf(w, "%-6s %-8s %-16s %9s %10s %10s %10s %7s  %-3s %-3s %-3s\n", "prof", "trace", "controller", "viol %", "p95 ms", "cpu mc", "resv mc", "servers", "H1", "H2", "H3")
 	for _, c := range sum.Combinations {
 		for _, cs := range c.Controllers {
 			h := "  -   -   -"
@@ -301,10 +301,12 @@ func printVerdicts(o Options, sum paired.Summary, outDir string) error {
 					h = fmt.Sprintf("  %-3s %-3s %-3s", yn(cmp.H1), yn(cmp.H2), yn(cmp.H3))
 				}
 			}
-			fmt.Fprintf(w, "%-6s %-8s %-16s %9s %10s %10s%s\n", c.Profile, c.Trace, cs.Controller,
+			fmt.Fprintf(w, "%-6s %-8s %-16s %9s %10s %10s %10s %7s%s\n", c.Profile, c.Trace, cs.Controller,
 				strconv.FormatFloat(100*float64(cs.ViolationRateMean), 'f', 2, 64),
 				strconv.FormatFloat(float64(cs.MeanP95MS), 'f', 1, 64),
-				strconv.FormatFloat(float64(cs.MeanCPU), 'f', 0, 64), h)
+				strconv.FormatFloat(float64(cs.MeanCPU), 'f', 0, 64),
+				strconv.FormatFloat(float64(cs.MeanReservedCPU), 'f', 0, 64),
+				strconv.FormatFloat(float64(cs.MeanActiveServers), 'f', 2, 64), h)
 		}
 	}
 	return w.Flush()

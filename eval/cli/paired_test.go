@@ -234,7 +234,53 @@ func TestPairedDefaultsSkipUnavailable(t *testing.T) {
 	if err := json.Unmarshal(js, &sum); err != nil {
 		t.Fatal(err)
 	}
-	if sum.Protocol.Candidate != "vrebalance" || len(sum.Protocol.Controllers) != 5 {
+	if sum.Protocol.Candidate != "vrebalance" || len(sum.Protocol.Controllers) != 6 || len(sum.Protocol.Horizontal) != 1 || sum.Protocol.Horizontal[0] != "clasp" {
 		t.Errorf("protocol %+v", sum.Protocol)
+	}
+}
+
+// TestPairedWithCLASP runs a small paired evaluation with the horizontal
+// controller: its runs are marked horizontal, every comparison carries the
+// footprint differences, and the report compares the candidate with it.
+func TestPairedWithCLASP(t *testing.T) {
+	dir := t.TempDir()
+	code, _, errs := call(t, "paired", "-out", dir, "-profiles", "etl", "-traces", testTrace, "-placements", "2", "-steps", "30",
+		"-controllers", "threshold,clasp,static:2000", "-candidate", "threshold")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	js, _ := os.ReadFile(filepath.Join(dir, FileSummary))
+	var sum paired.Summary
+	if err := json.Unmarshal(js, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if h := sum.Protocol.Horizontal; len(h) != 1 || h[0] != "clasp" {
+		t.Errorf("horizontal controllers %v", h)
+	}
+	c := sum.Combinations[0]
+	for _, cs := range c.Controllers {
+		if !(cs.MeanActiveServers >= 1) || !(cs.MeanReservedCPU > 0) || cs.ReservedCPUCI[0] > cs.MeanReservedCPU {
+			t.Errorf("%s: reserved %v %v, active %v", cs.Controller, cs.MeanReservedCPU, cs.ReservedCPUCI, cs.MeanActiveServers)
+		}
+	}
+	for _, cmp := range c.Comparisons {
+		if len(cmp.Footprint) != 2 || cmp.Footprint[0].Metric != paired.MetricReservedCPU || cmp.Footprint[1].Metric != paired.MetricActiveServers {
+			t.Errorf("%s: footprint %+v", cmp.Baseline, cmp.Footprint)
+		}
+	}
+	runs, err := parquet.ReadFile[report.RunRow](filepath.Join(dir, FileRuns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.Horizontal != (r.Controller == "clasp") || !(r.MeanActive >= 1) {
+			t.Errorf("run %s placement %d: horizontal %v, %v active servers", r.Controller, r.PlacementSeed, r.Horizontal, r.MeanActive)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, FileReport))
+	for _, s := range []string{"## Vertical against horizontal scaling", "| etl | " + testTrace + " | `clasp` |", "Δ active servers", "Horizontal scaling (`clasp`)"} {
+		if !strings.Contains(string(md), s) {
+			t.Errorf("report.md lacks %q", s)
+		}
 	}
 }

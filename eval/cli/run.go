@@ -22,6 +22,7 @@ type RunReport struct {
 	PlacementSeed    uint64   `json:"placement_seed"`
 	Seed             uint64   `json:"seed"`
 	Controller       string   `json:"controller"`
+	Horizontal       bool     `json:"horizontal"`
 	Steps            int      `json:"steps"`
 	SLOMS            float64  `json:"slo_ms"`
 	Tasks            []string `json:"tasks"`
@@ -34,6 +35,10 @@ type RunReport struct {
 	MeanOffered      float64  `json:"mean_offered"`
 	MeanReward       float64  `json:"mean_reward"`
 	TotalReward      float64  `json:"total_reward"`
+	MeanReservedCPU  float64  `json:"mean_reserved_cpu_millicores"`
+	MeanActive       float64  `json:"mean_active_servers"`
+	Replans          int      `json:"replans"`
+	OverCapacity     int      `json:"over_capacity_steps"`
 	TrajectorySHA256 string   `json:"trajectory_sha256"`
 	ConfigSHA256     string   `json:"config_sha256"`
 	Commit           string   `json:"commit"`
@@ -49,7 +54,7 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 	placement := fs.Uint64("placement-seed", 101, "seed of the random task placement")
 	seed := fs.Uint64("seed", 1, "episode and controller seed")
 	steps := fs.Int("steps", 0, "intervals to run (0 = the full trace)")
-	ctrl := fs.String("controller", "static:2000", "controller: static:N (millicores per task), threshold, vrebalance, ppo, ppo:DIR")
+	ctrl := fs.String("controller", "static:2000", "controller: static:N (millicores per task), threshold, vrebalance, ppo, ppo:DIR, clasp")
 	policies := fs.String("policies", "policies", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors")
 	out := fs.String("out", "", "write per-interval metrics to this Parquet file")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
@@ -81,11 +86,12 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 		Profile: *profile, TraceName: *trace, Workload: tr, PlacementSeed: *placement,
 		Seed: *seed, Steps: *steps, Controller: spec,
 	}
-	sc, err := runner.Scenario(rs)
+	// The edge scenario: Check derives a horizontal controller's own.
+	sc, err := runner.Scenario(runner.Spec{Profile: rs.Profile, Workload: rs.Workload, PlacementSeed: rs.PlacementSeed, Steps: rs.Steps})
 	if err != nil {
 		return usageError{err}
 	}
-	if _, err := spec.New(sc); err != nil { // e.g. a missing PPO policy
+	if err := spec.Check(sc); err != nil { // e.g. a missing PPO policy
 		return usageError{err}
 	}
 	res, err := runner.Run(ctx, rs)
@@ -100,11 +106,12 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 	s := res.Summary
 	rep := RunReport{
 		Profile: res.Profile, Trace: res.Trace, TraceSource: traceSource(tr), RateMult: *mult,
-		PlacementSeed: res.PlacementSeed, Seed: res.Seed, Controller: res.Controller, Steps: s.Steps,
+		PlacementSeed: res.PlacementSeed, Seed: res.Seed, Controller: res.Controller, Horizontal: res.Horizontal, Steps: s.Steps,
 		SLOMS: res.SLOMS, Tasks: res.Tasks, Placement: res.Placement,
 		ViolationRate: s.ViolationRate, MeanP95MS: s.MeanP95MS, MeanLatencyMS: s.MeanLatencyMS,
 		MeanCPU: s.MeanCPU, MeanThroughput: s.MeanThroughput, MeanOffered: s.MeanOffered,
 		MeanReward: s.MeanReward, TotalReward: s.TotalReward,
+		MeanReservedCPU: s.MeanReservedCPU, MeanActive: s.MeanActiveServers, Replans: s.Replans, OverCapacity: s.OverCapacitySteps,
 		TrajectorySHA256: res.TrajectorySHA256, ConfigSHA256: res.ConfigSHA256,
 		Commit: o.Commit, GoVersion: o.GoVersion,
 	}
@@ -120,11 +127,13 @@ func runCmd(ctx context.Context, args []string, o Options) error {
   violation rate  %.4f  (p95 > SLO %g ms)
   mean p95        %.1f ms  (mean latency %.1f ms)
   mean CPU        %.0f millicores
+  reserved CPU    %.0f millicores on %.2f active servers (%d re-plans, %d intervals over capacity)
   throughput      %.1f of %.1f messages/s offered
   mean reward     %.4f  (return %.2f)
   trajectory      sha256 %s
 `, rep.Profile, rep.Trace, rep.TraceSource, rep.PlacementSeed, rep.Seed, rep.Controller, rep.Steps,
 		rep.ViolationRate, rep.SLOMS, rep.MeanP95MS, rep.MeanLatencyMS, rep.MeanCPU,
+		rep.MeanReservedCPU, rep.MeanActive, rep.Replans, rep.OverCapacity,
 		rep.MeanThroughput, rep.MeanOffered, rep.MeanReward, rep.TotalReward, rep.TrajectorySHA256)
 	return err
 }

@@ -9,6 +9,7 @@ import (
 
 	"streamscale/agents"
 	"streamscale/env"
+	"streamscale/eval/claspexp"
 )
 
 // ErrUnavailable is wrapped by Parse's error for a controller the registry
@@ -24,17 +25,48 @@ type Options struct {
 }
 
 // Spec is a parsed, available controller spec. The zero value is invalid.
+//
+// A spec is one of two kinds. Vertical controllers (static, threshold,
+// vrebalance, ppo) set per-task CPU on the edge scenario and are fed the
+// observation (agents.Controller, built by New). Horizontal controllers
+// (clasp) re-plan replicas on a scenario of their own, derived from the
+// edge scenario by Scenario, and are fed the step's env.Info
+// (claspexp.HorizontalController, built by NewHorizontal).
 type Spec struct {
-	spec  string
-	build func(scenario env.Config) (agents.Controller, error)
+	spec      string
+	build     func(scenario env.Config) (agents.Controller, error)
+	buildInfo func(scenario env.Config) (claspexp.HorizontalController, error)
+	scenario  func(base env.Config) (env.Config, error)
 }
 
 // String returns the canonical spec string, e.g. "static:2000".
 func (s Spec) String() string { return s.spec }
 
-// New builds a fresh controller for scenario.
+// Horizontal reports whether the controller re-plans replicas and is fed
+// the step's Info (build it with NewHorizontal).
+func (s Spec) Horizontal() bool { return s.buildInfo != nil }
+
+// Scenario returns the scenario the controller runs on, given the edge
+// scenario base: base itself for vertical controllers (and the zero Spec),
+// the horizontal counterpart for horizontal ones.
+func (s Spec) Scenario(base env.Config) (env.Config, error) {
+	if s.scenario == nil {
+		return base, nil
+	}
+	sc, err := s.scenario(base)
+	if err != nil {
+		return env.Config{}, fmt.Errorf("eval: controller %s: %w", s.spec, err)
+	}
+	return sc, nil
+}
+
+// New builds a fresh observation-fed controller for scenario. It fails
+// for a horizontal spec.
 func (s Spec) New(scenario env.Config) (agents.Controller, error) {
 	if s.build == nil {
+		if s.buildInfo != nil {
+			return nil, fmt.Errorf("eval: controller %s is fed the step's Info; build it with NewHorizontal", s.spec)
+		}
 		return nil, errors.New("eval: zero controller spec")
 	}
 	c, err := s.build(scenario)
@@ -44,13 +76,45 @@ func (s Spec) New(scenario env.Config) (agents.Controller, error) {
 	return c, nil
 }
 
+// NewHorizontal builds a fresh Info-fed controller for scenario (which
+// must come from Scenario). It fails for a vertical spec.
+func (s Spec) NewHorizontal(scenario env.Config) (claspexp.HorizontalController, error) {
+	if s.buildInfo == nil {
+		if s.build != nil {
+			return nil, fmt.Errorf("eval: controller %s is fed the observation; build it with New", s.spec)
+		}
+		return nil, errors.New("eval: zero controller spec")
+	}
+	c, err := s.buildInfo(scenario)
+	if err != nil {
+		return nil, fmt.Errorf("eval: controller %s: %w", s.spec, err)
+	}
+	return c, nil
+}
+
+// Check builds the controller of either kind for the edge scenario base
+// (through Scenario) and discards it, so that a command can refuse a spec
+// that cannot run (a missing PPO policy) before doing any work.
+func (s Spec) Check(base env.Config) error {
+	sc, err := s.Scenario(base)
+	if err != nil {
+		return err
+	}
+	if s.Horizontal() {
+		_, err = s.NewHorizontal(sc)
+	} else {
+		_, err = s.New(sc)
+	}
+	return err
+}
+
 // entry is one kind of controller. parse validates the argument after the
-// colon (empty when there is none) and returns the canonical spec and the
-// constructor; nil parse means the kind is not available yet.
+// colon (empty when there is none) and returns the spec with its canonical
+// string and constructors; nil parse means the kind is not available yet.
 type entry struct {
 	name  string
 	usage string
-	parse func(arg string, o Options) (string, func(env.Config) (agents.Controller, error), error)
+	parse func(arg string, o Options) (Spec, error)
 }
 
 // Registry maps spec strings to controllers.
@@ -67,7 +131,7 @@ func New(opts Options) *Registry {
 		{name: "vrebalance", usage: "vrebalance", parse: vrebalanceParser()},
 		{name: "threshold", usage: "threshold", parse: thresholdParser()},
 		{name: "static", usage: "static:N", parse: parseStatic},
-		{name: "clasp", usage: "clasp"}, // not available yet
+		{name: "clasp", usage: "clasp", parse: claspParser()},
 	}}
 }
 
@@ -107,33 +171,34 @@ func (r *Registry) Parse(spec string) (Spec, error) {
 		if hasArg && arg == "" {
 			return Spec{}, fmt.Errorf("eval: controller %q: empty argument after ':' (want %s)", spec, e.usage)
 		}
-		canon, build, err := e.parse(arg, r.opts)
+		s, err := e.parse(arg, r.opts)
 		if err != nil {
 			return Spec{}, fmt.Errorf("eval: controller %q: %w", spec, err)
 		}
-		return Spec{spec: canon, build: build}, nil
+		return s, nil
 	}
 	return Spec{}, fmt.Errorf("eval: unknown controller %q (known: %s)", spec, strings.Join(r.Kinds(), ", "))
 }
 
-func parseStatic(arg string, _ Options) (string, func(env.Config) (agents.Controller, error), error) {
+func parseStatic(arg string, _ Options) (Spec, error) {
 	if arg == "" {
-		return "", nil, errors.New("want static:N with N the millicores per task")
+		return Spec{}, errors.New("want static:N with N the millicores per task")
 	}
 	mc, err := strconv.ParseFloat(arg, 64)
 	if err != nil || !(mc > 0) || math.IsInf(mc, 0) {
-		return "", nil, fmt.Errorf("allocation %q is not a positive number of millicores", arg)
+		return Spec{}, fmt.Errorf("allocation %q is not a positive number of millicores", arg)
 	}
 	canon := "static:" + strconv.FormatFloat(mc, 'f', -1, 64)
-	return canon, func(env.Config) (agents.Controller, error) { return agents.NewStatic(mc) }, nil
+	return Spec{spec: canon, build: func(env.Config) (agents.Controller, error) { return agents.NewStatic(mc) }}, nil
 }
 
-// noArg wraps a constructor for a controller kind that takes no argument.
-func noArg(name string, build func(env.Config) (agents.Controller, error)) func(string, Options) (string, func(env.Config) (agents.Controller, error), error) {
-	return func(arg string, _ Options) (string, func(env.Config) (agents.Controller, error), error) {
+// noArg makes the parser of a controller kind that takes no argument.
+func noArg(name string, s Spec) func(string, Options) (Spec, error) {
+	s.spec = name
+	return func(arg string, _ Options) (Spec, error) {
 		if arg != "" {
-			return "", nil, fmt.Errorf("%s takes no argument", name)
+			return Spec{}, fmt.Errorf("%s takes no argument", name)
 		}
-		return name, build, nil
+		return s, nil
 	}
 }

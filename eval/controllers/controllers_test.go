@@ -46,7 +46,9 @@ func TestParse(t *testing.T) {
 		{"static:Inf", "", "not a positive number"},
 		{"threshold:3", "", "takes no argument"},
 		{"vrebalance:x", "", "takes no argument"},
-		{"clasp", "", "is not available yet"},
+		{"clasp", "clasp", ""},
+		{"clasp:2", "", "clasp takes no argument"},
+		{"clasp:", "", "empty argument"},
 		{"", "", "unknown controller"},
 		{"Static:5", "", "unknown controller"},
 		{"hpa", "", "known: ppo[:DIR], vrebalance, threshold, static:N, clasp"},
@@ -61,11 +63,71 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q) error %v, want one containing %q", tc.spec, err, tc.err)
 		}
 	}
-	if _, err := reg.Parse("clasp"); !errors.Is(err, ErrUnavailable) {
-		t.Errorf("clasp: %v does not wrap ErrUnavailable", err)
-	}
-	if !reg.Available("static") || reg.Available("clasp") || reg.Available("nope") {
+	if !reg.Available("static") || !reg.Available("clasp") || reg.Available("nope") {
 		t.Error("Available is wrong")
+	}
+	// A kind without an implementation parses to ErrUnavailable.
+	reg.entries = append(reg.entries, entry{name: "future", usage: "future"})
+	if _, err := reg.Parse("future"); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), `"future" is not available yet`) {
+		t.Errorf("future: %v does not wrap ErrUnavailable", err)
+	}
+	if reg.Available("future") {
+		t.Error("an unavailable kind is available")
+	}
+}
+
+// TestHorizontalSpec checks that clasp runs on the horizontal counterpart
+// of the edge scenario and is built only through the Info-fed path, and
+// that the vertical kinds keep the edge scenario.
+func TestHorizontalSpec(t *testing.T) {
+	reg := New(Options{})
+	c, err := reg.Parse("clasp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := scenario(t, "etl")
+	if !c.Horizontal() {
+		t.Fatal("clasp is not horizontal")
+	}
+	sc, err := c.Scenario(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sc.SharedCPU || sc.Requests.BetaUS != 275 || len(sc.Replicas) != len(base.App.Tasks) || sc.Replicas[3][0].Server != base.Placement[3] {
+		t.Errorf("clasp scenario: shared %v, requests %+v, replicas %v", sc.SharedCPU, sc.Requests, sc.Replicas)
+	}
+	h, err := c.NewHorizontal(sc)
+	if err != nil || h == nil {
+		t.Fatalf("NewHorizontal: %v", err)
+	}
+	if err := c.Check(base); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+	if _, err := c.New(sc); err == nil || !strings.Contains(err.Error(), "clasp is fed the step's Info") {
+		t.Errorf("New(clasp): %v", err)
+	}
+	if _, err := c.NewHorizontal(base); err == nil || !strings.Contains(err.Error(), "shared-CPU scenario") {
+		t.Errorf("clasp on the edge scenario: %v", err)
+	}
+	if _, err := c.Scenario(sc); err == nil || !strings.Contains(err.Error(), "already horizontal") {
+		t.Errorf("horizontal scenario of a horizontal scenario: %v", err)
+	}
+	v, _ := reg.Parse("threshold")
+	if v.Horizontal() {
+		t.Error("threshold is horizontal")
+	}
+	if got, err := v.Scenario(base); err != nil || got.SharedCPU || got.Replicas != nil {
+		t.Errorf("threshold scenario changed: %v", err)
+	}
+	if _, err := v.NewHorizontal(base); err == nil || !strings.Contains(err.Error(), "threshold is fed the observation") {
+		t.Errorf("NewHorizontal(threshold): %v", err)
+	}
+	var zero Spec
+	if _, err := zero.NewHorizontal(base); err == nil {
+		t.Error("zero Spec built a horizontal controller")
+	}
+	if got, err := zero.Scenario(base); err != nil || got.SharedCPU {
+		t.Errorf("zero Spec changed the scenario: %v", err)
 	}
 }
 

@@ -9,7 +9,16 @@
 //	ppo          the trained PPO policy of the scenario's profile,
 //	             <PoliciesDir>/<profile>/policy.{json,safetensors}
 //	ppo:DIR      the PPO policy in DIR/policy.{json,safetensors}
-//	clasp        CLASP (not available yet)
+//	clasp        CLASP (horizontal scaling) with its default configuration
+//	             on the horizontal counterpart of the edge scenario
+//	             (horizontal.Scenario, horizontal.New)
+//
+// The first four are vertical: they set each task's CPU on the edge
+// scenario and are fed the observation (Spec.New). clasp is horizontal: it
+// runs on a scenario of its own (Spec.Scenario: shared CPU, the paper's
+// request costs, the seed's random placement as the initial replicas) and
+// is fed the step's env.Info (Spec.NewHorizontal). Spec.Check builds either
+// kind.
 //
 // PPO policies act deterministically (argmax). A policy that does not
 // exist makes Spec.New fail with an error wrapping ErrNoPolicy.

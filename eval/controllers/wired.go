@@ -11,6 +11,8 @@ import (
 	"streamscale/agents"
 	"streamscale/agents/vrebalance"
 	"streamscale/env"
+	"streamscale/eval/claspexp"
+	"streamscale/eval/horizontal"
 	"streamscale/ppo"
 )
 
@@ -22,8 +24,8 @@ var ErrNoPolicy = errors.New("no trained policy")
 // (<name>.json and <name>.safetensors), as `go run ./train` writes it.
 const PolicyName = "policy"
 
-func thresholdParser() func(string, Options) (string, func(env.Config) (agents.Controller, error), error) {
-	return noArg("threshold", func(sc env.Config) (agents.Controller, error) {
+func thresholdParser() func(string, Options) (Spec, error) {
+	return noArg("threshold", Spec{build: func(sc env.Config) (agents.Controller, error) {
 		cfg := agents.DefaultThresholdConfig()
 		if sc.MinCPU > 0 {
 			cfg.MinCPU = sc.MinCPU
@@ -32,12 +34,24 @@ func thresholdParser() func(string, Options) (string, func(env.Config) (agents.C
 			cfg.MaxCPU = sc.MaxCPU
 		}
 		return agents.NewThreshold(cfg)
-	})
+	}})
 }
 
-func vrebalanceParser() func(string, Options) (string, func(env.Config) (agents.Controller, error), error) {
-	return noArg("vrebalance", func(sc env.Config) (agents.Controller, error) {
+func vrebalanceParser() func(string, Options) (Spec, error) {
+	return noArg("vrebalance", Spec{build: func(sc env.Config) (agents.Controller, error) {
 		return vrebalance.New(vrebalance.DefaultConfig(), sc)
+	}})
+}
+
+// claspParser parses "clasp": the CLASP planner on the horizontal
+// counterpart of the edge scenario (package horizontal documents the
+// scenario and the mapping of CLASP's workers onto the servers).
+func claspParser() func(string, Options) (Spec, error) {
+	return noArg("clasp", Spec{
+		scenario: horizontal.Scenario,
+		buildInfo: func(sc env.Config) (claspexp.HorizontalController, error) {
+			return horizontal.New(sc)
+		},
 	})
 }
 
@@ -46,8 +60,8 @@ func vrebalanceParser() func(string, Options) (string, func(env.Config) (agents.
 // whichever profile it was trained on). Policies are read once per
 // directory and shared read-only; each controller acts on a private copy,
 // deterministically (argmax).
-func ppoParser() func(string, Options) (string, func(env.Config) (agents.Controller, error), error) {
-	return func(arg string, o Options) (string, func(env.Config) (agents.Controller, error), error) {
+func ppoParser() func(string, Options) (Spec, error) {
+	return func(arg string, o Options) (Spec, error) {
 		cache := &policyCache{m: map[string]policyEntry{}}
 		canon := "ppo"
 		dirOf := func(profile string) string { return filepath.Join(o.PoliciesDir, profile) }
@@ -56,7 +70,7 @@ func ppoParser() func(string, Options) (string, func(env.Config) (agents.Control
 			canon = "ppo:" + dir
 			dirOf = func(string) string { return dir }
 		}
-		return canon, func(sc env.Config) (agents.Controller, error) {
+		return Spec{spec: canon, build: func(sc env.Config) (agents.Controller, error) {
 			profile := sc.App.Name
 			p, card, err := cache.load(dirOf(profile))
 			if err != nil {
@@ -70,7 +84,7 @@ func ppoParser() func(string, Options) (string, func(env.Config) (agents.Control
 				return nil, err
 			}
 			return ppo.NewController(p, e.Spaces())
-		}, nil
+		}}, nil
 	}
 }
 

@@ -53,6 +53,10 @@ type Protocol struct {
 	MarginPct       float64     `json:"noninferiority_margin_pct"`
 	EpisodeStream   string      `json:"episode_seed_stream"`
 	BootstrapStream string      `json:"bootstrap_stream"`
+	// Horizontal lists the controllers that re-plan replicas on the
+	// horizontal counterpart of the edge scenario (clasp), in controller
+	// order; empty when there are none.
+	Horizontal []string `json:"horizontal_controllers,omitempty"`
 }
 
 // Protocol returns the plan's settings.
@@ -68,6 +72,9 @@ func (p Plan) Protocol() Protocol {
 	}
 	for _, c := range p.Controllers {
 		pr.Controllers = append(pr.Controllers, c.String())
+		if c.Horizontal() {
+			pr.Horizontal = append(pr.Horizontal, c.String())
+		}
 	}
 	return pr
 }
@@ -97,6 +104,18 @@ type ControllerStats struct {
 	ThroughputCI      [2]Num `json:"mean_throughput_ci"`
 	MeanOffered       Num    `json:"mean_offered"`
 	MeanReward        Num    `json:"mean_reward"`
+	// MeanReservedCPU is the mean over runs of the mean reserved CPU
+	// (runner.Footprint), millicores; MeanActiveServers likewise for the
+	// active servers.
+	MeanReservedCPU   Num    `json:"mean_reserved_cpu_millicores"`
+	ReservedCPUCI     [2]Num `json:"mean_reserved_cpu_millicores_ci"`
+	MeanActiveServers Num    `json:"mean_active_servers"`
+	ActiveServersCI   [2]Num `json:"mean_active_servers_ci"`
+	// MeanReplans and MeanOverCapacity are the mean numbers per run of
+	// intervals with a replica plan and of intervals whose demand the
+	// controller found beyond the cluster.
+	MeanReplans      Num `json:"mean_replans"`
+	MeanOverCapacity Num `json:"mean_over_capacity_steps"`
 	// PerRun holds the per-placement values, in placement order.
 	PerRun []RunValues `json:"per_run"`
 }
@@ -108,6 +127,8 @@ type RunValues struct {
 	MeanP95MS     Num    `json:"mean_p95_ms"`
 	MeanCPU       Num    `json:"mean_cpu_millicores"`
 	MeanThrough   Num    `json:"mean_throughput"`
+	ReservedCPU   Num    `json:"mean_reserved_cpu_millicores"`
+	ActiveServers Num    `json:"mean_active_servers"`
 }
 
 // Estimate is the mean of a paired difference with its bootstrap interval.
@@ -134,6 +155,10 @@ type Comparison struct {
 	H1        Verdict `json:"h1"`
 	H2        Verdict `json:"h2"`
 	H3        Verdict `json:"h3"`
+	// Footprint compares what the two hold of the cluster, without a
+	// verdict: the relative reserved-CPU difference (MetricReservedCPU) and
+	// the active-server difference (MetricActiveServers).
+	Footprint []Estimate `json:"footprint"`
 }
 
 // Metric names of the paired differences.
@@ -141,6 +166,10 @@ const (
 	MetricViolation  = "violation_rate_diff"
 	MetricCPU        = "cpu_rel_diff"
 	MetricThroughput = "throughput_rel_diff"
+	// MetricReservedCPU is (A − B)/B × 100 of the mean reserved CPU.
+	MetricReservedCPU = "reserved_cpu_rel_diff"
+	// MetricActiveServers is A − B of the mean number of active servers.
+	MetricActiveServers = "active_servers_diff"
 )
 
 // Analyze judges the results of p's runs, given in the order of p.Specs().
@@ -207,6 +236,8 @@ func violation(s runner.Summary) float64  { return s.ViolationRate }
 func p95(s runner.Summary) float64        { return s.MeanP95MS }
 func cpu(s runner.Summary) float64        { return s.MeanCPU }
 func throughput(s runner.Summary) float64 { return s.MeanThroughput }
+func reserved(s runner.Summary) float64   { return s.MeanReservedCPU }
+func active(s runner.Summary) float64     { return s.MeanActiveServers }
 
 // bootstrap returns the interval of x's mean from a fresh copy of the named
 // stream, or NaNs when it is undefined.
@@ -228,6 +259,10 @@ func controllerStats(seed uint64, prof, trace, ctrl string, placements []uint64,
 	v, l, u, t := col(c, violation), col(c, p95), col(c, cpu), col(c, throughput)
 	off, rew := col(c, func(s runner.Summary) float64 { return s.MeanOffered }), col(c, func(s runner.Summary) float64 { return s.MeanReward })
 	vc, lc, uc, tc := bootstrap(v, true, seed, stream), bootstrap(l, true, seed, stream), bootstrap(u, true, seed, stream), bootstrap(t, true, seed, stream)
+	r, a := col(c, reserved), col(c, active)
+	rc, ac := bootstrap(r, true, seed, stream), bootstrap(a, true, seed, stream)
+	replans := col(c, func(s runner.Summary) float64 { return float64(s.Replans) })
+	over := col(c, func(s runner.Summary) float64 { return float64(s.OverCapacitySteps) })
 	cs := ControllerStats{
 		Controller: ctrl, Runs: len(v),
 		ViolationRateMean: Num(vc.Mean), ViolationRateCI: [2]Num{Num(vc.Lo), Num(vc.Hi)},
@@ -235,9 +270,13 @@ func controllerStats(seed uint64, prof, trace, ctrl string, placements []uint64,
 		MeanCPU: Num(uc.Mean), CPUCI: [2]Num{Num(uc.Lo), Num(uc.Hi)},
 		MeanThroughput: Num(tc.Mean), ThroughputCI: [2]Num{Num(tc.Lo), Num(tc.Hi)},
 		MeanOffered: Num(stats.Mean(off)), MeanReward: Num(stats.Mean(rew)),
+		MeanReservedCPU: Num(rc.Mean), ReservedCPUCI: [2]Num{Num(rc.Lo), Num(rc.Hi)},
+		MeanActiveServers: Num(ac.Mean), ActiveServersCI: [2]Num{Num(ac.Lo), Num(ac.Hi)},
+		MeanReplans: Num(stats.Mean(replans)), MeanOverCapacity: Num(stats.Mean(over)),
 	}
 	for i, pl := range placements {
-		cs.PerRun = append(cs.PerRun, RunValues{PlacementSeed: pl, ViolationRate: Num(v[i]), MeanP95MS: Num(l[i]), MeanCPU: Num(u[i]), MeanThrough: Num(t[i])})
+		cs.PerRun = append(cs.PerRun, RunValues{PlacementSeed: pl, ViolationRate: Num(v[i]), MeanP95MS: Num(l[i]), MeanCPU: Num(u[i]), MeanThrough: Num(t[i]),
+			ReservedCPU: Num(r[i]), ActiveServers: Num(a[i])})
 	}
 	return cs
 }
@@ -260,6 +299,11 @@ func compare(seed uint64, prof, trace, cand, base string, col func(int, func(run
 	ev := estimate(MetricViolation, "percentage points", vci)
 	eu := estimate(MetricCPU, "percent", uci)
 	et := estimate(MetricThroughput, "percent", tci)
+	// Footprint: each interval comes from a fresh copy of the comparison's
+	// stream, so it resamples the same pairs and shifts nothing above.
+	dr, okr := stats.RelDiff(col(a, reserved), col(b, reserved))
+	da, oka := stats.Diff(col(a, active), col(b, active))
+	rci, aci := bootstrap(dr, okr, seed, stream), bootstrap(da, oka, seed, stream)
 	return Comparison{
 		Candidate: cand, Baseline: base, Pairs: len(col(a, violation)),
 		H1: Verdict{
@@ -277,5 +321,6 @@ func compare(seed uint64, prof, trace, cand, base string, col func(int, func(run
 			Rule:     "throughput difference CI lower bound above -" + strconv.FormatFloat(NonInferiorityMargin, 'f', -1, 64) + "%",
 			Evidence: []Estimate{et},
 		},
+		Footprint: []Estimate{estimate(MetricReservedCPU, "percent", rci), estimate(MetricActiveServers, "servers", aci)},
 	}
 }

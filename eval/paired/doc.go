@@ -25,18 +25,26 @@
 //     paired relative throughput difference (A − B)/B × 100 exceeds
 //     −NonInferiorityMargin (5%).
 //
+// Every comparison also reports, without a verdict, the footprint
+// differences: the mean paired relative reserved-CPU difference
+// (A − B)/B × 100 and the mean paired difference in active servers A − B
+// (runner.Footprint), with their bootstrap CIs. H1–H3 are judged the same
+// way for every baseline, horizontal (clasp) or not; a horizontal baseline
+// runs on the horizontal counterpart of the cell's scenario (see package
+// horizontal), which the protocol records (Protocol.Horizontal).
+//
 // A verdict needs at least two pairs; with fewer, or when a difference is
 // undefined (a zero baseline), it does not hold and its estimates are null.
 //
 // Each comparison resamples the pairs from its own stream,
-// "eval/bootstrap/<profile>/<trace>/<candidate>/<baseline>", so the three
+// "eval/bootstrap/<profile>/<trace>/<candidate>/<baseline>", so its five
 // metrics share their resampled indices and adding a comparison never
 // shifts another; a controller's own intervals use
 // "eval/bootstrap/<profile>/<trace>/<controller>".
 //
 // Units: violation rates as shares in [0, 1] (differences in percentage
-// points), latency in ms, CPU in millicores, throughput and offered load in
-// messages/s.
+// points), latency in ms, CPU and reserved CPU in millicores, active
+// servers as a mean count, throughput and offered load in messages/s.
 //
 // Concurrency and determinism: Execute runs cells on a bounded pool of
 // goroutines but hands results to its callback one at a time, in cell

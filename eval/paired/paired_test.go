@@ -164,6 +164,16 @@ func TestAnalyzeVerdicts(t *testing.T) {
 		}
 		return runner.Summary{ViolationRate: 0, MeanCPU: 50000, MeanThroughput: 1000, MeanP95MS: 40, Steps: 10}
 	})
+	for i := range res {
+		// Reserved CPU as applied; controller c keeps c+1 servers active.
+		s := &res[i].Summary
+		s.MeanReservedCPU = s.MeanCPU
+		for c, x := range p.Controllers {
+			if x.String() == res[i].Controller {
+				s.MeanActiveServers = float64(c + 1)
+			}
+		}
+	}
 	sum, err := Analyze(p, res)
 	if err != nil {
 		t.Fatal(err)
@@ -186,6 +196,16 @@ func TestAnalyzeVerdicts(t *testing.T) {
 	cpu := c.Comparisons[1].H2.Evidence[0]
 	if cpu.Metric != MetricCPU || math.Abs(float64(cpu.Mean)-(5000-12000)/12000.0*100) > 1e-9 || cpu.CILow != cpu.Mean || cpu.CIHigh != cpu.Mean {
 		t.Errorf("constant CPU difference: %+v, want a degenerate interval at %v", cpu, (5000-12000)/12000.0*100)
+	}
+	// The footprint of threshold (5,000 millicores on 1 server) against
+	// static:2000 (12,000 on 3): −58.3% reserved CPU, −2 servers, exactly.
+	fp := c.Comparisons[1].Footprint
+	if len(fp) != 2 || fp[0].Metric != MetricReservedCPU || math.Abs(float64(fp[0].Mean)-(5000-12000)/12000.0*100) > 1e-9 || fp[0].CILow != fp[0].Mean ||
+		fp[1].Metric != MetricActiveServers || fp[1].Mean != -2 || fp[1].CIHigh != -2 || fp[1].Unit != "servers" {
+		t.Errorf("footprint vs static:2000: %+v", fp)
+	}
+	if cs := c.Controllers[2]; cs.MeanActiveServers != 3 || cs.MeanReservedCPU != 12000 || cs.PerRun[4].ActiveServers != 3 {
+		t.Errorf("static:2000 footprint stats %+v", cs)
 	}
 	v := c.Comparisons[2].H1.Evidence[0]
 	if v.Unit != "percentage points" || math.Abs(float64(v.Mean)-2) > 1e-9 {

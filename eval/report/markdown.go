@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -63,6 +64,63 @@ func verdict(v paired.Verdict) string {
 	return "fails"
 }
 
+// footprint formats the comparison's footprint estimate of metric, "–"
+// when it has none.
+func footprint(cmp paired.Comparison, metric string, prec int) string {
+	for _, e := range cmp.Footprint {
+		if e.Metric == metric {
+			return estimate(e, prec)
+		}
+	}
+	return "–"
+}
+
+// horizontalSection renders the comparisons of the candidate with the
+// horizontal controllers: violations, reserved CPU and active servers of
+// both, and their paired differences. It writes nothing without
+// horizontal controllers.
+func horizontalSection(pf func(string, ...any), sum paired.Summary) {
+	p := sum.Protocol
+	type row struct {
+		c   paired.Combination
+		cmp paired.Comparison
+	}
+	var rows []row
+	for _, c := range sum.Combinations {
+		for _, cmp := range c.Comparisons {
+			if slices.Contains(p.Horizontal, cmp.Baseline) || slices.Contains(p.Horizontal, cmp.Candidate) {
+				rows = append(rows, row{c, cmp})
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	pf("## Vertical against horizontal scaling\n\n")
+	pf("`%s` against the horizontal controllers (%s): means over the placements of each side, and the paired differences `%s` − baseline, mean [95%% CI] (no hypothesis is judged on the footprint).\n\n",
+		p.Candidate, "`"+strings.Join(p.Horizontal, "`, `")+"`", p.Candidate)
+	pf("| profile | trace | baseline | violation rate (%%) | reserved CPU (millicores) | active servers | Δ violation (pp) | Δ reserved CPU (%%) | Δ active servers |\n")
+	pf("|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		cmp, c := r.cmp, r.c
+		var a, b paired.ControllerStats
+		for _, cs := range c.Controllers {
+			if cs.Controller == cmp.Candidate {
+				a = cs
+			}
+			if cs.Controller == cmp.Baseline {
+				b = cs
+			}
+		}
+		pf("| %s | %s | `%s` | %s vs %s | %s vs %s | %s vs %s | %s | %s | %s |\n", c.Profile, c.Trace, cmp.Baseline,
+			num(100*a.ViolationRateMean, 2), num(100*b.ViolationRateMean, 2),
+			num(a.MeanReservedCPU, 0), num(b.MeanReservedCPU, 0),
+			num(a.MeanActiveServers, 2), num(b.MeanActiveServers, 2),
+			estimate(cmp.H1.Evidence[0], 2), footprint(cmp, paired.MetricReservedCPU, 2), footprint(cmp, paired.MetricActiveServers, 2))
+	}
+	pf("\n")
+}
+
 // Markdown renders report.md: the protocol, the verdict table, one table
 // per profile × workload, and the figures.
 func Markdown(sum paired.Summary, figures []string) []byte {
@@ -89,6 +147,10 @@ func Markdown(sum paired.Summary, figures []string) []byte {
 	pf("- Paired differences are candidate − baseline per placement; intervals are %g%% percentile-bootstrap CIs of their mean from %d resamples (stream `%s` of seed %d).\n",
 		100*p.Level, p.Resamples, p.BootstrapStream, sum.Seed)
 	pf("- H1: violation-rate difference CI entirely below 0. H2: CPU difference CI entirely below 0 and the violation-rate difference CI not entirely above 0. H3: throughput difference CI lower bound above −%g%%.\n", p.MarginPct)
+	pf("- Reserved CPU: for controllers that set per-task CPU, the sum of the applied allocations; for horizontal controllers on shared-CPU servers, the whole CPU of every server they keep active. Active servers: servers hosting at least one task replica with CPU > 0.\n")
+	if len(p.Horizontal) > 0 {
+		pf("- Horizontal scaling (%s): runs on the horizontal counterpart of each cell's scenario — the same servers, network, application, workload and placement seed, but the servers share their CPU among the replicas they host, every chained request costs its sender CPU (CLASP's α = 38.5 µs local, β = 275 µs remote, γ = 51,500 µs per remote destination per second; zero in the other controllers' scenario), and the seed's random placement (one replica per task) is only the starting point, which CLASP's first plan replaces. CLASP's plan workers map onto the servers ranked by processing capacity, largest first; it plans as if every server had the smallest server's CPU and the slowest server's per-core speed (a conservative envelope, so a plan fits whichever server it lands on), with the true α, β, γ and no online estimation (package `eval/horizontal`). When its packing needs more workers than there are servers, the demand is spread over all servers and the interval counted (over capacity).\n", "`"+strings.Join(p.Horizontal, "`, `")+"`")
+	}
 	pf("- Seed %d, config sha256 `%s`, commit `%s`, %s.\n\n", sum.Seed, sum.ConfigSHA256, sum.Commit, sum.GoVersion)
 
 	pf("## Verdicts\n\n")
@@ -112,27 +174,31 @@ func Markdown(sum paired.Summary, figures []string) []byte {
 		}
 		pf("\n")
 	}
+	horizontalSection(pf, sum)
 
 	for _, c := range sum.Combinations {
 		pf("## %s / %s (SLO %g ms, %d intervals)\n\n", c.Profile, c.Trace, c.SLOMS, c.Steps)
 		pf("Means over %d placements [95%% bootstrap CI].\n\n", len(p.PlacementSeeds))
-		pf("| controller | violation rate (%%) | mean p95 (ms) | mean CPU (millicores) | throughput (msg/s) | offered (msg/s) | mean reward |\n")
-		pf("|---|---|---|---|---|---|---|\n")
+		pf("| controller | violation rate (%%) | mean p95 (ms) | mean CPU (millicores) | reserved CPU (millicores) | active servers | throughput (msg/s) | offered (msg/s) | mean reward |\n")
+		pf("|---|---|---|---|---|---|---|---|---|\n")
 		for _, cs := range c.Controllers {
-			pf("| `%s` | %s%s | %s%s | %s%s | %s%s | %s | %s |\n", cs.Controller,
+			pf("| `%s` | %s%s | %s%s | %s%s | %s%s | %s%s | %s%s | %s | %s |\n", cs.Controller,
 				num(100*cs.ViolationRateMean, 2), interval(100*cs.ViolationRateCI[0], 100*cs.ViolationRateCI[1], 2),
 				num(cs.MeanP95MS, 1), interval(cs.P95CI[0], cs.P95CI[1], 1),
 				num(cs.MeanCPU, 0), interval(cs.CPUCI[0], cs.CPUCI[1], 0),
+				num(cs.MeanReservedCPU, 0), interval(cs.ReservedCPUCI[0], cs.ReservedCPUCI[1], 0),
+				num(cs.MeanActiveServers, 2), interval(cs.ActiveServersCI[0], cs.ActiveServersCI[1], 2),
 				num(cs.MeanThroughput, 1), interval(cs.ThroughputCI[0], cs.ThroughputCI[1], 1),
 				num(cs.MeanOffered, 1), num(cs.MeanReward, 3))
 		}
 		pf("\n")
 		if len(c.Comparisons) > 0 {
-			pf("| `%s` − baseline | pairs | Δ violation (pp) | Δ CPU (%%) | Δ throughput (%%) | H1 | H2 | H3 |\n", p.Candidate)
-			pf("|---|---|---|---|---|---|---|---|\n")
+			pf("| `%s` − baseline | pairs | Δ violation (pp) | Δ CPU (%%) | Δ throughput (%%) | Δ reserved CPU (%%) | Δ active servers | H1 | H2 | H3 |\n", p.Candidate)
+			pf("|---|---|---|---|---|---|---|---|---|---|\n")
 			for _, cmp := range c.Comparisons {
-				pf("| `%s` | %d | %s | %s | %s | %s | %s | %s |\n", cmp.Baseline, cmp.Pairs,
+				pf("| `%s` | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", cmp.Baseline, cmp.Pairs,
 					estimate(cmp.H1.Evidence[0], 2), estimate(cmp.H2.Evidence[0], 2), estimate(cmp.H3.Evidence[0], 2),
+					footprint(cmp, paired.MetricReservedCPU, 2), footprint(cmp, paired.MetricActiveServers, 2),
 					verdict(cmp.H1), verdict(cmp.H2), verdict(cmp.H3))
 			}
 			pf("\n")

@@ -36,6 +36,10 @@ type IntervalRow struct {
 	RewardReconf   float64   `parquet:"reward_reconf"`
 	Applied        []float64 `parquet:"applied,list"`
 	Queue          []float64 `parquet:"queue,list"`
+	ReservedCPU    float64   `parquet:"reserved_cpu"`
+	ActiveServers  int64     `parquet:"active_servers"`
+	Replanned      bool      `parquet:"replanned"`
+	OverCapacity   bool      `parquet:"over_capacity"`
 }
 
 // RunRow is one run in runs.parquet.
@@ -45,6 +49,7 @@ type RunRow struct {
 	PlacementSeed    uint64  `parquet:"placement_seed"`
 	Seed             uint64  `parquet:"seed"`
 	Controller       string  `parquet:"controller,dict"`
+	Horizontal       bool    `parquet:"horizontal"`
 	Steps            int64   `parquet:"steps"`
 	SLOMS            float64 `parquet:"slo_ms"`
 	ViolationRate    float64 `parquet:"violation_rate"`
@@ -55,6 +60,10 @@ type RunRow struct {
 	MeanOffered      float64 `parquet:"mean_offered"`
 	MeanReward       float64 `parquet:"mean_reward"`
 	TotalReward      float64 `parquet:"total_reward"`
+	MeanReservedCPU  float64 `parquet:"mean_reserved_cpu_millicores"`
+	MeanActive       float64 `parquet:"mean_active_servers"`
+	Replans          int64   `parquet:"replans"`
+	OverCapacity     int64   `parquet:"over_capacity_steps"`
 	ConfigSHA256     string  `parquet:"config_sha256"`
 	TrajectorySHA256 string  `parquet:"trajectory_sha256"`
 }
@@ -78,6 +87,7 @@ func IntervalRows(r runner.Result) []IntervalRow {
 			Reward: rw.Total, RewardSLO: rw.SLO, RewardRisk: rw.Risk, RewardResource: rw.Resource,
 			RewardProgress: rw.Progress, RewardChurn: rw.Churn, RewardRecovery: rw.Recovery, RewardReconf: rw.Reconf,
 			Applied: iv.Applied, Queue: iv.Queue,
+			ReservedCPU: iv.ReservedCPU, ActiveServers: int64(iv.ActiveServers), Replanned: iv.Replanned, OverCapacity: iv.OverCapacity,
 		}
 	}
 	return rows
@@ -88,9 +98,11 @@ func RunRowOf(r runner.Result) RunRow {
 	s := r.Summary
 	return RunRow{
 		Profile: r.Profile, Trace: r.Trace, PlacementSeed: r.PlacementSeed, Seed: r.Seed, Controller: r.Controller,
-		Steps: int64(s.Steps), SLOMS: r.SLOMS, ViolationRate: s.ViolationRate, MeanP95MS: s.MeanP95MS,
+		Horizontal: r.Horizontal, Steps: int64(s.Steps), SLOMS: r.SLOMS, ViolationRate: s.ViolationRate, MeanP95MS: s.MeanP95MS,
 		MeanLatencyMS: s.MeanLatencyMS, MeanCPU: s.MeanCPU, MeanThroughput: s.MeanThroughput,
 		MeanOffered: s.MeanOffered, MeanReward: s.MeanReward, TotalReward: s.TotalReward,
+		MeanReservedCPU: s.MeanReservedCPU, MeanActive: s.MeanActiveServers,
+		Replans: int64(s.Replans), OverCapacity: int64(s.OverCapacitySteps),
 		ConfigSHA256: r.ConfigSHA256, TrajectorySHA256: r.TrajectorySHA256,
 	}
 }

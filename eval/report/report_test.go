@@ -82,6 +82,37 @@ func TestMarkdown(t *testing.T) {
 	}
 }
 
+// TestMarkdownHorizontal marks static:500 as horizontal: the report gains
+// the notes and the vertical-against-horizontal table with both sides'
+// footprint and the paired differences.
+func TestMarkdownHorizontal(t *testing.T) {
+	sum, _ := summary()
+	if strings.Contains(string(Markdown(sum, nil)), "Vertical against horizontal") {
+		t.Error("horizontal section without horizontal controllers")
+	}
+	sum.Protocol.Horizontal = []string{"static:500"}
+	for ci := range sum.Combinations {
+		c := &sum.Combinations[ci]
+		c.Controllers[0].MeanReservedCPU, c.Controllers[0].MeanActiveServers = 3000, 4
+		c.Controllers[1].MeanReservedCPU, c.Controllers[1].MeanActiveServers = 32000, 1
+		c.Comparisons[0].Footprint = []paired.Estimate{
+			{Metric: paired.MetricReservedCPU, Mean: -90.6, CILow: -91, CIHigh: -90},
+			{Metric: paired.MetricActiveServers, Mean: 3, CILow: 3, CIHigh: 3},
+		}
+	}
+	md := string(Markdown(sum, nil))
+	for _, s := range []string{
+		"Horizontal scaling (`static:500`)",
+		"## Vertical against horizontal scaling",
+		"| pred | intel | `static:500` | 10.00 vs 20.00 | 3000 vs 32000 | 4.00 vs 1.00 | -10.00 [-15.00, -5.00] | -90.60 [-91.00, -90.00] | 3.00 [3.00, 3.00] |",
+		"| `static:500` | 3 | -10.00 [-15.00, -5.00] | 1.00 | 11.00 [9.00, 13.00] | -90.60 [-91.00, -90.00] | 3.00 [3.00, 3.00] |",
+	} {
+		if !strings.Contains(md, s) {
+			t.Errorf("report lacks %q:\n%s", s, md)
+		}
+	}
+}
+
 func TestFigures(t *testing.T) {
 	sum, runs := summary()
 	dir, dir2 := t.TempDir(), t.TempDir()

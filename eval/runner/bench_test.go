@@ -9,7 +9,7 @@ import (
 // controller kind; the paired protocol runs 40 of them per controller and
 // must finish in under two minutes on two cores.
 func BenchmarkRun(b *testing.B) {
-	for _, ctrl := range []string{"static:2000", "threshold", "vrebalance"} {
+	for _, ctrl := range []string{"static:2000", "threshold", "vrebalance", "clasp"} {
 		b.Run(ctrl, func(b *testing.B) {
 			s := spec(b, ctrl, 0)
 			s.Workload = ramp(3600)

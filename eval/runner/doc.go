@@ -4,8 +4,18 @@
 // Both `eval run` and `eval paired` use it, so a run and the same cell of a
 // paired evaluation give the same numbers.
 //
-// Units: latencies in milliseconds, CPU in millicores, offered load and
-// throughput in source messages per second, rewards unitless.
+// Two kinds of controller run through the same loop and record the same
+// Interval and Summary fields. Vertical controllers (agents.Controller) set
+// per-task CPU on the edge scenario and act on the observation; horizontal
+// ones (clasp) re-plan replicas on the scenario's horizontal counterpart
+// (shared CPU, request costs; package horizontal) and act on the step's
+// env.Info. For every interval Footprint records the CPU the controller
+// reserved (the applied allocations, or the whole CPU of every active
+// server when servers share their CPU) and the servers it kept active.
+//
+// Units: latencies in milliseconds, CPU and reserved CPU in millicores,
+// offered load and throughput in source messages per second, rewards
+// unitless.
 //
 // Determinism: Run is a pure function of its Spec. Means are summed in step
 // order; the trajectory hash (TrajectorySHA256) covers the IEEE-754 bits of

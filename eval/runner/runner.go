@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"math"
 
+	"streamscale/agents"
 	"streamscale/env"
+	"streamscale/eval/claspexp"
 	"streamscale/eval/controllers"
 )
 
@@ -39,6 +41,11 @@ type Interval struct {
 	Reward     env.RewardTerms // the seven reward terms and their clipped total
 	Applied    []float64       // applied allocation per task, millicores
 	Queue      []float64       // events waiting per task
+
+	ReservedCPU   float64 // CPU the controller held during the interval, millicores (see Footprint)
+	ActiveServers int     // servers hosting a task replica with CPU > 0 (see Footprint)
+	Replanned     bool    // the action was a replica plan
+	OverCapacity  bool    // the controller found the demand beyond the whole cluster (horizontal controllers)
 }
 
 // Summary holds an episode's means over its intervals.
@@ -52,6 +59,11 @@ type Summary struct {
 	MeanOffered    float64 // mean offered load, messages/s
 	MeanReward     float64 // mean reward per interval
 	TotalReward    float64 // undiscounted return
+
+	MeanReservedCPU   float64 // mean reserved CPU, millicores
+	MeanActiveServers float64 // mean number of active servers
+	Replans           int     // intervals whose action was a replica plan
+	OverCapacitySteps int     // intervals whose demand the controller found beyond the cluster
 }
 
 // Result is one finished episode.
@@ -61,16 +73,19 @@ type Result struct {
 	PlacementSeed    uint64
 	Seed             uint64
 	Controller       string   // canonical controller spec
+	Horizontal       bool     // the controller re-plans replicas on the horizontal scenario
 	SLOMS            float64  // the application's SLO on p95 latency, ms
 	Tasks            []string // task names, in action order
-	Placement        []int    // server index of each task
+	Placement        []int    // server index of each task (the initial replica of a horizontal run)
 	ConfigSHA256     string   // hash of the scenario (see ConfigHash)
 	TrajectorySHA256 string   // hash of every interval (see package doc)
 	Summary          Summary
 	Intervals        []Interval
 }
 
-// Scenario builds the env configuration a Spec runs.
+// Scenario builds the env configuration a Spec runs: the edge scenario of
+// its profile, placement seed and workload, or, for a horizontal
+// controller, that scenario's horizontal counterpart (Controller.Scenario).
 func Scenario(s Spec) (env.Config, error) {
 	if s.Workload == nil {
 		return env.Config{}, errors.New("eval: no workload")
@@ -83,10 +98,15 @@ func Scenario(s Spec) (env.Config, error) {
 		return env.Config{}, fmt.Errorf("eval: %w", err)
 	}
 	cfg.Steps = s.Steps
-	return cfg, nil
+	return s.Controller.Scenario(cfg)
 }
 
 // Run runs the episode s describes. It checks ctx every 256 intervals.
+//
+// A vertical controller acts on the observation of Reset and of each step;
+// a horizontal one on the Info of Reset (with OfferedRate set to the first
+// step's input rate, the rate a planner at the ingress sees) and of each
+// step, at time t seconds.
 func Run(ctx context.Context, s Spec) (Result, error) {
 	cfg, err := Scenario(s)
 	if err != nil {
@@ -96,30 +116,35 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("eval: %s placement %d: %w", s.Profile, s.PlacementSeed, err)
 	}
-	ctrl, err := s.Controller.New(e.Config())
+	cfg = e.Config()
+	ctrl, err := newStepper(s.Controller, cfg)
 	if err != nil {
 		return Result{}, err
 	}
-	cfg = e.Config()
 	cfgHash, err := ConfigHash(cfg)
 	if err != nil {
 		return Result{}, err
 	}
 	res := Result{
 		Profile: s.Profile, Trace: s.TraceName, PlacementSeed: s.PlacementSeed, Seed: s.Seed,
-		Controller: s.Controller.String(), SLOMS: e.SLOMS(),
+		Controller: s.Controller.String(), Horizontal: s.Controller.Horizontal(), SLOMS: e.SLOMS(),
 		Placement: append([]int(nil), cfg.Placement...), ConfigSHA256: cfgHash,
 	}
 	for _, t := range cfg.App.Tasks {
 		res.Tasks = append(res.Tasks, t.Name)
 	}
-	obs, _, err := e.Reset(s.Seed)
+	obs, info, err := e.Reset(s.Seed)
 	if err != nil {
 		return Result{}, fmt.Errorf("eval: reset: %w", err)
 	}
-	if err := ctrl.Reset(s.Seed); err != nil {
+	if err := ctrl.reset(s.Seed); err != nil {
 		return Result{}, fmt.Errorf("eval: controller %s: reset: %w", res.Controller, err)
 	}
+	// As the simulator does, a negative or non-finite rate counts as 0.
+	if r := cfg.Workload.Rate(cfg.StartOffset % cfg.Workload.Len()); r >= 0 && !math.IsInf(r, 0) {
+		info.OfferedRate = r
+	}
+	plan := initialPlan(cfg)
 	n := e.NumTasks()
 	res.Intervals = make([]Interval, 0, cfg.Steps)
 	// One backing array per slice kind keeps the allocations few.
@@ -131,22 +156,26 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 				return Result{}, fmt.Errorf("eval: interval %d: %w", t, err)
 			}
 		}
-		a, err := ctrl.Act(obs)
+		a, err := ctrl.act(t, obs, info)
 		if err != nil {
 			return Result{}, fmt.Errorf("eval: controller %s: interval %d: %w", res.Controller, t, err)
 		}
-		var info env.Info
 		var truncated bool
 		obs, _, _, truncated, info, err = e.StepAction(a)
 		if err != nil {
 			return Result{}, fmt.Errorf("eval: controller %s: interval %d: %w", res.Controller, t, err)
+		}
+		if a.Replicas != nil {
+			plan = clonePlan(a.Replicas)
 		}
 		iv := Interval{
 			Step: info.Step, Offered: info.OfferedRate, Throughput: info.Throughput, SinkEvents: info.SinkEvents,
 			P95MS: info.P95MS, MeanMS: info.MeanMS, Violated: info.Violated, TotalCPU: info.TotalCPU,
 			InFlight: info.InFlight, Reward: info.Reward,
 			Applied: applied[t*n : (t+1)*n : (t+1)*n], Queue: queue[t*n : (t+1)*n : (t+1)*n],
+			Replanned: a.Replicas != nil, OverCapacity: ctrl.overCapacity(),
 		}
+		iv.ReservedCPU, iv.ActiveServers = Footprint(cfg.Servers, cfg.SharedCPU, plan, info.Applied)
 		copy(iv.Applied, info.Applied)
 		copy(iv.Queue, info.Queue)
 		res.Intervals = append(res.Intervals, iv)
@@ -157,6 +186,110 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	res.Summary = Summarize(res.Intervals)
 	res.TrajectorySHA256 = TrajectoryHash(res.Intervals)
 	return res, nil
+}
+
+// Footprint returns what an interval held of the cluster under the replica
+// plan (plan[k] lists task k's replicas) and the applied per-task
+// allocations (millicores):
+//
+//   - reserved CPU, millicores: with per-task reservations (shared false)
+//     Σ_k applied[k], the CPU set aside for the tasks whatever they use;
+//     with shared CPU, Σ CPU of the active servers, since a server then
+//     gives its whole CPU to the replicas it hosts;
+//   - active servers: the servers hosting at least one replica with CPU > 0
+//     (applied[k]·share > 0 with reservations; share > 0 with shared CPU,
+//     where every replica with a share gets part of its server).
+func Footprint(servers []env.Server, shared bool, plan [][]env.Replica, applied []float64) (reservedMC float64, active int) {
+	on := make([]bool, len(servers))
+	for k, rs := range plan {
+		for _, r := range rs {
+			if r.Share > 0 && (shared || applied[k]*r.Share > 0) {
+				on[r.Server] = true
+			}
+		}
+	}
+	for i, b := range on {
+		if b {
+			active++
+			if shared {
+				reservedMC += servers[i].CPU
+			}
+		}
+	}
+	if !shared {
+		for _, a := range applied {
+			reservedMC += a
+		}
+	}
+	return reservedMC, active
+}
+
+// initialPlan is the replica plan a scenario starts from.
+func initialPlan(cfg env.Config) [][]env.Replica {
+	if cfg.Replicas != nil {
+		return clonePlan(cfg.Replicas)
+	}
+	out := make([][]env.Replica, len(cfg.Placement))
+	for k, s := range cfg.Placement {
+		out[k] = []env.Replica{{Server: s, Share: 1}}
+	}
+	return out
+}
+
+func clonePlan(p [][]env.Replica) [][]env.Replica {
+	out := make([][]env.Replica, len(p))
+	for k := range p {
+		out[k] = append([]env.Replica(nil), p[k]...)
+	}
+	return out
+}
+
+// stepper is a controller of either kind as the episode loop drives it.
+type stepper interface {
+	reset(seed uint64) error
+	act(t int, obs env.Observation, info env.Info) (env.Action, error)
+	overCapacity() bool
+}
+
+func newStepper(c controllers.Spec, scenario env.Config) (stepper, error) {
+	if c.Horizontal() {
+		h, err := c.NewHorizontal(scenario)
+		if err != nil {
+			return nil, err
+		}
+		return infoFed{h}, nil
+	}
+	v, err := c.New(scenario)
+	if err != nil {
+		return nil, err
+	}
+	return obsFed{v}, nil
+}
+
+// obsFed drives an agents.Controller with the observation.
+type obsFed struct{ c agents.Controller }
+
+func (f obsFed) reset(seed uint64) error { return f.c.Reset(seed) }
+func (f obsFed) act(_ int, obs env.Observation, _ env.Info) (env.Action, error) {
+	return f.c.Act(obs)
+}
+func (obsFed) overCapacity() bool { return false }
+
+// infoFed drives a horizontal controller with the step's Info at time t
+// seconds.
+type infoFed struct {
+	c claspexp.HorizontalController
+}
+
+func (f infoFed) reset(seed uint64) error { return f.c.Reset(seed) }
+func (f infoFed) act(t int, _ env.Observation, info env.Info) (env.Action, error) {
+	return f.c.Act(float64(t), info)
+}
+
+// overCapacity asks controllers that report it (horizontal.Controller).
+func (f infoFed) overCapacity() bool {
+	r, ok := f.c.(interface{ OverCapacity() bool })
+	return ok && r.OverCapacity()
 }
 
 // Summarize returns the means of intervals, summed in order. An empty
@@ -178,6 +311,14 @@ func Summarize(intervals []Interval) Summary {
 		s.MeanThroughput += iv.Throughput
 		s.MeanOffered += iv.Offered
 		s.TotalReward += iv.Reward.Total
+		s.MeanReservedCPU += iv.ReservedCPU
+		s.MeanActiveServers += float64(iv.ActiveServers)
+		if iv.Replanned {
+			s.Replans++
+		}
+		if iv.OverCapacity {
+			s.OverCapacitySteps++
+		}
 	}
 	n := float64(s.Steps)
 	s.ViolationRate = float64(viol) / n
@@ -187,6 +328,8 @@ func Summarize(intervals []Interval) Summary {
 	s.MeanThroughput /= n
 	s.MeanOffered /= n
 	s.MeanReward = s.TotalReward / n
+	s.MeanReservedCPU /= n
+	s.MeanActiveServers /= n
 	return s
 }
 
@@ -195,7 +338,8 @@ func Summarize(intervals []Interval) Summary {
 // offered, throughput, sink events, p95, mean latency; violated (0 or 1);
 // total CPU, in flight; the reward terms SLO, risk, resource, progress,
 // churn, recovery, reconf and total; the task count; the applied
-// allocations; the queues.
+// allocations; the queues; reserved CPU; active servers; replanned and
+// over capacity (0 or 1).
 func TrajectoryHash(intervals []Interval) string {
 	h := sha256.New()
 	var buf []byte
@@ -203,17 +347,20 @@ func TrajectoryHash(intervals []Interval) string {
 		buf = buf[:0]
 		u := func(x uint64) { buf = binary.LittleEndian.AppendUint64(buf, x) }
 		f := func(x float64) { u(math.Float64bits(x)) }
+		b := func(x bool) {
+			if x {
+				u(1)
+			} else {
+				u(0)
+			}
+		}
 		u(uint64(iv.Step))
 		f(iv.Offered)
 		f(iv.Throughput)
 		f(iv.SinkEvents)
 		f(iv.P95MS)
 		f(iv.MeanMS)
-		if iv.Violated {
-			u(1)
-		} else {
-			u(0)
-		}
+		b(iv.Violated)
 		f(iv.TotalCPU)
 		f(iv.InFlight)
 		r := iv.Reward
@@ -227,6 +374,10 @@ func TrajectoryHash(intervals []Interval) string {
 		for _, x := range iv.Queue {
 			f(x)
 		}
+		f(iv.ReservedCPU)
+		u(uint64(iv.ActiveServers))
+		b(iv.Replanned)
+		b(iv.OverCapacity)
 		h.Write(buf)
 	}
 	return hex.EncodeToString(h.Sum(nil))

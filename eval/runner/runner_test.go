@@ -129,6 +129,10 @@ func TestTrajectoryHashCoversEveryField(t *testing.T) {
 		func(iv *Interval) { iv.Reward.Total++ },
 		func(iv *Interval) { iv.Applied[0]++ },
 		func(iv *Interval) { iv.Queue[len(iv.Queue)-1]++ },
+		func(iv *Interval) { iv.ReservedCPU++ },
+		func(iv *Interval) { iv.ActiveServers++ },
+		func(iv *Interval) { iv.Replanned = !iv.Replanned },
+		func(iv *Interval) { iv.OverCapacity = !iv.OverCapacity },
 	}
 	for i, m := range mutations {
 		ivs := make([]Interval, len(res.Intervals))
@@ -172,5 +176,111 @@ func TestRunErrors(t *testing.T) {
 func TestSummarizeEmpty(t *testing.T) {
 	if s := Summarize(nil); s != (Summary{}) {
 		t.Errorf("Summarize(nil) = %+v", s)
+	}
+}
+
+// TestFootprint checks reserved CPU and active servers on a hand-worked
+// case: servers of 1,000, 2,000 and 4,000 millicores; task 0 on server 0,
+// task 1 split 3:1 over servers 1 and 2.
+func TestFootprint(t *testing.T) {
+	servers := []env.Server{{CPU: 1000}, {CPU: 2000}, {CPU: 4000}}
+	plan := [][]env.Replica{{{Server: 0, Share: 1}}, {{Server: 1, Share: 0.75}, {Server: 2, Share: 0.25}}}
+	for _, tc := range []struct {
+		name    string
+		shared  bool
+		plan    [][]env.Replica
+		applied []float64
+		mc      float64
+		active  int
+	}{
+		// Reservations: 600 + 800 millicores held; replicas of 600, 600
+		// and 200 millicores on three servers.
+		{"reserved", false, plan, []float64{600, 800}, 1400, 3},
+		// Shared CPU: all three servers give their whole CPU.
+		{"shared", true, plan, []float64{1000, 6000}, 7000, 3},
+		// A zero share holds no CPU: server 2 is idle.
+		{"shared, zero share", true, [][]env.Replica{{{Server: 0, Share: 1}}, {{Server: 1, Share: 1}, {Server: 2, Share: 0}}}, []float64{1000, 2000}, 3000, 2},
+		// Both tasks on server 1.
+		{"shared, one server", true, [][]env.Replica{{{Server: 1, Share: 1}}, {{Server: 1, Share: 1}}}, []float64{500, 1500}, 2000, 1},
+		// A task without CPU leaves its server inactive.
+		{"reserved, idle task", false, plan, []float64{0, 800}, 800, 2},
+	} {
+		mc, n := Footprint(servers, tc.shared, tc.plan, tc.applied)
+		if mc != tc.mc || n != tc.active {
+			t.Errorf("%s: %v millicores on %d servers, want %v on %d", tc.name, mc, n, tc.mc, tc.active)
+		}
+	}
+}
+
+// TestRunVerticalFootprint: a vertical controller reserves what it applies,
+// on the servers of its placement.
+func TestRunVerticalFootprint(t *testing.T) {
+	res, err := Run(context.Background(), spec(t, "threshold", 60))
+	if err != nil {
+		t.Fatal(err)
+	}
+	distinct := map[int]bool{}
+	for _, s := range res.Placement {
+		distinct[s] = true
+	}
+	for _, iv := range res.Intervals {
+		if iv.ReservedCPU != iv.TotalCPU || iv.ActiveServers != len(distinct) || iv.Replanned || iv.OverCapacity {
+			t.Fatalf("interval %d: reserved %v (total %v), %d active servers (placement uses %d)", iv.Step, iv.ReservedCPU, iv.TotalCPU, iv.ActiveServers, len(distinct))
+		}
+	}
+	if res.Horizontal || res.Summary.MeanReservedCPU != res.Summary.MeanCPU || res.Summary.Replans != 0 {
+		t.Errorf("summary %+v", res.Summary)
+	}
+}
+
+// TestRunCLASP runs CLASP on the horizontal PRED scenario: it re-plans the
+// random placement at once, then holds whole servers (reserved CPU equals
+// the simulator's shared CPU), and two runs are identical.
+func TestRunCLASP(t *testing.T) {
+	s := spec(t, "clasp", 120)
+	res, err := Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Horizontal || res.Summary.Steps != 120 {
+		t.Fatalf("horizontal %v, %d steps", res.Horizontal, res.Summary.Steps)
+	}
+	if !res.Intervals[0].Replanned || res.Summary.Replans < 1 {
+		t.Error("CLASP did not deploy its own plan at the first interval")
+	}
+	for _, iv := range res.Intervals {
+		if iv.ActiveServers < 1 || iv.ActiveServers > 7 || math.Abs(iv.ReservedCPU-iv.TotalCPU) > 1e-6*iv.TotalCPU {
+			t.Fatalf("interval %d: reserved %v, shared CPU %v, %d servers", iv.Step, iv.ReservedCPU, iv.TotalCPU, iv.ActiveServers)
+		}
+	}
+	if res.Summary.MeanThroughput <= 0 {
+		t.Error("nothing delivered")
+	}
+	again, err := Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.TrajectorySHA256 != res.TrajectorySHA256 || again.Summary != res.Summary || again.ConfigSHA256 != res.ConfigSHA256 {
+		t.Error("two CLASP runs of one spec differ")
+	}
+	// The edge scenario of the same cell differs (shared CPU, request costs).
+	v, _ := Run(context.Background(), spec(t, "static:1000", 120))
+	if v.ConfigSHA256 == res.ConfigSHA256 {
+		t.Error("CLASP ran on the edge scenario")
+	}
+	// CLASP's first plan replaces the random placement before anything
+	// has run (no state, no queues), so the placement changes the scenario
+	// but not the trajectory; the workload does.
+	s.PlacementSeed = 102
+	other, err := Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other.TrajectorySHA256 != res.TrajectorySHA256 || other.ConfigSHA256 == res.ConfigSHA256 {
+		t.Error("placement 102: want the same CLASP trajectory on another scenario")
+	}
+	s.Workload = ramp(100)
+	if w, _ := Run(context.Background(), s); w.TrajectorySHA256 == res.TrajectorySHA256 {
+		t.Error("another workload gave the same CLASP trajectory")
 	}
 }
