@@ -33,6 +33,11 @@ type Operator struct {
 	// over its workers in proportion to their shares φ_{o,w}. Zero for a
 	// stateless operator.
 	StateBytes float64
+	// Keys is the number of distinct keys the state is partitioned by, ≥ 0.
+	// With Keys > 0 the state grows as keys are first seen (StateBytes is
+	// reached once every key has been; see env.Task.Keys); the planner
+	// uses the current size the observation reports (Observation.StateBytes).
+	Keys float64
 	// RequestBytes is the size of one request addressed to the operator,
 	// bytes ≥ 0; queued requests move with state during a migration.
 	RequestBytes float64
@@ -73,6 +78,9 @@ func (a *App) Validate() error {
 		names[o.Name] = true
 		if !positive(o.ExecUS) {
 			return invalidf("app %s: operator %s: execution time %v µs, want > 0", a.Name, o.Name, o.ExecUS)
+		}
+		if !nonNegative(o.Keys) {
+			return invalidf("app %s: operator %s: %v keys, want a finite count ≥ 0", a.Name, o.Name, o.Keys)
 		}
 		if !nonNegative(o.StateBytes) || !nonNegative(o.RequestBytes) {
 			return invalidf("app %s: operator %s: state %v B or request %v B is not a finite size ≥ 0", a.Name, o.Name, o.StateBytes, o.RequestBytes)

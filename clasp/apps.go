@@ -7,8 +7,9 @@ import (
 
 // The CLASP evaluation applications (paper §6.1) as data. Execution times are
 // calibrated around the paper's measured ≈ 400 µs per execution; their
-// relative weights, the state sizes and the request sizes are this package's
-// assumptions (the paper gives the structure, the stateful operators and the
+// relative weights, the state sizes, the key counts (words 50,000, sensors
+// 1,000, ads 10,000, campaigns and categories 100, hosts 5,000) and the
+// request sizes are this package's assumptions (the paper gives the structure, the stateful operators and the
 // share of executions touching state, which App.StateTouchFraction checks).
 // ETL's weights follow RIoTBench's micro-benchmarks, as in package env
 // (2,000 µs per million instructions of env's calibration).
@@ -22,8 +23,10 @@ func op(name string, us float64) Operator {
 	return Operator{Name: name, ExecUS: us, RequestBytes: reqBytes}
 }
 
-func stateful(name string, us, state float64) Operator {
-	return Operator{Name: name, ExecUS: us, Stateful: true, StateBytes: state, RequestBytes: reqBytes}
+// stateful is an operator with keyed state of the given total size over
+// keys distinct keys (the state grows as keys are first seen).
+func stateful(name string, us, state, keys float64) Operator {
+	return Operator{Name: name, ExecUS: us, Stateful: true, StateBytes: state, Keys: keys, RequestBytes: reqBytes}
 }
 
 // WC is word count: split → count (by word). A sentence splits into 9 words,
@@ -31,7 +34,7 @@ func stateful(name string, us, state float64) Operator {
 func WC() App {
 	return App{
 		Name:      "wc",
-		Operators: []Operator{op("split", 450), stateful("count", 350, 64*mib)},
+		Operators: []Operator{op("split", 450), stateful("count", 350, 64*mib, 50000)},
 		Edges:     []Edge{{0, 1, 9}},
 	}
 }
@@ -40,7 +43,7 @@ func WC() App {
 func SD() App {
 	return App{
 		Name:      "sd",
-		Operators: []Operator{stateful("moving-average", 400, 16*mib), op("spike-detect", 300)},
+		Operators: []Operator{stateful("moving-average", 400, 16*mib, 1000), op("spike-detect", 300)},
 		Edges:     []Edge{{0, 1, 1}},
 	}
 }
@@ -53,7 +56,7 @@ func AA() App {
 		Name: "aa",
 		Operators: []Operator{
 			op("deserialize", 500), op("filter", 150), op("projection", 200),
-			stateful("join", 450, 32*mib), stateful("campaign-count", 350, 4*mib),
+			stateful("join", 450, 32*mib, 10000), stateful("campaign-count", 350, 4*mib, 100),
 		},
 		Edges: []Edge{{0, 1, 1}, {1, 2, 1.0 / 3}, {2, 3, 1}, {3, 4, 1}},
 	}
@@ -65,8 +68,8 @@ func PL() App {
 	return App{
 		Name: "pl",
 		Operators: []Operator{
-			op("trans", 400), op("filter1", 150), stateful("join", 500, 32*mib),
-			op("filter2", 150), stateful("aggregate", 400, 4*mib), op("sink", 300),
+			op("trans", 400), op("filter1", 150), stateful("join", 500, 32*mib, 10000),
+			op("filter2", 150), stateful("aggregate", 400, 4*mib, 100), op("sink", 300),
 		},
 		Edges: []Edge{{0, 1, 1}, {1, 2, 0.5}, {2, 3, 1}, {3, 4, 1.0 / 3}, {4, 5, 1}},
 	}
@@ -80,9 +83,9 @@ func NWM() App {
 		Name: "nwm",
 		Operators: []Operator{
 			op("parse", 500), op("split", 200),
-			op("success-filter", 150), op("success-map", 200), stateful("success-count", 300, 8*mib),
-			op("failure-filter", 150), op("failure-map", 200), stateful("failure-count", 300, 8*mib),
-			stateful("join-by-host", 450, 16*mib), op("report", 300),
+			op("success-filter", 150), op("success-map", 200), stateful("success-count", 300, 8*mib, 5000),
+			op("failure-filter", 150), op("failure-map", 200), stateful("failure-count", 300, 8*mib, 5000),
+			stateful("join-by-host", 450, 16*mib, 5000), op("report", 300),
 		},
 		Edges: []Edge{
 			{0, 1, 1}, {1, 2, 1}, {1, 5, 1},
@@ -103,7 +106,7 @@ func ETL() App {
 		Operators: []Operator{
 			{Name: "SenMLParse", ExecUS: 600, RequestBytes: 870},
 			field(op("RangeFilter", 36)), field(op("BloomFilter", 48)),
-			field(stateful("Interpolation", 60, 8*mib)), field(stateful("Join", 24, 16*mib)),
+			field(stateful("Interpolation", 60, 8*mib, 1000)), field(stateful("Join", 24, 16*mib, 1000)),
 			{Name: "Annotate", ExecUS: 300, RequestBytes: 700},
 			{Name: "CsvToSenML", ExecUS: 480, RequestBytes: 750},
 			{Name: "MQTTPublish", ExecUS: 420, RequestBytes: 870},

@@ -14,6 +14,23 @@ type Task struct {
 	OutBytes     float64 // size of one output event, bytes
 	MemoryMB     float64 // memory demand d_k, MB
 	StateMB      float64 // operator state held by the task, MB; moved with its share when a plan moves replicas (0: stateless)
+	// Keys is the number of distinct keys the task's state is partitioned
+	// by. With Keys > 0 the state grows as keys are first seen: StateMB is
+	// the state once every key has been, and after n input events drawn
+	// uniformly from the keys the task holds StateMB·(1 − e^{−n/Keys}),
+	// the expected share of distinct keys among n draws (Keys·(1 −
+	// (1 − 1/Keys)ⁿ) ≈ Keys·(1 − e^{−n/Keys})). 0: the state is StateMB
+	// from the start.
+	Keys float64
+}
+
+// StateAt is the task's state, MB, after it has processed n input events
+// since the episode began (see Keys).
+func (t Task) StateAt(n float64) float64 {
+	if t.Keys <= 0 || t.StateMB == 0 {
+		return t.StateMB
+	}
+	return t.StateMB * -math.Expm1(-max(n, 0)/t.Keys)
 }
 
 // Edge is a directed stream from task From to task To (task indices). Every
@@ -85,7 +102,7 @@ func (a App) validate() error {
 			what string
 			x    float64
 			pos  bool
-		}{{"MIPS per event", t.MIPSPerEvent, true}, {"selectivity", t.Selectivity, false}, {"output bytes", t.OutBytes, false}, {"memory", t.MemoryMB, false}, {"state", t.StateMB, false}} {
+		}{{"MIPS per event", t.MIPSPerEvent, true}, {"selectivity", t.Selectivity, false}, {"output bytes", t.OutBytes, false}, {"memory", t.MemoryMB, false}, {"state", t.StateMB, false}, {"keys", t.Keys, false}} {
 			if math.IsNaN(v.x) || math.IsInf(v.x, 0) || v.x < 0 || (v.pos && v.x == 0) {
 				return fmt.Errorf("env: app %s: task %s: %s %v is invalid", a.Name, t.Name, v.what, v.x)
 			}

@@ -31,6 +31,32 @@ type RequestCosts struct {
 	AlphaUS, BetaUS, GammaUS float64
 }
 
+// StateMigration says how a replica plan moves the state of stateful tasks
+// (Task.StateMB > 0).
+type StateMigration struct {
+	// RemoteAccess starts a replica that gains share of a stateful task as
+	// soon as its share of the queued events has arrived, reading the
+	// state of keys not yet transferred from the sending server while the
+	// transfer lasts; the sender keeps serving. The default, false, is
+	// stop-and-copy (CLASP's): the receiver waits for its state and queued
+	// events, and the sender pauses while it transmits them.
+	RemoteAccess bool
+	// LocalStateUS and RemoteStateUS are the CPU cost of one state access
+	// on the executing server and on another server, µs (paper §2.4:
+	// ≈ 400 and ≈ 1,400). Under RemoteAccess an execution whose key's
+	// state is still in flight costs RemoteStateUS − LocalStateUS more; the
+	// state arrives uniformly over the transfer. Both 0 mean 400 and 1,400.
+	LocalStateUS, RemoteStateUS float64
+}
+
+// extraUS returns the extra CPU, µs, of a remote over a local state access.
+func (m StateMigration) extraUS() float64 {
+	if m.LocalStateUS == 0 && m.RemoteStateUS == 0 {
+		return 1000
+	}
+	return m.RemoteStateUS - m.LocalStateUS
+}
+
 // Mode selects the simulator core.
 type Mode int
 
@@ -67,6 +93,9 @@ type Config struct {
 	// Requests is the CPU cost of chained requests, charged to the sending
 	// replica (CLASP, Eq. 1). Zero (the default) in the edge scenarios.
 	Requests RequestCosts
+
+	// Migration says how replica plans move state (default stop-and-copy).
+	Migration StateMigration
 
 	// SharedCPU makes every server's CPU a pool its replicas share in
 	// proportion to their demand (queued and last-step work), as the
@@ -160,6 +189,9 @@ func (c *Config) validate() error {
 		if !(v >= 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("env: request costs must be finite and ≥ 0")
 		}
+	}
+	if m := c.Migration; !(m.LocalStateUS >= 0) || !(m.RemoteStateUS >= 0) || math.IsInf(m.LocalStateUS+m.RemoteStateUS, 0) || m.extraUS() < 0 {
+		return fmt.Errorf("env: state access costs %v µs local, %v µs remote: want finite, ≥ 0, remote ≥ local", m.LocalStateUS, m.RemoteStateUS)
 	}
 	if c.Workload == nil {
 		return fmt.Errorf("env: no workload")

@@ -34,6 +34,9 @@ type Info struct {
 	PlannerQueue float64
 	// Migration is what the step's replica plan moved (zero without one).
 	Migration Migration
+	// StateMB is each task's state at the end of the step, MB (grows with
+	// the distinct keys seen, Task.Keys).
+	StateMB []float64
 }
 
 // WorkerMetrics are one server's metrics for a step (CLASP, Table 2).
@@ -66,7 +69,15 @@ type Env struct {
 	remote   []int     // distinct remote destination servers of each server (δ_w)
 	gain     float64   // expected sink events per source event
 	taskGain []float64 // expected input events of each task per source event
-	memUsed  []float64 // per server
+	// processed counts each task's input events since Reset (its state
+	// grows with them, Task.StateAt).
+	processed []float64
+	// remoteFrom and remoteTo bound, per replica, the transfer of the state
+	// it gains under StateMigration.RemoteAccess (remoteTo ≤ remoteFrom:
+	// none); meanwhile its stateful executions read state remotely.
+	remoteFrom, remoteTo []float64
+	remoteSteps          int       // steps whose service times the windows still affect
+	memUsed              []float64 // per server
 
 	shared           []float64 // shared-CPU scenarios: each replica's service millicores this step
 	svc              []float64 // each replica's service time this step, seconds
@@ -133,7 +144,8 @@ func New(cfg Config) (*Env, error) {
 	e.obs = Observation{
 		App: make([]float64, AppFeatures), Server: make([]float64, e.m*ServerFeatures), Task: make([]float64, e.n*TaskFeatures),
 	}
-	e.info.Requested, e.info.Applied, e.info.Queue = mk(), mk(), mk()
+	e.info.Requested, e.info.Applied, e.info.Queue, e.info.StateMB = mk(), mk(), mk(), mk()
+	e.processed = mk()
 	e.workers = make([]WorkerMetrics, e.m)
 	for w := range e.workers {
 		e.workers[w] = WorkerMetrics{Executions: mk(), ExecUS: mk(), EdgeRequests: make([]float64, len(e.cfg.App.Edges))}
@@ -202,6 +214,10 @@ func (e *Env) Reset(seed uint64) (Observation, Info, error) {
 		e.prevTaskLat[k], e.prevQueue[k] = 0, 0
 	}
 	clear(e.st.replicas)
+	clear(e.processed)
+	clear(e.remoteFrom)
+	clear(e.remoteTo)
+	e.remoteSteps = 0
 	e.t, e.started, e.over = 0, true, false
 	if e.cfg.SharedCPU {
 		e.shareCPU()
@@ -213,7 +229,10 @@ func (e *Env) Reset(seed uint64) (Observation, Info, error) {
 		e.st.tasks[i] = taskStats{}
 	}
 	e.st.emitted, e.st.sinkEvents, e.st.mean, e.st.p95, e.st.completed, e.st.inFlight = 0, 0, 0, 0, false, 0
-	e.info = Info{Step: -1, Seed: seed, Requested: e.info.Requested, Applied: e.info.Applied, Queue: e.info.Queue}
+	e.info = Info{Step: -1, Seed: seed, Requested: e.info.Requested, Applied: e.info.Applied, Queue: e.info.Queue, StateMB: e.info.StateMB}
+	for k, t := range e.cfg.App.Tasks {
+		e.info.StateMB[k] = t.StateAt(0)
+	}
 	if e.horizontal() {
 		e.info.Workers = e.WorkerMetrics()
 	}
@@ -325,8 +344,9 @@ func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, erro
 		e.changed[k] = e.next[k] - e.alloc[k]
 		e.alloc[k] = e.next[k]
 	}
-	if e.cfg.SharedCPU || a.Replicas != nil {
+	if e.cfg.SharedCPU || a.Replicas != nil || e.remoteSteps > 0 {
 		e.applyService()
+		e.remoteSteps = max(0, e.remoteSteps-1)
 	} else {
 		// Only the tasks whose allocation changed need new service times.
 		for k, d := range e.changed {
@@ -384,6 +404,8 @@ func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, erro
 	copy(e.info.Applied, e.alloc)
 	for k := range e.info.Queue {
 		e.info.Queue[k] = e.st.tasks[k].queue
+		e.processed[k] += e.st.tasks[k].done
+		e.info.StateMB[k] = e.cfg.App.Tasks[k].StateAt(e.processed[k])
 	}
 	e.info.Reward = terms
 	e.info.Migration = e.migration
@@ -507,12 +529,32 @@ func (e *Env) replicaService(r int) float64 {
 		return math.Inf(1)
 	}
 	cores := mc / 1000
-	work := e.cfg.App.Tasks[rep.task].MIPSPerEvent/(e.mipsPerM[r]*1000) + e.reqUS[r]*1e-6
+	work := e.cfg.App.Tasks[rep.task].MIPSPerEvent/(e.mipsPerM[r]*1000) + e.reqUS[r]*1e-6 + e.remoteWork(r)
 	usable := 1 - e.gammaUS[r]*1e-6/cores
 	if usable < 0.01 {
 		usable = 0.01
 	}
 	return work / cores / usable
+}
+
+// remoteWork is replica r's extra work per event, seconds, in the coming
+// step [t, t+1) from reading state remotely (StateMigration.RemoteAccess):
+// the extra cost of a remote access times the step-average share of its
+// keys whose state is still in flight, which falls linearly from 1 to 0
+// over the transfer window.
+func (e *Env) remoteWork(r int) float64 {
+	from, to := e.remoteFrom[r], e.remoteTo[r]
+	if to <= from {
+		return 0
+	}
+	a, b := float64(e.t), float64(e.t)+1
+	lo, hi := max(a, from), min(b, to)
+	if hi <= lo {
+		return 0
+	}
+	// ∫_lo^hi (1 − (τ − from)/(to − from)) dτ
+	missing := (hi - lo) - ((hi-from)*(hi-from)-(lo-from)*(lo-from))/(2*(to-from))
+	return e.cfg.Migration.extraUS() * 1e-6 * missing / (b - a)
 }
 
 // service is task k's per-event service time at its primary replica.
@@ -782,4 +824,5 @@ func (e *Env) rebind() {
 	e.st.replicas = make([]taskStats, nr)
 	e.shared = make([]float64, nr)
 	e.svc = make([]float64, nr)
+	e.remoteFrom, e.remoteTo = make([]float64, nr), make([]float64, nr)
 }

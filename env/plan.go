@@ -10,6 +10,12 @@ type Migration struct {
 	MovedMB   float64 // state and queued events sent between servers, MB
 	MaxPauseS float64 // longest wait of a receiving replica for its transfer, seconds
 	Replicas  int     // replicas that received something
+	// MaxSenderPauseS is the longest pause of a sending replica while it
+	// transmits (stop-and-copy), seconds.
+	MaxSenderPauseS float64
+	// MaxRemoteS is the longest time a receiving replica read state
+	// remotely (StateMigration.RemoteAccess), seconds.
+	MaxRemoteS float64
 }
 
 // planFits reports whether the current allocations fit every server under
@@ -33,11 +39,15 @@ func (e *Env) planFits(plan [][]Replica) error {
 // simulation over: every event waiting at a task or travelling to it goes
 // to the task's new replicas in proportion to their shares, keeping its
 // emission and arrival times. A replica whose server gains share of a task
-// receives that share of the task's state (Task.StateMB) and of its queued
-// events over the network, from the server that lost the most share, and
-// starts serving when the transfer has arrived (propagation plus bytes at
-// the route's narrowest link); replicas that keep their share do not
-// pause, so there is no global barrier.
+// receives that share of the task's state (Task.StateAt: it grows with the
+// keys seen) and of its queued events over the network, from the server
+// that lost the most share. Under stop-and-copy (the default) it starts
+// serving when the transfer has arrived (propagation plus bytes at the
+// route's narrowest link), and the sender's remaining replica pauses while
+// it transmits; under StateMigration.RemoteAccess it starts when its queued
+// events have arrived and reads the state of keys still in flight remotely
+// until the state transfer completes. Replicas that neither gain nor send
+// do not pause, so there is no global barrier.
 func (e *Env) replan(plan [][]Replica) {
 	old := e.core.(*fluid)
 	oldTopo := e.topo
@@ -84,44 +94,88 @@ func (e *Env) replan(plan [][]Replica) {
 
 	routes := shortestRoutes(e.cfg.Network)
 	e.migration = Migration{}
+	remote := e.cfg.Migration.RemoteAccess
+	ready := make([]float64, len(e.topo.replicas))
+	for r := range ready {
+		ready[r] = now
+	}
+	var lastEnd float64
 	for k, rs := range e.topo.ofTask {
 		task := e.cfg.App.Tasks[k]
+		stateBytes := task.StateAt(e.processed[k]) * (1 << 20)
+		newShare := make([]float64, e.m)
+		for _, q := range rs {
+			newShare[e.topo.replicas[q].server] += e.topo.replicas[q].share
+		}
+		// The sender of every gain: the server that lost the most share.
+		from, loss := -1, 0.0
+		for w := 0; w < e.m; w++ {
+			if l := oldShare[k][w] - newShare[w]; l > loss+1e-12 {
+				from, loss = w, l
+			}
+		}
+		if from < 0 {
+			continue
+		}
+		var sent float64 // bytes the sender transmits for k
+		for _, r := range rs {
+			rep := e.topo.replicas[r]
+			gain := rep.share - oldShare[k][rep.server]
+			if gain <= 1e-12 {
+				continue
+			}
+			qBytes, sBytes := gain*queued[k]*task.OutBytes, gain*stateBytes
+			if qBytes+sBytes <= 0 {
+				continue
+			}
+			e.migration.MovedMB += (qBytes + sBytes) / (1 << 20)
+			e.migration.Replicas++
+			sent += qBytes + sBytes
+			if remote {
+				ready[r] = now + transferTime(e.cfg, routes, from, rep.server, qBytes)
+				if sBytes > 0 {
+					e.remoteFrom[r], e.remoteTo[r] = now, now+transferTime(e.cfg, routes, from, rep.server, sBytes)
+					e.migration.MaxRemoteS = max(e.migration.MaxRemoteS, e.remoteTo[r]-now)
+					lastEnd = max(lastEnd, e.remoteTo[r])
+				}
+			} else {
+				ready[r] = now + transferTime(e.cfg, routes, from, rep.server, qBytes+sBytes)
+			}
+			e.migration.MaxPauseS = max(e.migration.MaxPauseS, ready[r]-now)
+		}
+		if remote || sent <= 0 {
+			continue
+		}
+		// Stop-and-copy: the sender's remaining replica of k pauses while
+		// it transmits (at its route's narrowest link, without the
+		// propagation its receivers wait for).
+		for _, r := range rs {
+			if rep := e.topo.replicas[r]; rep.server == from {
+				pause := transmitTime(e.cfg, routes, from, sent)
+				ready[r] = max(ready[r], now+pause)
+				e.migration.MaxSenderPauseS = max(e.migration.MaxSenderPauseS, pause)
+			}
+		}
+	}
+	e.remoteSteps = 0
+	if lastEnd > now {
+		// refresh service times every step the windows overlap, and once after
+		e.remoteSteps = int(math.Ceil(lastEnd-now)) + 1
+	}
+	for k, rs := range e.topo.ofTask {
 		for _, r := range rs {
 			rep := e.topo.replicas[r]
 			s := &nf.stages[r]
-			ready := now
-			if gain := rep.share - oldShare[k][rep.server]; gain > 1e-12 {
-				// The sender: the server that lost the most share of k.
-				from, loss := -1, 0.0
-				for w := 0; w < e.m; w++ {
-					newW := 0.0
-					for _, q := range rs {
-						if e.topo.replicas[q].server == w {
-							newW += e.topo.replicas[q].share
-						}
-					}
-					if l := oldShare[k][w] - newW; l > loss+1e-12 {
-						from, loss = w, l
-					}
-				}
-				bytes := gain * (task.StateMB*(1<<20) + queued[k]*task.OutBytes)
-				if from >= 0 && bytes > 0 {
-					ready = now + transferTime(e.cfg, routes, from, rep.server, bytes)
-					e.migration.MovedMB += bytes / (1 << 20)
-					e.migration.Replicas++
-					e.migration.MaxPauseS = max(e.migration.MaxPauseS, ready-now)
-				}
-			}
-			s.free = ready
+			s.free = ready[r]
 			for _, p := range waiting[k] {
 				q := p
 				q.w *= rep.share
 				if q.w <= 0 {
 					continue
 				}
-				if q.as < ready {
-					q.as = ready
-					q.ae = max(q.ae, ready)
+				if q.as < ready[r] {
+					q.as = ready[r]
+					q.ae = max(q.ae, ready[r])
 				}
 				q.bl = s.overlap && q.ae <= now
 				s.queue.push(q)
@@ -130,6 +184,25 @@ func (e *Env) replan(plan [][]Replica) {
 			}
 		}
 	}
+}
+
+// transmitTime is the time server a needs to put bytes on the wire toward
+// the rest of the network: bytes at the narrowest link of its first hop's
+// route to any server, i.e. of its own access link.
+func transmitTime(c Config, routes [][]route, a int, bytes float64) float64 {
+	bw := math.Inf(1)
+	for b := range c.Servers {
+		if b == a {
+			continue
+		}
+		if r := routes[c.Servers[a].Switch][c.Servers[b].Switch]; len(r) > 0 {
+			bw = min(bw, c.Network.Links[r[0]].BandwidthBps)
+		}
+	}
+	if math.IsInf(bw, 1) {
+		return 0
+	}
+	return bytes * 8 / bw
 }
 
 // transferTime is the time to send bytes from server a to server b: the

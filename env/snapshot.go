@@ -9,7 +9,7 @@ import (
 )
 
 // snapshotVersion is bumped whenever the encoded state changes shape.
-const snapshotVersion = 1
+const snapshotVersion = 2
 
 // enc and dec write and read the fixed-layout little-endian encoding used
 // by snapshots: float64 bits, int64s and bools, in a fixed field order.
@@ -75,19 +75,28 @@ func (d *dec) bl() bool {
 var ErrSnapshot = errors.New("env: bad snapshot")
 
 // MarshalBinary encodes the Env's complete dynamic state (queues, clocks,
-// allocations, histories), so that an Env built from the same Config and
-// restored with UnmarshalBinary continues bit for bit as the original.
-// Only the Fluid core can be snapshotted.
+// allocations, histories, the replica plan in force when a controller
+// re-planned, the state growth and migration windows), so that an Env built
+// from the same Config and restored with UnmarshalBinary continues bit for
+// bit as the original. Only the Fluid core can be snapshotted.
 func (e *Env) MarshalBinary() ([]byte, error) {
 	f, ok := e.core.(*fluid)
 	if !ok {
 		return nil, fmt.Errorf("env: only the fluid core can be snapshotted")
 	}
-	if e.replanned {
-		return nil, fmt.Errorf("env: an environment re-planned during the episode cannot be snapshotted")
-	}
 	var w enc
-	w.i(snapshotVersion, e.n, e.m, len(f.stages))
+	w.i(snapshotVersion, e.n, e.m)
+	w.bl(e.replanned)
+	if e.replanned {
+		for _, rs := range e.cfg.Replicas {
+			w.i(len(rs))
+			for _, r := range rs {
+				w.i(r.Server)
+				w.f(r.Share)
+			}
+		}
+	}
+	w.i(len(f.stages), len(e.topo.replicas))
 	w.bl(e.started, e.over, e.prevViolated)
 	w.i(e.t)
 	w.f(e.prevP95)
@@ -95,11 +104,17 @@ func (e *Env) MarshalBinary() ([]byte, error) {
 	w.f(e.alloc...)
 	w.f(e.prevTaskLat...)
 	w.f(e.prevQueue...)
+	w.f(e.processed...)
 	w.u(e.info.Seed)
 	w.f(f.now, f.cumEmit, f.cumSink)
+	for r := range e.topo.replicas {
+		x := e.st.replicas[r]
+		w.f(x.in, x.done, x.delayW, x.queue, e.remoteFrom[r], e.remoteTo[r])
+	}
+	w.i(e.remoteSteps)
 	for i := range f.stages {
 		s := &f.stages[i]
-		w.f(s.free, s.cumPushed, s.cumDeparted, s.queue.total)
+		w.f(s.free, s.cumPushed, s.cumDeparted, s.carried, s.queue.total)
 		w.i(s.queue.len())
 		for j := 0; j < s.queue.len(); j++ {
 			p := s.queue.at(j)
@@ -111,20 +126,49 @@ func (e *Env) MarshalBinary() ([]byte, error) {
 }
 
 // UnmarshalBinary restores a state written by MarshalBinary for an Env of
-// the same Config. On error the Env is unchanged.
+// the same Config, including one re-planned during its episode. On error
+// the Env is unchanged.
 func (e *Env) UnmarshalBinary(data []byte) error {
-	f, ok := e.core.(*fluid)
-	if !ok {
+	if _, ok := e.core.(*fluid); !ok {
 		return fmt.Errorf("env: only the fluid core can be snapshotted")
 	}
-	if e.replanned {
-		return fmt.Errorf("%w: the environment was re-planned; Reset it first", ErrSnapshot)
-	}
 	d := &dec{r: bytes.NewReader(data)}
-	if v, n, m, ns := d.i(), d.i(), d.i(), d.i(); d.err != nil || v != snapshotVersion || n != e.n || m != e.m || ns != len(f.stages) {
-		return fmt.Errorf("%w: header (version %d, %d tasks, %d servers, %d stages) does not match this scenario", ErrSnapshot, v, n, m, ns)
+	if v, n, m := d.i(), d.i(), d.i(); d.err != nil || v != snapshotVersion || n != e.n || m != e.m {
+		return fmt.Errorf("%w: header (version %d, %d tasks, %d servers) does not match this scenario", ErrSnapshot, v, n, m)
 	}
-	// Decode into a scratch copy, then commit.
+	// The plan in force: the configured one, or the one a controller set.
+	replanned := d.bl()
+	cfg := e.cfg
+	cfg.Replicas = clonePlan(e.basePlan)
+	if e.basePlan == nil {
+		cfg.Replicas = nil
+	}
+	if replanned {
+		plan := make([][]Replica, e.n)
+		for k := range plan {
+			cnt := d.i()
+			if d.err != nil || cnt < 1 || cnt > e.m {
+				return fmt.Errorf("%w: task %d has %d replicas", ErrSnapshot, k, cnt)
+			}
+			for range cnt {
+				plan[k] = append(plan[k], Replica{Server: d.i(), Share: d.f()})
+			}
+		}
+		if d.err != nil {
+			return fmt.Errorf("%w: %w", ErrSnapshot, d.err)
+		}
+		if err := cfg.validateReplicas(plan); err != nil {
+			return fmt.Errorf("%w: %w", ErrSnapshot, err)
+		}
+		cfg.Replicas = plan
+	}
+	topo := buildTopology(&cfg)
+	f := newFluid(&cfg, topo)
+	nr := len(topo.replicas)
+	if ns, nrep := d.i(), d.i(); d.err != nil || ns != len(f.stages) || nrep != nr {
+		return fmt.Errorf("%w: %d stages and %d replicas, this plan has %d and %d", ErrSnapshot, ns, nrep, len(f.stages), nr)
+	}
+	// Decode into scratch, then commit.
 	started, over, prevViol := d.bl(), d.bl(), d.bl()
 	t := d.i()
 	prevP95 := d.f()
@@ -139,17 +183,24 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 		}
 		return x
 	}
-	alloc, lat, q := read(e.n), read(e.n), read(e.n)
+	alloc, lat, q, processed := read(e.n), read(e.n), read(e.n), read(e.n)
 	seed := d.u()
 	now, cumEmit, cumSink := d.f(), d.f(), d.f()
+	reps := make([]taskStats, nr)
+	rFrom, rTo := make([]float64, nr), make([]float64, nr)
+	for r := range reps {
+		reps[r] = taskStats{in: d.f(), done: d.f(), delayW: d.f(), queue: d.f()}
+		rFrom[r], rTo[r] = d.f(), d.f()
+	}
+	remoteSteps := d.i()
 	type st struct {
-		free, pushed, departed, total float64
-		pieces                        []piece
+		free, pushed, departed, carried, total float64
+		pieces                                 []piece
 	}
 	stages := make([]st, len(f.stages))
 	for i := range stages {
 		s := &stages[i]
-		s.free, s.pushed, s.departed, s.total = d.f(), d.f(), d.f(), d.f()
+		s.free, s.pushed, s.departed, s.carried, s.total = d.f(), d.f(), d.f(), d.f(), d.f()
 		n := d.i()
 		if d.err != nil || n < 0 || n > f.stages[i].queue.limit {
 			return fmt.Errorf("%w: stage %d holds %d pieces", ErrSnapshot, i, n)
@@ -168,28 +219,48 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 	if d.r.Len() != 0 {
 		return fmt.Errorf("%w: %d trailing bytes", ErrSnapshot, d.r.Len())
 	}
-	if t < 0 || !finite(prevP95, now, cumEmit, cumSink) || !finite(lat...) || !finite(q...) {
+	if t < 0 || remoteSteps < 0 || !finite(prevP95, now, cumEmit, cumSink) || !finite(lat...) || !finite(q...) || !finite(rFrom...) || !finite(rTo...) {
 		return fmt.Errorf("%w: clock or history malformed", ErrSnapshot)
 	}
+	for k, x := range processed {
+		if !(x >= 0) || math.IsInf(x, 0) {
+			return fmt.Errorf("%w: task %d processed %v events", ErrSnapshot, k, x)
+		}
+	}
+	for _, x := range reps {
+		if !finite(x.in, x.done, x.delayW, x.queue) || x.in < 0 || x.done < 0 || x.queue < 0 {
+			return fmt.Errorf("%w: replica statistics malformed", ErrSnapshot)
+		}
+	}
 	for _, s := range stages {
-		if !finite(s.free, s.pushed, s.departed, s.total) {
+		if !finite(s.free, s.pushed, s.departed, s.carried, s.total) {
 			return fmt.Errorf("%w: stage counters malformed", ErrSnapshot)
 		}
 	}
 	for _, c := range alloc {
-		if !(c >= e.cfg.MinCPU && c <= e.cfg.MaxCPU) {
+		if !(c >= 0) || math.IsInf(c, 0) || (!e.cfg.SharedCPU && !(c >= e.cfg.MinCPU && c <= e.cfg.MaxCPU)) {
 			return fmt.Errorf("%w: allocation %v outside bounds", ErrSnapshot, c)
 		}
 	}
+	// Commit: the plan's topology first (rebind sizes the per-replica
+	// state), then the dynamic state.
+	e.cfg.Replicas = cfg.Replicas
+	e.topo, e.core, e.replanned = topo, f, replanned
+	e.rebind()
 	e.started, e.over, e.prevViolated, e.t, e.prevP95, e.violHist = started, over, prevViol, t, prevP95, hist
 	copy(e.alloc, alloc)
 	copy(e.prevTaskLat, lat)
 	copy(e.prevQueue, q)
+	copy(e.processed, processed)
+	copy(e.st.replicas, reps)
+	copy(e.remoteFrom, rFrom)
+	copy(e.remoteTo, rTo)
+	e.remoteSteps = remoteSteps
 	e.info.Seed = seed
 	f.now, f.cumEmit, f.cumSink = now, cumEmit, cumSink
 	for i := range f.stages {
 		s, src := &f.stages[i], &stages[i]
-		s.free, s.cumPushed, s.cumDeparted = src.free, src.pushed, src.departed
+		s.free, s.cumPushed, s.cumDeparted, s.carried = src.free, src.pushed, src.departed, src.carried
 		s.queue.clear()
 		for _, p := range src.pieces {
 			s.queue.push(p)
@@ -197,6 +268,8 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 		s.queue.total = src.total
 		s.inbox = s.inbox[:0]
 	}
+	// Service times from the restored allocations (a shared-CPU env splits
+	// its CPU anew at the start of the next step, as the original does).
 	e.applyService()
 	return nil
 }

@@ -100,6 +100,17 @@ func FuzzUnmarshal(f *testing.F) {
 	good, _ := e0.MarshalBinary()
 	f.Add(good)
 	f.Add(good[:40])
+	// a re-planned state: task 0 split over its server and the next
+	cfg := e0.Config()
+	plan := make([][]Replica, len(cfg.Placement))
+	for k, srv := range cfg.Placement {
+		plan[k] = []Replica{{Server: srv, Share: 1}}
+	}
+	plan[0] = []Replica{{Server: cfg.Placement[0], Share: 0.5}, {Server: (cfg.Placement[0] + 1) % len(cfg.Servers), Share: 0.5}}
+	if _, _, _, _, _, err := e0.StepAction(Action{Replicas: plan}); err == nil {
+		replanned, _ := e0.MarshalBinary()
+		f.Add(replanned)
+	}
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, _ := Scenario("pred", 1, w)

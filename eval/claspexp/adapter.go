@@ -73,6 +73,12 @@ func ObservationFromInfo(app clasp.App, info env.Info, active []int, shares [][]
 	if par != nil {
 		ob.Parallelism = append([]int(nil), par...)
 	}
+	if len(info.StateMB) == nOps {
+		ob.StateBytes = make([]float64, nOps)
+		for o, mb := range info.StateMB {
+			ob.StateBytes[o] = mb * (1 << 20)
+		}
+	}
 	for i, id := range active {
 		if id < 0 || (info.Workers != nil && id >= len(info.Workers)) {
 			return clasp.Observation{}, fmt.Errorf("claspexp: active worker %d outside the %d servers", id, len(info.Workers))

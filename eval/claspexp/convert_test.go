@@ -19,7 +19,7 @@ func TestEnvApp(t *testing.T) {
 		Name: "wc", SLOMS: 500, Sources: []int{0}, Sinks: []int{1},
 		Tasks: []env.Task{
 			{Name: "split", MIPSPerEvent: 0.45, Selectivity: 9, OutBytes: 256, MemoryMB: 1},
-			{Name: "count", MIPSPerEvent: 0.35, Selectivity: 1, OutBytes: 256, MemoryMB: 64, StateMB: 64},
+			{Name: "count", MIPSPerEvent: 0.35, Selectivity: 1, OutBytes: 256, MemoryMB: 64, StateMB: 64, Keys: 50000},
 		},
 		Edges: []env.Edge{{From: 0, To: 1}},
 	}
@@ -74,7 +74,7 @@ func TestQuantizeShares(t *testing.T) {
 func TestObservationFromInfo(t *testing.T) {
 	app := clasp.WC()
 	info := env.Info{
-		OfferedRate: 100, Throughput: 90, PlannerQueue: 7,
+		OfferedRate: 100, Throughput: 90, PlannerQueue: 7, StateMB: []float64{0, 1.5},
 		Workers: []env.WorkerMetrics{
 			{Queue: 3, LocalRequests: 450, RemoteRequests: 360, RemoteDestinations: 1, Executions: []float64{90, 450}, ExecUS: []float64{450, 350}, EdgeRequests: []float64{810}},
 			{},
@@ -88,6 +88,7 @@ func TestObservationFromInfo(t *testing.T) {
 	}
 	want := clasp.Observation{
 		App: app, PlannerQueue: 7, InputRate: 100, Throughput: 90, Parallelism: []int{1, 2}, Bandwidth: BandwidthBytes,
+		StateBytes: []float64{0, 1.5 * (1 << 20)},
 		Workers: []clasp.WorkerObs{
 			{ID: 0, Queue: 3, LocalRate: 450, RemoteRate: 360, RemoteDests: 1, Exec: []float64{90, 450}, ExecUS: []float64{450, 350}, EdgeRate: []float64{810}, Share: []float64{1, 0.5}},
 			{ID: 2, Queue: 1, Exec: []float64{0, 360}, ExecUS: []float64{450, 350}, EdgeRate: []float64{0}, Share: []float64{0, 0.5}},

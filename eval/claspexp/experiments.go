@@ -407,56 +407,72 @@ type MigrationRow struct {
 	From, To int     `json:"-"`
 	Step     string  `json:"step"` // "1->5"
 	Rate     float64 `json:"rate"`
+	// Mode is "stop-and-copy" (CLASP's: receivers wait for their state,
+	// senders pause while they transmit) or "remote-access" (receivers
+	// start at once and read state in flight remotely).
+	Mode string `json:"mode"`
+	// StateMB is the state of the stateful operators at the move (it grows
+	// with the keys seen during the warm-up).
+	StateMB float64 `json:"state_mb"`
 	// PlanDurationS is the plan's DurationS (planning time + the estimated
 	// migration makespan, clasp.Migrate); PlanMovedMB what it moves.
 	PlanDurationS float64 `json:"plan_duration_s"`
 	PlanMovedMB   float64 `json:"plan_moved_mb"`
-	// EnvMaxPauseS and EnvMovedMB are the simulator's Info.Migration.
-	EnvMaxPauseS float64 `json:"env_max_pause_s"`
-	EnvMovedMB   float64 `json:"env_moved_mb"`
+	// EnvMaxPauseS and EnvMovedMB are the simulator's Info.Migration:
+	// the longest receiver wait and what moved; EnvSenderPauseS the
+	// longest sender pause, EnvRemoteS the longest remote-read window.
+	EnvMaxPauseS    float64 `json:"env_max_pause_s"`
+	EnvMovedMB      float64 `json:"env_moved_mb"`
+	EnvSenderPauseS float64 `json:"env_sender_pause_s"`
+	EnvRemoteS      float64 `json:"env_remote_s"`
 	// P95AfterMS is the worst p95 of the 5 steps after the move.
 	P95AfterMS float64 `json:"p95_after_ms"`
 }
 
 // Migrations moves app between CLASP placements of from and to workers at
-// rate (which the smaller must sustain), after warm steps on the first.
+// rate (which the smaller must sustain), after warm steps on the first,
+// under stop-and-copy and under remote state access.
 func Migrations(app clasp.App, pairs [][2]int, rate float64, warm int) ([]MigrationRow, error) {
 	var rows []MigrationRow
 	const servers = 10
-	for _, pair := range pairs {
-		from, to := pair[0], pair[1]
-		ids0, sh0, err := CLASPPlacer(from)(app, rate)
-		if err != nil {
-			return nil, err
+	for _, mode := range []string{"stop-and-copy", "remote-access"} {
+		for _, pair := range pairs {
+			from, to := pair[0], pair[1]
+			ids0, sh0, err := CLASPPlacer(from)(app, rate)
+			if err != nil {
+				return nil, err
+			}
+			ids1, sh1, err := CLASPPlacer(to)(app, rate)
+			if err != nil {
+				return nil, err
+			}
+			reps, err := ReplicasFromShares(ids0, sh0, servers)
+			if err != nil {
+				return nil, err
+			}
+			cfg, err := Scenario(app, servers, rate, warm+6, reps)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Migration.RemoteAccess = mode == "remote-access"
+			row := MigrationRow{App: app.Name, From: from, To: to, Step: fmt.Sprintf("%d->%d", from, to), Rate: rate, Mode: mode}
+			q0 := QuantizeShares(sh0)
+			ctrl := &scriptedMove{at: warm, app: app, ids0: ids0, q0: q0, ids1: ids1, sh1: sh1, row: &row}
+			recs, err := Run(cfg, ctrl, 1, nil)
+			if err != nil {
+				return nil, err
+			}
+			if ctrl.err != nil {
+				return nil, ctrl.err
+			}
+			mig := recs[warm].Migration
+			row.EnvMaxPauseS, row.EnvMovedMB = mig.MaxPauseS, mig.MovedMB
+			row.EnvSenderPauseS, row.EnvRemoteS = mig.MaxSenderPauseS, mig.MaxRemoteS
+			for _, r := range recs[warm:] {
+				row.P95AfterMS = max(row.P95AfterMS, r.P95MS)
+			}
+			rows = append(rows, row)
 		}
-		ids1, sh1, err := CLASPPlacer(to)(app, rate)
-		if err != nil {
-			return nil, err
-		}
-		reps, err := ReplicasFromShares(ids0, sh0, servers)
-		if err != nil {
-			return nil, err
-		}
-		cfg, err := Scenario(app, servers, rate, warm+6, reps)
-		if err != nil {
-			return nil, err
-		}
-		row := MigrationRow{App: app.Name, From: from, To: to, Step: fmt.Sprintf("%d->%d", from, to), Rate: rate}
-		q0 := QuantizeShares(sh0)
-		ctrl := &scriptedMove{at: warm, app: app, ids0: ids0, q0: q0, ids1: ids1, sh1: sh1, row: &row}
-		recs, err := Run(cfg, ctrl, 1, nil)
-		if err != nil {
-			return nil, err
-		}
-		if ctrl.err != nil {
-			return nil, ctrl.err
-		}
-		mig := recs[warm].Migration
-		row.EnvMaxPauseS, row.EnvMovedMB = mig.MaxPauseS, mig.MovedMB
-		for _, r := range recs[warm:] {
-			row.P95AfterMS = max(row.P95AfterMS, r.P95MS)
-		}
-		rows = append(rows, row)
 	}
 	return rows, nil
 }
@@ -483,6 +499,11 @@ func (s *scriptedMove) Act(now float64, info env.Info) (env.Action, error) {
 		return env.Action{}, err
 	}
 	d := clasp.Derive(&ob)
+	for o, b := range ob.StateBytes {
+		if s.app.Operators[o].Stateful {
+			s.row.StateMB += b / (1 << 20)
+		}
+	}
 	q1 := QuantizeShares(s.sh1)
 	mig := clasp.Migrate(&ob, d, s.ids1, q1)
 	s.row.PlanDurationS = clasp.DefaultConfig().ComputeS + mig.MakespanS

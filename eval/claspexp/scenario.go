@@ -44,7 +44,8 @@ func TrueModel() clasp.CostModel {
 // EnvApp converts a CLASP application to the simulator's:
 //
 //   - operator o becomes task o with MIPSPerEvent = ExecUS/1,000 (1,000 MIPS
-//     per core), StateMB = StateBytes/2²⁰ and MemoryMB = max(1, StateMB);
+//     per core), StateMB = StateBytes/2²⁰, Keys = Keys (the state grows as
+//     keys are seen) and MemoryMB = max(1, StateMB);
 //   - edges keep their order, so env edge e is clasp edge e;
 //   - the simulator's selectivity is per task and every output goes to every
 //     successor, so task o's Selectivity is the ratio of its outgoing edges;
@@ -90,6 +91,7 @@ func EnvApp(a clasp.App, sloMS float64) (env.App, []string, error) {
 			OutBytes:     outBytes,
 			MemoryMB:     max(1, stateMB),
 			StateMB:      stateMB,
+			Keys:         op.Keys,
 		})
 	}
 	for _, e := range a.Edges {
