@@ -96,10 +96,10 @@ type TransitionOptions struct {
 	Warm, After int
 }
 
-// DefaultTransitionOptions: 20%, 40%, …, 100% of the 10-worker maximum,
-// 12 steps at the source, 5 at the target.
+// DefaultTransitionOptions: 10%, 20%, …, 100% of the 10-worker maximum
+// (90 transitions), 12 steps at the source, 5 at the target.
 func DefaultTransitionOptions() TransitionOptions {
-	return TransitionOptions{Fractions: []float64{0.2, 0.4, 0.6, 0.8, 1}, Warm: 12, After: 5}
+	return TransitionOptions{Fractions: []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1}, Warm: 12, After: 5}
 }
 
 // WorkerTransitions measures worker-count prediction (paper §6, experiment
