@@ -76,8 +76,12 @@ type Env struct {
 	// it gains under StateMigration.RemoteAccess (remoteTo ≤ remoteFrom:
 	// none); meanwhile its stateful executions read state remotely.
 	remoteFrom, remoteTo []float64
-	remoteSteps          int       // steps whose service times the windows still affect
-	memUsed              []float64 // per server
+	remoteSteps          int // steps whose service times the windows still affect
+	// arrive is, per replica, the EWMA (weight ½) of the events it received
+	// per step, the shared-CPU split's arrival forecast; −1 until its
+	// first step.
+	arrive  []float64
+	memUsed []float64 // per server
 
 	shared           []float64 // shared-CPU scenarios: each replica's service millicores this step
 	svc              []float64 // each replica's service time this step, seconds
@@ -217,6 +221,9 @@ func (e *Env) Reset(seed uint64) (Observation, Info, error) {
 	clear(e.processed)
 	clear(e.remoteFrom)
 	clear(e.remoteTo)
+	for r := range e.arrive {
+		e.arrive[r] = -1
+	}
 	e.remoteSteps = 0
 	e.t, e.started, e.over = 0, true, false
 	if e.cfg.SharedCPU {
@@ -362,6 +369,13 @@ func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, erro
 	rate := e.stepRate()
 	e.core.step(e.t, rate)
 	e.core.collect(&e.st)
+	for r, x := range e.st.replicas {
+		if e.arrive[r] < 0 {
+			e.arrive[r] = x.in
+		} else {
+			e.arrive[r] = (e.arrive[r] + x.in) / 2
+		}
+	}
 
 	slo := e.cfg.App.SLOMS / 1000
 	p95, mean := e.st.p95, e.st.mean
@@ -452,10 +466,10 @@ func (e *Env) replicaCPU(r int) float64 {
 
 // shareCPU divides every server's CPU among its replicas in proportion to
 // their demand in the coming step — the work queued at them plus the work
-// arriving, forecast as what they received in the last step or, for a
-// replica that received nothing (a new deployment), what the coming step's
-// input rate sends it in steady state (the task's events per source event
-// times the replica's share), plus the γ
+// arriving, forecast as the moving average (weight ½) of what they received
+// per step or, for a replica that has not run a step yet (a new
+// deployment), what the coming step's input rate sends it in steady state
+// (the task's events per source event times the replica's share), plus the γ
 // work of the remote destinations they hold — and sets each task's
 // allocation to the sum over its replicas. The forecast makes the split
 // follow the flow the moment a plan is deployed or the rate changes, as a
@@ -482,8 +496,8 @@ func (e *Env) shareCPU() {
 		}
 		x := e.st.replicas[r]
 		work := e.cfg.App.Tasks[rep.task].MIPSPerEvent/(e.mipsPerM[r]*1000) + e.reqUS[r]*1e-6
-		arrive := x.in
-		if arrive <= 0 {
+		arrive := e.arrive[r]
+		if arrive < 0 {
 			arrive = rate * e.taskGain[rep.task] * rep.share
 		}
 		// The γ work of the destinations it holds is demand too.
@@ -825,4 +839,8 @@ func (e *Env) rebind() {
 	e.shared = make([]float64, nr)
 	e.svc = make([]float64, nr)
 	e.remoteFrom, e.remoteTo = make([]float64, nr), make([]float64, nr)
+	e.arrive = make([]float64, nr)
+	for r := range e.arrive {
+		e.arrive[r] = -1
+	}
 }

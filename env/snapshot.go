@@ -109,7 +109,7 @@ func (e *Env) MarshalBinary() ([]byte, error) {
 	w.f(f.now, f.cumEmit, f.cumSink)
 	for r := range e.topo.replicas {
 		x := e.st.replicas[r]
-		w.f(x.in, x.done, x.delayW, x.queue, e.remoteFrom[r], e.remoteTo[r])
+		w.f(x.in, x.done, x.delayW, x.queue, e.remoteFrom[r], e.remoteTo[r], e.arrive[r])
 	}
 	w.i(e.remoteSteps)
 	for i := range f.stages {
@@ -187,10 +187,10 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 	seed := d.u()
 	now, cumEmit, cumSink := d.f(), d.f(), d.f()
 	reps := make([]taskStats, nr)
-	rFrom, rTo := make([]float64, nr), make([]float64, nr)
+	rFrom, rTo, arrive := make([]float64, nr), make([]float64, nr), make([]float64, nr)
 	for r := range reps {
 		reps[r] = taskStats{in: d.f(), done: d.f(), delayW: d.f(), queue: d.f()}
-		rFrom[r], rTo[r] = d.f(), d.f()
+		rFrom[r], rTo[r], arrive[r] = d.f(), d.f(), d.f()
 	}
 	remoteSteps := d.i()
 	type st struct {
@@ -227,8 +227,8 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 			return fmt.Errorf("%w: task %d processed %v events", ErrSnapshot, k, x)
 		}
 	}
-	for _, x := range reps {
-		if !finite(x.in, x.done, x.delayW, x.queue) || x.in < 0 || x.done < 0 || x.queue < 0 {
+	for r, x := range reps {
+		if !finite(x.in, x.done, x.delayW, x.queue, arrive[r]) || x.in < 0 || x.done < 0 || x.queue < 0 || (arrive[r] < 0 && arrive[r] != -1) {
 			return fmt.Errorf("%w: replica statistics malformed", ErrSnapshot)
 		}
 	}
@@ -255,6 +255,7 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 	copy(e.st.replicas, reps)
 	copy(e.remoteFrom, rFrom)
 	copy(e.remoteTo, rTo)
+	copy(e.arrive, arrive)
 	e.remoteSteps = remoteSteps
 	e.info.Seed = seed
 	f.now, f.cumEmit, f.cumSink = now, cumEmit, cumSink

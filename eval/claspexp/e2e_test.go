@@ -29,9 +29,10 @@ func runCLASP(t *testing.T, app clasp.App, n int, rate float64, steps int) ([]St
 
 // TestCLASPRunsSYN runs CLASP's plans for SYN on up to 10 workers for 30 steps at
 // 700 events/s: the initial plan deploys on at least two workers, every
-// re-plan applies without error, cumulative throughput never exceeds what was
-// offered, and a second run is identical. (The closed loop does not settle;
-// see the package report.)
+// re-plan applies without error, the closed loop settles (at most one
+// re-plan after the initial one at a constant rate), throughput keeps up
+// with the input over the last 10 steps, cumulative throughput never
+// exceeds what was offered, and a second run is identical.
 func TestCLASPRunsSYN(t *testing.T) {
 	const rate = 700
 	recs, ctrl := runCLASP(t, clasp.SYN(), 10, rate, 30)
@@ -43,6 +44,16 @@ func TestCLASPRunsSYN(t *testing.T) {
 	}
 	if len(ctrl.Plans) == 0 || ctrl.Plans[0].NumWorkers() < 2 {
 		t.Fatalf("initial plan missing or too small: %d plans", len(ctrl.Plans))
+	}
+	if len(ctrl.Plans) > 2 {
+		t.Errorf("%d plans at a constant rate: the loop does not settle", len(ctrl.Plans))
+	}
+	var tail float64
+	for _, r := range recs[20:] {
+		tail += r.Throughput / 10
+	}
+	if tail < 0.97*rate {
+		t.Errorf("throughput %.1f/s over the last 10 steps, input %d/s", tail, rate)
 	}
 	offered, done := 0.0, 0.0
 	for i, r := range recs {
