@@ -87,6 +87,15 @@ func New(cfg Config) (*CLASP, error) {
 	return newCLASP(cfg, "clasp", nil)
 }
 
+// NewNamed is New with another Name, for comparing configurations side by
+// side (e.g. ablations).
+func NewNamed(cfg Config, name string) (*CLASP, error) {
+	if name == "" {
+		return nil, invalidf("empty planner name")
+	}
+	return newCLASP(cfg, name, nil)
+}
+
 func newCLASP(cfg Config, name string, wc workerCounter) (*CLASP, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err

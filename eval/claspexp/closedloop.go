@@ -28,8 +28,11 @@ type Method struct {
 }
 
 // Methods returns every horizontal planner of the closed-loop experiments,
-// each with at most maxWorkers workers: CLASP, FaaSFlow, Zhang24, their -SP
-// variants (their worker counts with CLASP's placement), DS2 and HPA.
+// each with at most maxWorkers workers: CLASP, FaaSFlow, Zhang24, DS2, the
+// -SP variants (FaaSFlow's and Zhang24's worker counts with CLASP's
+// placement), HPA, and clasp-paper: CLASP with the paper's projection
+// s = λ_p/Λ alone (Config.Propagate and DrainS off), the ablation of our two
+// additions.
 func Methods(maxWorkers int) []Method {
 	var ms []Method
 	for _, b := range Baselines(maxWorkers) {
@@ -47,6 +50,11 @@ func Methods(maxWorkers int) []Method {
 		Method{"faasflow-sp", func() (clasp.Planner, error) { return clasp.NewFaaSFlowSP(c, ff) }},
 		Method{"zhang24-sp", func() (clasp.Planner, error) { return clasp.NewZhang24SP(c, zc) }},
 		Method{"hpa", func() (clasp.Planner, error) { return clasp.NewHPA(hc) }},
+		Method{"clasp-paper", func() (clasp.Planner, error) {
+			cp := c
+			cp.Propagate, cp.DrainS = false, 0
+			return clasp.NewNamed(cp, "clasp-paper")
+		}},
 	)
 }
 

@@ -157,7 +157,7 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 			return r, err
 		}
 		tops[app.Name] = sc[0].MaxRate[9]
-		tr, err := WorkerTransitions(app, sc[0].MaxRate, methods[:4], o.Transition)
+		tr, err := WorkerTransitions(app, sc[0].MaxRate, append(methods[:4:4], methods[7]), o.Transition)
 		if err != nil {
 			return r, err
 		}
