@@ -89,16 +89,7 @@ func DerivePropagated(ob *Observation) Demand {
 	}
 	app := &ob.App
 	nOps := len(app.Operators)
-	n := make([]float64, nOps)
-	sent := make([]float64, len(app.Edges))
-	for _, w := range ob.Workers {
-		for o := range nOps {
-			n[o] += at(w.Exec, o)
-		}
-		for e := range app.Edges {
-			sent[e] += at(w.EdgeRate, e)
-		}
-	}
+	n, sent := ob.totals()
 	exec := make([]float64, nOps)
 	edge := make([]float64, len(app.Edges))
 	for _, src := range app.Sources() {

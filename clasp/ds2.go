@@ -63,16 +63,7 @@ func (s *DS2) Plan(now float64, ob Observation) (Plan, error) {
 	d := Derive(&ob)
 	app := &ob.App
 	nOps := len(app.Operators)
-	processed := make([]float64, nOps)
-	sent := make([]float64, len(app.Edges))
-	for _, w := range ob.Workers {
-		for o := range nOps {
-			processed[o] += at(w.Exec, o)
-		}
-		for e := range app.Edges {
-			sent[e] += at(w.EdgeRate, e)
-		}
-	}
+	processed, sent := ob.totals()
 	target := make([]float64, nOps)
 	for _, src := range app.Sources() {
 		target[src] = ob.InputRate

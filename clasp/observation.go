@@ -155,6 +155,22 @@ func at(xs []float64, i int) float64 {
 
 // placed reports whether the observation carries a placement (some worker
 // holds a share of some operator).
+// totals returns the measured executions per operator, Σ_w N_{w,o}, and
+// requests per edge, Σ_w E^e_w, per second.
+func (ob *Observation) totals() (exec, sent []float64) {
+	exec = make([]float64, len(ob.App.Operators))
+	sent = make([]float64, len(ob.App.Edges))
+	for _, w := range ob.Workers {
+		for o := range exec {
+			exec[o] += at(w.Exec, o)
+		}
+		for e := range sent {
+			sent[e] += at(w.EdgeRate, e)
+		}
+	}
+	return exec, sent
+}
+
 // backlog returns the requests queued at the planner plus those queued at
 // the workers in input-event equivalents: Σ_w Q_w divided by the executions
 // one input event causes, k = Σ_o D_o/λ_p (d is the projected demand).

@@ -1,19 +1,17 @@
 package claspexp
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"math"
-	"os"
 	"path/filepath"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
+
+	"streamscale/eval/internal/pngplot"
 )
 
 // Figure file names, in the order Figures writes them.
@@ -198,24 +196,7 @@ func modePlots(r *Report) ([][]*plot.Plot, error) {
 	return grid, nil
 }
 
-// writePNG draws a grid of plots (rows × columns, each cell w × h inches)
-// to path at 96 dpi on a white background.
+// writePNG draws a grid of plots (rows × columns, each cell w × h inches).
 func writePNG(path string, grid [][]*plot.Plot, w, h float64) error {
-	rows, cols := len(grid), len(grid[0])
-	W, H := vg.Length(float64(cols)*w)*vg.Inch, vg.Length(float64(rows)*h)*vg.Inch
-	img := vgimg.NewWith(vgimg.UseWH(W, H), vgimg.UseDPI(96), vgimg.UseBackgroundColor(color.White))
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: 0.3 * vg.Inch, PadY: 0.3 * vg.Inch,
-		PadTop: 0.1 * vg.Inch, PadBottom: 0.1 * vg.Inch, PadLeft: 0.1 * vg.Inch, PadRight: 0.2 * vg.Inch}
-	canvases := plot.Align(grid, tiles, dc)
-	for r := range rows {
-		for c := range cols {
-			grid[r][c].Draw(canvases[r][c])
-		}
-	}
-	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
-		return err
-	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
+	return pngplot.Write(path, "", grid, vg.Length(w)*vg.Inch, vg.Length(h)*vg.Inch)
 }

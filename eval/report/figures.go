@@ -1,11 +1,9 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -15,8 +13,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 
+	"streamscale/eval/internal/pngplot"
 	"streamscale/eval/paired"
 	"streamscale/eval/runner"
 )
@@ -160,28 +158,7 @@ func writeGrid(path, title string, sum paired.Summary, g [][][]Series, panel fun
 			plots[r][c] = p
 		}
 	}
-	const dpi = 96
-	w, h := vg.Length(cols)*6.5*vg.Inch, vg.Length(rows)*4.2*vg.Inch+0.4*vg.Inch
-	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(color.White))
-	dc := draw.New(img)
-	// Figure title in the top strip.
-	sty := draw.TextStyle{Color: color.Black, Font: plot.DefaultFont, XAlign: draw.XCenter, YAlign: draw.YTop, Handler: plot.DefaultTextHandler}
-	sty.Font.Size = vg.Points(14)
-	dc.FillText(sty, vg.Point{X: w / 2, Y: h - 0.08*vg.Inch}, title)
-	body := draw.Crop(dc, 0, 0, 0, -0.4*vg.Inch)
-	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: 0.3 * vg.Inch, PadY: 0.3 * vg.Inch,
-		PadTop: 0.1 * vg.Inch, PadBottom: 0.1 * vg.Inch, PadLeft: 0.1 * vg.Inch, PadRight: 0.2 * vg.Inch}
-	canvases := plot.Align(plots, tiles, body)
-	for r := range rows {
-		for c := range cols {
-			plots[r][c].Draw(canvases[r][c])
-		}
-	}
-	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
-		return err
-	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
+	return pngplot.Write(path, title, plots, 6.5*vg.Inch, 4.2*vg.Inch)
 }
 
 func newPanel(x, y string) *plot.Plot {
