@@ -5,57 +5,46 @@ import (
 	"testing"
 )
 
-func TestRouteSharesLocalityFirst(t *testing.T) {
+func TestRouteShares(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		a, b   []float64
-		sa, sb []int
-		want   [][]float64
+		name       string
+		localFirst bool
+		a, b       []float64
+		sa, sb     []int
+		want       [][]float64
 	}{
-		{"single", []float64{1}, []float64{1}, []int{0}, []int{3}, [][]float64{{1}}},
-		{"co-located halves stay local", []float64{0.5, 0.5}, []float64{0.5, 0.5}, []int{0, 1}, []int{1, 0},
+		{"single", true, []float64{1}, []float64{1}, []int{0}, []int{3}, [][]float64{{1}}},
+		{"co-located halves stay local", true, []float64{0.5, 0.5}, []float64{0.5, 0.5}, []int{0, 1}, []int{1, 0},
 			[][]float64{{0, 0.5}, {0.5, 0}}},
-		{"local first, rest north-west", []float64{0.6, 0.4}, []float64{0.3, 0.7}, []int{0, 1}, []int{0, 2},
+		{"local first, rest north-west", true, []float64{0.6, 0.4}, []float64{0.3, 0.7}, []int{0, 1}, []int{0, 2},
 			[][]float64{{0.3, 0.3}, {0, 0.4}}},
-		{"fan-in", []float64{0.25, 0.25, 0.5}, []float64{1}, []int{0, 1, 2}, []int{1}, [][]float64{{0.25}, {0.25}, {0.5}}},
-	} {
-		F := routeShares(tc.a, tc.b, tc.sa, tc.sb, true)
-		for i := range tc.want {
-			for j := range tc.want[i] {
-				if math.Abs(F[i][j]-tc.want[i][j]) > 1e-12 {
-					t.Errorf("%s: F = %v, want %v", tc.name, F, tc.want)
-				}
-			}
-		}
-	}
-}
-
-func TestRouteSharesProportional(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		a, b   []float64
-		sa, sb []int
-		want   [][]float64
-	}{
-		{"single", []float64{1}, []float64{1}, []int{0}, []int{3}, [][]float64{{1}}},
-		// co-location does not matter: each sender spreads by the receivers' shares
-		{"co-located halves", []float64{0.5, 0.5}, []float64{0.5, 0.5}, []int{0, 1}, []int{1, 0},
+		{"fan-in, local first", true, []float64{0.25, 0.25, 0.5}, []float64{1}, []int{0, 1, 2}, []int{1}, [][]float64{{0.25}, {0.25}, {0.5}}},
+		{"single, by shares", false, []float64{1}, []float64{1}, []int{0}, []int{3}, [][]float64{{1}}},
+		// by shares, co-location does not matter: each sender spreads by the receivers' shares
+		{"co-located halves, by shares", false, []float64{0.5, 0.5}, []float64{0.5, 0.5}, []int{0, 1}, []int{1, 0},
 			[][]float64{{0.25, 0.25}, {0.25, 0.25}}},
-		{"uneven", []float64{0.6, 0.4}, []float64{0.3, 0.7}, []int{0, 1}, []int{0, 2},
+		{"uneven, by shares", false, []float64{0.6, 0.4}, []float64{0.3, 0.7}, []int{0, 1}, []int{0, 2},
 			[][]float64{{0.18, 0.42}, {0.12, 0.28}}},
-		{"fan-in", []float64{0.25, 0.25, 0.5}, []float64{1}, []int{0, 1, 2}, []int{1}, [][]float64{{0.25}, {0.25}, {0.5}}},
+		{"fan-in, by shares", false, []float64{0.25, 0.25, 0.5}, []float64{1}, []int{0, 1, 2}, []int{1}, [][]float64{{0.25}, {0.25}, {0.5}}},
 	} {
-		F := routeShares(tc.a, tc.b, tc.sa, tc.sb, false)
+		F := routeShares(tc.a, tc.b, tc.sa, tc.sb, tc.localFirst)
+		in := make([]float64, len(tc.b))
 		for i := range tc.want {
 			var row float64
 			for j := range tc.want[i] {
 				row += F[i][j]
+				in[j] += F[i][j]
 				if math.Abs(F[i][j]-tc.want[i][j]) > 1e-12 {
 					t.Errorf("%s: F = %v, want %v", tc.name, F, tc.want)
 				}
 			}
 			if math.Abs(row-tc.a[i]) > 1e-12 {
 				t.Errorf("%s: sender %d sends %v, want %v", tc.name, i, row, tc.a[i])
+			}
+		}
+		for j := range in {
+			if math.Abs(in[j]-tc.b[j]) > 1e-12 {
+				t.Errorf("%s: receiver %d gets %v, want %v", tc.name, j, in[j], tc.b[j])
 			}
 		}
 	}
