@@ -240,6 +240,42 @@ func TestHPA(t *testing.T) {
 	}
 }
 
+// TestHPACountsRequestCPU: with the workers' CPU counters reported, the
+// request CPU of an operator's sends counts toward its utilization.
+func TestHPACountsRequestCPU(t *testing.T) {
+	app := WC()
+	// split: 100/s × 450 µs = 45,000; count: 900/s × 350 µs = 315,000;
+	// the worker's counter reads 405,000, so 45,000 µs/s went to split's
+	// 900 requests/s.
+	ob := measuredObs(app, 100, 100, []float64{100, 900}, []float64{900}, []int{1, 5})
+	if got := requestCPU(&ob.App, &ob.Workers[0], 0); got != 0 {
+		t.Fatalf("no load reported: request CPU %v", got)
+	}
+	ob.Workers[0].LoadUS = 405000
+	if got := requestCPU(&ob.App, &ob.Workers[0], 0); math.Abs(got-45000) > 1e-9 {
+		t.Fatalf("split's request CPU %v, want 45,000", got)
+	}
+	if got := requestCPU(&ob.App, &ob.Workers[0], 1); got != 0 {
+		t.Fatalf("count sends nothing, request CPU %v", got)
+	}
+	// split's utilization: (45,000 + 45,000)/85,000 = 1.06 with the
+	// counter, 0.53 without: it scales up only when the sends count.
+	plan := func(load float64) int {
+		h, _ := NewHPA(DefaultHPAConfig())
+		o := ob
+		o.Workers = []WorkerObs{ob.Workers[0]}
+		o.Workers[0].LoadUS = load
+		p, err := h.Plan(0, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Parallelism[0]
+	}
+	if without, with := plan(0), plan(405000); without != 1 || with != 2 {
+		t.Errorf("split replicas: %d without the CPU counter, %d with (want 1 and 2)", without, with)
+	}
+}
+
 func TestSPWorkerCounts(t *testing.T) {
 	app := AA()
 	ob := Observation{App: app, InputRate: 8000, Bandwidth: 1e8}

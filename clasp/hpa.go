@@ -40,7 +40,10 @@ type hpaRec struct {
 // HPA is a Kubernetes Horizontal-Pod-Autoscaler-style rule applied to every
 // operator's replicas (paper §6 baseline): with metric the utilization of
 // the operator's current replicas relative to their CPU request, one
-// executor slot's S = W/Slots µs/s, u_o = N_o·τ̄_o/(P_o·S) (measured, so it
+// executor slot's S = W/Slots µs/s, u_o = (N_o·τ̄_o + C_o)/(P_o·S), where
+// C_o is the CPU o's replicas spent sending requests (requestCPU: a
+// container's CPU counter includes it; 0 where workers report no load),
+// measured, so it
 // saturates near 1 under overload as CPU utilization does),
 //
 //	desired = ⌈P_o · u_o/Target⌉, unchanged if |u_o/Target − 1| ≤ Tolerance,
@@ -65,6 +68,32 @@ func NewHPA(cfg HPAConfig) (*HPA, error) {
 
 // Name implements Planner.
 func (h *HPA) Name() string { return "hpa" }
+
+// requestCPU attributes to operator o its part of worker w's request CPU:
+// the worker's measured load beyond its executions, LoadUS − Σ_o N·τ̄,
+// split over operators by the requests they sent (Σ of their out-edge
+// rates). 0 when the worker reports no load or sent nothing.
+func requestCPU(app *App, w *WorkerObs, o int) float64 {
+	if w.LoadUS <= 0 {
+		return 0
+	}
+	exec := 0.0
+	for k := range app.Operators {
+		exec += at(w.Exec, k) * at(w.ExecUS, k)
+	}
+	var all, mine float64
+	for e, ed := range app.Edges {
+		r := at(w.EdgeRate, e)
+		all += r
+		if ed.From == o {
+			mine += r
+		}
+	}
+	if all <= 0 || w.LoadUS <= exec {
+		return 0
+	}
+	return (w.LoadUS - exec) * mine / all
+}
 
 // Reset implements Planner.
 func (h *HPA) Reset() { h.hist = nil }
@@ -92,7 +121,7 @@ func (h *HPA) Plan(now float64, ob Observation) (Plan, error) {
 		}
 		var work float64
 		for _, w := range ob.Workers {
-			work += at(w.Exec, o) * at(w.ExecUS, o)
+			work += at(w.Exec, o)*at(w.ExecUS, o) + requestCPU(app, &w, o)
 		}
 		u := work / (float64(cur) * h.cfg.slotUS())
 		ratio := u / h.cfg.Target

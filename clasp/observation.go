@@ -27,6 +27,10 @@ type WorkerObs struct {
 	// Share is the current placement φ_{o,w}: the worker's share of
 	// operator o's demand, in [0, 1].
 	Share []float64
+	// LoadUS is the worker's measured CPU use, µs/s (its CPU counter: the
+	// executions and the request sending, W_w of Eq. 1 as it ran); 0 when
+	// not reported. Only the CPU-utilization baseline (HPA) reads it.
+	LoadUS float64
 }
 
 // Observation is the planner's input for one decision (paper Table 2): the
@@ -108,7 +112,7 @@ func (ob *Observation) Validate() error {
 		for _, v := range []struct {
 			what string
 			x    float64
-		}{{"queue", w.Queue}, {"local rate", w.LocalRate}, {"remote rate", w.RemoteRate}, {"remote destinations", w.RemoteDests}} {
+		}{{"queue", w.Queue}, {"local rate", w.LocalRate}, {"remote rate", w.RemoteRate}, {"remote destinations", w.RemoteDests}, {"load", w.LoadUS}} {
 			if !nonNegative(v.x) {
 				return invalidf("worker %d: %s %v, want finite ≥ 0", w.ID, v.what, v.x)
 			}

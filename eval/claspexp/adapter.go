@@ -102,6 +102,7 @@ func ObservationFromInfo(app clasp.App, info env.Info, active []int, shares [][]
 			w.LocalRate = m.LocalRequests
 			w.RemoteRate = m.RemoteRequests
 			w.RemoteDests = float64(m.RemoteDestinations)
+			w.LoadUS = m.LoadUS
 			copy(w.Exec, m.Executions)
 			copy(w.ExecUS, m.ExecUS)
 			copy(w.EdgeRate, m.EdgeRequests)

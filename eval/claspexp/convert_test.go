@@ -76,7 +76,7 @@ func TestObservationFromInfo(t *testing.T) {
 	info := env.Info{
 		OfferedRate: 100, Throughput: 90, PlannerQueue: 7, StateMB: []float64{0, 1.5},
 		Workers: []env.WorkerMetrics{
-			{Queue: 3, LocalRequests: 450, RemoteRequests: 360, RemoteDestinations: 1, Executions: []float64{90, 450}, ExecUS: []float64{450, 350}, EdgeRequests: []float64{810}},
+			{Queue: 3, LocalRequests: 450, RemoteRequests: 360, RemoteDestinations: 1, Executions: []float64{90, 450}, ExecUS: []float64{450, 350}, EdgeRequests: []float64{810}, LoadUS: 400000},
 			{},
 			{Queue: 1, Executions: []float64{0, 360}, ExecUS: []float64{450, 350}, EdgeRequests: []float64{0}},
 		},
@@ -90,7 +90,7 @@ func TestObservationFromInfo(t *testing.T) {
 		App: app, PlannerQueue: 7, InputRate: 100, Throughput: 90, Parallelism: []int{1, 2}, Bandwidth: BandwidthBytes,
 		StateBytes: []float64{0, 1.5 * (1 << 20)},
 		Workers: []clasp.WorkerObs{
-			{ID: 0, Queue: 3, LocalRate: 450, RemoteRate: 360, RemoteDests: 1, Exec: []float64{90, 450}, ExecUS: []float64{450, 350}, EdgeRate: []float64{810}, Share: []float64{1, 0.5}},
+			{ID: 0, Queue: 3, LocalRate: 450, RemoteRate: 360, RemoteDests: 1, Exec: []float64{90, 450}, ExecUS: []float64{450, 350}, EdgeRate: []float64{810}, Share: []float64{1, 0.5}, LoadUS: 400000},
 			{ID: 2, Queue: 1, Exec: []float64{0, 360}, ExecUS: []float64{450, 350}, EdgeRate: []float64{0}, Share: []float64{0, 0.5}},
 		},
 	}
