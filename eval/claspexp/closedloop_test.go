@@ -54,7 +54,7 @@ func TestWorkerTransitionsSmall(t *testing.T) {
 		}
 		maxRate[n-1] = r
 	}
-	rows, err := WorkerTransitions(app, maxRate, Methods(3)[:1], TransitionOptions{Fractions: []float64{0.3, 0.9}, Warm: 8, After: 5})
+	rows, err := WorkerTransitions(app, maxRate, pick(Methods(3), "clasp"), TransitionOptions{Fractions: []float64{0.3, 0.9}, Warm: 8, After: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestWorkerTransitionsSmall(t *testing.T) {
 			t.Errorf("%.0f→%.0f: CLASP holds %d workers, the target needs %d", r.From, r.To, r.Workers, r.Needed)
 		}
 	}
-	if _, err := WorkerTransitions(app, maxRate, Methods(3)[:1], TransitionOptions{Fractions: []float64{0.5}, Warm: 1, After: 1}); err == nil {
+	if _, err := WorkerTransitions(app, maxRate, pick(Methods(3), "clasp"), TransitionOptions{Fractions: []float64{0.5}, Warm: 1, After: 1}); err == nil {
 		t.Error("one fraction: no error")
 	}
 }
@@ -82,7 +82,7 @@ func TestModesSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := []Method{Methods(4)[0], Methods(4)[6]}
+	ms := pick(Methods(4), "clasp", "hpa")
 	rows, err := Modes(app, top, 4, ms)
 	if err != nil {
 		t.Fatal(err)

@@ -157,7 +157,7 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 			return r, err
 		}
 		tops[app.Name] = sc[0].MaxRate[9]
-		tr, err := WorkerTransitions(app, sc[0].MaxRate, append(methods[:4:4], methods[7]), o.Transition)
+		tr, err := WorkerTransitions(app, sc[0].MaxRate, pick(methods, "clasp", "faasflow", "zhang24", "ds2", "clasp-paper"), o.Transition)
 		if err != nil {
 			return r, err
 		}
@@ -194,6 +194,20 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 		r.Migration = append(r.Migration, mr...)
 	}
 	return r, nil
+}
+
+// pick returns the named methods, in the order of names (unknown names are
+// skipped).
+func pick(ms []Method, names ...string) []Method {
+	var out []Method
+	for _, n := range names {
+		for _, m := range ms {
+			if m.Name == n {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
 }
 
 func mustPredict(app clasp.App) float64 {
