@@ -30,9 +30,10 @@ type Method struct {
 // Methods returns every horizontal planner of the closed-loop experiments,
 // each with at most maxWorkers workers: CLASP, FaaSFlow, Zhang24, DS2, the
 // -SP variants (FaaSFlow's and Zhang24's worker counts with CLASP's
-// placement), HPA, and clasp-paper: CLASP with the paper's projection
+// placement), HPA, clasp-paper: CLASP with the paper's projection
 // s = λ_p/Λ alone (Config.Propagate and DrainS off), the ablation of our two
-// additions.
+// additions, and clasp-h90: CLASP packing to 90% of W̄ (Config.Headroom
+// 0.9) instead of the paper's L_w ≤ W̄.
 func Methods(maxWorkers int) []Method {
 	var ms []Method
 	for _, b := range Baselines(maxWorkers) {
@@ -54,6 +55,11 @@ func Methods(maxWorkers int) []Method {
 			cp := c
 			cp.Propagate, cp.DrainS = false, 0
 			return clasp.NewNamed(cp, "clasp-paper")
+		}},
+		Method{"clasp-h90", func() (clasp.Planner, error) {
+			ch := c
+			ch.Headroom = 0.9
+			return clasp.NewNamed(ch, "clasp-h90")
 		}},
 	)
 }

@@ -35,7 +35,7 @@ func TestMethodsNames(t *testing.T) {
 		}
 		names = append(names, m.Name)
 	}
-	want := []string{"clasp", "faasflow", "zhang24", "ds2", "faasflow-sp", "zhang24-sp", "hpa", "clasp-paper"}
+	want := []string{"clasp", "faasflow", "zhang24", "ds2", "faasflow-sp", "zhang24-sp", "hpa", "clasp-paper", "clasp-h90"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("methods %v, want %v", names, want)
 	}
