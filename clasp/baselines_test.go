@@ -248,14 +248,14 @@ func TestHPACountsRequestCPU(t *testing.T) {
 	// the worker's counter reads 405,000, so 45,000 µs/s went to split's
 	// 900 requests/s.
 	ob := measuredObs(app, 100, 100, []float64{100, 900}, []float64{900}, []int{1, 5})
-	if got := requestCPU(&ob.App, &ob.Workers[0], 0); got != 0 {
+	if got := requestCPU(&ob.App, &ob.Workers[0])[0]; got != 0 {
 		t.Fatalf("no load reported: request CPU %v", got)
 	}
 	ob.Workers[0].LoadUS = 405000
-	if got := requestCPU(&ob.App, &ob.Workers[0], 0); math.Abs(got-45000) > 1e-9 {
+	if got := requestCPU(&ob.App, &ob.Workers[0])[0]; math.Abs(got-45000) > 1e-9 {
 		t.Fatalf("split's request CPU %v, want 45,000", got)
 	}
-	if got := requestCPU(&ob.App, &ob.Workers[0], 1); got != 0 {
+	if got := requestCPU(&ob.App, &ob.Workers[0])[1]; got != 0 {
 		t.Fatalf("count sends nothing, request CPU %v", got)
 	}
 	// split's utilization: (45,000 + 45,000)/85,000 = 1.06 with the

@@ -69,30 +69,32 @@ func NewHPA(cfg HPAConfig) (*HPA, error) {
 // Name implements Planner.
 func (h *HPA) Name() string { return "hpa" }
 
-// requestCPU attributes to operator o its part of worker w's request CPU:
-// the worker's measured load beyond its executions, LoadUS − Σ_o N·τ̄,
-// split over operators by the requests they sent (Σ of their out-edge
-// rates). 0 when the worker reports no load or sent nothing.
-func requestCPU(app *App, w *WorkerObs, o int) float64 {
+// requestCPU attributes worker w's request CPU to its operators: the
+// worker's measured load beyond its executions, LoadUS − Σ_o N·τ̄, split
+// over operators by the requests they sent (Σ of their out-edge rates).
+// All 0 when the worker reports no load or sent nothing.
+func requestCPU(app *App, w *WorkerObs) []float64 {
+	out := make([]float64, len(app.Operators))
 	if w.LoadUS <= 0 {
-		return 0
+		return out
 	}
-	exec := 0.0
+	var exec, all float64
 	for k := range app.Operators {
 		exec += at(w.Exec, k) * at(w.ExecUS, k)
 	}
-	var all, mine float64
 	for e, ed := range app.Edges {
 		r := at(w.EdgeRate, e)
 		all += r
-		if ed.From == o {
-			mine += r
-		}
+		out[ed.From] += r
 	}
 	if all <= 0 || w.LoadUS <= exec {
-		return 0
+		clear(out)
+		return out
 	}
-	return (w.LoadUS - exec) * mine / all
+	for o := range out {
+		out[o] *= (w.LoadUS - exec) / all
+	}
+	return out
 }
 
 // Reset implements Planner.
@@ -112,6 +114,10 @@ func (h *HPA) Plan(now float64, ob Observation) (Plan, error) {
 		h.hist = make([][]hpaRec, nOps)
 	}
 	d := Derive(&ob)
+	reqCPU := make([][]float64, len(ob.Workers))
+	for i := range ob.Workers {
+		reqCPU[i] = requestCPU(app, &ob.Workers[i])
+	}
 	var scores []Score
 	par := make([]int, nOps)
 	for o := range nOps {
@@ -120,8 +126,8 @@ func (h *HPA) Plan(now float64, ob Observation) (Plan, error) {
 			cur = ob.Parallelism[o]
 		}
 		var work float64
-		for _, w := range ob.Workers {
-			work += at(w.Exec, o)*at(w.ExecUS, o) + requestCPU(app, &w, o)
+		for i, w := range ob.Workers {
+			work += at(w.Exec, o)*at(w.ExecUS, o) + reqCPU[i][o]
 		}
 		u := work / (float64(cur) * h.cfg.slotUS())
 		ratio := u / h.cfg.Target

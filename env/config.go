@@ -305,6 +305,13 @@ func (c *Config) replicaSets() [][]Replica {
 	return out
 }
 
+// ReplicaPlan returns a copy of the replica plan the configuration
+// starts from: Replicas, or one replica per task on Placement.
+func (c *Config) ReplicaPlan() [][]Replica { return clonePlan(c.replicaSets()) }
+
+// ClonePlan returns a deep copy of a replica plan.
+func ClonePlan(p [][]Replica) [][]Replica { return clonePlan(p) }
+
 // validateReplicas checks a replica plan against the scenario.
 func (c *Config) validateReplicas(plan [][]Replica) error {
 	if len(plan) != len(c.App.Tasks) {

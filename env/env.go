@@ -369,11 +369,13 @@ func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, erro
 	rate := e.stepRate()
 	e.core.step(e.t, rate)
 	e.core.collect(&e.st)
-	for r, x := range e.st.replicas {
-		if e.arrive[r] < 0 {
-			e.arrive[r] = x.in
-		} else {
-			e.arrive[r] = (e.arrive[r] + x.in) / 2
+	if e.cfg.SharedCPU { // the split's arrival forecast
+		for r, x := range e.st.replicas {
+			if e.arrive[r] < 0 {
+				e.arrive[r] = x.in
+			} else {
+				e.arrive[r] = (e.arrive[r] + x.in) / 2
+			}
 		}
 	}
 

@@ -304,16 +304,9 @@ func quantile(xs []float64, q float64) float64 {
 }
 
 // activeServers counts the distinct servers hosting a replica with a
-// positive share in plan (one replica per task on placement when plan is
-// nil).
-func activeServers(plan [][]env.Replica, placement []int) int {
+// positive share in plan.
+func activeServers(plan [][]env.Replica) int {
 	seen := map[int]bool{}
-	if plan == nil {
-		for _, s := range placement {
-			seen[s] = true
-		}
-		return len(seen)
-	}
 	for _, rs := range plan {
 		for _, r := range rs {
 			if r.Share > 0 {

@@ -39,7 +39,7 @@ func Run(cfg env.Config, ctrl HorizontalController, seed uint64, observe func(t 
 	// ingress rate of the first step, as a planner at the ingress would.
 	info.OfferedRate = cfg.Workload.Rate(cfg.StartOffset % cfg.Workload.Len())
 	var recs []StepRecord
-	plan := cfg.Replicas
+	plan := cfg.ReplicaPlan()
 	for t := 0; ; t++ {
 		a, err := ctrl.Act(float64(t), info)
 		if err != nil {
@@ -59,7 +59,7 @@ func Run(cfg env.Config, ctrl HorizontalController, seed uint64, observe func(t 
 		}
 		recs = append(recs, StepRecord{
 			Offered: info.OfferedRate, Throughput: info.Throughput, P95MS: info.P95MS, MeanMS: info.MeanMS,
-			Active: activeServers(plan, cfg.Placement), Backlog: backlog, Hold: a.Hold, Migration: info.Migration,
+			Active: activeServers(plan), Backlog: backlog, Hold: a.Hold, Migration: info.Migration,
 		})
 		if observe != nil {
 			observe(t, info)

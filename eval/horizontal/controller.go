@@ -26,9 +26,6 @@ type Controller struct {
 	shares   [][]float64         // their quantized shares
 	par      []int
 	over     bool // the last decision found the demand beyond the cluster
-	fallback bool // the current plan is the all-server fallback
-	fbRate   float64
-	rateTol  float64 // relative rate change that re-places a fallback (the trigger's)
 	replans  int
 	overCnt  int
 	lastPlan clasp.Plan
@@ -70,7 +67,7 @@ func New(scenario env.Config) (*Controller, error) {
 	}
 	return &Controller{
 		planner: p, model: model, headroom: cfg.Headroom, app: app, mapping: mp, bandwidth: bw,
-		rateTol: cfg.Trigger.RateChange, perm: make([]env.WorkerMetrics, len(scenario.Servers)),
+		perm: make([]env.WorkerMetrics, len(scenario.Servers)),
 	}, nil
 }
 
@@ -81,15 +78,16 @@ func (c *Controller) Mapping() Mapping { return c.mapping }
 func (c *Controller) Reset(uint64) error {
 	c.planner.Reset()
 	c.active, c.shares, c.par = nil, nil, nil
-	c.over, c.fallback, c.fbRate = false, false, 0
+	c.over = false
 	c.replans, c.overCnt, c.lastPlan = 0, 0, clasp.Plan{}
 	return nil
 }
 
 // OverCapacity reports whether the last decision found the demand beyond
-// what all servers hold under the model: CLASP's packing needed more
-// workers than there are servers, or its plan spans every server and still
-// loads one beyond W.
+// what all servers hold under the model: CLASP's plan spans every server
+// and still loads one beyond W (CLASP spreads a demand beyond the cluster
+// over all its workers), or CLASP could not place it at all (the plan is
+// then kept).
 func (c *Controller) OverCapacity() bool { return c.over }
 
 // OverCapacitySteps counts the decisions since Reset that found the demand
@@ -112,19 +110,12 @@ func (c *Controller) Act(now float64, info env.Info) (env.Action, error) {
 	if err != nil {
 		return env.Action{}, err
 	}
-	if c.fallback {
-		// CLASP's trigger has no reference for a plan it did not make:
-		// show it the measurements without the placement, so that it
-		// deploys afresh from the measured demand once that fits.
-		for i := range ob.Workers {
-			clear(ob.Workers[i].Share)
-		}
-		ob.Parallelism = nil
-	}
 	p, err := c.planner.Plan(now, ob)
 	switch {
 	case errors.Is(err, clasp.ErrCapacity):
-		return c.spanAll(&ob)
+		c.over = true
+		c.overCnt++
+		return env.Action{Hold: true}, nil
 	case err != nil:
 		return env.Action{}, fmt.Errorf("horizontal: %w", err)
 	}
@@ -141,15 +132,14 @@ func (c *Controller) Act(now float64, info env.Info) (env.Action, error) {
 	}
 	a, err := c.apply(ids, p.Shares(), p.Parallelism)
 	if err == nil {
-		c.lastPlan, c.fallback = p, false
+		c.lastPlan = p
 	}
 	return a, err
 }
 
 // overloaded reports whether a plan (changed or held) spans every server
 // and still loads one beyond the budget under the model: the demand is
-// beyond the cluster although the planner did not report it (a planner
-// that spreads such a demand over all workers itself).
+// beyond the cluster, and CLASP spread it over all workers.
 func (c *Controller) overloaded(p *clasp.Plan) bool {
 	if len(p.Workers) < len(c.mapping.Servers) {
 		return false
@@ -185,33 +175,6 @@ func (c *Controller) observation(info env.Info) (clasp.Observation, error) {
 		}
 	}
 	return ob, nil
-}
-
-// spanAll handles a demand beyond the cluster and counts the step: it
-// packs the demand onto every server (clasp.PlaceN), unless the current
-// plan is already such a fallback made at an input rate within the
-// trigger's RateChange of the current one.
-func (c *Controller) spanAll(ob *clasp.Observation) (env.Action, error) {
-	c.over = true
-	c.overCnt++
-	if c.fallback && math.Abs(ob.InputRate-c.fbRate) <= c.rateTol*c.fbRate {
-		return env.Action{Hold: true}, nil
-	}
-	n := len(c.mapping.Servers)
-	d := clasp.Derive(ob)
-	pl, _, err := clasp.PlaceN(&ob.App, d, c.model, c.headroom*c.model.Budget, n, n)
-	if err != nil {
-		return env.Action{}, fmt.Errorf("horizontal: demand beyond the cluster: %w", err)
-	}
-	ids := make([]int, n)
-	for i := range ids {
-		ids[i] = i
-	}
-	a, err := c.apply(ids, pl.Shares, clasp.Parallelism(d, ob.Parallelism))
-	if err == nil {
-		c.fallback, c.fbRate = true, ob.InputRate
-	}
-	return a, err
 }
 
 // apply converts a plan over plan-worker IDs into a replica plan on the

@@ -62,20 +62,13 @@
 // step's input rate (the rate a planner at the ingress sees), and the
 // simulator applies that plan as a re-plan of the random placement.
 //
-// Demand beyond the cluster. A step counts as over capacity
-// (OverCapacitySteps) when CLASP's packing needs more workers than there
-// are servers, or when its plan (new or held) spans every server and still
-// loads one beyond W. If the planner reports the former as an error
-// (clasp.ErrCapacity), the controller does not keep its current, smaller
-// plan: it packs the projected demand onto all servers with clasp.PlaceN
-// (loads then exceed W) and holds that fallback while the demand stays
-// beyond the cluster, re-packing only when the input rate has moved by more
-// than the trigger's RateChange (10%) since. Meanwhile CLASP is shown the
-// measurements without the placement (its trigger has no reference for a
-// plan it did not make), so it deploys afresh from the measured demand as
-// soon as its packing fits again. (A planner that spreads such a demand
-// over all its workers itself never reports the error; its plans are
-// counted by their loads.)
+// Demand beyond the cluster. When its packing needs more workers than there
+// are servers, CLASP itself packs the demand onto all of them
+// (clasp.PlaceN; loads then exceed W). A step counts as over capacity
+// (OverCapacitySteps) when the plan in force spans every server and still
+// loads one beyond W, or when CLASP cannot place the demand at all
+// (clasp.ErrCapacity: the destinations alone exceed a worker), in which
+// case the current plan is kept.
 //
 // # Units
 //

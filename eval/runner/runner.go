@@ -144,7 +144,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if r := cfg.Workload.Rate(cfg.StartOffset % cfg.Workload.Len()); r >= 0 && !math.IsInf(r, 0) {
 		info.OfferedRate = r
 	}
-	plan := initialPlan(cfg)
+	plan := cfg.ReplicaPlan()
 	n := e.NumTasks()
 	res.Intervals = make([]Interval, 0, cfg.Steps)
 	// One backing array per slice kind keeps the allocations few.
@@ -166,7 +166,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 			return Result{}, fmt.Errorf("eval: controller %s: interval %d: %w", res.Controller, t, err)
 		}
 		if a.Replicas != nil {
-			plan = clonePlan(a.Replicas)
+			plan = env.ClonePlan(a.Replicas)
 		}
 		iv := Interval{
 			Step: info.Step, Offered: info.OfferedRate, Throughput: info.Throughput, SinkEvents: info.SinkEvents,
@@ -222,26 +222,6 @@ func Footprint(servers []env.Server, shared bool, plan [][]env.Replica, applied 
 		}
 	}
 	return reservedMC, active
-}
-
-// initialPlan is the replica plan a scenario starts from.
-func initialPlan(cfg env.Config) [][]env.Replica {
-	if cfg.Replicas != nil {
-		return clonePlan(cfg.Replicas)
-	}
-	out := make([][]env.Replica, len(cfg.Placement))
-	for k, s := range cfg.Placement {
-		out[k] = []env.Replica{{Server: s, Share: 1}}
-	}
-	return out
-}
-
-func clonePlan(p [][]env.Replica) [][]env.Replica {
-	out := make([][]env.Replica, len(p))
-	for k := range p {
-		out[k] = append([]env.Replica(nil), p[k]...)
-	}
-	return out
 }
 
 // stepper is a controller of either kind as the episode loop drives it.
