@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"streamscale/internal/dag"
 )
 
 // ErrInvalid marks every error caused by malformed input (an application, an
@@ -112,31 +114,13 @@ func (a *App) Validate() error {
 // topoOrder returns the operators in topological order (Kahn's algorithm,
 // lowest index first among ready operators) or an error naming a cycle.
 func (a *App) topoOrder() ([]int, error) {
-	n := len(a.Operators)
-	indeg := make([]int, n)
-	for _, e := range a.Edges {
-		indeg[e.To]++
+	edges := make([][2]int, len(a.Edges))
+	for i, e := range a.Edges {
+		edges[i] = [2]int{e.From, e.To}
 	}
-	order := make([]int, 0, n)
-	done := make([]bool, n)
-	for len(order) < n {
-		next := -1
-		for i := range n {
-			if !done[i] && indeg[i] == 0 {
-				next = i
-				break
-			}
-		}
-		if next < 0 {
-			return nil, invalidf("app %s has a cycle", a.Name)
-		}
-		done[next] = true
-		order = append(order, next)
-		for _, e := range a.Edges {
-			if e.From == next {
-				indeg[e.To]--
-			}
-		}
+	order, cycle := dag.Order(len(a.Operators), edges)
+	if cycle >= 0 {
+		return nil, invalidf("app %s has a cycle", a.Name)
 	}
 	return order, nil
 }

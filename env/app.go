@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"streamscale/internal/dag"
 )
 
 // Task is one operator of a stream-processing application.
@@ -52,35 +54,13 @@ type App struct {
 // topoOrder returns the tasks in a topological order (Kahn's algorithm,
 // lowest index first among ready tasks) or an error naming a cycle member.
 func (a App) topoOrder() ([]int, error) {
-	n := len(a.Tasks)
-	indeg := make([]int, n)
-	for _, e := range a.Edges {
-		indeg[e.To]++
+	edges := make([][2]int, len(a.Edges))
+	for i, e := range a.Edges {
+		edges[i] = [2]int{e.From, e.To}
 	}
-	order := make([]int, 0, n)
-	done := make([]bool, n)
-	for len(order) < n {
-		next := -1
-		for i := 0; i < n; i++ {
-			if !done[i] && indeg[i] == 0 {
-				next = i
-				break
-			}
-		}
-		if next < 0 {
-			for i := 0; i < n; i++ {
-				if !done[i] {
-					return nil, fmt.Errorf("env: app %s: cycle through task %s", a.Name, a.Tasks[i].Name)
-				}
-			}
-		}
-		done[next] = true
-		order = append(order, next)
-		for _, e := range a.Edges {
-			if e.From == next {
-				indeg[e.To]--
-			}
-		}
+	order, cycle := dag.Order(len(a.Tasks), edges)
+	if cycle >= 0 {
+		return nil, fmt.Errorf("env: app %s: cycle through task %s", a.Name, a.Tasks[cycle].Name)
 	}
 	return order, nil
 }
