@@ -1,0 +1,58 @@
+package rng
+
+// The random streams of streamscale, every one derived from the run's root
+// seed by Source(seed, name). A name ending in "/" is a prefix completed by
+// the consumer (an index, a profile); the completion is documented here.
+// Adding a stream means adding a constant here; renaming one changes the
+// numbers its consumer draws.
+const (
+	// EnvPlacement draws the random placement of a scenario's tasks on
+	// the servers (env.RandomPlacement; seed: the placement seed).
+	EnvPlacement = "env/placement"
+	// EnvEpisode is the physics of one episode (stochastic arrivals,
+	// service times, noise; seed: the seed passed to Env.Reset).
+	EnvEpisode = "env/episode"
+	// CartPoleReset draws CartPole's initial states (seed: Reset's).
+	CartPoleReset = "cartpole/reset"
+	// TracesSynthetic + trace name draws the synthetic fallback trace.
+	TracesSynthetic = "traces/synthetic/"
+
+	// PPOInit draws the initial weights (orthogonal initialisation).
+	PPOInit = "ppo/init"
+	// PPOShuffle draws the minibatch permutations.
+	PPOShuffle = "ppo/shuffle"
+	// PPOAction draws sampled actions (training rollouts, a sampling
+	// ppo Controller, serve's seeded sampling: seed is the request's).
+	PPOAction = "ppo/action"
+
+	// TrainEnv + index gives the Reset seed of one training environment
+	// of the vector (seed: the run's root seed).
+	TrainEnv = "train/env/"
+	// TrainDev + index gives the seed of one development episode used for
+	// model selection.
+	TrainDev = "train/dev/"
+	// TrainEvalCartPole gives the base seed of CartPole's evaluation
+	// episodes (episode k resets with Derive(base, TrainEvalCartPole+k)).
+	TrainEvalCartPole = "train/eval/cartpole/"
+
+	// AgentsVRebalanceTier + tier index drives that tier's Bayesian
+	// optimizer (seed: the episode's).
+	AgentsVRebalanceTier = "agents/vrebalance/tier"
+	// AgentsVRebalanceCheck drives the throw-away optimizer that
+	// validates VRebalance's configuration.
+	AgentsVRebalanceCheck = "agents/vrebalance/check"
+
+	// EvalEpisode + "<profile>/<trace>/<placement>" gives the episode
+	// seed of one cell of the paired evaluation (seed: the root seed).
+	EvalEpisode = "eval/episode/"
+	// EvalBootstrap + "<profile>/<trace>/<controller>" drives that cell's
+	// bootstrap resampling.
+	EvalBootstrap = "eval/bootstrap/"
+
+	// ClaspHarnessNoise draws the measurement noise of clasp's test
+	// cluster.
+	ClaspHarnessNoise = "clasp/harness/noise"
+
+	// ServeFixture draws the weights of serve's test policies.
+	ServeFixture = "serve/fixture"
+)
