@@ -24,15 +24,15 @@ func BenchmarkStep(b *testing.B) {
 			for k := range act {
 				act[k] = 4
 			}
-			e.Step(act)
+			e.Step(Action{Choices: act})
 			for k := range act {
 				act[k] = NoChange
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, _, tr, _, err := e.Step(act); err != nil {
+				if sr, err := e.Step(Action{Choices: act}); err != nil {
 					b.Fatal(err)
-				} else if tr {
+				} else if sr.Truncated {
 					e.Reset(1)
 				}
 			}

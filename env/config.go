@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"streamscale/rng"
 )
 
 // Workload is the arrival process of an episode: the rate, in events per
@@ -271,7 +272,7 @@ func RandomPlacement(n, servers, maxPerServer int, seed uint64) ([]int, error) {
 			slots = append(slots, s)
 		}
 	}
-	r := NewStream(seed, "env/placement")
+	r := rng.New(seed, rng.EnvPlacement)
 	r.Shuffle(len(slots), func(i, j int) { slots[i], slots[j] = slots[j], slots[i] })
 	return append([]int(nil), slots[:n]...), nil
 }
@@ -308,6 +309,11 @@ func (c *Config) replicaSets() [][]Replica {
 // ReplicaPlan returns a copy of the replica plan the configuration
 // starts from: Replicas, or one replica per task on Placement.
 func (c *Config) ReplicaPlan() [][]Replica { return clonePlan(c.replicaSets()) }
+
+// Spaces describes the observation and action spaces of the environment
+// New(c) builds, without building it (the counts of c's tasks and
+// servers; c is not validated).
+func (c *Config) Spaces() Spaces { return makeSpaces(len(c.App.Tasks), len(c.Servers)) }
 
 // ClonePlan returns a deep copy of a replica plan.
 func ClonePlan(p [][]Replica) [][]Replica { return clonePlan(p) }

@@ -9,21 +9,25 @@ import (
 // Info reports what happened during one step. Its slices are buffers owned
 // by the Env and overwritten by the next Step or Reset; copy what you keep.
 type Info struct {
-	Step        int       // index of the step just simulated (0-based), or -1 after Reset
-	Seed        uint64    // seed passed to Reset
-	OfferedRate float64   // events/s entering the sources
-	Throughput  float64   // sink deliveries per second, in source-message equivalents
-	SinkEvents  float64   // events delivered to the sink during the step
-	P95MS       float64   // p95 end-to-end latency, ms
-	MeanMS      float64   // mean end-to-end latency, ms
-	Completed   bool      // whether any event reached the sink
-	Violated    bool      // whether P95MS exceeded the SLO
-	TotalCPU    float64   // Σ applied allocation, millicores
-	InFlight    float64   // events on network links or propagating
-	Requested   []float64 // requested allocation per task after clipping, millicores
-	Applied     []float64 // applied allocation per task after server projection, millicores
-	Queue       []float64 // events waiting at each task
-	Reward      RewardTerms
+	Step        int     // index of the step just simulated (0-based), or -1 after Reset
+	Seed        uint64  // seed passed to Reset
+	OfferedRate float64 // events/s entering the sources during the step (0 after Reset)
+	// NextOfferedRate is the rate the next step will see at the sources,
+	// events/s: what a planner at the ingress measures before deciding
+	// (0 once the episode is over).
+	NextOfferedRate float64
+	Throughput      float64   // sink deliveries per second, in source-message equivalents
+	SinkEvents      float64   // events delivered to the sink during the step
+	P95MS           float64   // p95 end-to-end latency, ms
+	MeanMS          float64   // mean end-to-end latency, ms
+	Completed       bool      // whether any event reached the sink
+	Violated        bool      // whether P95MS exceeded the SLO
+	TotalCPU        float64   // Σ applied allocation, millicores
+	InFlight        float64   // events on network links or propagating
+	Requested       []float64 // requested allocation per task after clipping, millicores
+	Applied         []float64 // applied allocation per task after server projection, millicores
+	Queue           []float64 // events waiting at each task
+	Reward          RewardTerms
 
 	// Workers holds, per server, the metrics of CLASP's Table 2 for the
 	// step (rates per second): what horizontal controllers observe. It is
@@ -37,6 +41,23 @@ type Info struct {
 	// StateMB is each task's state at the end of the step, MB (grows with
 	// the distinct keys seen, Task.Keys).
 	StateMB []float64
+	// Plan is the replica plan in force after the step (Plan[k] lists
+	// task k's replicas): Config.Replicas, one replica per task on
+	// Config.Placement, or the last plan an Action applied.
+	Plan [][]Replica
+}
+
+// StepResult is what one Step returns. Obs and Info hold the Env's
+// buffers, valid until the next Step or Reset.
+type StepResult struct {
+	Obs    Observation
+	Reward float64 // Info.Reward.Total
+	// Terminated is always false: the scenarios have no terminal state.
+	Terminated bool
+	// Truncated is true on the last step of the episode (the trace's
+	// end); the next Step returns ErrEpisodeOver until Reset.
+	Truncated bool
+	Info      Info
 }
 
 // WorkerMetrics are one server's metrics for a step (CLASP, Table 2).
@@ -60,6 +81,7 @@ type Env struct {
 	core   simCore
 	spaces Spaces
 	n, m   int
+	plan   [][]Replica // the replica plan in force (Info.Plan)
 
 	hostOf   []int     // primary server of each task (its largest-share replica)
 	primary  []int     // replica index of each task's primary replica
@@ -237,6 +259,8 @@ func (e *Env) Reset(seed uint64) (Observation, Info, error) {
 	}
 	e.st.emitted, e.st.sinkEvents, e.st.mean, e.st.p95, e.st.completed, e.st.inFlight = 0, 0, 0, 0, false, 0
 	e.info = Info{Step: -1, Seed: seed, Requested: e.info.Requested, Applied: e.info.Applied, Queue: e.info.Queue, StateMB: e.info.StateMB}
+	e.info.NextOfferedRate = e.stepRate()
+	e.info.Plan = e.plan
 	for k, t := range e.cfg.App.Tasks {
 		e.info.StateMB[k] = t.StateAt(0)
 	}
@@ -251,19 +275,6 @@ func (e *Env) Reset(seed uint64) (Observation, Info, error) {
 	clear(e.util)
 	e.fillObservation(0, 0, false)
 	return e.obs, e.info, nil
-}
-
-// Step applies a MultiDiscrete action (one index into DeltaMillicores per
-// task) and simulates one second. An invalid action returns an error and
-// changes nothing.
-func (e *Env) Step(choices []int) (obs Observation, reward float64, terminated, truncated bool, info Info, err error) {
-	return e.StepAction(Action{Choices: choices})
-}
-
-// StepTargets is Step for controllers that give an absolute allocation per
-// task (millicores); it uses the same clipping and projection.
-func (e *Env) StepTargets(targets []float64) (Observation, float64, bool, bool, Info, error) {
-	return e.StepAction(Action{Targets: targets})
 }
 
 // ValidateAction reports whether a is a valid action for this environment.
@@ -316,16 +327,21 @@ func (e *Env) ValidateAction(a Action) error {
 	return nil
 }
 
-// StepAction applies a (choices or targets) and simulates one second.
-func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, error) {
+// Step applies a and simulates one second. a is one of: Choices (the
+// MultiDiscrete action, one index into DeltaMillicores per task), Targets
+// (an absolute allocation per task, millicores, for controllers that
+// think in allocations; clipped and projected the same way), Replicas (a
+// new replica plan, for horizontal controllers) or Hold. An invalid
+// action returns an error and changes nothing.
+func (e *Env) Step(a Action) (StepResult, error) {
 	if !e.started {
-		return Observation{}, 0, false, false, Info{}, ErrNotReset
+		return StepResult{}, ErrNotReset
 	}
 	if e.over {
-		return Observation{}, 0, false, false, Info{}, ErrEpisodeOver
+		return StepResult{}, ErrEpisodeOver
 	}
 	if err := e.ValidateAction(a); err != nil {
-		return Observation{}, 0, false, false, Info{}, err
+		return StepResult{}, err
 	}
 	lo, hi := e.cfg.MinCPU, e.cfg.MaxCPU
 	if a.Replicas != nil {
@@ -442,7 +458,12 @@ func (e *Env) StepAction(a Action) (Observation, float64, bool, bool, Info, erro
 	e.t++
 	truncated := e.t >= e.cfg.Steps
 	e.over = truncated
-	return e.obs, terms.Total, false, truncated, e.info, nil
+	e.info.NextOfferedRate = 0
+	if !truncated {
+		e.info.NextOfferedRate = e.stepRate()
+	}
+	e.info.Plan = e.plan
+	return StepResult{Obs: e.obs, Reward: terms.Total, Truncated: truncated, Info: e.info}, nil
 }
 
 // stepRate is the input rate of the step about to be simulated, events/s
@@ -813,6 +834,7 @@ func (e *Env) WorkerMetrics() []WorkerMetrics {
 
 // rebind derives the per-replica tables from the current topology.
 func (e *Env) rebind() {
+	e.plan = e.cfg.replicaSets()
 	e.memUsed = make([]float64, e.m)
 	e.hostOf, e.primary = make([]int, e.n), make([]int, e.n)
 	nr := len(e.topo.replicas)

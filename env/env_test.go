@@ -55,7 +55,11 @@ func trajectory(t testing.TB, e *Env, seed uint64, steps int) [32]byte {
 		for k := range act {
 			act[k] = r.IntN(5)
 		}
-		obs, rew, _, tr, info, err := e.Step(act)
+		sr, err := e.Step(Action{Choices: act})
+		obs := sr.Obs
+		rew := sr.Reward
+		tr := sr.Truncated
+		info := sr.Info
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +114,7 @@ func TestEnvChecker(t *testing.T) {
 		if len(sp.Nvec) != e.NumTasks() || sp.FlatSize() != AppFeatures+7*ServerFeatures+e.NumTasks()*TaskFeatures {
 			t.Fatalf("%s: spaces inconsistent: nvec %d, flat %d", p, len(sp.Nvec), sp.FlatSize())
 		}
-		if _, _, _, _, _, err := e.Step(make([]int, e.NumTasks())); !errors.Is(err, ErrNotReset) {
+		if _, err := e.Step(Action{Choices: make([]int, e.NumTasks())}); !errors.Is(err, ErrNotReset) {
 			t.Fatalf("step before reset: %v", err)
 		}
 		check := func(o Observation, when string) {
@@ -134,7 +138,12 @@ func TestEnvChecker(t *testing.T) {
 			for k := range act {
 				act[k] = r.IntN(5)
 			}
-			obs, rew, term, trunc, info, err := e.Step(act)
+			sr, err := e.Step(Action{Choices: act})
+			obs := sr.Obs
+			rew := sr.Reward
+			term := sr.Terminated
+			trunc := sr.Truncated
+			info := sr.Info
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +164,7 @@ func TestEnvChecker(t *testing.T) {
 				break
 			}
 		}
-		if _, _, _, _, _, err := e.Step(act); !errors.Is(err, ErrEpisodeOver) {
+		if _, err := e.Step(Action{Choices: act}); !errors.Is(err, ErrEpisodeOver) {
 			t.Fatalf("step after truncation: %v", err)
 		}
 	}
@@ -184,20 +193,24 @@ func TestInvalidActionChangesNothing(t *testing.T) {
 	}
 	for s := 0; s < 20; s++ {
 		for _, act := range bad {
-			if _, _, _, _, _, err := a.StepAction(act); err == nil {
+			if _, err := a.Step(act); err == nil {
 				t.Fatalf("invalid action %+v accepted", act)
 			}
 		}
-		_, ra, _, _, ia, err := a.Step(good)
+		sr, err := a.Step(Action{Choices: good})
+		ra := sr.Reward
+		ia := sr.Info
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, rb, _, _, ib, _ := b.Step(good)
+		sb, _ := b.Step(Action{Choices: good})
+		rb := sb.Reward
+		ib := sb.Info
 		if ra != rb || ia.P95MS != ib.P95MS || a.StepIndex() != b.StepIndex() {
 			t.Fatalf("step %d: invalid actions changed the state", s)
 		}
 	}
-	if _, _, _, _, _, err := a.Step(make([]int, n-1)); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("want %d", n)) {
+	if _, err := a.Step(Action{Choices: make([]int, n-1)}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("want %d", n)) {
 		t.Fatalf("error should name the expected length: %v", err)
 	}
 }
@@ -276,7 +289,8 @@ func TestProjection(t *testing.T) {
 		{[]float64{1000, 5000, 1500}, []float64{1000, 3000, 1500}}, // b limited to capacity − a
 	} {
 		e.Reset(0)
-		_, _, _, _, info, err := e.StepTargets(tc.targets)
+		sr, err := e.Step(Action{Targets: tc.targets})
+		info := sr.Info
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,11 +303,13 @@ func TestProjection(t *testing.T) {
 	}
 	// Delta actions share the projection: +500 on both co-located tasks.
 	e.Reset(0)
-	_, _, _, _, info, _ := e.Step([]int{4, 4, 4})
+	sr, _ := e.Step(Action{Choices: []int{4, 4, 4}})
+	info := sr.Info
 	if info.Applied[0] != 2000 || info.Applied[1] != 2000 || info.Requested[1] != 2000 {
 		t.Fatalf("delta projection: requested %v applied %v", info.Requested, info.Applied)
 	}
-	_, _, _, _, info, _ = e.Step([]int{4, 4, 0})
+	sr, _ = e.Step(Action{Choices: []int{4, 4, 0}})
+	info = sr.Info
 	if want := []float64{2000, 2000, 1500}; info.Applied[0] != want[0] || info.Applied[1] != want[1] || info.Applied[2] != want[2] {
 		t.Fatalf("full server: applied %v, want %v", info.Applied, want)
 	}

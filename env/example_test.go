@@ -38,7 +38,9 @@ func Example() {
 		if s == 3 {
 			act = up
 		}
-		_, r, _, _, info, _ := e.Step(act)
+		sr, _ := e.Step(env.Action{Choices: act})
+		r := sr.Reward
+		info := sr.Info
 		fmt.Printf("step %d cpu %5.0f p95 %7.1f ms violated %-5v reward %+.2f\n", s, info.TotalCPU, info.P95MS, info.Violated, r)
 	}
 	// Output:

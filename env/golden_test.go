@@ -52,7 +52,10 @@ func TestGoldenTrajectories(t *testing.T) {
 				for k := range act {
 					act[k] = []int{4, 2, 2, 3, 1, 0, 2, 4, 2}[(s/5+k)%9]
 				}
-				obs, rew, _, _, info, err := e.Step(act)
+				sr, err := e.Step(Action{Choices: act})
+				obs := sr.Obs
+				rew := sr.Reward
+				info := sr.Info
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -2,6 +2,7 @@ package env
 
 import (
 	"math"
+	"streamscale/rng"
 	"testing"
 )
 
@@ -97,7 +98,8 @@ func FuzzStep(f *testing.F) {
 			data = data[m:]
 			before := e.Allocation()
 			idx := e.StepIndex()
-			_, rew, _, _, _, err := e.Step(act)
+			sr, err := e.Step(Action{Choices: act})
+			rew := sr.Reward
 			valid := m == n
 			for _, c := range act {
 				valid = valid && c >= 0 && c < 5
@@ -133,7 +135,7 @@ func TestInvariantsLongRun(t *testing.T) {
 			for k := range act {
 				act[k] = (s/40 + k*s/97) % 5
 			}
-			if _, _, _, _, _, err := e.Step(act); err != nil {
+			if _, err := e.Step(Action{Choices: act}); err != nil {
 				t.Fatal(err)
 			}
 			checkInvariants(t, e)
@@ -145,19 +147,19 @@ func TestInvariantsLongRun(t *testing.T) {
 // random inputs, and the compliant/violating branches.
 func TestRewardTermRanges(t *testing.T) {
 	r := DefaultReward()
-	rng := NewStream(1, "test/reward")
+	r2 := rng.New(1, "test/reward")
 	n := 6
 	for i := 0; i < 20000; i++ {
 		in := rewardInput{
-			p95: rng.Float64() * 3 * 0.18, prevP95: rng.Float64() * 3 * 0.18, slo: 0.18,
-			prevViolated: rng.IntN(2) == 0, totalCPU: 500*float64(n) + rng.Float64()*9500*float64(n),
+			p95: r2.Float64() * 3 * 0.18, prevP95: r2.Float64() * 3 * 0.18, slo: 0.18,
+			prevViolated: r2.IntN(2) == 0, totalCPU: 500*float64(n) + r2.Float64()*9500*float64(n),
 			n: n, minCPU: 500, maxCPU: 10000, changed: make([]float64, n), util: make([]float64, n), queueGrew: make([]bool, n),
 		}
 		in.violated = in.p95 > in.slo
 		for k := 0; k < n; k++ {
-			in.changed[k] = float64(rng.IntN(3)-1) * 50
-			in.util[k] = rng.Float64() * 2
-			in.queueGrew[k] = rng.IntN(2) == 0
+			in.changed[k] = float64(r2.IntN(3)-1) * 50
+			in.util[k] = r2.Float64() * 2
+			in.queueGrew[k] = r2.IntN(2) == 0
 		}
 		tm := r.compute(in)
 		for _, c := range []struct {

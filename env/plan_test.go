@@ -39,9 +39,11 @@ func TestScaleOutPlan(t *testing.T) {
 	e.Reset(0)
 	var info Info
 	for s := 0; s < 10; s++ {
-		if _, _, _, _, info, err = e.StepAction(Action{Hold: true}); err != nil {
+		var sr StepResult
+		if sr, err = e.Step(Action{Hold: true}); err != nil {
 			t.Fatal(err)
 		}
+		info = sr.Info
 	}
 	// One worker serves a at 1e6 µs / (400 + 275 µs + 51,500/N) per second.
 	one := info.Workers[0].Executions[0]
@@ -53,7 +55,9 @@ func TestScaleOutPlan(t *testing.T) {
 	}
 	before := total(e)
 	plan := [][]Replica{{{Server: 0, Share: 0.5}, {Server: 2, Share: 0.5}}, {{Server: 1, Share: 1}}}
-	_, _, _, _, info, err = e.StepAction(Action{Replicas: plan})
+	var sr StepResult
+	sr, err = e.Step(Action{Replicas: plan})
+	info = sr.Info
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +75,9 @@ func TestScaleOutPlan(t *testing.T) {
 		t.Fatalf("migration %+v", m)
 	}
 	for s := 0; s < 5; s++ {
-		_, _, _, _, info, _ = e.StepAction(Action{Hold: true})
+		var sr StepResult
+		sr, _ = e.Step(Action{Hold: true})
+		info = sr.Info
 		checkInvariants(t, e)
 	}
 	two := info.Workers[0].Executions[0] + info.Workers[2].Executions[0]
@@ -91,7 +97,9 @@ func trajectoryHold(t *testing.T, e *Env) []float64 {
 	e.Reset(0)
 	var out []float64
 	for s := 0; s < 10; s++ {
-		_, r, _, _, info, err := e.StepAction(Action{Hold: true})
+		sr, err := e.Step(Action{Hold: true})
+		r := sr.Reward
+		info := sr.Info
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -111,7 +119,9 @@ func TestSharedCPUFollowsDemand(t *testing.T) {
 	e.Reset(0)
 	var info Info
 	for s := 0; s < 20; s++ {
-		_, _, _, _, info, _ = e.StepAction(Action{Hold: true})
+		var sr StepResult
+		sr, _ = e.Step(Action{Hold: true})
+		info = sr.Info
 	}
 	// The worker is overloaded and a, upstream, holds the backlog: it gets
 	// the larger part of the core, and the two parts add up to the core.
@@ -122,7 +132,7 @@ func TestSharedCPUFollowsDemand(t *testing.T) {
 	if w := info.Workers[0]; math.Abs(w.LoadUS-1e6) > 0.01e6 || w.LocalRequests == 0 || w.RemoteRequests != 0 {
 		t.Fatalf("worker %+v", w)
 	}
-	if _, _, _, _, _, err := e.StepAction(Action{Targets: []float64{500, 500}}); err == nil {
+	if _, err := e.Step(Action{Targets: []float64{500, 500}}); err == nil {
 		t.Fatal("allocations accepted in a shared-CPU scenario")
 	}
 }
@@ -130,7 +140,7 @@ func TestSharedCPUFollowsDemand(t *testing.T) {
 func TestInvalidPlansChangeNothing(t *testing.T) {
 	e, _ := New(cluster(100, 30))
 	e.Reset(0)
-	e.StepAction(Action{Hold: true})
+	e.Step(Action{Hold: true})
 	snapBefore := total(e)
 	for _, plan := range [][][]Replica{
 		{{{Server: 0, Share: 1}}},
@@ -139,14 +149,14 @@ func TestInvalidPlansChangeNothing(t *testing.T) {
 		{{{Server: 7, Share: 1}}, {{Server: 1, Share: 1}}},
 		{{}, {{Server: 1, Share: 1}}},
 	} {
-		if _, _, _, _, _, err := e.StepAction(Action{Replicas: plan}); err == nil {
+		if _, err := e.Step(Action{Replicas: plan}); err == nil {
 			t.Fatalf("plan %v accepted", plan)
 		}
 	}
 	if e.replanned || total(e) != snapBefore || e.StepIndex() != 1 {
 		t.Fatal("a refused plan changed the environment")
 	}
-	if _, _, _, _, _, err := e.StepAction(Action{Hold: true, Replicas: [][]Replica{{}}}); err == nil {
+	if _, err := e.Step(Action{Hold: true, Replicas: [][]Replica{{}}}); err == nil {
 		t.Fatal("two kinds of action accepted at once")
 	}
 	// Reserved CPU: a plan that does not fit the current allocations.
@@ -154,8 +164,8 @@ func TestInvalidPlansChangeNothing(t *testing.T) {
 	rc.MaxCPU = 2000
 	r, _ := New(rc)
 	r.Reset(0)
-	r.StepTargets([]float64{1500, 1500})
-	if _, _, _, _, _, err := r.StepAction(Action{Replicas: [][]Replica{{{Server: 2, Share: 1}}, {{Server: 2, Share: 1}}}}); err == nil {
+	r.Step(Action{Targets: []float64{1500, 1500}})
+	if _, err := r.Step(Action{Replicas: [][]Replica{{{Server: 2, Share: 1}}, {{Server: 2, Share: 1}}}}); err == nil {
 		t.Fatal("plan over capacity accepted")
 	}
 }

@@ -58,11 +58,13 @@ func TestFluidMatchesPerEvent(t *testing.T) {
 						tg[k] = 500 + float64((s/7+k)%6)*150
 					}
 				}
-				_, _, _, _, fi, err := fe.StepTargets(tg)
+				sr, err := fe.Step(Action{Targets: tg})
+				fi := sr.Info
 				if err != nil {
 					t.Fatal(err)
 				}
-				_, _, _, _, ri, err := re.StepTargets(tg)
+				sb, err := re.Step(Action{Targets: tg})
+				ri := sb.Info
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -87,7 +87,9 @@ func TestRequestCostsLimitThroughput(t *testing.T) {
 		e.Reset(0)
 		var info Info
 		for s := 0; s < 20; s++ {
-			_, _, _, _, info, _ = e.StepTargets([]float64{1000, 1000})
+			var sr StepResult
+			sr, _ = e.Step(Action{Targets: []float64{1000, 1000}})
+			info = sr.Info
 		}
 		got := info.Workers[0].Executions[0]
 		if math.Abs(got-tc.want) > 0.002*tc.want {
@@ -117,7 +119,9 @@ func TestReplicasSpreadLoad(t *testing.T) {
 	e.Reset(0)
 	var info Info
 	for s := 0; s < 30; s++ {
-		_, _, _, _, info, _ = e.StepTargets([]float64{1000, 1000})
+		var sr StepResult
+		sr, _ = e.Step(Action{Targets: []float64{1000, 1000}})
+		info = sr.Info
 		checkInvariants(t, e)
 	}
 	if a0, a2 := info.Workers[0].Executions[0], info.Workers[2].Executions[0]; math.Abs(a0-500) > 1 || math.Abs(a2-500) > 1 {
@@ -161,8 +165,10 @@ func TestReplicasMatchPerEvent(t *testing.T) {
 	close := 0
 	for s := range w {
 		tg := []float64{700 + float64(s%5)*60, 500}
-		_, _, _, _, fi, _ := fe.StepTargets(tg)
-		_, _, _, _, ri, _ := re.StepTargets(tg)
+		sr, _ := fe.Step(Action{Targets: tg})
+		fi := sr.Info
+		sb, _ := re.Step(Action{Targets: tg})
+		ri := sb.Info
 		if math.Abs(fi.P95MS-ri.P95MS) <= 10+0.05*ri.P95MS {
 			close++
 		} else {

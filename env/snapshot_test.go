@@ -18,7 +18,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			for k := range act {
 				act[k] = (s*7 + k) % 5
 			}
-			a.Step(act)
+			a.Step(Action{Choices: act})
 		}
 		snap, err := a.MarshalBinary()
 		if err != nil {
@@ -32,8 +32,14 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			for k := range act {
 				act[k] = (s*7 + k) % 5
 			}
-			oa, ra, _, ta, _, _ := a.Step(act)
-			ob, rb, _, tb, _, _ := b.Step(act)
+			sr, _ := a.Step(Action{Choices: act})
+			oa := sr.Obs
+			ra := sr.Reward
+			ta := sr.Truncated
+			sb, _ := b.Step(Action{Choices: act})
+			ob := sb.Obs
+			rb := sb.Reward
+			tb := sb.Truncated
 			if ra != rb || ta != tb || !slices.Equal(oa.Task, ob.Task) || !slices.Equal(oa.App, ob.App) {
 				t.Fatalf("%s step %d: restored env diverged", p, s)
 			}
@@ -96,7 +102,7 @@ func FuzzUnmarshal(f *testing.F) {
 	w := diurnal(50)
 	e0, _ := New(func() Config { c, _ := Scenario("pred", 1, w); return c }())
 	e0.Reset(1)
-	e0.Step([]int{4, 4, 4, 4, 4, 4})
+	e0.Step(Action{Choices: []int{4, 4, 4, 4, 4, 4}})
 	good, _ := e0.MarshalBinary()
 	f.Add(good)
 	f.Add(good[:40])
@@ -107,7 +113,7 @@ func FuzzUnmarshal(f *testing.F) {
 		plan[k] = []Replica{{Server: srv, Share: 1}}
 	}
 	plan[0] = []Replica{{Server: cfg.Placement[0], Share: 0.5}, {Server: (cfg.Placement[0] + 1) % len(cfg.Servers), Share: 0.5}}
-	if _, _, _, _, _, err := e0.StepAction(Action{Replicas: plan}); err == nil {
+	if _, err := e0.Step(Action{Replicas: plan}); err == nil {
 		replanned, _ := e0.MarshalBinary()
 		f.Add(replanned)
 	}
@@ -125,7 +131,7 @@ func FuzzUnmarshal(f *testing.F) {
 			return
 		}
 		if !e.over {
-			e.Step([]int{2, 2, 2, 2, 2, 2})
+			e.Step(Action{Choices: []int{2, 2, 2, 2, 2, 2}})
 		}
 	})
 }

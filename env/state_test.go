@@ -40,18 +40,22 @@ func moveAfter(t *testing.T, keys float64, remote bool, warm int) (Info, float64
 	var info Info
 	processed := 0.0
 	for range warm {
-		if _, _, _, _, info, err = e.StepAction(Action{Hold: true}); err != nil {
+		var sr StepResult
+		if sr, err = e.Step(Action{Hold: true}); err != nil {
 			t.Fatal(err)
 		}
+		info = sr.Info
 		processed += e.st.tasks[0].done
 	}
 	if got, want := info.StateMB[0], cfg.App.Tasks[0].StateAt(processed); math.Abs(got-want) > 1e-9 {
 		t.Fatalf("state after %v events: %v MB, want %v", processed, got, want)
 	}
 	plan := [][]Replica{{{Server: 0, Share: 0.5}, {Server: 2, Share: 0.5}}, {{Server: 1, Share: 1}}}
-	if _, _, _, _, info, err = e.StepAction(Action{Replicas: plan}); err != nil {
+	var sr StepResult
+	if sr, err = e.Step(Action{Replicas: plan}); err != nil {
 		t.Fatal(err)
 	}
+	info = sr.Info
 	checkInvariants(t, e)
 	return info, processed, e
 }
@@ -107,7 +111,7 @@ func TestStopAndCopyVersusRemoteAccess(t *testing.T) {
 	eRem.t++
 	// and stops once the window has passed
 	for range 3 {
-		eRem.StepAction(Action{Hold: true})
+		eRem.Step(Action{Hold: true})
 	}
 	if got := eRem.remoteWork(r); got != 0 {
 		t.Errorf("remote work %v s after the transfer", got)
@@ -133,14 +137,14 @@ func TestSnapshotReplanned(t *testing.T) {
 		}
 		a.Reset(3)
 		for range 8 {
-			a.StepAction(Action{Hold: true})
+			a.Step(Action{Hold: true})
 		}
 		// half of a joins b on server 1: the two share its CPU by demand
 		plan := [][]Replica{{{Server: 0, Share: 0.5}, {Server: 1, Share: 0.5}}, {{Server: 1, Share: 1}}}
-		if _, _, _, _, _, err := a.StepAction(Action{Replicas: plan}); err != nil {
+		if _, err := a.Step(Action{Replicas: plan}); err != nil {
 			t.Fatal(err)
 		}
-		a.StepAction(Action{Hold: true})
+		a.Step(Action{Hold: true})
 		snap, err := a.MarshalBinary()
 		if err != nil {
 			t.Fatal(err)
@@ -155,8 +159,14 @@ func TestSnapshotReplanned(t *testing.T) {
 			if s == 5 {
 				act = Action{Replicas: [][]Replica{{{Server: 2, Share: 1}}, {{Server: 1, Share: 1}}}}
 			}
-			oa, ra, _, _, ia, errA := a.StepAction(act)
-			ob, rb, _, _, ib, errB := b.StepAction(act)
+			sr, errA := a.Step(act)
+			oa := sr.Obs
+			ra := sr.Reward
+			ia := sr.Info
+			sr, errB := b.Step(act)
+			ob := sr.Obs
+			rb := sr.Reward
+			ib := sr.Info
 			if errA != nil || errB != nil {
 				t.Fatal(errA, errB)
 			}

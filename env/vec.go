@@ -3,6 +3,8 @@ package env
 import (
 	"fmt"
 	"runtime"
+	"strconv"
+	"streamscale/rng"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -109,10 +111,17 @@ func (v *VecEnv) Env(i int) *Env { return v.envs[i] }
 func (v *VecEnv) Spaces() Spaces { return v.envs[0].Spaces() }
 
 func (v *VecEnv) seedOf(i int) uint64 {
-	return v.base + uint64(i) + v.episodes[i]*uint64(len(v.envs))
+	return VecSeed(v.base, i, v.episodes[i])
 }
 
-// Reset resets every environment; env i gets seed base + i.
+// VecSeed is the Reset seed of episode ep (0-based) of environment i of a
+// vector reset with base: the first draw of stream rng.EnvVec+"<i>/<ep>".
+func VecSeed(base uint64, i int, ep uint64) uint64 {
+	return rng.Derive(base, rng.EnvVec+strconv.Itoa(i)+"/"+strconv.FormatUint(ep, 10))
+}
+
+// Reset resets every environment; episode ep of env i gets seed
+// VecSeed(base, i, ep).
 func (v *VecEnv) Reset(base uint64) ([]Observation, error) {
 	v.base, v.started = base, true
 	for i, e := range v.envs {
@@ -176,10 +185,11 @@ func (v *VecEnv) stepOne(i int, a Action) error {
 		r.Obs[i], r.Infos[i], r.Rewards[i], r.Terminated[i], r.Truncated[i] = obs, info, 0, false, false
 		return nil
 	}
-	obs, rew, term, trunc, info, err := e.StepAction(a)
+	sr, err := e.Step(a)
 	if err != nil {
 		return err
 	}
+	obs, rew, term, trunc, info := sr.Obs, sr.Reward, sr.Terminated, sr.Truncated, sr.Info
 	v.epReturn[i] += rew
 	v.epLen[i]++
 	r.Obs[i], r.Rewards[i], r.Terminated[i], r.Truncated[i], r.Infos[i] = obs, rew, term, trunc, info

@@ -39,7 +39,7 @@ func TestVecSameStepAutoreset(t *testing.T) {
 	ref := make([]*Env, 3)
 	for i := range ref {
 		ref[i] = newTestEnv(t, "pred", uint64(40+i), w)
-		ref[i].Reset(100 + uint64(i))
+		ref[i].Reset(VecSeed(100, i, 0))
 	}
 	if _, err := v.Reset(100); err != nil {
 		t.Fatal(err)
@@ -52,7 +52,10 @@ func TestVecSameStepAutoreset(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range ref {
-			obs, rew, _, tr, _, _ := ref[i].StepAction(acts[i])
+			sr, _ := ref[i].Step(acts[i])
+			obs := sr.Obs
+			rew := sr.Reward
+			tr := sr.Truncated
 			ret[i] += rew
 			if res.Rewards[i] != rew || res.Truncated[i] != tr || res.Terminated[i] {
 				t.Fatalf("step %d env %d: vec (%v, %v) vs single (%v, %v)", s, i, res.Rewards[i], res.Truncated[i], rew, tr)
@@ -70,7 +73,7 @@ func TestVecSameStepAutoreset(t *testing.T) {
 				t.Fatalf("env %d: episode return %v len %d, want %v 7", i, res.EpisodeReturn[i], res.EpisodeLength[i], ret[i])
 			}
 			// Obs is the first observation of the next episode.
-			fresh, _, _ := ref[i].Reset(100 + uint64(i) + 3)
+			fresh, _, _ := ref[i].Reset(VecSeed(100, i, 1))
 			if !slices.Equal(res.Obs[i].Task, fresh.Task) || res.Obs[i].Task[TaskInputRate] != 0 {
 				t.Fatalf("env %d: obs after autoreset is not a reset observation", i)
 			}

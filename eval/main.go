@@ -4,17 +4,15 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"runtime"
+	"syscall"
 
 	"streamscale/eval/cli"
+	"streamscale/internal/command"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := cli.Main(ctx, os.Args[1:], cli.Options{
-		Stdout: os.Stdout, Stderr: os.Stderr, Terminal: cli.IsTerminal(os.Stderr),
-		Commit: cli.GitCommit(), GoVersion: runtime.Version(),
-	})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Main(ctx, os.Args[1:], command.Process())
 	stop()
 	os.Exit(code)
 }

@@ -12,6 +12,9 @@ const (
 	// EnvEpisode is the physics of one episode (stochastic arrivals,
 	// service times, noise; seed: the seed passed to Env.Reset).
 	EnvEpisode = "env/episode"
+	// EnvVec + "<i>/<episode>" gives the Reset seed of one episode of
+	// environment i of a vector (seed: the vector's base seed).
+	EnvVec = "env/vec/"
 	// CartPoleReset draws CartPole's initial states (seed: Reset's).
 	CartPoleReset = "cartpole/reset"
 	// TracesSynthetic + trace name draws the synthetic fallback trace.

@@ -1,9 +1,8 @@
 package traces
 
 import (
-	"hash/fnv"
 	"math"
-	"math/rand/v2"
+	"streamscale/rng"
 )
 
 // windowsPerDay is the period of the diurnal cycle: one day of 5-minute
@@ -78,13 +77,13 @@ var intelSynth = synthParams{
 // synthesize returns n integer counts drawn from the stream
 // "traces/synthetic/<name>" of seed.
 func synthesize(name string, n int, p synthParams, seed uint64) []float64 {
-	rng := rand.New(rand.NewPCG(seed, streamKey("traces/synthetic/"+name)))
+	r := rng.New(seed, rng.TracesSynthetic+name)
 	slowRho := math.Exp(-1.0 / windowsPerDay)
 	slowInnov := p.levelSD * math.Sqrt(1-slowRho*slowRho)
 	fastInnov := p.noiseSD * math.Sqrt(1-p.noiseRho*p.noiseRho)
 
-	level := p.levelSD * rng.NormFloat64()
-	noise := p.noiseSD * rng.NormFloat64()
+	level := p.levelSD * r.NormFloat64()
+	noise := p.noiseSD * r.NormFloat64()
 	burst := 0.0
 	y := make([]float64, n)
 	for i := range y {
@@ -94,16 +93,16 @@ func synthesize(name string, n int, p synthParams, seed uint64) []float64 {
 			kp := float64(k+1) * phase
 			shape += h[0]*math.Cos(kp) + h[1]*math.Sin(kp)
 		}
-		level = slowRho*level + slowInnov*rng.NormFloat64()
+		level = slowRho*level + slowInnov*r.NormFloat64()
 		var e float64
 		if p.flatNoise {
-			e = math.Sqrt(3) * (2*rng.Float64() - 1)
+			e = math.Sqrt(3) * (2*r.Float64() - 1)
 		} else {
-			e = rng.NormFloat64()
+			e = r.NormFloat64()
 		}
 		noise = p.noiseRho*noise + fastInnov*e
-		if rng.Float64() < p.burstProb {
-			burst += p.burstMin + (p.burstMax-p.burstMin)*rng.Float64()
+		if r.Float64() < p.burstProb {
+			burst += p.burstMin + (p.burstMax-p.burstMin)*r.Float64()
 		}
 		y[i] = shape*(1+level+noise) + burst
 		burst *= p.burstDecay
@@ -155,11 +154,4 @@ func fitStats(y []float64, mean, lo, hi float64) []float64 {
 		out[i] = math.Round(lo + (hi-lo)*math.Pow(x, g))
 	}
 	return out
-}
-
-// streamKey is the 64-bit FNV-1a hash of a random stream's name.
-func streamKey(name string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	return h.Sum64()
 }

@@ -88,9 +88,9 @@ func TestSyntheticPinned(t *testing.T) {
 		name string
 		want []float64
 	}{
-		{"taxi", []float64{1943, 1992, 2039, 2062}},
-		{"taxi-train", []float64{2214, 2181, 2150, 2123}},
-		{"intel", []float64{350, 342, 320, 336}},
+		{"taxi", []float64{2789, 2738, 2697, 2652}},
+		{"taxi-train", []float64{2214, 2186, 2086, 2167}},
+		{"intel", []float64{310, 287, 286, 303}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -159,7 +159,10 @@ func check(cfg env.Config, newCtl func(env.Config) (agents.Controller, error), s
 		}
 		seq = append(seq, saved)
 		var tr bool
-		obs, _, _, tr, _, err = e.StepAction(saved)
+		var sr env.StepResult
+		sr, err = e.Step(saved)
+		obs = sr.Obs
+		tr = sr.Truncated
 		if err != nil {
 			return fmt.Errorf("step %d: env: %w", k, err)
 		}
@@ -185,9 +188,11 @@ func check(cfg env.Config, newCtl func(env.Config) (agents.Controller, error), s
 		if !equalAction(a, want) {
 			return fmt.Errorf("replay step %d: after Reset(%d) the action is %s, first run %s: not deterministic", k, uint64(Seed), fmtAction(a), fmtAction(want))
 		}
-		if obs, _, _, _, _, err = e.StepAction(a); err != nil {
+		var sr env.StepResult
+		if sr, err = e.Step(a); err != nil {
 			return fmt.Errorf("replay step %d: env: %w", k, err)
 		}
+		obs = sr.Obs
 	}
 	return nil
 }
@@ -340,7 +345,11 @@ func Episode(t testing.TB, cfg env.Config, ctl agents.Controller, seed uint64) (
 		}
 		var tr bool
 		var info env.Info
-		obs, _, _, tr, info, err = e.StepAction(a)
+		var sr env.StepResult
+		sr, err = e.Step(a)
+		obs = sr.Obs
+		tr = sr.Truncated
+		info = sr.Info
 		if err != nil {
 			t.Fatal(err)
 		}

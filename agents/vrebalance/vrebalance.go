@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"streamscale/agents"
+	"streamscale/rng"
 
 	"streamscale/bo"
 	"streamscale/env"
@@ -229,7 +231,7 @@ type TierStats struct {
 // what was measured.
 //
 // Randomness comes only from the Reset seed: tier i's optimizer draws from
-// env.NewSource(seed, "agents/vrebalance/tier<i>"). Cost: a GP suggestion
+// rng.Source(seed, rng.AgentsVRebalanceTier+"<i>"). Cost: a GP suggestion
 // takes about 10–30 ms (bo.BenchmarkSuggest), made at most once per
 // Interval; a 3,600-step episode makes about 30 (BenchmarkEpisode).
 type Controller struct {
@@ -315,7 +317,7 @@ func New(cfg Config, scenario env.Config) (*Controller, error) {
 		v.bounds = tierBounds(sc.Workload, sc.StartOffset, sc.Steps, cfg.TierQuantiles)
 	}
 	// Check the optimizer settings once, so that Reset cannot fail on them.
-	if _, err := bo.New(v.dims, cfg.BO, env.NewSource(0, "agents/vrebalance/check")); err != nil {
+	if _, err := bo.New(v.dims, cfg.BO, rng.Source(0, rng.AgentsVRebalanceCheck)); err != nil {
 		return nil, fmt.Errorf("agents: vrebalance: %w", err)
 	}
 	return v, nil
@@ -370,7 +372,7 @@ func (v *Controller) TierBounds() []float64 { return slices.Clone(v.bounds) }
 func (v *Controller) Reset(seed uint64) error {
 	tiers := make([]tier, len(v.bounds)+1)
 	for i := range tiers {
-		opt, err := bo.New(v.dims, v.cfg.BO, env.NewSource(seed, fmt.Sprintf("agents/vrebalance/tier%d", i)))
+		opt, err := bo.New(v.dims, v.cfg.BO, rng.Source(seed, rng.AgentsVRebalanceTier+strconv.Itoa(i)))
 		if err != nil {
 			return fmt.Errorf("agents: vrebalance: %w", err)
 		}

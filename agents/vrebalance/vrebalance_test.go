@@ -116,7 +116,10 @@ func TestVRebalanceSchedule(t *testing.T) {
 			}
 		}
 		var info env.Info
-		obs, _, _, _, info, err = e.StepAction(a)
+		var sr env.StepResult
+		sr, err = e.Step(a)
+		obs = sr.Obs
+		info = sr.Info
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"streamscale/rng"
 )
 
 // Physical constants of CartPole-v1.
@@ -23,7 +23,6 @@ const (
 	XThreshold      = 2.4
 	MaxEpisodeSteps = 500
 	ObsSize         = 4 // x, ẋ, θ, θ̇
-	resetStream     = "cartpole/reset"
 )
 
 // ErrNeedsReset is returned by Step on an env whose episode has ended.
@@ -47,9 +46,7 @@ func New() *Env {
 
 // Reset reseeds the env's stream from seed and starts an episode.
 func (e *Env) Reset(seed uint64) [4]float64 {
-	h := fnv.New64a()
-	h.Write([]byte(resetStream))
-	e.src.Seed(seed, h.Sum64())
+	rng.Reseed(e.src, seed, rng.CartPoleReset)
 	e.fresh = true
 	return e.restart()
 }

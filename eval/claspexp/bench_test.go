@@ -3,6 +3,7 @@ package claspexp
 import (
 	"testing"
 
+	"streamscale/agents/horizontal"
 	"streamscale/clasp"
 	"streamscale/env"
 )
@@ -29,7 +30,7 @@ func BenchmarkClusterStep(b *testing.B) {
 		shares [][]float64
 	}{{"clasp", packed}, {"spread", even}} {
 		b.Run(c.name, func(b *testing.B) {
-			reps, err := ReplicasFromShares(ids, c.shares, 10)
+			reps, err := horizontal.ReplicasFromShares(ids, c.shares, 10)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -44,11 +45,11 @@ func BenchmarkClusterStep(b *testing.B) {
 			e.Reset(1)
 			hold := env.Action{Hold: true}
 			for range 20 { // warm up to steady state
-				e.StepAction(hold)
+				e.Step(hold)
 			}
 			b.ResetTimer()
 			for b.Loop() {
-				if _, _, _, _, _, err := e.StepAction(hold); err != nil {
+				if _, err := e.Step(hold); err != nil {
 					b.Fatal(err)
 				}
 			}

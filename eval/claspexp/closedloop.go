@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"streamscale/agents/horizontal"
 	"streamscale/clasp"
 	"streamscale/env"
 )
@@ -67,7 +68,7 @@ func Methods(maxWorkers int) []Method {
 // closedLoop runs method's planner on app over trace on servers workers
 // (every task starts on worker 0) and returns the step records and the
 // controller.
-func closedLoop(m Method, app clasp.App, servers int, trace Trace) ([]StepRecord, *PlannerController, error) {
+func closedLoop(m Method, app clasp.App, servers int, trace Trace) ([]StepRecord, *horizontal.Adapter, error) {
 	cfg, err := Scenario(app, servers, 0, len(trace), nil)
 	if err != nil {
 		return nil, nil, err
@@ -77,8 +78,11 @@ func closedLoop(m Method, app clasp.App, servers int, trace Trace) ([]StepRecord
 	if err != nil {
 		return nil, nil, err
 	}
-	ctrl := NewPlannerController(p, app, servers)
-	recs, err := Run(cfg, ctrl, 1, nil)
+	ctrl, err := horizontal.NewAdapter(p, app, servers, horizontal.AdapterConfig{BandwidthBytes: BandwidthBytes})
+	if err != nil {
+		return nil, nil, err
+	}
+	recs, err := run(cfg, ctrl, 1, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("claspexp: %s on %s: %w", m.Name, app.Name, err)
 	}
@@ -167,7 +171,7 @@ func WorkerTransitions(app clasp.App, maxRate []float64, methods []Method, o Tra
 			if err != nil {
 				return err
 			}
-			row.Workers = len(ctrl.active)
+			row.Workers = ctrl.Workers()
 			return nil
 		})
 	}
@@ -279,7 +283,7 @@ func Modes(app clasp.App, top float64, servers int, methods []Method) ([]ModeRow
 			}
 			row.MedianMeanMS = quantile(means, 0.5)
 			row.P95P95MS = quantile(row.P95MS, 0.95)
-			row.Plans, row.Infeasible = len(ctrl.Plans), ctrl.Infeasible
+			row.Plans, row.Infeasible = ctrl.Replans(), ctrl.Infeasible()
 			return nil
 		})
 	}

@@ -4,10 +4,11 @@ import (
 	"reflect"
 	"testing"
 
+	"streamscale/agents/horizontal"
 	"streamscale/clasp"
 )
 
-func runCLASP(t *testing.T, app clasp.App, n int, rate float64, steps int) ([]StepRecord, *PlannerController) {
+func runCLASP(t *testing.T, app clasp.App, n int, rate float64, steps int) ([]StepRecord, *horizontal.Adapter) {
 	t.Helper()
 	cfg, err := Scenario(app, n, rate, steps, nil)
 	if err != nil {
@@ -19,8 +20,11 @@ func runCLASP(t *testing.T, app clasp.App, n int, rate float64, steps int) ([]St
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctrl := NewPlannerController(p, app, n)
-	recs, err := Run(cfg, ctrl, 1, nil)
+	ctrl, err := horizontal.NewAdapter(p, app, n, horizontal.AdapterConfig{BandwidthBytes: BandwidthBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := run(cfg, ctrl, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,17 +40,17 @@ func runCLASP(t *testing.T, app clasp.App, n int, rate float64, steps int) ([]St
 func TestCLASPRunsSYN(t *testing.T) {
 	const rate = 700
 	recs, ctrl := runCLASP(t, clasp.SYN(), 10, rate, 30)
-	for _, p := range ctrl.Plans {
+	for _, p := range ctrl.Plans() {
 		t.Logf("t=%v workers=%d %s", p.Time, p.NumWorkers(), p.Reason)
 	}
 	if len(recs) != 30 {
 		t.Fatalf("%d steps, want 30", len(recs))
 	}
-	if len(ctrl.Plans) == 0 || ctrl.Plans[0].NumWorkers() < 2 {
-		t.Fatalf("initial plan missing or too small: %d plans", len(ctrl.Plans))
+	if len(ctrl.Plans()) == 0 || ctrl.Plans()[0].NumWorkers() < 2 {
+		t.Fatalf("initial plan missing or too small: %d plans", len(ctrl.Plans()))
 	}
-	if len(ctrl.Plans) > 2 {
-		t.Errorf("%d plans at a constant rate: the loop does not settle", len(ctrl.Plans))
+	if len(ctrl.Plans()) > 2 {
+		t.Errorf("%d plans at a constant rate: the loop does not settle", len(ctrl.Plans()))
 	}
 	var tail float64
 	for _, r := range recs[20:] {

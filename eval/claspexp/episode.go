@@ -1,12 +1,14 @@
 package claspexp
 
 import (
+	"context"
 	"fmt"
 
+	"streamscale/agents"
 	"streamscale/env"
 )
 
-// StepRecord is what Run keeps of one step.
+// StepRecord is what run keeps of one step.
 type StepRecord struct {
 	Offered, Throughput float64 // events/s
 	P95MS, MeanMS       float64 // end-to-end latency over the step
@@ -18,54 +20,32 @@ type StepRecord struct {
 	Migration env.Migration
 }
 
-// Run plays one episode of cfg with ctrl from Reset(seed) to truncation.
-// The controller's first Act sees the Info of Reset with OfferedRate set to
-// the first step's input rate.
-// observe, if not nil, sees every step's Info (a buffer valid during the
-// call only).
-func Run(cfg env.Config, ctrl HorizontalController, seed uint64, observe func(t int, info env.Info)) ([]StepRecord, error) {
+// run plays one episode of cfg with ctrl through agents.RunEpisode and
+// records every step. observe, if not nil, sees every step's Info (a
+// buffer valid during the call only).
+func run(cfg env.Config, ctrl agents.HorizontalController, seed uint64, observe func(t int, info env.Info)) ([]StepRecord, error) {
 	e, err := env.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("claspexp: %w", err)
 	}
-	if err := ctrl.Reset(seed); err != nil {
-		return nil, err
-	}
-	_, info, err := e.Reset(seed)
-	if err != nil {
-		return nil, err
-	}
-	// Before the first step nothing has arrived; the controller sees the
-	// ingress rate of the first step, as a planner at the ingress would.
-	info.OfferedRate = cfg.Workload.Rate(cfg.StartOffset % cfg.Workload.Len())
 	var recs []StepRecord
-	plan := cfg.ReplicaPlan()
-	for t := 0; ; t++ {
-		a, err := ctrl.Act(float64(t), info)
-		if err != nil {
-			return recs, fmt.Errorf("claspexp: step %d: %w", t, err)
-		}
-		if a.Replicas != nil {
-			plan = a.Replicas
-		}
-		_, _, _, trunc, inf, err := e.StepAction(a)
-		if err != nil {
-			return recs, fmt.Errorf("claspexp: step %d: %w", t, err)
-		}
-		info = inf
+	err = agents.RunEpisode(context.Background(), e, agents.Horizontal(ctrl), seed, func(s *agents.Step) error {
+		info := s.Info
 		backlog := info.InFlight
 		for _, q := range info.Queue {
 			backlog += q
 		}
 		recs = append(recs, StepRecord{
 			Offered: info.OfferedRate, Throughput: info.Throughput, P95MS: info.P95MS, MeanMS: info.MeanMS,
-			Active: activeServers(plan), Backlog: backlog, Hold: a.Hold, Migration: info.Migration,
+			Active: activeServers(info.Plan), Backlog: backlog, Hold: s.Action.Hold, Migration: info.Migration,
 		})
 		if observe != nil {
-			observe(t, info)
+			observe(s.T, info)
 		}
-		if trunc {
-			return recs, nil
-		}
+		return nil
+	})
+	if err != nil {
+		return recs, fmt.Errorf("claspexp: %w", err)
 	}
+	return recs, nil
 }

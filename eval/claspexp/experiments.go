@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"streamscale/agents/horizontal"
 	"streamscale/clasp"
 	"streamscale/env"
 )
@@ -76,7 +77,7 @@ func Sustains(app clasp.App, servers int, place Placer, rate float64, pr Probe) 
 	if err != nil {
 		return false, err
 	}
-	reps, err := ReplicasFromShares(ids, shares, servers)
+	reps, err := horizontal.ReplicasFromShares(ids, shares, servers)
 	if err != nil {
 		return false, err
 	}
@@ -85,7 +86,7 @@ func Sustains(app clasp.App, servers int, place Placer, rate float64, pr Probe) 
 		return false, err
 	}
 	cfg.LocalFirst = pr.LocalFirst
-	recs, err := Run(cfg, Hold{}, 1, nil)
+	recs, err := run(cfg, horizontal.Hold{}, 1, nil)
 	if err != nil {
 		return false, err
 	}
@@ -224,7 +225,7 @@ func Coefficients(apps []clasp.App, steps int) (CoefResult, error) {
 				} else {
 					ids, shares = seq(n), roundRobin(len(app.Operators), n)
 				}
-				reps, err := ReplicasFromShares(ids, shares, n)
+				reps, err := horizontal.ReplicasFromShares(ids, shares, n)
 				if err != nil {
 					return CoefResult{}, err
 				}
@@ -232,10 +233,10 @@ func Coefficients(apps []clasp.App, steps int) (CoefResult, error) {
 				if err != nil {
 					return CoefResult{}, err
 				}
-				q := QuantizeShares(shares)
+				q := horizontal.QuantizeShares(shares)
 				var obsErr error
-				_, err = Run(cfg, Hold{}, 1, func(t int, info env.Info) {
-					ob, err := ObservationFromInfo(app, info, ids, q, nil, BandwidthBytes)
+				_, err = run(cfg, horizontal.Hold{}, 1, func(t int, info env.Info) {
+					ob, err := horizontal.ObservationFromInfo(app, info, ids, q, nil, BandwidthBytes)
 					if err != nil {
 						obsErr = err
 						return
@@ -446,7 +447,7 @@ func Migrations(app clasp.App, pairs [][2]int, rate float64, warm int) ([]Migrat
 			if err != nil {
 				return nil, err
 			}
-			reps, err := ReplicasFromShares(ids0, sh0, servers)
+			reps, err := horizontal.ReplicasFromShares(ids0, sh0, servers)
 			if err != nil {
 				return nil, err
 			}
@@ -456,9 +457,9 @@ func Migrations(app clasp.App, pairs [][2]int, rate float64, warm int) ([]Migrat
 			}
 			cfg.Migration.RemoteAccess = mode == "remote-access"
 			row := MigrationRow{App: app.Name, From: from, To: to, Step: fmt.Sprintf("%d->%d", from, to), Rate: rate, Mode: mode}
-			q0 := QuantizeShares(sh0)
+			q0 := horizontal.QuantizeShares(sh0)
 			ctrl := &scriptedMove{at: warm, app: app, ids0: ids0, q0: q0, ids1: ids1, sh1: sh1, row: &row}
-			recs, err := Run(cfg, ctrl, 1, nil)
+			recs, err := run(cfg, ctrl, 1, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -494,7 +495,7 @@ func (s *scriptedMove) Act(now float64, info env.Info) (env.Action, error) {
 	if int(now) != s.at {
 		return env.Action{Hold: true}, nil
 	}
-	ob, err := ObservationFromInfo(s.app, info, s.ids0, s.q0, nil, BandwidthBytes)
+	ob, err := horizontal.ObservationFromInfo(s.app, info, s.ids0, s.q0, nil, BandwidthBytes)
 	if err != nil {
 		return env.Action{}, err
 	}
@@ -504,13 +505,13 @@ func (s *scriptedMove) Act(now float64, info env.Info) (env.Action, error) {
 			s.row.StateMB += b / (1 << 20)
 		}
 	}
-	q1 := QuantizeShares(s.sh1)
+	q1 := horizontal.QuantizeShares(s.sh1)
 	mig := clasp.Migrate(&ob, d, s.ids1, q1)
 	s.row.PlanDurationS = clasp.DefaultConfig().ComputeS + mig.MakespanS
 	for _, t := range mig.Transfers {
 		s.row.PlanMovedMB += t.Bytes / (1 << 20)
 	}
-	reps, err := ReplicasFromShares(s.ids1, s.sh1, len(info.Workers))
+	reps, err := horizontal.ReplicasFromShares(s.ids1, s.sh1, len(info.Workers))
 	if err != nil {
 		return env.Action{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 
+	"streamscale/agents/horizontal"
 	"streamscale/clasp"
 )
 
@@ -76,7 +77,7 @@ func meanP95(app clasp.App, n int, rate float64, steps int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	reps, err := ReplicasFromShares(ids, shares, n)
+	reps, err := horizontal.ReplicasFromShares(ids, shares, n)
 	if err != nil {
 		return 0, err
 	}
@@ -84,7 +85,7 @@ func meanP95(app clasp.App, n int, rate float64, steps int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	recs, err := Run(cfg, Hold{}, 1, nil)
+	recs, err := run(cfg, horizontal.Hold{}, 1, nil)
 	if err != nil {
 		return 0, err
 	}

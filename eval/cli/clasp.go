@@ -3,19 +3,19 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"streamscale/clasp"
 	"streamscale/eval/claspexp"
+	"streamscale/internal/command"
 )
 
 // claspCmd runs the CLASP reproduction (package claspexp) and writes
 // clasp.json, clasp.md and the figures (claspexp.Figures) into -out.
 func claspCmd(ctx context.Context, args []string, o Options) error {
-	fs := flag.NewFlagSet("clasp", flag.ContinueOnError)
+	fs := command.NewFlagSet("eval clasp")
 	out := fs.String("out", "", "output directory for clasp.json and clasp.md (required)")
 	asJSON := fs.Bool("json", false, "print clasp.json to stdout")
 	apps := fs.String("apps", "", "comma-separated apps for every experiment (default: all seven for scaling, coefficients and placement; syn,wc,aa for worker counts and load modes; wc,aa for migration)")

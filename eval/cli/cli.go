@@ -2,41 +2,33 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"math"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"streamscale/env"
+	"streamscale/internal/command"
 	"streamscale/traces"
 )
 
-// Options is what Main needs from its process.
+// Options is what a run of the command needs from its process: the
+// command's IO, the build recorded in artifacts and the episode
+// parallelism. Main fills it from the process; tests set it.
 type Options struct {
-	Stdout, Stderr io.Writer
-	// Terminal reports whether Stderr is a terminal (draw a progress bar).
-	Terminal bool
+	command.IO
 	// Commit and GoVersion are recorded in artifacts; "" means "unknown".
 	Commit, GoVersion string
 	// Workers bounds the episodes run at once; ≤ 0 means GOMAXPROCS.
 	Workers int
 }
 
-// usageError marks an error as bad usage (exit code 2).
-type usageError struct{ err error }
+func usagef(format string, args ...any) error { return command.Usagef(format, args...) }
 
-func (u usageError) Error() string { return u.err.Error() }
-func (u usageError) Unwrap() error { return u.err }
-
-func usagef(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
-}
+// usageError marks err as bad usage (exit status 2).
+func usageError(err error) error { return command.Usagef("%v", err) }
 
 const usage = `usage: go run ./eval <command> [flags]
 
@@ -49,70 +41,33 @@ Run 'go run ./eval <command> -h' for the flags of a command.
 `
 
 // Main runs the eval command with args (without the program name) and
-// returns the exit code.
-func Main(ctx context.Context, args []string, o Options) int {
-	if o.Stdout == nil {
-		o.Stdout = io.Discard
-	}
-	if o.Stderr == nil {
-		o.Stderr = io.Discard
-	}
+// returns the exit status: 0 on success or -h, 2 for bad usage (one line
+// naming the flag), 1 for a failure.
+func Main(ctx context.Context, args []string, io command.IO) int {
+	b := command.BuildInfo()
+	return run(ctx, args, Options{IO: io, Commit: b.Commit, GoVersion: b.GoVersion})
+}
+
+func run(ctx context.Context, args []string, o Options) int {
+	o.IO = o.IO.Fill()
 	if o.Commit == "" {
 		o.Commit = "unknown"
 	}
 	if o.GoVersion == "" {
 		o.GoVersion = "unknown"
 	}
-	if len(args) == 0 {
-		fmt.Fprint(o.Stderr, "eval: no command\n\n"+usage)
-		return 2
+	wrap := func(f func(context.Context, []string, Options) error) func(context.Context, []string, command.IO) error {
+		return func(ctx context.Context, args []string, _ command.IO) error { return f(ctx, args, o) }
 	}
-	var err error
-	switch args[0] {
-	case "run":
-		err = runCmd(ctx, args[1:], o)
-	case "paired":
-		err = pairedCmd(ctx, args[1:], o)
-	case "clasp":
-		err = claspCmd(ctx, args[1:], o)
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(o.Stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(o.Stderr, "eval: unknown command %q\n\n%s", args[0], usage)
-		return 2
-	}
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	}
-	fmt.Fprintln(o.Stderr, err)
-	var u usageError
-	if errors.As(err, &u) {
-		return 2
-	}
-	return 1
+	return command.Dispatch(ctx, "eval", usage, map[string]func(context.Context, []string, command.IO) error{
+		"run": wrap(runCmd), "paired": wrap(pairedCmd), "clasp": wrap(claspCmd),
+	}, args, o.IO)
 }
 
-// parseFlags parses args into fs, turning flag errors into usage errors
-// and refusing positional arguments.
+// parseFlags parses args into fs (-h prints the flags), turning flag
+// errors into usage errors and refusing positional arguments.
 func parseFlags(fs *flag.FlagSet, args []string, o Options) error {
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(o.Stdout)
-			fmt.Fprintf(o.Stdout, "usage: go run ./eval %s [flags]\n\n", fs.Name())
-			fs.PrintDefaults()
-			return err
-		}
-		return usagef("eval %s: %v (see 'go run ./eval %s -h')", fs.Name(), err, fs.Name())
-	}
-	if fs.NArg() > 0 {
-		return usagef("eval %s: unexpected argument %q (flags only)", fs.Name(), fs.Arg(0))
-	}
-	return nil
+	return command.Parse(fs, "usage: go run ./"+fs.Name()+" [flags]", args, o.IO)
 }
 
 // explicit reports which flags were set on the command line.
@@ -153,7 +108,7 @@ func loadTrace(name, dir string, mult float64, seed uint64, o Options) (*traces.
 		fmt.Fprintf(o.Stderr, "eval: "+format+"\n", args...)
 	}})
 	if err != nil {
-		return nil, usageError{fmt.Errorf("eval: trace %q: %w", name, err)}
+		return nil, usagef("eval: trace %q: %v", name, err)
 	}
 	return t, nil
 }
@@ -181,20 +136,4 @@ func splitList(flagName, v string) ([]string, error) {
 		out = append(out, s)
 	}
 	return out, nil
-}
-
-// GitCommit returns `git rev-parse HEAD` of the working directory, or
-// "unknown".
-func GitCommit() string {
-	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
-	if err != nil {
-		return "unknown"
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// IsTerminal reports whether f is a character device (a terminal).
-func IsTerminal(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -18,6 +18,7 @@ import (
 	"streamscale/eval/controllers"
 	"streamscale/eval/report"
 	"streamscale/eval/runner"
+	"streamscale/internal/command"
 	"streamscale/traces"
 )
 
@@ -26,13 +27,13 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // testTrace is the first 120 windows of the taxi evaluation trace.
 const testTrace = "testdata/taxi-head-120.csv"
 
-// call runs Main with fixed build info and returns exit code, stdout and
+// call runs the command with fixed build info and returns exit code, stdout and
 // stderr.
 func call(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := Main(context.Background(), args, Options{
-		Stdout: &out, Stderr: &errb, Commit: "test-commit", GoVersion: "test-go", Workers: 2,
+	code := run(context.Background(), args, Options{
+		IO: command.IO{Stdout: &out, Stderr: &errb}, Commit: "test-commit", GoVersion: "test-go", Workers: 2,
 	})
 	return code, out.String(), errb.String()
 }
@@ -216,11 +217,6 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	}
 	cases = append(cases, badRun{[]string{"-controller", "ppo", "-policies", "/nonexistent"}, "no trained policy: /nonexistent/pred/policy.json"})
-	for _, name := range []string{"ppo", "threshold", "vrebalance", "clasp"} {
-		if !controllers.New(controllers.Options{}).Available(name) {
-			cases = append(cases, badRun{[]string{"-controller", name}, `"` + name + `" is not available yet`})
-		}
-	}
 	for _, tc := range cases {
 		args := append([]string{"run", "-trace", testTrace, "-out", out}, tc.args...)
 		code, stdout, stderr := call(t, args...)
@@ -323,7 +319,7 @@ func TestRunNamedTrace(t *testing.T) {
 
 func TestProgressBar(t *testing.T) {
 	var b bytes.Buffer
-	p := newProgress(Options{Stderr: &b, Terminal: true})
+	p := newProgress(Options{IO: command.IO{Stderr: &b, Terminal: true}})
 	p.update(1, 4)
 	p.update(4, 4)
 	p.finish()
@@ -331,7 +327,7 @@ func TestProgressBar(t *testing.T) {
 		t.Errorf("progress output %q", s)
 	}
 	b.Reset()
-	q := newProgress(Options{Stderr: &b})
+	q := newProgress(Options{IO: command.IO{Stderr: &b}})
 	q.update(1, 4)
 	q.finish()
 	if b.Len() != 0 {

@@ -3,8 +3,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"streamscale/eval/paired"
 	"streamscale/eval/report"
 	"streamscale/eval/runner"
+	"streamscale/internal/command"
 	"streamscale/traces"
 )
 
@@ -35,7 +34,7 @@ const (
 
 func pairedCmd(ctx context.Context, args []string, o Options) error {
 	start := time.Now()
-	fs := flag.NewFlagSet("paired", flag.ContinueOnError)
+	fs := command.NewFlagSet("eval paired")
 	outDir := fs.String("out", "out/paired", "output directory (created if missing)")
 	profilesF := fs.String("profiles", "pred,etl", "comma-separated profiles")
 	tracesF := fs.String("traces", "taxi,intel", "comma-separated workloads: taxi, taxi-train, intel or .csv/.parquet files")
@@ -99,67 +98,27 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 	// Controllers: parse each spec and build it once per profile × workload
 	// (a PPO policy must exist), so that a bad one fails before any run.
 	// Entries of the default list that are not available are skipped.
-	reg := controllers.New(controllers.Options{PoliciesDir: *policies})
 	ctrlSpecs, err := splitList("controllers", *ctrlF)
 	if err != nil {
 		return err
 	}
-	skipped := map[string]error{}
-	for _, s := range ctrlSpecs {
-		c, err := reg.Parse(s)
-		if err == nil {
-			err = preflight(c, plan)
-		}
-		if (errors.Is(err, controllers.ErrUnavailable) || errors.Is(err, controllers.ErrNoPolicy)) && !set["controllers"] {
-			fmt.Fprintf(o.Stderr, "%v; skipping it\n", err)
-			skipped[s] = err
-			continue
-		}
-		if err != nil {
-			return usageError{err}
-		}
-		for _, prev := range plan.Controllers {
-			if prev.String() == c.String() {
-				return usagef("eval: -controllers lists %s twice", c)
-			}
-		}
+	sel, err := controllers.New(controllers.Options{PoliciesDir: *policies}).Select(controllers.SelectOptions{
+		Specs: ctrlSpecs, SpecsGiven: set["controllers"],
+		Candidate: *candF, CandidateGiven: set["candidate"],
+		Check: func(c controllers.Spec) error { return preflight(c, plan) },
+	})
+	if err != nil {
+		return usageError(err)
+	}
+	for _, note := range sel.Notes {
+		fmt.Fprintln(o.Stderr, note)
+	}
+	for _, c := range sel.Controllers {
 		plan.Controllers = append(plan.Controllers, c)
 	}
-	if len(plan.Controllers) == 0 {
-		return usagef("eval: no available controllers in -controllers %q", *ctrlF)
-	}
-	// The candidate: -candidate if available (added to a default controller
-	// list that lacks it), else, by default, the first controller.
-	cand, err := reg.Parse(*candF)
-	if err != nil && set["candidate"] {
-		return usageError{err}
-	}
-	if err == nil {
-		for _, c := range plan.Controllers {
-			if c.String() == cand.String() {
-				plan.Candidate = c.String()
-			}
-		}
-		if _, skip := skipped[cand.String()]; plan.Candidate == "" && set["candidate"] && !set["controllers"] && !skip {
-			if err := preflight(cand, plan); err != nil {
-				return usageError{err}
-			}
-			plan.Controllers = append([]controllers.Spec{cand}, plan.Controllers...)
-			plan.Candidate = cand.String()
-		}
-	}
-	if plan.Candidate == "" {
-		if set["candidate"] {
-			if err, ok := skipped[cand.String()]; ok {
-				return usageError{err}
-			}
-			return usagef("eval: candidate %s is not among -controllers", cand)
-		}
-		plan.Candidate = plan.Controllers[0].String()
-		fmt.Fprintf(o.Stderr, "eval: candidate %s is not available; judging %s against the others instead\n", *candF, plan.Candidate)
-	}
+	plan.Candidate = sel.Candidate
 	if err := plan.Validate(); err != nil {
-		return usageError{err}
+		return usageError(err)
 	}
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		return fmt.Errorf("eval: %w", err)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"streamscale/eval/controllers"
 	"streamscale/eval/paired"
 	"streamscale/eval/report"
 )
@@ -141,14 +140,6 @@ func TestPairedBadFlags(t *testing.T) {
 		want string
 	}
 	var cases []bad
-	reg := controllers.New(controllers.Options{})
-	for _, name := range []string{"ppo", "threshold", "vrebalance", "clasp"} {
-		if !reg.Available(name) {
-			cases = append(cases,
-				bad{[]string{"-controllers", name + ",static:500", "-candidate", "static:500"}, `"` + name + `" is not available yet`},
-				bad{[]string{"-candidate", name}, `"` + name + `" is not available yet`})
-		}
-	}
 	for _, tc := range append(cases, []bad{
 		{[]string{"-profiles", "pred,foo"}, `unknown profile "foo"`},
 		{[]string{"-profiles", "pred,,etl"}, "empty entry"},

@@ -3,13 +3,13 @@ package cli
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 
 	"streamscale/eval/controllers"
 	"streamscale/eval/report"
 	"streamscale/eval/runner"
+	"streamscale/internal/command"
 	"streamscale/traces"
 )
 
@@ -46,7 +46,7 @@ type RunReport struct {
 }
 
 func runCmd(ctx context.Context, args []string, o Options) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs := command.NewFlagSet("eval run")
 	profile := fs.String("profile", "pred", "application profile: pred or etl")
 	trace := fs.String("trace", "taxi", "workload: taxi, taxi-train, intel, or a .csv/.parquet trace file")
 	dir := fs.String("traces", traces.DefaultDir(), "trace data directory (env STREAMSCALE_TRACES)")
@@ -75,7 +75,7 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 	}
 	spec, err := controllers.New(controllers.Options{PoliciesDir: *policies}).Parse(*ctrl)
 	if err != nil {
-		return usageError{err}
+		return usageError(err)
 	}
 	tr, err := loadTrace(*trace, *dir, *mult, *seed, o)
 	if err != nil {
@@ -89,10 +89,10 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 	// The edge scenario: Check derives a horizontal controller's own.
 	sc, err := runner.Scenario(runner.Spec{Profile: rs.Profile, Workload: rs.Workload, PlacementSeed: rs.PlacementSeed, Steps: rs.Steps})
 	if err != nil {
-		return usageError{err}
+		return usageError(err)
 	}
 	if err := spec.Check(sc); err != nil { // e.g. a missing PPO policy
-		return usageError{err}
+		return usageError(err)
 	}
 	res, err := runner.Run(ctx, rs)
 	if err != nil {

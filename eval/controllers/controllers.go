@@ -9,12 +9,7 @@ import (
 
 	"streamscale/agents"
 	"streamscale/env"
-	"streamscale/eval/claspexp"
 )
-
-// ErrUnavailable is wrapped by Parse's error for a controller the registry
-// knows whose implementation is not available yet.
-var ErrUnavailable = errors.New("not available yet")
 
 // Options configures the registry.
 type Options struct {
@@ -28,14 +23,14 @@ type Options struct {
 //
 // A spec is one of two kinds. Vertical controllers (static, threshold,
 // vrebalance, ppo) set per-task CPU on the edge scenario and are fed the
-// observation (agents.Controller, built by New). Horizontal controllers
-// (clasp) re-plan replicas on a scenario of their own, derived from the
-// edge scenario by Scenario, and are fed the step's env.Info
-// (claspexp.HorizontalController, built by NewHorizontal).
+// observation (agents.Controller). Horizontal controllers (clasp) re-plan
+// replicas on a scenario of their own, derived from the edge scenario by
+// Scenario, and are fed the step's env.Info (agents.HorizontalController).
+// Build returns either as an agents.Actor.
 type Spec struct {
 	spec      string
 	build     func(scenario env.Config) (agents.Controller, error)
-	buildInfo func(scenario env.Config) (claspexp.HorizontalController, error)
+	buildInfo func(scenario env.Config) (agents.HorizontalController, error)
 	scenario  func(base env.Config) (env.Config, error)
 }
 
@@ -43,7 +38,7 @@ type Spec struct {
 func (s Spec) String() string { return s.spec }
 
 // Horizontal reports whether the controller re-plans replicas and is fed
-// the step's Info (build it with NewHorizontal).
+// the step's Info (agents.HorizontalController).
 func (s Spec) Horizontal() bool { return s.buildInfo != nil }
 
 // Scenario returns the scenario the controller runs on, given the edge
@@ -60,36 +55,24 @@ func (s Spec) Scenario(base env.Config) (env.Config, error) {
 	return sc, nil
 }
 
-// New builds a fresh observation-fed controller for scenario. It fails
-// for a horizontal spec.
-func (s Spec) New(scenario env.Config) (agents.Controller, error) {
-	if s.build == nil {
-		if s.buildInfo != nil {
-			return nil, fmt.Errorf("eval: controller %s is fed the step's Info; build it with NewHorizontal", s.spec)
+// Build returns a fresh controller of either kind for scenario (which
+// must come from Scenario), as the episode loop drives it.
+func (s Spec) Build(scenario env.Config) (agents.Actor, error) {
+	switch {
+	case s.build != nil:
+		c, err := s.build(scenario)
+		if err != nil {
+			return agents.Actor{}, fmt.Errorf("eval: controller %s: %w", s.spec, err)
 		}
-		return nil, errors.New("eval: zero controller spec")
-	}
-	c, err := s.build(scenario)
-	if err != nil {
-		return nil, fmt.Errorf("eval: controller %s: %w", s.spec, err)
-	}
-	return c, nil
-}
-
-// NewHorizontal builds a fresh Info-fed controller for scenario (which
-// must come from Scenario). It fails for a vertical spec.
-func (s Spec) NewHorizontal(scenario env.Config) (claspexp.HorizontalController, error) {
-	if s.buildInfo == nil {
-		if s.build != nil {
-			return nil, fmt.Errorf("eval: controller %s is fed the observation; build it with New", s.spec)
+		return agents.Vertical(c), nil
+	case s.buildInfo != nil:
+		c, err := s.buildInfo(scenario)
+		if err != nil {
+			return agents.Actor{}, fmt.Errorf("eval: controller %s: %w", s.spec, err)
 		}
-		return nil, errors.New("eval: zero controller spec")
+		return agents.Horizontal(c), nil
 	}
-	c, err := s.buildInfo(scenario)
-	if err != nil {
-		return nil, fmt.Errorf("eval: controller %s: %w", s.spec, err)
-	}
-	return c, nil
+	return agents.Actor{}, errors.New("eval: zero controller spec")
 }
 
 // Check builds the controller of either kind for the edge scenario base
@@ -100,17 +83,13 @@ func (s Spec) Check(base env.Config) error {
 	if err != nil {
 		return err
 	}
-	if s.Horizontal() {
-		_, err = s.NewHorizontal(sc)
-	} else {
-		_, err = s.New(sc)
-	}
+	_, err = s.Build(sc)
 	return err
 }
 
 // entry is one kind of controller. parse validates the argument after the
 // colon (empty when there is none) and returns the spec with its canonical
-// string and constructors; nil parse means the kind is not available yet.
+// string and constructors.
 type entry struct {
 	name  string
 	usage string
@@ -123,8 +102,7 @@ type Registry struct {
 	entries []entry // in documentation order
 }
 
-// New returns the registry of every controller kind, with those whose
-// implementation exists wired in.
+// New returns the registry of every controller kind.
 func New(opts Options) *Registry {
 	return &Registry{opts: opts, entries: []entry{
 		{name: "ppo", usage: "ppo[:DIR]", parse: ppoParser()},
@@ -136,7 +114,7 @@ func New(opts Options) *Registry {
 }
 
 // Kinds lists the usage form of every controller kind the registry knows,
-// available or not, in a fixed order.
+// in a fixed order.
 func (r *Registry) Kinds() []string {
 	out := make([]string, len(r.entries))
 	for i, e := range r.entries {
@@ -145,28 +123,13 @@ func (r *Registry) Kinds() []string {
 	return out
 }
 
-// Available reports whether the controller kind name ("ppo", "static", …)
-// has an implementation.
-func (r *Registry) Available(name string) bool {
-	for _, e := range r.entries {
-		if e.name == name {
-			return e.parse != nil
-		}
-	}
-	return false
-}
-
-// Parse parses a spec string. It fails for an unknown name, a malformed
-// argument, and (wrapping ErrUnavailable) a controller that is not
-// available yet.
+// Parse parses a spec string. It fails for an unknown name or a malformed
+// argument.
 func (r *Registry) Parse(spec string) (Spec, error) {
 	name, arg, hasArg := strings.Cut(strings.TrimSpace(spec), ":")
 	for _, e := range r.entries {
 		if e.name != name {
 			continue
-		}
-		if e.parse == nil {
-			return Spec{}, fmt.Errorf("eval: controller %q is %w", spec, ErrUnavailable)
 		}
 		if hasArg && arg == "" {
 			return Spec{}, fmt.Errorf("eval: controller %q: empty argument after ':' (want %s)", spec, e.usage)
@@ -201,4 +164,96 @@ func noArg(name string, s Spec) func(string, Options) (Spec, error) {
 		}
 		return s, nil
 	}
+}
+
+// Selection is the controllers an evaluation runs and its candidate.
+type Selection struct {
+	Controllers []Spec
+	Candidate   string // canonical spec of the candidate; one of Controllers
+	// Notes say, one line each, which listed controllers were skipped and
+	// why, and whether the candidate was replaced.
+	Notes []string
+}
+
+// SelectOptions are the inputs of Select.
+type SelectOptions struct {
+	Specs []string // the controller list, in order
+	// SpecsGiven: the list was given by the user (else it is a default
+	// list, whose entries that cannot run here, such as a PPO policy not
+	// trained yet, are skipped with a note instead of failing).
+	SpecsGiven bool
+	Candidate  string // the candidate's spec
+	// CandidateGiven: the candidate was given by the user (else, if it
+	// cannot run, the first controller is judged against the others).
+	CandidateGiven bool
+	// Check builds a spec for every scenario of the evaluation and
+	// discards it (nil: no check).
+	Check func(Spec) error
+}
+
+// Select parses and checks an evaluation's controllers and picks its
+// candidate: a given candidate missing from a default list is put first;
+// a default candidate that cannot run gives way to the first controller.
+// Errors are the user's (bad, duplicated or unrunnable specs).
+func (r *Registry) Select(o SelectOptions) (Selection, error) {
+	var sel Selection
+	check := func(s Spec) error {
+		if o.Check == nil {
+			return nil
+		}
+		return o.Check(s)
+	}
+	skipped := map[string]error{}
+	for _, spec := range o.Specs {
+		c, err := r.Parse(spec)
+		if err == nil {
+			err = check(c)
+		}
+		if errors.Is(err, ErrNoPolicy) && !o.SpecsGiven {
+			sel.Notes = append(sel.Notes, fmt.Sprintf("%v; skipping it", err))
+			skipped[spec] = err
+			continue
+		}
+		if err != nil {
+			return Selection{}, err
+		}
+		for _, prev := range sel.Controllers {
+			if prev.String() == c.String() {
+				return Selection{}, fmt.Errorf("eval: -controllers lists %s twice", c)
+			}
+		}
+		sel.Controllers = append(sel.Controllers, c)
+	}
+	if len(sel.Controllers) == 0 {
+		return Selection{}, fmt.Errorf("eval: no available controllers in -controllers %q", strings.Join(o.Specs, ","))
+	}
+	cand, err := r.Parse(o.Candidate)
+	if err != nil && o.CandidateGiven {
+		return Selection{}, err
+	}
+	if err == nil {
+		for _, c := range sel.Controllers {
+			if c.String() == cand.String() {
+				sel.Candidate = c.String()
+			}
+		}
+		if _, skip := skipped[cand.String()]; sel.Candidate == "" && o.CandidateGiven && !o.SpecsGiven && !skip {
+			if err := check(cand); err != nil {
+				return Selection{}, err
+			}
+			sel.Controllers = append([]Spec{cand}, sel.Controllers...)
+			sel.Candidate = cand.String()
+		}
+	}
+	if sel.Candidate == "" {
+		if o.CandidateGiven {
+			if err, ok := skipped[cand.String()]; ok {
+				return Selection{}, err
+			}
+			return Selection{}, fmt.Errorf("eval: candidate %s is not among -controllers", cand)
+		}
+		sel.Candidate = sel.Controllers[0].String()
+		sel.Notes = append(sel.Notes, fmt.Sprintf("eval: candidate %s is not available; judging %s against the others instead", o.Candidate, sel.Candidate))
+	}
+	return sel, nil
 }

@@ -63,17 +63,6 @@ func TestParse(t *testing.T) {
 			t.Errorf("Parse(%q) error %v, want one containing %q", tc.spec, err, tc.err)
 		}
 	}
-	if !reg.Available("static") || !reg.Available("clasp") || reg.Available("nope") {
-		t.Error("Available is wrong")
-	}
-	// A kind without an implementation parses to ErrUnavailable.
-	reg.entries = append(reg.entries, entry{name: "future", usage: "future"})
-	if _, err := reg.Parse("future"); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), `"future" is not available yet`) {
-		t.Errorf("future: %v does not wrap ErrUnavailable", err)
-	}
-	if reg.Available("future") {
-		t.Error("an unavailable kind is available")
-	}
 }
 
 // TestHorizontalSpec checks that clasp runs on the horizontal counterpart
@@ -96,17 +85,14 @@ func TestHorizontalSpec(t *testing.T) {
 	if !sc.SharedCPU || sc.Requests.BetaUS != 275 || len(sc.Replicas) != len(base.App.Tasks) || sc.Replicas[3][0].Server != base.Placement[3] {
 		t.Errorf("clasp scenario: shared %v, requests %+v, replicas %v", sc.SharedCPU, sc.Requests, sc.Replicas)
 	}
-	h, err := c.NewHorizontal(sc)
-	if err != nil || h == nil {
-		t.Fatalf("NewHorizontal: %v", err)
+	h, err := c.Build(sc)
+	if err != nil || h.HorizontalController() == nil || h.Controller() != nil {
+		t.Fatalf("Build: %+v, %v", h, err)
 	}
 	if err := c.Check(base); err != nil {
 		t.Errorf("Check: %v", err)
 	}
-	if _, err := c.New(sc); err == nil || !strings.Contains(err.Error(), "clasp is fed the step's Info") {
-		t.Errorf("New(clasp): %v", err)
-	}
-	if _, err := c.NewHorizontal(base); err == nil || !strings.Contains(err.Error(), "shared-CPU scenario") {
+	if _, err := c.Build(base); err == nil || !strings.Contains(err.Error(), "shared-CPU scenario") {
 		t.Errorf("clasp on the edge scenario: %v", err)
 	}
 	if _, err := c.Scenario(sc); err == nil || !strings.Contains(err.Error(), "already horizontal") {
@@ -119,11 +105,11 @@ func TestHorizontalSpec(t *testing.T) {
 	if got, err := v.Scenario(base); err != nil || got.SharedCPU || got.Replicas != nil {
 		t.Errorf("threshold scenario changed: %v", err)
 	}
-	if _, err := v.NewHorizontal(base); err == nil || !strings.Contains(err.Error(), "threshold is fed the observation") {
-		t.Errorf("NewHorizontal(threshold): %v", err)
+	if a, err := v.Build(base); err != nil || a.Controller() == nil || a.IsHorizontal() {
+		t.Errorf("Build(threshold): %+v, %v", a, err)
 	}
 	var zero Spec
-	if _, err := zero.NewHorizontal(base); err == nil {
+	if _, err := zero.Build(base); err == nil {
 		t.Error("zero Spec built a horizontal controller")
 	}
 	if got, err := zero.Scenario(base); err != nil || got.SharedCPU {
@@ -140,7 +126,8 @@ func TestNewBuildsEachKind(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c, err := s.New(sc)
+			built, err := s.Build(sc)
+			c := built.Controller()
 			if err != nil {
 				t.Fatalf("%s on %s: %v", spec, profile, err)
 			}
@@ -152,22 +139,23 @@ func TestNewBuildsEachKind(t *testing.T) {
 				t.Fatal(err)
 			}
 			obs, _, _ := e.Reset(1)
-			a, err := c.Act(obs)
+			act, err := c.Act(obs)
 			if err != nil {
 				t.Fatalf("%s: %v", spec, err)
 			}
-			if err := e.ValidateAction(a); err != nil {
+			if err := e.ValidateAction(act); err != nil {
 				t.Errorf("%s: invalid action: %v", spec, err)
 			}
 		}
 	}
 	s, _ := reg.Parse("static:1500")
-	c, _ := s.New(scenario(t, "pred"))
+	a, _ := s.Build(scenario(t, "pred"))
+	c := a.Controller()
 	if st, ok := c.(*agents.Static); !ok || st.Millicores() != 1500 {
 		t.Errorf("static:1500 built %T", c)
 	}
 	var zero Spec
-	if _, err := zero.New(scenario(t, "pred")); err == nil {
+	if _, err := zero.Build(scenario(t, "pred")); err == nil {
 		t.Error("zero Spec built a controller")
 	}
 }
@@ -180,7 +168,7 @@ func TestPPOMissingPolicy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = s.New(scenario(t, "etl"))
+		_, err = s.Build(scenario(t, "etl"))
 		if !errors.Is(err, ErrNoPolicy) || !strings.Contains(err.Error(), "policy.json") {
 			t.Errorf("%s: %v, want ErrNoPolicy naming the file", spec, err)
 		}

@@ -9,10 +9,9 @@ import (
 	"sync"
 
 	"streamscale/agents"
+	"streamscale/agents/horizontal"
 	"streamscale/agents/vrebalance"
 	"streamscale/env"
-	"streamscale/eval/claspexp"
-	"streamscale/eval/horizontal"
 	"streamscale/ppo"
 )
 
@@ -49,8 +48,8 @@ func vrebalanceParser() func(string, Options) (Spec, error) {
 func claspParser() func(string, Options) (Spec, error) {
 	return noArg("clasp", Spec{
 		scenario: horizontal.Scenario,
-		buildInfo: func(sc env.Config) (claspexp.HorizontalController, error) {
-			return horizontal.New(sc)
+		buildInfo: func(sc env.Config) (agents.HorizontalController, error) {
+			return horizontal.NewEdge(sc)
 		},
 	})
 }
@@ -79,11 +78,7 @@ func ppoParser() func(string, Options) (Spec, error) {
 			if card.Profile != "" && card.Profile != profile {
 				return nil, fmt.Errorf("policy in %s was trained on profile %q, scenario is %q", dirOf(profile), card.Profile, profile)
 			}
-			e, err := env.New(sc)
-			if err != nil {
-				return nil, err
-			}
-			return ppo.NewController(p, e.Spaces())
+			return ppo.NewController(p, sc.Spaces())
 		}}, nil
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"math"
 	"strconv"
 
-	"streamscale/env"
 	"streamscale/eval/runner"
 	"streamscale/eval/stats"
+	"streamscale/rng"
 )
 
 // Num is a float64 that encodes NaN and ±Inf as JSON null.
@@ -243,7 +243,7 @@ func active(s runner.Summary) float64     { return s.MeanActiveServers }
 // stream, or NaNs when it is undefined.
 func bootstrap(x []float64, ok bool, seed uint64, stream string) stats.CI {
 	if ok {
-		if ci, ok := stats.BootstrapMean(x, Resamples, Level, env.NewSource(seed, stream)); ok {
+		if ci, ok := stats.BootstrapMean(x, Resamples, Level, rng.Source(seed, stream)); ok {
 			return ci
 		}
 	}
@@ -255,7 +255,7 @@ func bootstrap(x []float64, ok bool, seed uint64, stream string) stats.CI {
 }
 
 func controllerStats(seed uint64, prof, trace, ctrl string, placements []uint64, col func(int, func(runner.Summary) float64) []float64, c int) ControllerStats {
-	stream := "eval/bootstrap/" + prof + "/" + trace + "/" + ctrl
+	stream := rng.EvalBootstrap + prof + "/" + trace + "/" + ctrl
 	v, l, u, t := col(c, violation), col(c, p95), col(c, cpu), col(c, throughput)
 	off, rew := col(c, func(s runner.Summary) float64 { return s.MeanOffered }), col(c, func(s runner.Summary) float64 { return s.MeanReward })
 	vc, lc, uc, tc := bootstrap(v, true, seed, stream), bootstrap(l, true, seed, stream), bootstrap(u, true, seed, stream), bootstrap(t, true, seed, stream)
@@ -288,7 +288,7 @@ func estimate(metric, unit string, ci stats.CI) Estimate {
 func defined(ci stats.CI) bool { return !math.IsNaN(ci.Lo) && !math.IsNaN(ci.Hi) }
 
 func compare(seed uint64, prof, trace, cand, base string, col func(int, func(runner.Summary) float64) []float64, a, b int) Comparison {
-	stream := "eval/bootstrap/" + prof + "/" + trace + "/" + cand + "/" + base
+	stream := rng.EvalBootstrap + prof + "/" + trace + "/" + cand + "/" + base
 	dv, okv := stats.Diff(col(a, violation), col(b, violation))
 	for i := range dv {
 		dv[i] *= 100 // percentage points

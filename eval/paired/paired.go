@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"streamscale/env"
-	"streamscale/eval/controllers"
 	"streamscale/eval/runner"
+	"streamscale/rng"
 )
 
 // DefaultPlacements are the evaluation's placement seeds, disjoint from the
@@ -39,7 +39,7 @@ type Plan struct {
 	Profiles    []string
 	Workloads   []Workload
 	Placements  []uint64
-	Controllers []controllers.Spec
+	Controllers []runner.Factory
 	Candidate   string  // canonical spec of the candidate; one of Controllers
 	Seed        uint64  // root seed
 	Steps       int     // intervals per run; 0 = the workload's length
@@ -77,7 +77,7 @@ func (p Plan) Validate() error {
 
 // EpisodeSeed is the episode seed of a cell, shared by its controllers.
 func EpisodeSeed(root uint64, profile, trace string, placement uint64) uint64 {
-	return env.NewStream(root, "eval/episode/"+profile+"/"+trace+"/"+strconv.FormatUint(placement, 10)).Uint64()
+	return rng.Derive(root, rng.EvalEpisode+profile+"/"+trace+"/"+strconv.FormatUint(placement, 10))
 }
 
 // Specs lists the runs of the plan in cell order.

@@ -17,10 +17,10 @@ type flat float64
 func (f flat) Len() int         { return 100 }
 func (f flat) Rate(int) float64 { return float64(f) }
 
-func specs(t *testing.T, names ...string) []controllers.Spec {
+func specs(t *testing.T, names ...string) []runner.Factory {
 	t.Helper()
 	reg := controllers.New(controllers.Options{})
-	var out []controllers.Spec
+	var out []runner.Factory
 	for _, n := range names {
 		s, err := reg.Parse(n)
 		if err != nil {

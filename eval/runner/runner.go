@@ -12,19 +12,33 @@ import (
 
 	"streamscale/agents"
 	"streamscale/env"
-	"streamscale/eval/claspexp"
-	"streamscale/eval/controllers"
 )
 
 // Spec is one episode to run.
 type Spec struct {
-	Profile       string           // application profile, "pred" or "etl"
-	TraceName     string           // label of Workload, recorded in the result
-	Workload      env.Workload     // arrival rates; read only
-	PlacementSeed uint64           // seed of the random task placement
-	Seed          uint64           // episode seed, given to the env's and the controller's Reset
-	Steps         int              // intervals to run; 0 means Workload.Len()
-	Controller    controllers.Spec // controller to build for the scenario
+	Profile       string       // application profile, "pred" or "etl"
+	TraceName     string       // label of Workload, recorded in the result
+	Workload      env.Workload // arrival rates; read only
+	PlacementSeed uint64       // seed of the random task placement
+	Seed          uint64       // episode seed, given to the env's and the controller's Reset
+	Steps         int          // intervals to run; 0 means Workload.Len()
+	Controller    Factory      // controller to build for the scenario
+}
+
+// Factory builds a controller for a scenario: what the runner needs of a
+// controller spec (eval/controllers' registry returns them; tests may
+// write their own).
+type Factory interface {
+	// String is the canonical spec recorded in results, e.g. "static:2000".
+	String() string
+	// Horizontal reports whether the controller re-plans replicas on a
+	// horizontal scenario of its own.
+	Horizontal() bool
+	// Scenario returns the scenario the controller runs on, given the
+	// edge scenario base.
+	Scenario(base env.Config) (env.Config, error)
+	// Build returns a fresh controller for scenario (from Scenario).
+	Build(scenario env.Config) (agents.Actor, error)
 }
 
 // Interval is what one one-second interval recorded.
@@ -85,7 +99,8 @@ type Result struct {
 
 // Scenario builds the env configuration a Spec runs: the edge scenario of
 // its profile, placement seed and workload, or, for a horizontal
-// controller, that scenario's horizontal counterpart (Controller.Scenario).
+// controller, that scenario's horizontal counterpart (Controller.Scenario;
+// without a Controller, the edge scenario).
 func Scenario(s Spec) (env.Config, error) {
 	if s.Workload == nil {
 		return env.Config{}, errors.New("eval: no workload")
@@ -98,15 +113,14 @@ func Scenario(s Spec) (env.Config, error) {
 		return env.Config{}, fmt.Errorf("eval: %w", err)
 	}
 	cfg.Steps = s.Steps
+	if s.Controller == nil { // the edge scenario itself
+		return cfg, nil
+	}
 	return s.Controller.Scenario(cfg)
 }
 
-// Run runs the episode s describes. It checks ctx every 256 intervals.
-//
-// A vertical controller acts on the observation of Reset and of each step;
-// a horizontal one on the Info of Reset (with OfferedRate set to the first
-// step's input rate, the rate a planner at the ingress sees) and of each
-// step, at time t seconds.
+// Run runs the episode s describes through agents.RunEpisode (which
+// checks ctx every 256 intervals).
 func Run(ctx context.Context, s Spec) (Result, error) {
 	cfg, err := Scenario(s)
 	if err != nil {
@@ -117,7 +131,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return Result{}, fmt.Errorf("eval: %s placement %d: %w", s.Profile, s.PlacementSeed, err)
 	}
 	cfg = e.Config()
-	ctrl, err := newStepper(s.Controller, cfg)
+	ctrl, err := s.Controller.Build(cfg)
 	if err != nil {
 		return Result{}, err
 	}
@@ -133,55 +147,34 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	for _, t := range cfg.App.Tasks {
 		res.Tasks = append(res.Tasks, t.Name)
 	}
-	obs, info, err := e.Reset(s.Seed)
-	if err != nil {
-		return Result{}, fmt.Errorf("eval: reset: %w", err)
-	}
-	if err := ctrl.reset(s.Seed); err != nil {
-		return Result{}, fmt.Errorf("eval: controller %s: reset: %w", res.Controller, err)
-	}
-	// As the simulator does, a negative or non-finite rate counts as 0.
-	if r := cfg.Workload.Rate(cfg.StartOffset % cfg.Workload.Len()); r >= 0 && !math.IsInf(r, 0) {
-		info.OfferedRate = r
-	}
-	plan := cfg.ReplicaPlan()
 	n := e.NumTasks()
 	res.Intervals = make([]Interval, 0, cfg.Steps)
 	// One backing array per slice kind keeps the allocations few.
 	applied := make([]float64, cfg.Steps*n)
 	queue := make([]float64, cfg.Steps*n)
-	for t := 0; t < cfg.Steps; t++ {
-		if t%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return Result{}, fmt.Errorf("eval: interval %d: %w", t, err)
-			}
-		}
-		a, err := ctrl.act(t, obs, info)
-		if err != nil {
-			return Result{}, fmt.Errorf("eval: controller %s: interval %d: %w", res.Controller, t, err)
-		}
-		var truncated bool
-		obs, _, _, truncated, info, err = e.StepAction(a)
-		if err != nil {
-			return Result{}, fmt.Errorf("eval: controller %s: interval %d: %w", res.Controller, t, err)
-		}
-		if a.Replicas != nil {
-			plan = env.ClonePlan(a.Replicas)
+	err = agents.RunEpisode(ctx, e, ctrl, s.Seed, func(st *agents.Step) error {
+		t, info := st.T, &st.Info
+		if t >= cfg.Steps {
+			return fmt.Errorf("eval: episode longer than %d intervals", cfg.Steps)
 		}
 		iv := Interval{
 			Step: info.Step, Offered: info.OfferedRate, Throughput: info.Throughput, SinkEvents: info.SinkEvents,
 			P95MS: info.P95MS, MeanMS: info.MeanMS, Violated: info.Violated, TotalCPU: info.TotalCPU,
 			InFlight: info.InFlight, Reward: info.Reward,
 			Applied: applied[t*n : (t+1)*n : (t+1)*n], Queue: queue[t*n : (t+1)*n : (t+1)*n],
-			Replanned: a.Replicas != nil, OverCapacity: ctrl.overCapacity(),
+			Replanned: st.Action.Replicas != nil, OverCapacity: st.OverCapacity,
 		}
-		iv.ReservedCPU, iv.ActiveServers = Footprint(cfg.Servers, cfg.SharedCPU, plan, info.Applied)
+		iv.ReservedCPU, iv.ActiveServers = Footprint(cfg.Servers, cfg.SharedCPU, info.Plan, info.Applied)
 		copy(iv.Applied, info.Applied)
 		copy(iv.Queue, info.Queue)
 		res.Intervals = append(res.Intervals, iv)
-		if truncated && t != cfg.Steps-1 {
-			return Result{}, fmt.Errorf("eval: episode truncated after %d of %d intervals", t+1, cfg.Steps)
-		}
+		return nil
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("eval: controller %s: %w", res.Controller, err)
+	}
+	if len(res.Intervals) != cfg.Steps {
+		return Result{}, fmt.Errorf("eval: episode truncated after %d of %d intervals", len(res.Intervals), cfg.Steps)
 	}
 	res.Summary = Summarize(res.Intervals)
 	res.TrajectorySHA256 = TrajectoryHash(res.Intervals)
@@ -222,54 +215,6 @@ func Footprint(servers []env.Server, shared bool, plan [][]env.Replica, applied 
 		}
 	}
 	return reservedMC, active
-}
-
-// stepper is a controller of either kind as the episode loop drives it.
-type stepper interface {
-	reset(seed uint64) error
-	act(t int, obs env.Observation, info env.Info) (env.Action, error)
-	overCapacity() bool
-}
-
-func newStepper(c controllers.Spec, scenario env.Config) (stepper, error) {
-	if c.Horizontal() {
-		h, err := c.NewHorizontal(scenario)
-		if err != nil {
-			return nil, err
-		}
-		return infoFed{h}, nil
-	}
-	v, err := c.New(scenario)
-	if err != nil {
-		return nil, err
-	}
-	return obsFed{v}, nil
-}
-
-// obsFed drives an agents.Controller with the observation.
-type obsFed struct{ c agents.Controller }
-
-func (f obsFed) reset(seed uint64) error { return f.c.Reset(seed) }
-func (f obsFed) act(_ int, obs env.Observation, _ env.Info) (env.Action, error) {
-	return f.c.Act(obs)
-}
-func (obsFed) overCapacity() bool { return false }
-
-// infoFed drives a horizontal controller with the step's Info at time t
-// seconds.
-type infoFed struct {
-	c claspexp.HorizontalController
-}
-
-func (f infoFed) reset(seed uint64) error { return f.c.Reset(seed) }
-func (f infoFed) act(t int, _ env.Observation, info env.Info) (env.Action, error) {
-	return f.c.Act(float64(t), info)
-}
-
-// overCapacity asks controllers that report it (horizontal.Controller).
-func (f infoFed) overCapacity() bool {
-	r, ok := f.c.(interface{ OverCapacity() bool })
-	return ok && r.OverCapacity()
 }
 
 // Summarize returns the means of intervals, summed in order. An empty

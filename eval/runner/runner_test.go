@@ -37,7 +37,8 @@ func TestRunMatchesManualLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := s.Controller.New(e.Config())
+	a, _ := s.Controller.Build(e.Config())
+	c := a.Controller()
 	obs, _, _ := e.Reset(s.Seed)
 	c.Reset(s.Seed)
 	var p95, cpu, thr, rew float64
@@ -49,7 +50,11 @@ func TestRunMatchesManualLoop(t *testing.T) {
 		}
 		var info env.Info
 		var r float64
-		obs, r, _, _, info, err = e.StepAction(a)
+		var sr env.StepResult
+		sr, err = e.Step(a)
+		obs = sr.Obs
+		r = sr.Reward
+		info = sr.Info
 		if err != nil {
 			t.Fatal(err)
 		}

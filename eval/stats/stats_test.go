@@ -4,15 +4,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"streamscale/rng"
 	"testing"
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
-
-	"streamscale/env"
 )
 
-func src(name string) rand.Source { return env.NewSource(1, name) }
+func src(name string) rand.Source { return rng.Source(1, name) }
 
 func TestBootstrapConstantIsDegenerate(t *testing.T) {
 	for _, c := range []float64{0, 0.1, -3.7, 1e6} {
@@ -66,7 +65,7 @@ func TestBootstrapCoverage(t *testing.T) {
 		for j := range x {
 			x[j] = r.Float64()*2 - 1 // uniform on [−1, 1], mean 0
 		}
-		ci, ok := BootstrapMean(x, 2000, 0.95, env.NewSource(uint64(i), "test/coverage/boot"))
+		ci, ok := BootstrapMean(x, 2000, 0.95, rng.Source(uint64(i), "test/coverage/boot"))
 		if !ok {
 			t.Fatal("not ok")
 		}
@@ -111,7 +110,7 @@ func TestBootstrapDeterminism(t *testing.T) {
 	if a != b {
 		t.Errorf("same stream gave %+v and %+v", a, b)
 	}
-	c, _ := BootstrapMean(x, 10000, 0.95, env.NewSource(2, "eval/bootstrap"))
+	c, _ := BootstrapMean(x, 10000, 0.95, rng.Source(2, "eval/bootstrap"))
 	if a == c {
 		t.Errorf("different seeds gave the same interval %+v", a)
 	}

@@ -80,7 +80,11 @@ func (simulator) DevReward(c agents.Controller, profile string, seed uint64) (fl
 			if err != nil {
 				return 0, err
 			}
-			o, r, term, trunc, _, err := e.StepAction(a)
+			sr, err := e.Step(a)
+			o := sr.Obs
+			r := sr.Reward
+			term := sr.Terminated
+			trunc := sr.Truncated
 			if err != nil {
 				return 0, err
 			}

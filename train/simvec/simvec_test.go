@@ -50,7 +50,9 @@ func TestFlattenAndAutoreset(t *testing.T) {
 		if err := v.Step(acts, r); err != nil {
 			t.Fatal(err)
 		}
-		last, _, _, _, _, _ = ref.Step(acts[6:])
+		var sr env.StepResult
+		sr, _ = ref.Step(env.Action{Choices: acts[6:]})
+		last = sr.Obs
 	}
 	if !r.Truncated[0] || !r.Truncated[1] || len(r.Episodes) != 2 || r.Episodes[1].Length != 3 {
 		t.Fatalf("truncation not reported: %+v", r)

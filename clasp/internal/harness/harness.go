@@ -2,11 +2,11 @@ package harness
 
 import (
 	"fmt"
-	"hash/fnv"
 	"math"
 	"math/rand/v2"
 
 	"streamscale/clasp"
+	"streamscale/rng"
 )
 
 // Cluster is the fluid model of workers executing a plan.
@@ -45,9 +45,7 @@ func New(app clasp.App, truth clasp.CostModel, seed uint64, noise float64) (*Clu
 	if !(truth.Budget > 0) || truth.Alpha < 0 || truth.Beta < 0 || truth.Gamma < 0 || !(noise >= 0) {
 		return nil, fmt.Errorf("harness: bad truth %+v or noise %v", truth, noise)
 	}
-	h := fnv.New64a()
-	h.Write([]byte("clasp/harness/noise"))
-	c := &Cluster{App: app, True: truth, Bandwidth: 125e6, Noise: noise, rng: rand.New(rand.NewPCG(seed, h.Sum64()^0x9e3779b97f4a7c15))}
+	c := &Cluster{App: app, True: truth, Bandwidth: 125e6, Noise: noise, rng: rng.New(seed, rng.ClaspHarnessNoise)}
 	for _, o := range app.Operators {
 		c.ExecUS = append(c.ExecUS, o.ExecUS)
 	}

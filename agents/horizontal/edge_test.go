@@ -1,14 +1,15 @@
 package horizontal
 
 import (
+	"context"
 	"math"
 	"reflect"
 	"strings"
 	"testing"
 
+	"streamscale/agents"
 	"streamscale/clasp"
 	"streamscale/env"
-	"streamscale/eval/claspexp"
 )
 
 func TestClaspApp(t *testing.T) {
@@ -194,31 +195,30 @@ func TestScenario(t *testing.T) {
 
 // run plays cfg with a fresh controller and returns it, every action and
 // every step's Info summary.
-func run(t *testing.T, cfg env.Config) (*Controller, []env.Action, []claspexp.StepRecord) {
+// stepRecord is what run keeps of a step.
+type stepRecord struct{ Throughput, P95MS float64 }
+
+func run(t *testing.T, cfg env.Config) (*Adapter, []env.Action, []stepRecord) {
 	t.Helper()
-	c, err := New(cfg)
+	c, err := NewEdge(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := env.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var acts []env.Action
-	rec := &recorder{c: c, acts: &acts}
-	recs, err := claspexp.Run(cfg, rec, 1, nil)
+	var recs []stepRecord
+	err = agents.RunEpisode(context.Background(), e, agents.Horizontal(c), 1, func(s *agents.Step) error {
+		acts = append(acts, s.Action)
+		recs = append(recs, stepRecord{s.Info.Throughput, s.Info.P95MS})
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c, acts, recs
-}
-
-type recorder struct {
-	c    *Controller
-	acts *[]env.Action
-}
-
-func (r *recorder) Reset(seed uint64) error { return r.c.Reset(seed) }
-func (r *recorder) Act(now float64, info env.Info) (env.Action, error) {
-	a, err := r.c.Act(now, info)
-	*r.acts = append(*r.acts, a)
-	return a, err
 }
 
 func servers(plan [][]env.Replica) map[int]bool {
@@ -269,7 +269,7 @@ func TestControllerDeploysOnLargestServer(t *testing.T) {
 func TestControllerBeyondCluster(t *testing.T) {
 	const hiSteps, n = 3, 80
 	cfg := edgeScenario(t, "etl", stepRate{hi: 60000, lo: 2000, at: hiSteps, n: n})
-	c, err := New(cfg)
+	c, err := NewEdge(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,6 @@ func TestControllerBeyondCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, info, _ := e.Reset(1)
-	info.OfferedRate = 60000
 	c.Reset(1)
 	var acts []env.Action
 	var over []bool
@@ -288,9 +287,11 @@ func TestControllerBeyondCluster(t *testing.T) {
 			t.Fatalf("step %d: %v", s, err)
 		}
 		acts, over = append(acts, a), append(over, c.OverCapacity())
-		if _, _, _, _, info, err = e.StepAction(a); err != nil {
+		var sr env.StepResult
+		if sr, err = e.Step(a); err != nil {
 			t.Fatalf("step %d: %v", s, err)
 		}
+		info = sr.Info
 	}
 	if on := servers(acts[0].Replicas); len(on) != 7 || !over[0] {
 		t.Fatalf("first plan on %d servers (over capacity %v), want all 7", len(on), over[0])
@@ -337,16 +338,16 @@ func TestControllerDeterministic(t *testing.T) {
 
 func TestNewErrors(t *testing.T) {
 	base, _ := env.Scenario("pred", 101, stepRate{hi: 1, lo: 1, n: 5})
-	if _, err := New(base); err == nil || !strings.Contains(err.Error(), "shared-CPU scenario") {
+	if _, err := NewEdge(base); err == nil || !strings.Contains(err.Error(), "shared-CPU scenario") {
 		t.Errorf("edge scenario: %v", err)
 	}
 	cfg := edgeScenario(t, "pred", stepRate{hi: 1, lo: 1, n: 5})
 	cfg.Servers = nil
-	if _, err := New(cfg); err == nil {
+	if _, err := NewEdge(cfg); err == nil {
 		t.Error("no servers accepted")
 	}
 	cfg = edgeScenario(t, "pred", stepRate{hi: 1, lo: 1, n: 5})
-	c, err := New(cfg)
+	c, err := NewEdge(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
