@@ -3,10 +3,13 @@ package run
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"streamscale/env"
 	"streamscale/env/cartpole"
 	"streamscale/ppo"
+	"streamscale/ppo/policy"
+	"streamscale/rng"
 )
 
 // EvalEpisodes is the number of deterministic CartPole evaluation episodes.
@@ -81,16 +84,15 @@ func (c *cartPoleVec) Step(actions []int, r *ppo.StepResult) error {
 
 var _ ppo.StatefulVecEnv = (*cartPoleVec)(nil)
 
-// EvalCartPole plays episodes deterministic episodes, episode k reset from
-// seed base+k where base is the first draw of stream "eval/cartpole", and
-// returns the mean and (population) standard deviation of the returns.
-func EvalCartPole(p *ppo.Policy, seed uint64, episodes int) (mean, std float64, err error) {
-	base := ppo.NewStream(seed, "eval/cartpole").Uint64()
+// EvalCartPole plays episodes deterministic episodes, episode k reset
+// with rng.Derive(seed, rng.TrainEvalCartPole+k) (seed: the run's root),
+// and returns the mean and (population) standard deviation of the returns.
+func EvalCartPole(p *policy.Policy, seed uint64, episodes int) (mean, std float64, err error) {
 	e := cartpole.New()
 	act := make([]int, 1)
 	returns := make([]float64, episodes)
 	for k := range episodes {
-		o := e.Reset(base + uint64(k))
+		o := e.Reset(rng.Derive(seed, rng.TrainEvalCartPole+strconv.Itoa(k)))
 		for {
 			if _, err := p.Act(o[:], true, nil, act); err != nil {
 				return 0, 0, fmt.Errorf("train: eval: %w", err)

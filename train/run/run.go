@@ -17,6 +17,8 @@ import (
 
 	"streamscale/env"
 	"streamscale/ppo"
+	"streamscale/ppo/policy"
+	"streamscale/train/progress"
 )
 
 // ErrUsage marks errors in the options (exit status 2).
@@ -38,7 +40,6 @@ type Options struct {
 
 // Files in the output directory.
 const (
-	PolicyName     = "policy"
 	CheckpointFile = "checkpoint.ckpt"
 	CSVFile        = "progress.csv"
 	ParquetFile    = "progress.parquet"
@@ -182,7 +183,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 
 	// ---- progress writers ------------------------------------------------
 	csvPath := filepath.Join(o.Out, CSVFile)
-	var prior []ppo.ParquetRow
+	var prior []progress.ParquetRow
 	var resumeIter int
 	var tr *ppo.Trainer
 	// The logger and hook are bound below, once the resume point (which
@@ -228,10 +229,10 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	defer csvFile.Close()
 	fi, _ := csvFile.Stat()
 	var pq bytes.Buffer
-	pqLog := ppo.NewParquetLogger(&pq, prior)
-	loggers = ppo.Loggers{ppo.NewCSVLogger(csvFile, fi == nil || fi.Size() == 0), pqLog}
+	pqLog := progress.NewParquetLogger(&pq, prior)
+	loggers = ppo.Loggers{progress.NewCSVLogger(csvFile, fi == nil || fi.Size() == 0), pqLog}
 	if isTerminal(stderr) {
-		loggers = append(loggers, ppo.NewProgressBar(stderr, s.cfg.Iterations()))
+		loggers = append(loggers, progress.NewProgressBar(stderr, s.cfg.Iterations()))
 	}
 
 	// ---- per-iteration hook: model selection and checkpoint -------------
@@ -275,13 +276,13 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	wall := time.Since(start).Seconds()
 
 	// ---- artifact --------------------------------------------------------
-	policy, best := sel.result(tr)
+	pol, best := sel.result(tr)
 	var wb bytes.Buffer
-	sha, err := policy.WriteSafetensors(&wb)
+	sha, err := pol.WriteSafetensors(&wb)
 	if err != nil {
 		return err
 	}
-	card := ppo.NewCard(policy, s.cfg, sha)
+	card := ppo.NewCard(pol, s.cfg, sha)
 	card.Name = filepath.Base(o.Out)
 	card.Env, card.Spaces = o.Env, s.spaces
 	if o.Env == "streamscale" {
@@ -294,11 +295,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	wPath := filepath.Join(o.Out, PolicyName+".safetensors")
+	wPath := filepath.Join(o.Out, policy.FileName+".safetensors")
 	if err := writeAtomic(wPath, wb.Bytes()); err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(o.Out, PolicyName+".json"), append(cb, '\n')); err != nil {
+	if err := writeAtomic(filepath.Join(o.Out, policy.FileName+".json"), append(cb, '\n')); err != nil {
 		return err
 	}
 
@@ -315,7 +316,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
 		sum.SPS = math.Round(float64(tr.Timesteps()-resumeTimesteps(s.cfg, resumeIter)) / wall)
 	}
 	if o.Env == "cartpole" {
-		mean, std, err := EvalCartPole(policy, o.Seed, EvalEpisodes)
+		mean, std, err := EvalCartPole(pol, o.Seed, EvalEpisodes)
 		if err != nil {
 			return err
 		}
@@ -417,7 +418,7 @@ func trimCSV(path string, iter int) error {
 	return writeAtomic(path, []byte(strings.Join(keep, "")))
 }
 
-func readPriorParquet(path string, iter int) []ppo.ParquetRow {
+func readPriorParquet(path string, iter int) []progress.ParquetRow {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
@@ -427,11 +428,11 @@ func readPriorParquet(path string, iter int) []ppo.ParquetRow {
 	if err != nil {
 		return nil
 	}
-	rows, err := ppo.ReadParquet(f, fi.Size())
+	rows, err := progress.ReadParquet(f, fi.Size())
 	if err != nil {
 		return nil
 	}
-	var keep []ppo.ParquetRow
+	var keep []progress.ParquetRow
 	for _, r := range rows {
 		if int(r.Iterations) <= iter {
 			keep = append(keep, r)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"streamscale/ppo"
+	"streamscale/ppo/policy"
 )
 
 func TestOptionErrorsBeforeWork(t *testing.T) {
@@ -62,7 +63,7 @@ func TestStreamscaleShortRun(t *testing.T) {
 	if s.BestDevReward == nil || math.IsNaN(*s.BestDevReward) {
 		t.Fatalf("no dev reward in %+v", s)
 	}
-	b, err := os.ReadFile(filepath.Join(out, PolicyName+".safetensors"))
+	b, err := os.ReadFile(filepath.Join(out, policy.FileName+".safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,12 +100,12 @@ func TestCartPoleRunAndResume(t *testing.T) {
 	if s.Transitions != 1536 || s.Iterations != 6 || s.Updates != 6*20 || s.EvalEpisodes != 20 || s.EvalMeanReturn == nil || s.PolicySHA256 == "" {
 		t.Fatalf("summary %+v", s)
 	}
-	for _, f := range []string{CSVFile, ParquetFile, CheckpointFile, SummaryFile, PolicyName + ".json", PolicyName + ".safetensors"} {
+	for _, f := range []string{CSVFile, ParquetFile, CheckpointFile, SummaryFile, policy.FileName + ".json", policy.FileName + ".safetensors"} {
 		if _, err := os.Stat(filepath.Join(full.Out, f)); err != nil {
 			t.Error(err)
 		}
 	}
-	p, card, err := ppo.ReadPolicy(os.DirFS(full.Out), PolicyName)
+	p, card, err := policy.Read(os.DirFS(full.Out), policy.FileName)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,13 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"streamscale/agents"
 	"streamscale/env"
 	"streamscale/ppo"
+	"streamscale/ppo/policy"
+	"streamscale/rng"
 	"streamscale/train/simvec"
 )
 
@@ -67,7 +70,7 @@ func (simulator) DevReward(c agents.Controller, profile string, seed uint64) (fl
 		if err != nil {
 			return 0, err
 		}
-		epSeed := seed + uint64(i)
+		epSeed := rng.Derive(seed, rng.TrainDev+strconv.Itoa(i))
 		obs, _, err := e.Reset(epSeed)
 		if err != nil {
 			return 0, err
@@ -102,7 +105,7 @@ func quietLog(string, ...any) {}
 // last policy (cartpole).
 type selector struct {
 	s      *setup
-	best   *ppo.Policy
+	best   *policy.Policy
 	reward *float64
 }
 
@@ -113,7 +116,7 @@ func (sel *selector) consider(t *ppo.Trainer) (improved bool, err error) {
 		return false, nil
 	}
 	p := t.Policy()
-	c, err := ppo.NewController(p, sel.s.spaces)
+	c, err := policy.NewController(p, sel.s.spaces)
 	if err != nil {
 		return false, err
 	}
@@ -154,7 +157,7 @@ func (sel *selector) save(dir string, cfg ppo.Config) error {
 }
 
 // restore reads the best-so-far policy of an interrupted run, if it had
-// one; its hash and layout are checked by ppo.ReadPolicy.
+// one; its hash and layout are checked by policy.Read.
 func (sel *selector) restore(dir string, cfg ppo.Config) error {
 	if sel.s.sim == nil {
 		return nil
@@ -162,7 +165,7 @@ func (sel *selector) restore(dir string, cfg ppo.Config) error {
 	if _, err := os.Stat(filepath.Join(dir, bestName+".json")); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	p, card, err := ppo.ReadPolicy(os.DirFS(dir), bestName)
+	p, card, err := policy.Read(os.DirFS(dir), bestName)
 	if err != nil {
 		return fmt.Errorf("train: -resume: best policy: %w", err)
 	}
@@ -174,7 +177,7 @@ func (sel *selector) restore(dir string, cfg ppo.Config) error {
 }
 
 // result is the policy to save and its dev reward (nil if none).
-func (sel *selector) result(t *ppo.Trainer) (*ppo.Policy, *float64) {
+func (sel *selector) result(t *ppo.Trainer) (*policy.Policy, *float64) {
 	if sel.best != nil {
 		return sel.best, sel.reward
 	}
