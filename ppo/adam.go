@@ -1,6 +1,10 @@
 package ppo
 
-import "math"
+import (
+	"math"
+
+	"streamscale/ppo/internal/nn"
+)
 
 // Adam's moment decay rates (PyTorch defaults, which SB3 keeps).
 const (
@@ -52,11 +56,11 @@ func (a *adam) update(theta, grad []float32, lr float64) {
 // the per-parameter norms, and every gradient is multiplied by
 // min(1, maxNorm/(total + 1e-6)). Norms are accumulated in float64 in
 // parameter order. It returns the norm before clipping.
-func clipGradNorm(grad []float32, params []param, maxNorm float64) float64 {
+func clipGradNorm(grad []float32, params []nn.Param, maxNorm float64) float64 {
 	var total float64
 	for _, p := range params {
 		var s float64
-		for _, g := range grad[p.off : p.off+p.size()] {
+		for _, g := range grad[p.Off : p.Off+p.Len()] {
 			s += float64(g) * float64(g)
 		}
 		n := math.Sqrt(s)

@@ -3,6 +3,8 @@ package ppo
 import (
 	"math"
 	"testing"
+
+	"streamscale/ppo/internal/nn"
 )
 
 // TestAdamStepByHand checks two Adam steps against the update written
@@ -33,13 +35,13 @@ func TestAdamStepByHand(t *testing.T) {
 }
 
 func TestClipGradNorm(t *testing.T) {
-	a, err := newArch(2, []int{1}, []int{2})
+	a, err := nn.NewArch(2, []int{1}, []int{2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	grad := make([]float32, a.size)
+	grad := make([]float32, a.Size)
 	grad[0], grad[len(grad)-1] = 3, 4 // global norm 5
-	n := clipGradNorm(grad, a.params, 0.5)
+	n := clipGradNorm(grad, a.Params, 0.5)
 	if n != 5 {
 		t.Errorf("norm = %v, want 5", n)
 	}
@@ -49,7 +51,7 @@ func TestClipGradNorm(t *testing.T) {
 	}
 	// Below the limit nothing changes.
 	grad[0], grad[len(grad)-1] = 0.03, 0.04
-	clipGradNorm(grad, a.params, 0.5)
+	clipGradNorm(grad, a.Params, 0.5)
 	if grad[0] != 0.03 || grad[len(grad)-1] != 0.04 {
 		t.Errorf("unclipped gradient changed: %v", grad)
 	}

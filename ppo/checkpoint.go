@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
+	"streamscale/rng"
 )
 
 // Checkpoint file layout: the 8-byte magic, the SHA-256 of the payload,
@@ -47,7 +49,7 @@ type checkpointState struct {
 // AfterIteration).
 func (t *Trainer) WriteCheckpoint(w io.Writer) error {
 	st := checkpointState{
-		ConfigHash: t.cfg.Hash(), Config: t.cfg, Obs: t.arch.obs, Nvec: t.arch.nvec,
+		ConfigHash: t.cfg.Hash(), Config: t.cfg, Obs: t.arch.Obs, Nvec: t.arch.Nvec,
 		Iteration: t.iteration, Timesteps: t.timesteps, GradSteps: t.gradSteps, Epochs: t.epochs,
 		Started: t.started,
 		Theta:   t.theta, AdamM: t.opt.m, AdamV: t.opt.v, AdamStep: t.opt.step,
@@ -83,7 +85,8 @@ func (t *Trainer) WriteCheckpoint(w io.Writer) error {
 // env must have the same shape. If env is a StatefulVecEnv and the
 // checkpoint holds its state, the state is restored and the resumed run
 // ends bitwise identical to an uninterrupted one; otherwise env is reset
-// from seed+timesteps and the run continues from there.
+// from rng.Derive(seed, rng.PPOResume+"<timesteps>") and the run
+// continues from there.
 func Resume(cfg Config, env VecEnv, opts Options, r io.Reader) (*Trainer, error) {
 	st, err := readCheckpoint(r)
 	if err != nil {
@@ -98,9 +101,9 @@ func Resume(cfg Config, env VecEnv, opts Options, r io.Reader) (*Trainer, error)
 	}
 	a := t.arch
 	switch {
-	case st.Obs != a.obs || !slices.Equal(st.Nvec, a.nvec):
-		return nil, fmt.Errorf("ppo: checkpoint is for observations %d and nvec %v, environment has %d and %v", st.Obs, st.Nvec, a.obs, a.nvec)
-	case len(st.Theta) != a.size || len(st.AdamM) != a.size || len(st.AdamV) != a.size:
+	case st.Obs != a.Obs || !slices.Equal(st.Nvec, a.Nvec):
+		return nil, fmt.Errorf("ppo: checkpoint is for observations %d and nvec %v, environment has %d and %v", st.Obs, st.Nvec, a.Obs, a.Nvec)
+	case len(st.Theta) != a.Size || len(st.AdamM) != a.Size || len(st.AdamV) != a.Size:
 		return nil, fmt.Errorf("%w: parameter vectors have the wrong size", ErrCorruptCheckpoint)
 	case len(st.LastObs) != len(t.lastObs) || len(st.LastStarts) != len(t.lastStarts) || len(st.Episodes) > epWindow:
 		return nil, fmt.Errorf("%w: rollout state has the wrong size", ErrCorruptCheckpoint)
@@ -108,7 +111,7 @@ func Resume(cfg Config, env VecEnv, opts Options, r io.Reader) (*Trainer, error)
 		return nil, fmt.Errorf("%w: iteration %d outside [0, %d]", ErrCorruptCheckpoint, st.Iteration, cfg.Iterations())
 	}
 	copy(t.theta, st.Theta) // the graphs and policy view t.theta
-	t.policy.weightsChanged()
+	t.policy.WeightsChanged()
 	copy(t.opt.m, st.AdamM)
 	copy(t.opt.v, st.AdamV)
 	t.opt.step = st.AdamStep
@@ -133,7 +136,7 @@ func Resume(cfg Config, env VecEnv, opts Options, r io.Reader) (*Trainer, error)
 		}
 		return t, nil
 	}
-	if err := env.Reset(cfg.Seed+uint64(st.Timesteps), t.lastObs); err != nil {
+	if err := env.Reset(rng.Derive(cfg.Seed, rng.PPOResume+strconv.Itoa(st.Timesteps)), t.lastObs); err != nil {
 		return nil, fmt.Errorf("ppo: resetting environment: %w", err)
 	}
 	for i := range t.lastStarts {

@@ -1,14 +1,16 @@
 // Package ppo is Proximal Policy Optimization (Schulman et al. 2017) in
 // pure Go, reproducing Stable-Baselines3's PPO (v2.x) as the paper
-// configures it, plus the trained policy as an artifact and as an
-// agents.Controller.
+// configures it. It is the only package that imports gorgonia; the trained
+// policy — its artifact, plain-Go inference and agents.Controller — is
+// package ppo/policy, which serve and eval use without the trainer.
 //
 // It owns: the hyperparameters (Config, one line of doc per field,
 // DefaultConfig = the paper), the consumer-side environment interface
 // (VecEnv, StepResult), the trainer (Trainer: rollouts, GAE, clipped
-// surrogate and value losses, Adam with global-norm clipping, SB3's
-// metrics through a Logger, checkpoints), plain-Go inference (Policy), the
-// artifact format (safetensors weights + JSON Card) and Controller.
+// surrogate and value losses, Adam with global-norm clipping, checkpoints),
+// SB3's metrics as one Stats row per iteration handed to a Logger (the
+// train command writes them to files), and NewCard, which records a
+// Config in a policy.Card.
 //
 // The algorithm reads top to bottom in trainer.go: Learn → collect
 // (rollout, truncation bootstrap, gae) → update (epochs of shuffled
@@ -29,22 +31,21 @@
 // loss gradient is checked against finite differences in float64
 // (TestLossGradientFiniteDifference). Scalars outside the graph — GAE,
 // returns, advantage normalisation, norms, the Adam bias corrections — are
-// float64. Policy evaluates the nets with the same kernels, so its values
-// equal the graph's bit for bit; it keeps each layer's weights packed for
-// the kernel (packed when the policy is built, shared by its clones,
-// repacked after the Trainer updates the weights it views), so a
-// single-observation pass is one matrix-vector product per layer
-// (TestPackedMatchesDirect holds it to the repacking path).
+// float64. The Trainer's policy.Policy views the trainer's weights and
+// evaluates the nets with the same kernels (internal/nn, internal/sgemm),
+// so its values equal the graph's bit for bit (TestPolicyMatchesGraph);
+// every Adam step tells it to repack (WeightsChanged).
 //
 // Units: rewards and values are in the environment's units per step;
 // learning rate per Adam step; timesteps count env steps summed over envs.
 //
 // # Determinism
 //
-// One root seed (Config.Seed) feeds named PCG streams: "ppo/init" (initial
-// weights, never gorgonia's clock-seeded initialisers), "ppo/shuffle"
-// (minibatch permutations) and "ppo/action" (action sampling); the env is
-// reset from the same seed. Floats are reduced in fixed order. With
+// One root seed (Config.Seed) feeds the named streams of package rng:
+// rng.PPOInit (initial weights, never gorgonia's clock-seeded
+// initialisers), rng.PPOShuffle (minibatch permutations) and rng.PPOAction
+// (action sampling); the VecEnv is reset with the same root seed and
+// derives its environments' seeds from it. Floats are reduced in fixed order. With
 // Options.Workers = 2 the actor and critic halves of a minibatch run on two
 // goroutines, each writing only its own graph and gradient range, so the
 // result does not depend on scheduling: one seed gives bitwise-identical
@@ -55,7 +56,7 @@
 //
 // # Concurrency
 //
-// A Trainer, Policy or Controller is not safe for concurrent use; Clone a
-// Policy per goroutine. A gorgonia graph and its TapeMachine are used by
+// A Trainer is not safe for concurrent use; Trainer.Policy returns a
+// snapshot that is independent of it. A gorgonia graph and its TapeMachine are used by
 // one goroutine at a time.
 package ppo

@@ -6,12 +6,14 @@ import (
 
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
+
+	"streamscale/ppo/internal/nn"
 )
 
 // scalar is the element type of a loss graph: float32 for training (as
 // PyTorch/SB3 train, and gonum's Sgemm is ~3.7× faster than Dgemm at these
 // shapes), float64 for the finite-difference gradient tests.
-type scalar interface{ float32 | float64 }
+type scalar = nn.Scalar
 
 func dtypeOf[T scalar]() tensor.Dtype {
 	var z T
@@ -37,7 +39,7 @@ func dtypeOf[T scalar]() tensor.Dtype {
 // before run; parameters are views of the caller's flat parameter vector,
 // so an optimiser step in place is seen by the next run.
 type lossGraph[T scalar] struct {
-	arch  *arch
+	arch  *nn.Arch
 	batch int
 	clipV bool
 
@@ -60,7 +62,7 @@ type graphHalf struct {
 	params []*G.Node
 	grads  []G.Value // ∂loss/∂params, read out
 	loss   G.Value
-	first  int // index of the half's first parameter in arch.params
+	first  int // index of the half's first parameter in arch.Params
 }
 
 // finish reads out the loss and gradients and compiles the half.
@@ -74,15 +76,15 @@ func (h *graphHalf) finish(loss *G.Node) {
 	h.vm = G.NewTapeMachine(h.g)
 }
 
-func newLossGraph[T scalar](a *arch, batch int, theta []T, entCoef, vfCoef float64, clipV bool) (*lossGraph[T], error) {
-	if len(theta) != a.size {
-		return nil, fmt.Errorf("ppo: parameter vector has %d entries, want %d", len(theta), a.size)
+func newLossGraph[T scalar](a *nn.Arch, batch int, theta []T, entCoef, vfCoef float64, clipV bool) (*lossGraph[T], error) {
+	if len(theta) != a.Size {
+		return nil, fmt.Errorf("ppo: parameter vector has %d entries, want %d", len(theta), a.Size)
 	}
 	lg := &lossGraph[T]{arch: a, batch: batch, clipV: clipV}
 	B := batch
 	mk := func(n int) []T { return make([]T, n) }
-	lg.aObs, lg.onehot, lg.oldLogp, lg.adv, lg.lo, lg.hi = mk(B*a.obs), mk(B*a.logits), mk(B), mk(B), mk(B), mk(B)
-	lg.cObs, lg.ret, lg.oldV, lg.vlo, lg.vhi = mk(B*a.obs), mk(B), mk(B), mk(B), mk(B)
+	lg.aObs, lg.onehot, lg.oldLogp, lg.adv, lg.lo, lg.hi = mk(B*a.Obs), mk(B*a.Logits), mk(B), mk(B), mk(B), mk(B)
+	lg.cObs, lg.ret, lg.oldV, lg.vlo, lg.vhi = mk(B*a.Obs), mk(B), mk(B), mk(B), mk(B)
 
 	if err := lg.buildActor(theta, T(entCoef)); err != nil {
 		return nil, fmt.Errorf("ppo: building actor graph: %w", err)
@@ -103,15 +105,15 @@ func input[T scalar](g *G.ExprGraph, name string, backing []T, dims ...int) *G.N
 }
 
 // bindParams creates the parameter nodes of one net as views of theta.
-func bindParams[T scalar](h *graphHalf, a *arch, net int, theta []T) {
-	for i, p := range a.params {
-		if p.net != net {
+func bindParams[T scalar](h *graphHalf, a *nn.Arch, net int, theta []T) {
+	for i, p := range a.Params {
+		if p.Net != net {
 			continue
 		}
 		if len(h.params) == 0 {
 			h.first = i
 		}
-		h.params = append(h.params, input(h.g, p.name, theta[p.off:p.off+p.size()], p.rows, p.cols))
+		h.params = append(h.params, input(h.g, p.Name, theta[p.Off:p.Off+p.Len()], p.Rows, p.Cols))
 	}
 }
 
@@ -128,7 +130,7 @@ func mlp(x *G.Node, params []*G.Node) (*G.Node, error) {
 			return nil, err
 		}
 		if l < n-1 {
-			if z, err = G.ApplyOp(elemOp{fnTanh}, z); err != nil {
+			if z, err = G.ApplyOp(elemOp{nn.Tanh}, z); err != nil {
 				return nil, err
 			}
 		}
@@ -152,9 +154,9 @@ func (lg *lossGraph[T]) buildActor(theta []T, entCoef T) (err error) {
 	h := &lg.actor
 	h.g = G.NewGraph()
 	g := h.g
-	bindParams(h, a, actorNet, theta)
-	obs := input(g, "obs", lg.aObs, B, a.obs)
-	onehot := input(g, "onehot", lg.onehot, B, a.logits)
+	bindParams(h, a, nn.ActorNet, theta)
+	obs := input(g, "obs", lg.aObs, B, a.Obs)
+	onehot := input(g, "onehot", lg.onehot, B, a.Logits)
 	oldLogp := input(g, "old_logp", lg.oldLogp, B)
 	adv := input(g, "adv", lg.adv, B)
 	lo := input(g, "clip_lo", lg.lo, B)
@@ -169,10 +171,10 @@ func (lg *lossGraph[T]) buildActor(theta []T, entCoef T) (err error) {
 
 	logits := must(mlp(obs, h.params))
 	// Log-probabilities of every choice, per action dimension.
-	logpAll := must(G.ApplyOp(catLogSoftmax{a.nvec}, logits))
+	logpAll := must(G.ApplyOp(catLogSoftmax{a.Nvec}, logits))
 	// log π(a|s) = Σ_d log p_d(a_d); −mean(H) = Σ_{b,d,k} p·log p / B.
 	logp := must(G.Sum(must(G.HadamardProd(logpAll, onehot)), 1))
-	plogp := must(G.Sum(must(G.HadamardProd(must(G.ApplyOp(elemOp{fnExp}, logpAll)), logpAll))))
+	plogp := must(G.Sum(must(G.HadamardProd(must(G.ApplyOp(elemOp{nn.Exp}, logpAll)), logpAll))))
 	ent := must(G.Div(plogp, G.NewConstant(T(B))))
 	ratio := must(G.Exp(must(G.Sub(logp, oldLogp))))
 	s1 := must(G.HadamardProd(adv, ratio))
@@ -192,8 +194,8 @@ func (lg *lossGraph[T]) buildCritic(theta []T, vfCoef T) (err error) {
 	h := &lg.critic
 	h.g = G.NewGraph()
 	g := h.g
-	bindParams(h, a, criticNet, theta)
-	obs := input(g, "obs", lg.cObs, B, a.obs)
+	bindParams(h, a, nn.CriticNet, theta)
+	obs := input(g, "obs", lg.cObs, B, a.Obs)
 	ret := input(g, "returns", lg.ret, B)
 	oldV := input(g, "old_values", lg.oldV, B)
 	defer func() {
@@ -256,18 +258,18 @@ func (lg *lossGraph[T]) run(grad []T, parallel bool) error {
 	return nil
 }
 
-func (h *graphHalf) run(a *arch, grad any) error {
+func (h *graphHalf) run(a *nn.Arch, grad any) error {
 	h.vm.Reset()
 	if err := h.vm.RunAll(); err != nil {
 		return err
 	}
 	for i, gv := range h.grads {
-		p := a.params[h.first+i]
+		p := a.Params[h.first+i]
 		switch g := grad.(type) {
 		case []float32:
-			copy(g[p.off:p.off+p.size()], gv.Data().([]float32))
+			copy(g[p.Off:p.Off+p.Len()], gv.Data().([]float32))
 		case []float64:
-			copy(g[p.off:p.off+p.size()], gv.Data().([]float64))
+			copy(g[p.Off:p.Off+p.Len()], gv.Data().([]float64))
 		}
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"streamscale/ppo/internal/nn"
 )
 
 // fillLossInputs puts a random but well-conditioned minibatch into lg.
@@ -18,8 +20,8 @@ func fillLossInputs[T scalar](lg *lossGraph[T], r *rand.Rand) {
 	}
 	for b := range lg.batch {
 		off := 0
-		for _, n := range a.nvec {
-			lg.onehot[b*a.logits+off+r.IntN(n)] = 1
+		for _, n := range a.Nvec {
+			lg.onehot[b*a.Logits+off+r.IntN(n)] = 1
 			off += n
 		}
 		lg.adv[b] = T(r.NormFloat64())
@@ -46,11 +48,11 @@ func TestLossGradientFiniteDifference(t *testing.T) {
 		clip bool
 	}{{"uniform", []int{3, 3}, true}, {"mixed", []int{3, 2, 4}, true}, {"noclipvf", []int{2}, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := newArch(5, []int{6, 4}, tc.nvec)
+			a, err := nn.NewArch(5, []int{6, 4}, tc.nvec)
 			if err != nil {
 				t.Fatal(err)
 			}
-			theta := make([]float64, a.size)
+			theta := make([]float64, a.Size)
 			r := rand.New(rand.NewPCG(1, 2))
 			for i := range theta {
 				theta[i] = r.NormFloat64() * 0.5
@@ -62,7 +64,7 @@ func TestLossGradientFiniteDifference(t *testing.T) {
 			}
 			fillLossInputs(lg, r)
 			lg.setClip(0.2, 0.2)
-			grad := make([]float64, a.size)
+			grad := make([]float64, a.Size)
 			totalLoss(t, lg, grad)
 			// Old log-probs near the current ones so some ratios are
 			// clipped and some are not, none near a kink.

@@ -1,94 +1,12 @@
 package ppo
 
 import (
-	"fmt"
-	"math"
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/mat"
+
+	"streamscale/ppo/internal/nn"
 )
-
-// Nets.
-const (
-	actorNet  = 0
-	criticNet = 1
-)
-
-// param describes one parameter tensor of the actor-critic. Training keeps
-// all parameters in one flat float32 vector, actor first, each weight
-// stored input-major ([in, out], so a batch is X·W) and each bias as
-// [1, out]. Artifacts store PyTorch's layout ([out, in] and [out]).
-type param struct {
-	name  string  // PyTorch name, e.g. "actor.0.weight"
-	net   int     // actorNet or criticNet
-	layer int     // index among the net's linear layers
-	rows  int     // input width (weights) or 1 (biases)
-	cols  int     // output width
-	bias  bool    // bias vector rather than weight matrix
-	gain  float64 // orthogonal init gain (weights only)
-	off   int     // offset in the flat vector
-}
-
-func (p param) size() int { return p.rows * p.cols }
-
-// arch is the network shape: two MLPs over the flat observation, tanh
-// hidden layers, an actor head of sum(nvec) logits and a critic head of 1.
-type arch struct {
-	obs    int
-	hidden []int
-	nvec   []int
-	logits int // sum(nvec)
-	params []param
-	size   int // total parameter count
-	split  int // first critic parameter in the flat vector
-}
-
-func newArch(obs int, hidden, nvec []int) (*arch, error) {
-	if obs < 1 {
-		return nil, fmt.Errorf("ppo: observation size must be positive, got %d", obs)
-	}
-	if len(nvec) == 0 {
-		return nil, fmt.Errorf("ppo: action nvec is empty")
-	}
-	a := &arch{obs: obs, hidden: append([]int(nil), hidden...), nvec: append([]int(nil), nvec...)}
-	for i, n := range nvec {
-		if n < 1 {
-			return nil, fmt.Errorf("ppo: action dimension %d has %d choices", i, n)
-		}
-		a.logits += n
-	}
-	for net, name := range []string{"actor", "critic"} {
-		if net == criticNet {
-			a.split = a.size
-		}
-		in := obs
-		out := a.logits
-		if net == criticNet {
-			out = 1
-		}
-		widths := append(append([]int(nil), hidden...), out)
-		for l, w := range widths {
-			gain := math.Sqrt2
-			if l == len(widths)-1 {
-				gain = 0.01
-				if net == criticNet {
-					gain = 1
-				}
-			}
-			idx := 2 * l // nn.Sequential index: Linear, Tanh, Linear, Tanh, Linear
-			wp := param{name: fmt.Sprintf("%s.%d.weight", name, idx), net: net, layer: l, rows: in, cols: w, gain: gain, off: a.size}
-			a.size += wp.size()
-			bp := param{name: fmt.Sprintf("%s.%d.bias", name, idx), net: net, layer: l, rows: 1, cols: w, bias: true, off: a.size}
-			a.size += bp.size()
-			a.params = append(a.params, wp, bp)
-			in = w
-		}
-	}
-	return a, nil
-}
-
-// layers is the number of linear layers per net.
-func (a *arch) layers() int { return len(a.hidden) + 1 }
 
 // initParams fills theta with SB3's initialisation: orthogonal weights
 // (gain √2 for hidden layers, 0.01 for the policy head, 1 for the value
@@ -96,13 +14,13 @@ func (a *arch) layers() int { return len(a.hidden) + 1 }
 // hidden layers, critic hidden layers, action head, value head — each as
 // PyTorch's nn.init.orthogonal_ does it (QR of a standard normal matrix,
 // signs fixed by diag R) from the "ppo/init" stream.
-func (a *arch) initParams(theta []float32, src rand.Source) {
+func initParams(a *nn.Arch, theta []float32, src rand.Source) {
 	r := rand.New(src)
-	var order []param
+	var order []nn.Param
 	for _, head := range []bool{false, true} {
 		for net := range 2 {
-			for _, p := range a.params {
-				if !p.bias && p.net == net && (p.layer == a.layers()-1) == head {
+			for _, p := range a.Params {
+				if !p.Bias && p.Net == net && (p.Layer == a.Layers()-1) == head {
 					order = append(order, p)
 				}
 			}
@@ -112,10 +30,10 @@ func (a *arch) initParams(theta []float32, src rand.Source) {
 		theta[i] = 0
 	}
 	for _, p := range order {
-		q := orthogonal(p.cols, p.rows, p.gain, r) // PyTorch [out, in]
-		for o := 0; o < p.cols; o++ {
-			for in := 0; in < p.rows; in++ {
-				theta[p.off+in*p.cols+o] = float32(q[o*p.rows+in])
+		q := orthogonal(p.Cols, p.Rows, p.Gain, r) // PyTorch [out, in]
+		for o := 0; o < p.Cols; o++ {
+			for in := 0; in < p.Rows; in++ {
+				theta[p.Off+in*p.Cols+o] = float32(q[o*p.Rows+in])
 			}
 		}
 	}

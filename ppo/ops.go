@@ -12,6 +12,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	"gorgonia.org/tensor"
 
+	"streamscale/ppo/internal/nn"
 	"streamscale/ppo/internal/sgemm"
 )
 
@@ -43,9 +44,9 @@ func (op catLogSoftmax) Do(vals ...G.Value) (G.Value, error) {
 func (op catLogSoftmax) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
 	switch x := vals[0].Data().(type) {
 	case []float32:
-		logSoftmaxRows(prealloc.Data().([]float32), x, op.nvec)
+		nn.LogSoftmaxRows(prealloc.Data().([]float32), x, op.nvec)
 	case []float64:
-		logSoftmaxRows(prealloc.Data().([]float64), x, op.nvec)
+		nn.LogSoftmaxRows(prealloc.Data().([]float64), x, op.nvec)
 	default:
 		return nil, fmt.Errorf("ppo: catLogSoftmax: unsupported input %T", x)
 	}
@@ -112,51 +113,12 @@ func hashOp(op G.Op) uint32 {
 	return h.Sum32()
 }
 
-// logSoftmaxRows writes the blockwise log-softmax of x into y (rows of
-// Σnvec), computing in float64.
-func logSoftmaxRows[T scalar](y, x []T, nvec []int) {
-	switch x := any(x).(type) {
-	case []float32:
-		y := any(y).([]float32)
-		blocks(len(x), nvec, func(off, n int) {
-			m := float64(x[off])
-			for _, v := range x[off+1 : off+n] {
-				m = math.Max(m, float64(v))
-			}
-			var sum float64
-			for _, v := range x[off : off+n] {
-				sum += math.Exp(float64(v) - m)
-			}
-			lse := m + math.Log(sum)
-			for i := off; i < off+n; i++ {
-				y[i] = float32(float64(x[i]) - lse)
-			}
-		})
-	case []float64:
-		y := any(y).([]float64)
-		blocks(len(x), nvec, func(off, n int) {
-			m := x[off]
-			for _, v := range x[off+1 : off+n] {
-				m = math.Max(m, v)
-			}
-			var sum float64
-			for _, v := range x[off : off+n] {
-				sum += math.Exp(v - m)
-			}
-			lse := m + math.Log(sum)
-			for i := off; i < off+n; i++ {
-				y[i] = x[i] - lse
-			}
-		})
-	}
-}
-
 // logSoftmaxGrad writes ∂L/∂x for log-softmax output y and upstream g.
 func logSoftmaxGrad[T scalar](dx, y, g []T, nvec []int) {
 	switch y := any(y).(type) {
 	case []float32:
 		dx, g := any(dx).([]float32), any(g).([]float32)
-		blocks(len(y), nvec, func(off, n int) {
+		nn.Blocks(len(y), nvec, func(off, n int) {
 			var sum float64
 			for _, v := range g[off : off+n] {
 				sum += float64(v)
@@ -167,7 +129,7 @@ func logSoftmaxGrad[T scalar](dx, y, g []T, nvec []int) {
 		})
 	case []float64:
 		dx, g := any(dx).([]float64), any(g).([]float64)
-		blocks(len(y), nvec, func(off, n int) {
+		nn.Blocks(len(y), nvec, func(off, n int) {
 			var sum float64
 			for _, v := range g[off : off+n] {
 				sum += v
@@ -178,28 +140,6 @@ func logSoftmaxGrad[T scalar](dx, y, g []T, nvec []int) {
 		})
 	}
 }
-
-// blocks calls f(offset, size) for every action-dimension block of every
-// row of an n-element [B, Σnvec] matrix, in order.
-func blocks(n int, nvec []int, f func(off, size int)) {
-	s := 0
-	for _, k := range nvec {
-		s += k
-	}
-	for r := 0; r+s <= n; r += s {
-		off := r
-		for _, k := range nvec {
-			f(off, k)
-			off += k
-		}
-	}
-}
-
-// Element-wise functions of elemOp.
-const (
-	fnTanh = iota
-	fnExp
-)
 
 // elemOp is tanh or exp, element-wise, evaluated through float64 math.Exp
 // (gorgonia's float32 versions go through a slow software exp). Its
@@ -222,9 +162,9 @@ func (op elemOp) Do(vals ...G.Value) (G.Value, error) {
 func (op elemOp) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
 	switch x := vals[0].Data().(type) {
 	case []float32:
-		elemApply(prealloc.Data().([]float32), x, op.fn)
+		nn.ElemApply(prealloc.Data().([]float32), x, op.fn)
 	case []float64:
-		elemApply(prealloc.Data().([]float64), x, op.fn)
+		nn.ElemApply(prealloc.Data().([]float64), x, op.fn)
 	default:
 		return nil, fmt.Errorf("ppo: %s: unsupported input %T", op.name(), x)
 	}
@@ -240,45 +180,6 @@ func (op elemOp) DiffWRT(int) []bool    { return []bool{true} }
 func (op elemOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	dx, err := G.ApplyOp(elemDiff(op), output, grad)
 	return G.Nodes{dx}, err
-}
-
-// elemApply writes fn(x) into y. The loops are written per type: in a
-// generic body math.Exp runs several times slower.
-func elemApply[T scalar](y, x []T, fn int) {
-	switch x := any(x).(type) {
-	case []float32:
-		y := any(y).([]float32)
-		if fn == fnExp {
-			for i, v := range x {
-				y[i] = float32(math.Exp(float64(v)))
-			}
-			return
-		}
-		// tanh x = (e−1)/(e+1), e = exp(2x), accurate to float32 precision
-		// (|error| < 1e-15 before rounding); e overflows to +Inf above
-		// x ≈ 354, giving NaN, fixed to 1 in a second pass (a branch in
-		// the first loop makes it ~4× slower).
-		for i, v := range x {
-			e := math.Exp(2 * float64(v))
-			y[i] = float32((e - 1) / (e + 1))
-		}
-		for i, v := range y {
-			if v != v && x[i] > 0 {
-				y[i] = 1
-			}
-		}
-	case []float64:
-		y := any(y).([]float64)
-		if fn == fnExp {
-			for i, v := range x {
-				y[i] = math.Exp(v)
-			}
-			return
-		}
-		for i, v := range x {
-			y[i] = math.Tanh(v)
-		}
-	}
 }
 
 type elemDiff struct{ fn int }
@@ -313,7 +214,7 @@ func (op elemDiff) Hashcode() uint32      { return hashOp(op) }
 func (op elemDiff) String() string        { return "Fast" + elemOp(op).name() + "Diff" }
 
 func elemGrad[T scalar](dx, y, g []T, fn int) {
-	if fn == fnExp {
+	if fn == nn.Exp {
 		for i := range dx {
 			dx[i] = g[i] * y[i]
 		}
@@ -344,9 +245,9 @@ func (op addBias) Do(vals ...G.Value) (G.Value, error) {
 func (op addBias) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
 	switch x := vals[0].Data().(type) {
 	case []float32:
-		biasApply(prealloc.Data().([]float32), x, vals[1].Data().([]float32))
+		nn.BiasApply(prealloc.Data().([]float32), x, vals[1].Data().([]float32))
 	case []float64:
-		biasApply(prealloc.Data().([]float64), x, vals[1].Data().([]float64))
+		nn.BiasApply(prealloc.Data().([]float64), x, vals[1].Data().([]float64))
 	default:
 		return nil, fmt.Errorf("ppo: addBias: unsupported input %T", x)
 	}
@@ -362,15 +263,6 @@ func (op addBias) DiffWRT(int) []bool    { return []bool{true, true} }
 func (op addBias) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
 	db, err := G.ApplyOp(colSum{}, grad)
 	return G.Nodes{grad, db}, err
-}
-
-func biasApply[T scalar](y, x, b []T) {
-	n := len(b)
-	for r := 0; r+n <= len(x); r += n {
-		for j, v := range b {
-			y[r+j] = x[r+j] + v
-		}
-	}
 }
 
 // colSum sums a [B, n] matrix over its rows into [1, n], row by row in

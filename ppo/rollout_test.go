@@ -41,9 +41,9 @@ func TestExplainedVariance(t *testing.T) {
 	if ev := explainedVariance(y, y); ev != 1 {
 		t.Errorf("perfect prediction: %v", ev)
 	}
-	if ev := explainedVariance([]float64{0, 0, 0, 0}, y); math.Abs(ev-(1-1.25/1.25)) > 1e-15 {
-		// Var[y] = 1.25, Var[y − 0] = 1.25
-		t.Errorf("zero prediction: %v", ev)
+	// Var[y] = 1.25 and Var[y − 0] = 1.25, so 1 − 1.25/1.25 = 0.
+	if ev := explainedVariance([]float64{0, 0, 0, 0}, y); math.Abs(ev) > 1e-15 {
+		t.Errorf("zero prediction: %v, want 0", ev)
 	}
 	if !math.IsNaN(explainedVariance(y, []float64{5, 5, 5, 5})) {
 		t.Error("constant target must give NaN")

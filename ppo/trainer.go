@@ -7,6 +7,10 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"time"
+
+	"streamscale/ppo/internal/nn"
+	"streamscale/ppo/policy"
+	"streamscale/rng"
 )
 
 // Options are execution details of a run; none of them changes a bit of
@@ -38,11 +42,11 @@ type Trainer struct {
 	cfg  Config
 	opts Options
 	env  VecEnv
-	arch *arch
+	arch *nn.Arch
 
 	theta, grad []float32
 	opt         *adam
-	policy      *Policy // view of theta
+	policy      *policy.Policy // view of theta
 	graphs      map[int]*lossGraph[float32]
 
 	shuffleSrc, actionSrc *rand.PCG
@@ -81,7 +85,7 @@ func New(cfg Config, env VecEnv, opts Options) (*Trainer, error) {
 	if env.NumEnvs() != cfg.NumEnvs {
 		return nil, fmt.Errorf("ppo: environment has %d envs, config wants %d", env.NumEnvs(), cfg.NumEnvs)
 	}
-	a, err := newArch(env.ObsSize(), cfg.Hidden, env.Nvec())
+	a, err := nn.NewArch(env.ObsSize(), cfg.Hidden, env.Nvec())
 	if err != nil {
 		return nil, err
 	}
@@ -92,19 +96,21 @@ func New(cfg Config, env VecEnv, opts Options) (*Trainer, error) {
 		return nil, fmt.Errorf("ppo: workers must be 1 or 2, got %d", opts.Workers)
 	}
 	t := &Trainer{cfg: cfg, opts: opts, env: env, arch: a}
-	t.theta = make([]float32, a.size)
-	t.grad = make([]float32, a.size)
-	a.initParams(t.theta, NewStream(cfg.Seed, StreamInit))
-	t.opt = newAdam(a.size, cfg.AdamEps)
-	t.policy = newPolicy(a, t.theta)
+	t.theta = make([]float32, a.Size)
+	t.grad = make([]float32, a.Size)
+	initParams(a, t.theta, rng.Source(cfg.Seed, rng.PPOInit))
+	t.opt = newAdam(a.Size, cfg.AdamEps)
+	if t.policy, err = policy.New(a.Obs, a.Hidden, a.Nvec, t.theta); err != nil {
+		return nil, err
+	}
 	t.graphs = map[int]*lossGraph[float32]{}
-	t.shuffleSrc, t.actionSrc = NewStream(cfg.Seed, StreamShuffle), NewStream(cfg.Seed, StreamAction)
+	t.shuffleSrc, t.actionSrc = rng.Source(cfg.Seed, rng.PPOShuffle), rng.Source(cfg.Seed, rng.PPOAction)
 	t.shuffle, t.action = rand.New(t.shuffleSrc), rand.New(t.actionSrc)
 
-	n, d := cfg.NumEnvs, len(a.nvec)
-	t.buf = newRollout(cfg.NumSteps, n, a.obs, d)
-	t.res = NewStepResult(n, a.obs)
-	t.lastObs = make([]float64, n*a.obs)
+	n, d := cfg.NumEnvs, len(a.Nvec)
+	t.buf = newRollout(cfg.NumSteps, n, a.Obs, d)
+	t.res = NewStepResult(n, a.Obs)
+	t.lastObs = make([]float64, n*a.Obs)
 	t.lastStarts = make([]bool, n)
 	t.perm = make([]int, cfg.RolloutSize())
 	t.acts, t.vals, t.lps = make([]int, n*d), make([]float64, n), make([]float64, n)
@@ -128,7 +134,7 @@ func (t *Trainer) GradientSteps() int { return t.gradSteps }
 func (t *Trainer) Done() bool { return t.iteration >= t.cfg.Iterations() }
 
 // Policy returns a snapshot of the current policy.
-func (t *Trainer) Policy() *Policy { return t.policy.Clone() }
+func (t *Trainer) Policy() *policy.Policy { return t.policy.Clone() }
 
 // Learn runs the remaining iterations. It returns ctx's error, unwrapped,
 // if ctx ends between two iterations.
@@ -188,7 +194,7 @@ func (t *Trainer) Learn(ctx context.Context) error {
 // r ← r + γ·V(final observation), then GAE over the buffer.
 func (t *Trainer) collect() error {
 	cfg, a, b := t.cfg, t.arch, t.buf
-	n, d := cfg.NumEnvs, len(a.nvec)
+	n, d := cfg.NumEnvs, len(a.Nvec)
 	for step := range cfg.NumSteps {
 		if err := t.policy.Step(t.lastObs, false, t.action, t.acts, t.vals, t.lps); err != nil {
 			return fmt.Errorf("ppo: policy at step %d: %w", t.timesteps, err)
@@ -197,7 +203,7 @@ func (t *Trainer) collect() error {
 		if err := t.env.Step(t.acts, t.res); err != nil {
 			return fmt.Errorf("ppo: environment step %d: %w", t.timesteps, err)
 		}
-		if err := t.res.check(n, a.obs); err != nil {
+		if err := t.res.check(n, a.Obs); err != nil {
 			return err
 		}
 		t.timesteps += n
@@ -212,7 +218,7 @@ func (t *Trainer) collect() error {
 		}
 		base := step * n
 		for i, v := range t.lastObs {
-			b.observations[base*a.obs+i] = float32(v)
+			b.observations[base*a.Obs+i] = float32(v)
 		}
 		copy(b.actions[base*d:(base+n)*d], t.acts)
 		copy(b.rewards[base:base+n], t.res.Rewards)
@@ -238,7 +244,7 @@ func (t *Trainer) bootstrap() error {
 	t.bootObs, t.boot = t.bootObs[:0], t.boot[:0]
 	for e := range r.Rewards {
 		if r.Truncated[e] && !r.Terminated[e] {
-			t.bootObs = append(t.bootObs, r.FinalObs[e*a.obs:(e+1)*a.obs]...)
+			t.bootObs = append(t.bootObs, r.FinalObs[e*a.Obs:(e+1)*a.Obs]...)
 			t.boot = append(t.boot, e)
 		}
 	}
@@ -364,9 +370,9 @@ func (t *Trainer) minibatch(idx []int, clip, lr float64) (minibatchStats, error)
 	}
 	m.kl /= float64(len(idx))
 	m.clipFrac = float64(clipped) / float64(len(idx))
-	clipGradNorm(t.grad, t.arch.params, t.cfg.MaxGradNorm)
+	clipGradNorm(t.grad, t.arch.Params, t.cfg.MaxGradNorm)
 	t.opt.update(t.theta, t.grad, lr)
-	t.policy.weightsChanged()
+	t.policy.WeightsChanged()
 	t.gradSteps++
 	return m, nil
 }
@@ -390,11 +396,11 @@ func (t *Trainer) fill(g *lossGraph[float32], idx []int, clip float64) {
 	}
 	for k, i := range idx {
 		r := b.row(i)
-		copy(g.aObs[k*a.obs:(k+1)*a.obs], b.observations[r*a.obs:(r+1)*a.obs])
-		copy(g.cObs[k*a.obs:(k+1)*a.obs], b.observations[r*a.obs:(r+1)*a.obs])
+		copy(g.aObs[k*a.Obs:(k+1)*a.Obs], b.observations[r*a.Obs:(r+1)*a.Obs])
+		copy(g.cObs[k*a.Obs:(k+1)*a.Obs], b.observations[r*a.Obs:(r+1)*a.Obs])
 		off := 0
-		for dIdx, n := range a.nvec {
-			g.onehot[k*a.logits+off+b.actions[r*len(a.nvec)+dIdx]] = 1
+		for dIdx, n := range a.Nvec {
+			g.onehot[k*a.Logits+off+b.actions[r*len(a.Nvec)+dIdx]] = 1
 			off += n
 		}
 		adv := b.advantages[r]

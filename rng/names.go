@@ -17,6 +17,9 @@ const (
 	EnvVec = "env/vec/"
 	// CartPoleReset draws CartPole's initial states (seed: Reset's).
 	CartPoleReset = "cartpole/reset"
+	// CartPoleVec + index gives the Reset seed of one environment of a
+	// CartPole vector (seed: the vector's Reset seed).
+	CartPoleVec = "cartpole/vec/"
 	// TracesSynthetic + trace name draws the synthetic fallback trace.
 	TracesSynthetic = "traces/synthetic/"
 
@@ -27,6 +30,10 @@ const (
 	// PPOAction draws sampled actions (training rollouts, a sampling
 	// ppo Controller, serve's seeded sampling: seed is the request's).
 	PPOAction = "ppo/action"
+
+	// PPOResume + timesteps gives the Reset seed of a vector environment
+	// that a resumed run cannot restore from its checkpoint.
+	PPOResume = "ppo/resume/"
 
 	// TrainEnv + index gives the Reset seed of one training environment
 	// of the vector (seed: the run's root seed).

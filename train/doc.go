@@ -11,5 +11,7 @@
 // (printed with -json). A progress bar is drawn on stderr when it is a
 // terminal. Flags are checked, and -out is created and probed for
 // writing, before any training starts; errors exit with status 1 (2 for
-// bad flags). The wiring lives in train/run.
+// bad flags, with one line naming the flag). Flags are parsed in
+// train/cli; the wiring lives in train/run and the progress files in
+// train/progress.
 package main

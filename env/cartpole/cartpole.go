@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"streamscale/rng"
 )
 
@@ -153,13 +154,14 @@ func (v *Vec) ObsSize() int { return ObsSize }
 // Nvec is [2]: push left or right.
 func (v *Vec) Nvec() []int { return []int{2} }
 
-// Reset seeds env i from seed+i and writes the first observations.
+// Reset seeds env i from rng.Derive(seed, rng.CartPoleVec+"<i>") and
+// writes the first observations.
 func (v *Vec) Reset(seed uint64, obs []float64) error {
 	if len(obs) != len(v.envs)*ObsSize {
 		return fmt.Errorf("cartpole: observation buffer has %d values, want %d", len(obs), len(v.envs)*ObsSize)
 	}
 	for i, e := range v.envs {
-		o := e.Reset(seed + uint64(i))
+		o := e.Reset(rng.Derive(seed, rng.CartPoleVec+strconv.Itoa(i)))
 		copy(obs[i*ObsSize:], o[:])
 		v.returns[i] = 0
 	}

@@ -15,7 +15,7 @@
 // Determinism: an Env draws its initial states from its own PCG stream
 // seeded from (seed, FNV-1a of "cartpole/reset"); Reset(seed) reseeds it
 // and automatic resets continue it, as Gymnasium's np_random. Vec seeds env
-// i with seed+i. Nothing here reads the clock or uses goroutines; an Env or
+// i with the named stream rng.CartPoleVec+"<i>" of seed. Nothing here reads the clock or uses goroutines; an Env or
 // Vec is not safe for concurrent use. This package imports no project
 // package (the train command adapts Vec to ppo.VecEnv).
 package cartpole

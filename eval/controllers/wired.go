@@ -12,16 +12,12 @@ import (
 	"streamscale/agents/horizontal"
 	"streamscale/agents/vrebalance"
 	"streamscale/env"
-	"streamscale/ppo"
+	"streamscale/ppo/policy"
 )
 
 // ErrNoPolicy is wrapped by Spec.New's error when a PPO policy file does
 // not exist.
 var ErrNoPolicy = errors.New("no trained policy")
-
-// PolicyName is the base name of a saved policy in its directory
-// (<name>.json and <name>.safetensors), as `go run ./train` writes it.
-const PolicyName = "policy"
 
 func thresholdParser() func(string, Options) (Spec, error) {
 	return noArg("threshold", Spec{build: func(sc env.Config) (agents.Controller, error) {
@@ -78,14 +74,14 @@ func ppoParser() func(string, Options) (Spec, error) {
 			if card.Profile != "" && card.Profile != profile {
 				return nil, fmt.Errorf("policy in %s was trained on profile %q, scenario is %q", dirOf(profile), card.Profile, profile)
 			}
-			return ppo.NewController(p, sc.Spaces())
+			return policy.NewController(p, sc.Spaces())
 		}}, nil
 	}
 }
 
 type policyEntry struct {
-	p    *ppo.Policy
-	card *ppo.Card
+	p    *policy.Policy
+	card *policy.Card
 	err  error
 }
 
@@ -95,18 +91,18 @@ type policyCache struct {
 	m  map[string]policyEntry
 }
 
-func (c *policyCache) load(dir string) (*ppo.Policy, *ppo.Card, error) {
+func (c *policyCache) load(dir string) (*policy.Policy, *policy.Card, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.m[dir]; ok {
 		return e.p, e.card, e.err
 	}
 	var e policyEntry
-	if _, err := os.Stat(filepath.Join(dir, PolicyName+".json")); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, policy.FileName+".json")); errors.Is(err, fs.ErrNotExist) {
 		e.err = fmt.Errorf("%w: %s does not exist (train one with go run ./train -out %s, or pass -policies)",
-			ErrNoPolicy, filepath.Join(dir, PolicyName+".json"), dir)
+			ErrNoPolicy, filepath.Join(dir, policy.FileName+".json"), dir)
 	} else {
-		e.p, e.card, e.err = ppo.ReadPolicy(os.DirFS(dir), PolicyName)
+		e.p, e.card, e.err = policy.Read(os.DirFS(dir), policy.FileName)
 	}
 	c.m[dir] = e
 	return e.p, e.card, e.err

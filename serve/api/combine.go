@@ -15,7 +15,7 @@ const maxCombined = 24
 // one policy into one batched forward pass ("flat combining" with leader
 // hand-off).
 //
-// Why: ppo.Policy's matrix kernel computes 6 rows at a time, so whole
+// Why: policy.Policy's matrix kernel computes 6 rows at a time, so whole
 // groups of 6 rows cost less per row than single rows, and one pass pays
 // the fixed per-pass costs once for many requests. (Since the policy keeps
 // its weights packed, a 1-row pass is cheap too, about 6 µs for pred, and

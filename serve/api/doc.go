@@ -40,7 +40,7 @@
 //
 // # Inference
 //
-// Actions come from ppo.Policy.Step on a clone of the policy taken from a
+// Actions come from policy.Policy.Step on a clone of the policy taken from a
 // per-policy sync.Pool (a Policy is not safe for concurrent use), so the
 // response equals Policy.Act bit for bit. Concurrent deterministic
 // single-observation requests are combined into one batched pass
@@ -48,7 +48,7 @@
 // rows do not interact). Deterministic mode is the
 // per-dimension argmax; sample mode draws from ppo's "ppo/action" stream
 // seeded with the request's seed, observation after observation, so it
-// reproduces a ppo.Controller after Reset(seed). Probabilities come from
+// reproduces a policy.Controller after Reset(seed). Probabilities come from
 // the policy's own log-probabilities (see entry.probabilities). Request
 // buffers (body, decoded observations, outputs, response) live in a pooled
 // scratch: once warm, the act path allocates nothing, gin included

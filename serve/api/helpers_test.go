@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"streamscale/env"
-	"streamscale/ppo"
+	"streamscale/ppo/policy"
 	"streamscale/serve/internal/fixture"
 )
 
@@ -47,9 +47,9 @@ func newTestServer(t testing.TB, dir, token string) *Server {
 }
 
 // readPolicy loads the artifact of name from dir the way ppo users do.
-func readPolicy(t testing.TB, dir, name string) (*ppo.Policy, *ppo.Card) {
+func readPolicy(t testing.TB, dir, name string) (*policy.Policy, *policy.Card) {
 	t.Helper()
-	p, c, err := ppo.ReadPolicy(os.DirFS(filepath.Join(dir, name)), PolicyFile)
+	p, c, err := policy.Read(os.DirFS(filepath.Join(dir, name)), policy.FileName)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,22 +2,13 @@ package api
 
 import (
 	"fmt"
-	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"strconv"
 
-	"streamscale/ppo"
+	"streamscale/ppo/policy"
+	"streamscale/rng"
 )
-
-// actionStream is the second PCG seed of ppo's "ppo/action" stream
-// (ppo.NewStream(seed, ppo.StreamAction) is rand.NewPCG(seed, actionStream)),
-// so a pooled generator can be reseeded without allocating.
-var actionStream = func() uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(ppo.StreamAction))
-	return h.Sum64()
-}()
 
 // scratch is everything one request needs beyond the policy itself; the
 // server keeps them in a sync.Pool, so a request allocates nothing once
@@ -73,22 +64,22 @@ func grow[T any](s []T, n int) []T {
 // values and, if asked, probabilities land in sc.
 //
 // Deterministic mode takes the per-dimension argmax. Sample mode draws
-// from ppo's "ppo/action" stream seeded with req.seed, observation after
-// observation, exactly as a ppo.Controller does after Reset(seed) and
+// from the stream rng.PPOAction of req.seed, observation after
+// observation, exactly as a policy.Controller does after Reset(seed) and
 // SetDeterministic(false) when it acts on the observations in order.
 func (e *entry) infer(sc *scratch) error {
 	n, dims := sc.req.n, len(e.nvec)
 	sc.actions = grow(sc.actions, n*dims)
 	sc.values = grow(sc.values, n)
 	sc.logps = grow(sc.logps, n)
-	var rng *rand.Rand
+	var sampler *rand.Rand
 	if sc.req.sample {
-		sc.pcg.Seed(sc.req.seed, actionStream)
-		rng = sc.rng
+		rng.Reseed(&sc.pcg, sc.req.seed, rng.PPOAction) // policy.Controller's stream, without allocating
+		sampler = sc.rng
 	}
 	p := e.policy()
 	defer e.put(p)
-	if err := p.Step(sc.req.obs[:n*e.lay.size], !sc.req.sample, rng, sc.actions, sc.values, sc.logps); err != nil {
+	if err := p.Step(sc.req.obs[:n*e.lay.size], !sc.req.sample, sampler, sc.actions, sc.values, sc.logps); err != nil {
 		return err
 	}
 	for i, v := range sc.values {
@@ -123,7 +114,7 @@ func (e *entry) infer(sc *scratch) error {
 // log π_d(a_d), and π_d(j) = exp of that difference normalised over j.
 // One Evaluate call over 1 + Σ(nvec−1) copies of obs gives every term,
 // computed by the policy's own numerics.
-func (e *entry) probabilities(p *ppo.Policy, sc *scratch, obs []float64, act []int, dst []float64) error {
+func (e *entry) probabilities(p *policy.Policy, sc *scratch, obs []float64, act []int, dst []float64) error {
 	rows, size, dims := e.rows, e.lay.size, len(e.nvec)
 	sc.evObs = grow(sc.evObs, rows*size)
 	sc.evAct = grow(sc.evAct, rows*dims)

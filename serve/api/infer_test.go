@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"streamscale/env"
-	"streamscale/ppo"
+	"streamscale/ppo/policy"
 	"streamscale/serve/internal/fixture"
 )
 
@@ -55,7 +55,7 @@ func TestActMatchesPolicy(t *testing.T) {
 
 			// Sampling with a seed: the Controller's first action after Reset(seed).
 			seed := uint64(1000 + i)
-			c, err := ppo.NewController(p, card.Spaces)
+			c, err := policy.NewController(p, card.Spaces)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +126,7 @@ func TestBatchMatchesSingle(t *testing.T) {
 		}
 	}
 
-	c, err := ppo.NewController(p, card.Spaces)
+	c, err := policy.NewController(p, card.Spaces)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestBatchMatchesSingle(t *testing.T) {
 
 // referenceProbs is an obviously-correct float64 evaluation of the actor
 // from the artifact's tensors: tanh MLP, then a softmax per dimension.
-func referenceProbs(p *ppo.Policy, obs []float64) []float64 {
+func referenceProbs(p *policy.Policy, obs []float64) []float64 {
 	w := map[string][]float32{}
 	shape := map[string][]int{}
 	for _, t := range p.Tensors() {

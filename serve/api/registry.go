@@ -13,12 +13,8 @@ import (
 	"sync"
 
 	"streamscale/env"
-	"streamscale/ppo"
+	"streamscale/ppo/policy"
 )
-
-// PolicyFile is the base name of an artifact in its directory:
-// <dir>/<name>/policy.json and policy.safetensors.
-const PolicyFile = "policy"
 
 // validName is what a policy (directory) name may look like: it appears
 // in URLs and metric-free log lines.
@@ -36,20 +32,20 @@ type registry struct {
 type entry struct {
 	name    string
 	version string // hex SHA-256 of the weights
-	card    *ppo.Card
+	card    *policy.Card
 	lay     layout
 	nvec    []int
 	deltas  []float64 // millicores of each choice
 	rows    int       // rows of a probabilities evaluation: 1 + Σ(nvec−1)
-	base    *ppo.Policy
-	pool    sync.Pool // *ppo.Policy clones: a Policy is not safe for concurrent use
+	base    *policy.Policy
+	pool    sync.Pool // *policy.Policy clones: a Policy is not safe for concurrent use
 	comb    combiner  // merges concurrent single deterministic requests
 }
 
 // policy returns a clone of the policy for one request's exclusive use;
 // give it back with put.
-func (e *entry) policy() *ppo.Policy { return e.pool.Get().(*ppo.Policy) }
-func (e *entry) put(p *ppo.Policy)   { e.pool.Put(p) }
+func (e *entry) policy() *policy.Policy { return e.pool.Get().(*policy.Policy) }
+func (e *entry) put(p *policy.Policy)   { e.pool.Put(p) }
 
 // loadRegistry reads every <dir>/<name>/policy.json (with its weights),
 // validates it and runs a self-test forward pass. Subdirectories without
@@ -68,14 +64,14 @@ func loadRegistry(dir string, m *metrics) (*registry, []string, error) {
 		if st, err := os.Stat(sub); err != nil || !st.IsDir() {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(sub, PolicyFile+".json")); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(sub, policy.FileName+".json")); errors.Is(err, fs.ErrNotExist) {
 			skipped = append(skipped, name)
 			continue
 		}
 		if !validName.MatchString(name) {
 			return nil, nil, fmt.Errorf("api: policy directory %q: name must match %s", name, validName)
 		}
-		p, card, err := ppo.ReadPolicy(os.DirFS(sub), PolicyFile)
+		p, card, err := policy.Read(os.DirFS(sub), policy.FileName)
 		if err != nil {
 			return nil, nil, fmt.Errorf("api: policy %s: %w", name, err)
 		}
@@ -90,7 +86,7 @@ func loadRegistry(dir string, m *metrics) (*registry, []string, error) {
 		reg.names = append(reg.names, name)
 	}
 	if len(reg.names) == 0 {
-		return nil, skipped, fmt.Errorf("api: no policies in %s (want %s/<name>/%s.json)", dir, dir, PolicyFile)
+		return nil, skipped, fmt.Errorf("api: no policies in %s (want %s/<name>/%s.json)", dir, dir, policy.FileName)
 	}
 	slices.Sort(reg.names)
 	if reg.list, err = policyList(reg); err != nil {
@@ -101,7 +97,7 @@ func loadRegistry(dir string, m *metrics) (*registry, []string, error) {
 
 // newEntry checks that the card describes a streamscale policy the server
 // can serve, builds its layout and runs the self-test.
-func newEntry(name string, p *ppo.Policy, card *ppo.Card) (*entry, error) {
+func newEntry(name string, p *policy.Policy, card *policy.Card) (*entry, error) {
 	sp := card.Spaces
 	e := &entry{name: name, version: card.WeightsSHA256, card: card, base: p, nvec: p.Nvec(), deltas: sp.DeltaMillicores}
 	for k := range e.lay.n {
@@ -239,7 +235,7 @@ func policyList(reg *registry) ([]byte, error) {
 			Action:      actionInfo{Nvec: e.nvec, DeltaMillicores: e.deltas},
 			Training: trainingInfo{
 				Name: c.Name, Seed: c.Seed, Transitions: c.Transitions, GradientSteps: c.GradientSteps,
-				BestDevReward: c.BestDevReward, ConfigHash: c.ConfigHash, Hidden: c.Config.Hidden,
+				BestDevReward: c.BestDevReward, ConfigHash: c.ConfigHash, Hidden: e.base.Hidden(),
 				Commit: c.Commit, GoVersion: c.GoVersion,
 			},
 		})

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"streamscale/ppo/policy"
 )
 
 // Defaults and limits of Config.
@@ -160,7 +162,7 @@ func (s *Server) Reload() error {
 		s.logf("loaded policy %s version %.12s (profile %s)", n, reg.byName[n].version, reg.byName[n].card.Profile)
 	}
 	for _, n := range skipped {
-		s.logf("skipped %s: no %s.json", n, PolicyFile)
+		s.logf("skipped %s: no %s.json", n, policy.FileName)
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"streamscale/ppo/policy"
 	"streamscale/serve/internal/fixture"
 )
 
@@ -238,7 +239,7 @@ func TestAdminReload(t *testing.T) {
 
 	// Corrupt weights: the reload fails and the old set stays.
 	reg := s.reg.Load()
-	wpath := filepath.Join(dir, "pred", PolicyFile+".safetensors")
+	wpath := filepath.Join(dir, "pred", policy.FileName+".safetensors")
 	b, err := os.ReadFile(wpath)
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +256,7 @@ func TestAdminReload(t *testing.T) {
 		t.Fatal("failed reload replaced the registry")
 	}
 	// A card that does not parse fails too.
-	if err := os.WriteFile(filepath.Join(dir, "etl-b", PolicyFile+".json"), []byte(`{"format":`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "etl-b", policy.FileName+".json"), []byte(`{"format":`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Reload(); err == nil || s.reg.Load() != reg {

@@ -11,13 +11,13 @@ import (
 	"testing"
 
 	"streamscale/env"
-	"streamscale/ppo"
+	"streamscale/ppo/policy"
 	"streamscale/serve/api"
 	"streamscale/serve/client"
 	"streamscale/serve/internal/fixture"
 )
 
-func setup(t *testing.T) (*client.Client, *ppo.Policy, *ppo.Card) {
+func setup(t *testing.T) (*client.Client, *policy.Policy, *policy.Card) {
 	t.Helper()
 	dir := t.TempDir()
 	if _, err := fixture.Write(dir, "etl", "etl", 64, 3); err != nil {
@@ -36,7 +36,7 @@ func setup(t *testing.T) (*client.Client, *ppo.Policy, *ppo.Card) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, card, err := ppo.ReadPolicy(os.DirFS(filepath.Join(dir, "etl")), api.PolicyFile)
+	p, card, err := policy.Read(os.DirFS(filepath.Join(dir, "etl")), policy.FileName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctl, err := ppo.NewController(p, card.Spaces)
+	ctl, err := policy.NewController(p, card.Spaces)
 	if err != nil {
 		t.Fatal(err)
 	}

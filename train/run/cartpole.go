@@ -1,12 +1,17 @@
 package run
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
+	"strconv"
 
 	"streamscale/env"
 	"streamscale/env/cartpole"
 	"streamscale/ppo"
+	"streamscale/ppo/policy"
+	"streamscale/rng"
+	"streamscale/train/simvec"
 )
 
 // EvalEpisodes is the number of deterministic CartPole evaluation episodes.
@@ -49,48 +54,125 @@ func CartPoleSpaces() env.Spaces {
 	}
 }
 
-// cartPoleVec adapts cartpole.Vec to ppo.VecEnv (and StatefulVecEnv).
+// cartPoleVec adapts CartPole to ppo.VecEnv (and StatefulVecEnv): n
+// single-env cartpole.Vecs, so that env i is reset from its own named
+// stream, simvec.EnvSeed(root, i) (rng.TrainEnv+i); an ended episode
+// restarts from the env's own generator, as in cartpole.Vec.
 type cartPoleVec struct {
-	*cartpole.Vec
-	r cartpole.StepResult
+	envs []*cartpole.Vec
+	r    cartpole.StepResult
 }
 
 func newCartPoleVec(n int) (*cartPoleVec, error) {
-	v, err := cartpole.NewVec(n)
-	if err != nil {
-		return nil, fmt.Errorf("train: %w", err)
+	if n < 1 {
+		return nil, fmt.Errorf("train: cartpole needs at least one env, got %d", n)
 	}
-	return &cartPoleVec{Vec: v}, nil
+	c := &cartPoleVec{envs: make([]*cartpole.Vec, n)}
+	for i := range c.envs {
+		v, err := cartpole.NewVec(1)
+		if err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+		c.envs[i] = v
+	}
+	return c, nil
 }
 
-// Step implements ppo.VecEnv; the result slices are shared, not copied.
-func (c *cartPoleVec) Step(actions []int, r *ppo.StepResult) error {
-	c.r = cartpole.StepResult{
-		Obs: r.Obs, Rewards: r.Rewards, Terminated: r.Terminated, Truncated: r.Truncated,
-		FinalObs: r.FinalObs, Episodes: c.r.Episodes[:0],
+// NumEnvs implements ppo.VecEnv.
+func (c *cartPoleVec) NumEnvs() int { return len(c.envs) }
+
+// ObsSize implements ppo.VecEnv.
+func (c *cartPoleVec) ObsSize() int { return cartpole.ObsSize }
+
+// Nvec implements ppo.VecEnv.
+func (c *cartPoleVec) Nvec() []int { return []int{2} }
+
+// Reset implements ppo.VecEnv: env i starts from simvec.EnvSeed(root, i).
+func (c *cartPoleVec) Reset(root uint64, obs []float64) error {
+	const k = cartpole.ObsSize
+	if len(obs) != len(c.envs)*k {
+		return fmt.Errorf("train: cartpole observation buffer has %d values, want %d", len(obs), len(c.envs)*k)
 	}
-	if err := c.Vec.Step(actions, &c.r); err != nil {
-		return err
+	for i, v := range c.envs {
+		if err := v.Reset(simvec.EnvSeed(root, i), obs[i*k:(i+1)*k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Step implements ppo.VecEnv; each env writes into its rows of r.
+func (c *cartPoleVec) Step(actions []int, r *ppo.StepResult) error {
+	const k = cartpole.ObsSize
+	n := len(c.envs)
+	if len(actions) != n {
+		return fmt.Errorf("train: cartpole: %d actions, want %d", len(actions), n)
+	}
+	for i, a := range actions {
+		if a != 0 && a != 1 {
+			return fmt.Errorf("train: cartpole: action of env %d is %d, want 0 or 1", i, a)
+		}
 	}
 	r.Episodes = r.Episodes[:0]
-	for _, e := range c.r.Episodes {
-		r.Episodes = append(r.Episodes, ppo.Episode(e))
+	for i, v := range c.envs {
+		c.r = cartpole.StepResult{
+			Obs: r.Obs[i*k : (i+1)*k], Rewards: r.Rewards[i : i+1], Terminated: r.Terminated[i : i+1],
+			Truncated: r.Truncated[i : i+1], FinalObs: r.FinalObs[i*k : (i+1)*k], Episodes: c.r.Episodes[:0],
+		}
+		if err := v.Step(actions[i:i+1], &c.r); err != nil {
+			return err
+		}
+		for _, e := range c.r.Episodes {
+			r.Episodes = append(r.Episodes, ppo.Episode{Env: i, Return: e.Return, Length: e.Length})
+		}
+	}
+	return nil
+}
+
+// MarshalBinary implements ppo.StatefulVecEnv: each env's state,
+// length-prefixed, in order.
+func (c *cartPoleVec) MarshalBinary() ([]byte, error) {
+	var out []byte
+	for _, v := range c.envs {
+		b, err := v.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(b)))
+		out = append(out, b...)
+	}
+	return out, nil
+}
+
+// UnmarshalBinary implements ppo.StatefulVecEnv.
+func (c *cartPoleVec) UnmarshalBinary(b []byte) error {
+	for i, v := range c.envs {
+		if len(b) < 4 || int(binary.LittleEndian.Uint32(b)) > len(b)-4 {
+			return fmt.Errorf("train: cartpole state of env %d is truncated", i)
+		}
+		n := int(binary.LittleEndian.Uint32(b))
+		if err := v.UnmarshalBinary(b[4 : 4+n]); err != nil {
+			return err
+		}
+		b = b[4+n:]
+	}
+	if len(b) != 0 {
+		return fmt.Errorf("train: cartpole state has %d trailing bytes", len(b))
 	}
 	return nil
 }
 
 var _ ppo.StatefulVecEnv = (*cartPoleVec)(nil)
 
-// EvalCartPole plays episodes deterministic episodes, episode k reset from
-// seed base+k where base is the first draw of stream "eval/cartpole", and
-// returns the mean and (population) standard deviation of the returns.
-func EvalCartPole(p *ppo.Policy, seed uint64, episodes int) (mean, std float64, err error) {
-	base := ppo.NewStream(seed, "eval/cartpole").Uint64()
+// EvalCartPole plays episodes deterministic episodes, episode k reset
+// with rng.Derive(seed, rng.TrainEvalCartPole+k) (seed: the run's root),
+// and returns the mean and (population) standard deviation of the returns.
+func EvalCartPole(p *policy.Policy, seed uint64, episodes int) (mean, std float64, err error) {
 	e := cartpole.New()
 	act := make([]int, 1)
 	returns := make([]float64, episodes)
 	for k := range episodes {
-		o := e.Reset(base + uint64(k))
+		o := e.Reset(rng.Derive(seed, rng.TrainEvalCartPole+strconv.Itoa(k)))
 		for {
 			if _, err := p.Act(o[:], true, nil, act); err != nil {
 				return 0, 0, fmt.Errorf("train: eval: %w", err)

@@ -9,18 +9,20 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
 	"streamscale/env"
+	"streamscale/internal/command"
 	"streamscale/ppo"
+	"streamscale/ppo/policy"
+	"streamscale/train/progress"
 )
 
-// ErrUsage marks errors in the options (exit status 2).
-var ErrUsage = errors.New("train: usage")
+// ErrUsage is wrapped by errors in the options (exit status 2): it is
+// command.ErrUsage, and those errors are one line naming the flag.
+var ErrUsage = command.ErrUsage
 
 // Options are the command's flags.
 type Options struct {
@@ -38,7 +40,6 @@ type Options struct {
 
 // Files in the output directory.
 const (
-	PolicyName     = "policy"
 	CheckpointFile = "checkpoint.ckpt"
 	CSVFile        = "progress.csv"
 	ParquetFile    = "progress.parquet"
@@ -80,22 +81,22 @@ func (o *Options) check() error {
 	switch o.Env {
 	case "streamscale", "cartpole":
 	default:
-		return fmt.Errorf("%w: unknown -env %q (want streamscale or cartpole)", ErrUsage, o.Env)
+		return command.Usagef("train: -env %q, want streamscale or cartpole", o.Env)
 	}
 	if o.Env == "streamscale" && o.Profile != "pred" && o.Profile != "etl" {
-		return fmt.Errorf("%w: unknown -profile %q (want pred or etl)", ErrUsage, o.Profile)
+		return command.Usagef("train: -profile %q, want pred or etl", o.Profile)
 	}
 	if o.Env == "cartpole" && o.ProfileSet {
-		return fmt.Errorf("%w: -profile applies only to -env streamscale", ErrUsage)
+		return command.Usagef("train: -profile applies only to -env streamscale")
 	}
 	if o.Steps < 0 {
-		return fmt.Errorf("%w: -steps must be positive, got %d", ErrUsage, o.Steps)
+		return command.Usagef("train: -steps %d, want ≥ 0", o.Steps)
 	}
 	if o.Envs < 0 {
-		return fmt.Errorf("%w: -envs must be positive, got %d", ErrUsage, o.Envs)
+		return command.Usagef("train: -envs %d, want ≥ 0", o.Envs)
 	}
 	if o.Workers < 0 || o.Workers > 2 {
-		return fmt.Errorf("%w: -workers must be 0, 1 or 2, got %d", ErrUsage, o.Workers)
+		return command.Usagef("train: -workers %d, want 0, 1 or 2", o.Workers)
 	}
 	if o.Out == "" {
 		o.Out = filepath.Join("runs", fmt.Sprintf("%s-seed%d", o.Env, o.Seed))
@@ -136,7 +137,7 @@ func prepare(o Options) (*setup, error) {
 		s.cfg.NumEnvs = o.Envs
 	}
 	if err := s.cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+		return nil, command.Usagef("train: %v", err)
 	}
 	if err := probeDir(o.Out); err != nil {
 		return nil, err
@@ -169,180 +170,220 @@ func prepare(o Options) (*setup, error) {
 	return s, nil
 }
 
-// Run trains as o says, writing into o.Out and reporting on stdout and
-// stderr.
-func Run(ctx context.Context, o Options, stdout, stderr io.Writer) error {
+// Run trains as o says, writing into o.Out and reporting on cio.Stdout
+// (the summary) and cio.Stderr (a progress bar when cio.Terminal).
+func Run(ctx context.Context, o Options, cio command.IO) error {
+	cio = cio.Fill()
 	s, err := prepare(o)
 	if err != nil {
 		return err
 	}
-	o = s.o
-	start := time.Now()
-	commit := gitCommit()
-
-	// ---- progress writers ------------------------------------------------
-	csvPath := filepath.Join(o.Out, CSVFile)
-	var prior []ppo.ParquetRow
-	var resumeIter int
-	var tr *ppo.Trainer
-	// The logger and hook are bound below, once the resume point (which
-	// decides how the progress files continue) is known.
-	var loggers ppo.Loggers
-	var hook func(context.Context, *ppo.Trainer, ppo.Stats) error
-	opts := ppo.Options{
-		Workers: o.Workers,
-		Clock:   time.Now,
-		Logger:  loggerFunc(func(st ppo.Stats) error { return loggers.Log(st) }),
-		AfterIteration: func(ctx context.Context, t *ppo.Trainer, st ppo.Stats) error {
-			return hook(ctx, t, st)
-		},
+	r := &run{s: s, o: s.o, build: command.BuildInfo(), start: time.Now()}
+	if err := r.buildTrainer(); err != nil {
+		return err
 	}
-	if o.Resume {
-		f, err := os.Open(filepath.Join(o.Out, CheckpointFile))
-		if err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
-		tr, err = ppo.Resume(s.cfg, s.venv, opts, f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("train: resuming: %w", err)
-		}
-		resumeIter = tr.Iteration()
-		if err := trimCSV(csvPath, resumeIter); err != nil {
+	if err := r.openLogs(cio); err != nil {
+		return err
+	}
+	defer r.csv.Close()
+	if err := r.train(ctx); err != nil {
+		return err
+	}
+	wall := time.Since(r.start).Seconds()
+	pol, best := r.sel.result(r.tr)
+	sha, err := r.writeArtifact(pol, best)
+	if err != nil {
+		return err
+	}
+	sum, err := r.summarise(pol, sha, best, wall)
+	if err != nil {
+		return err
+	}
+	return r.report(sum, cio.Stdout)
+}
+
+// run is the state of one training run between its steps.
+type run struct {
+	s     *setup
+	o     Options
+	build command.Build
+	start time.Time
+
+	tr         *ppo.Trainer
+	resumeIter int
+	prior      []progress.ParquetRow // rows of the run resumed from
+	csv        *os.File
+	parquet    bytes.Buffer
+	pqLog      *progress.ParquetLogger
+	loggers    ppo.Loggers
+	sel        *selector
+}
+
+// Log implements ppo.Logger: every iteration goes to the progress files
+// (and bar).
+func (r *run) Log(st ppo.Stats) error { return r.loggers.Log(st) }
+
+// afterIteration is the trainer's hook: model selection, then the
+// checkpoint. The best policy is saved before the checkpoint that
+// follows it, so a resumed run always finds the selection it continues.
+func (r *run) afterIteration(_ context.Context, t *ppo.Trainer, _ ppo.Stats) error {
+	improved, err := r.sel.consider(t)
+	if err != nil {
+		return err
+	}
+	if improved {
+		if err := r.sel.save(r.o.Out, r.s.cfg); err != nil {
 			return err
 		}
-		prior = readPriorParquet(filepath.Join(o.Out, ParquetFile), resumeIter)
-	} else {
-		if tr, err = ppo.New(s.cfg, s.venv, opts); err != nil {
+	}
+	var buf bytes.Buffer
+	if err := t.WriteCheckpoint(&buf); err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(r.o.Out, CheckpointFile), buf.Bytes())
+}
+
+// buildTrainer makes a fresh trainer, or with -resume restores it, the
+// progress rows and the best-so-far policy from the checkpoint.
+func (r *run) buildTrainer() error {
+	r.sel = &selector{s: r.s}
+	opts := ppo.Options{Workers: r.o.Workers, Clock: time.Now, Logger: r, AfterIteration: r.afterIteration}
+	if !r.o.Resume {
+		tr, err := ppo.New(r.s.cfg, r.s.venv, opts)
+		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
+		r.tr = tr
+		return nil
 	}
-	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
-	if !o.Resume {
-		flags |= os.O_TRUNC
-	}
-	csvFile, err := os.OpenFile(csvPath, flags, 0o644)
+	f, err := os.Open(filepath.Join(r.o.Out, CheckpointFile))
 	if err != nil {
 		return fmt.Errorf("train: %w", err)
 	}
-	defer csvFile.Close()
-	fi, _ := csvFile.Stat()
-	var pq bytes.Buffer
-	pqLog := ppo.NewParquetLogger(&pq, prior)
-	loggers = ppo.Loggers{ppo.NewCSVLogger(csvFile, fi == nil || fi.Size() == 0), pqLog}
-	if isTerminal(stderr) {
-		loggers = append(loggers, ppo.NewProgressBar(stderr, s.cfg.Iterations()))
+	tr, err := ppo.Resume(r.s.cfg, r.s.venv, opts, f)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("train: resuming: %w", err)
 	}
+	r.tr, r.resumeIter = tr, tr.Iteration()
+	if err := trimCSV(filepath.Join(r.o.Out, CSVFile), r.resumeIter); err != nil {
+		return err
+	}
+	r.prior = readPriorParquet(filepath.Join(r.o.Out, ParquetFile), r.resumeIter)
+	return r.sel.restore(r.o.Out, r.s.cfg)
+}
 
-	// ---- per-iteration hook: model selection and checkpoint -------------
-	sel := &selector{s: s}
-	if o.Resume {
-		if err := sel.restore(o.Out, s.cfg); err != nil {
-			return err
-		}
+// openLogs opens progress.csv (appending when resuming) and sets up the
+// Parquet rows and, on a terminal, the progress bar.
+func (r *run) openLogs(cio command.IO) error {
+	flags := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if !r.o.Resume {
+		flags |= os.O_TRUNC
 	}
-	hook = func(ctx context.Context, t *ppo.Trainer, st ppo.Stats) error {
-		improved, err := sel.consider(t)
-		if err != nil {
-			return err
-		}
-		// The best policy is saved before the checkpoint that follows it,
-		// so a resumed run always finds the selection it continues.
-		if improved {
-			if err := sel.save(o.Out, s.cfg); err != nil {
-				return err
-			}
-		}
-		var buf bytes.Buffer
-		if err := t.WriteCheckpoint(&buf); err != nil {
-			return err
-		}
-		return writeAtomic(filepath.Join(o.Out, CheckpointFile), buf.Bytes())
+	f, err := os.OpenFile(filepath.Join(r.o.Out, CSVFile), flags, 0o644)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
+	r.csv = f
+	fi, _ := f.Stat()
+	r.pqLog = progress.NewParquetLogger(&r.parquet, r.prior)
+	r.loggers = ppo.Loggers{progress.NewCSVLogger(f, fi == nil || fi.Size() == 0), r.pqLog}
+	if cio.Terminal {
+		r.loggers = append(r.loggers, progress.NewProgressBar(cio.Stderr, r.s.cfg.Iterations()))
+	}
+	return nil
+}
 
-	// ---- train -----------------------------------------------------------
-	learnErr := tr.Learn(ctx)
-	if err := pqLog.Close(); err == nil {
-		if werr := writeAtomic(filepath.Join(o.Out, ParquetFile), pq.Bytes()); werr != nil && learnErr == nil {
-			learnErr = werr
-		}
-	} else if learnErr == nil {
+// train runs the remaining iterations and writes progress.parquet, also
+// when training stopped early.
+func (r *run) train(ctx context.Context) error {
+	learnErr := r.tr.Learn(ctx)
+	if err := r.pqLog.Close(); err != nil {
+		return fmt.Errorf("train: %w", errors.Join(learnErr, err))
+	}
+	if err := writeAtomic(filepath.Join(r.o.Out, ParquetFile), r.parquet.Bytes()); err != nil && learnErr == nil {
 		learnErr = err
 	}
 	if learnErr != nil {
 		return fmt.Errorf("train: %w", learnErr)
 	}
-	wall := time.Since(start).Seconds()
+	return nil
+}
 
-	// ---- artifact --------------------------------------------------------
-	policy, best := sel.result(tr)
+// writeArtifact writes the selected policy and its card as
+// policy.FileName.{safetensors,json} and returns the weights' SHA-256.
+func (r *run) writeArtifact(pol *policy.Policy, best *float64) (string, error) {
 	var wb bytes.Buffer
-	sha, err := policy.WriteSafetensors(&wb)
+	sha, err := pol.WriteSafetensors(&wb)
 	if err != nil {
-		return err
+		return "", err
 	}
-	card := ppo.NewCard(policy, s.cfg, sha)
-	card.Name = filepath.Base(o.Out)
-	card.Env, card.Spaces = o.Env, s.spaces
-	if o.Env == "streamscale" {
-		card.Profile = o.Profile
+	card := ppo.NewCard(pol, r.s.cfg, sha)
+	card.Name = filepath.Base(r.o.Out)
+	card.Env, card.Spaces = r.o.Env, r.s.spaces
+	if r.o.Env == "streamscale" {
+		card.Profile = r.o.Profile
 	}
-	card.Transitions, card.GradientSteps = tr.Timesteps(), tr.GradientSteps()
+	card.Transitions, card.GradientSteps = r.tr.Timesteps(), r.tr.GradientSteps()
 	card.BestDevReward = best
-	card.Commit, card.GoVersion = commit, runtime.Version()
+	card.Commit, card.GoVersion = r.build.Commit, r.build.GoVersion
 	cb, err := json.MarshalIndent(card, "", "  ")
 	if err != nil {
-		return fmt.Errorf("train: %w", err)
+		return "", fmt.Errorf("train: %w", err)
 	}
-	wPath := filepath.Join(o.Out, PolicyName+".safetensors")
-	if err := writeAtomic(wPath, wb.Bytes()); err != nil {
-		return err
+	if err := writeAtomic(r.policyPath(), wb.Bytes()); err != nil {
+		return "", err
 	}
-	if err := writeAtomic(filepath.Join(o.Out, PolicyName+".json"), append(cb, '\n')); err != nil {
-		return err
-	}
+	return sha, writeAtomic(filepath.Join(r.o.Out, policy.FileName+".json"), append(cb, '\n'))
+}
 
-	// ---- evaluation and summary ------------------------------------------
+func (r *run) policyPath() string { return filepath.Join(r.o.Out, policy.FileName+".safetensors") }
+
+// summarise evaluates the policy (CartPole) and writes summary.json.
+func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall float64) (Summary, error) {
+	o, tr := r.o, r.tr
 	sum := Summary{
 		Env: o.Env, Seed: o.Seed, Transitions: tr.Timesteps(), Iterations: tr.Iteration(),
-		Updates: tr.GradientSteps(), WallSeconds: round3(wall), PolicyPath: wPath, PolicySHA256: sha,
-		BestDevReward: best, ConfigHash: s.cfg.Hash(), Commit: commit, GoVersion: runtime.Version(), Resumed: o.Resume,
+		Updates: tr.GradientSteps(), WallSeconds: round3(wall), PolicyPath: r.policyPath(), PolicySHA256: sha,
+		BestDevReward: best, ConfigHash: r.s.cfg.Hash(), Commit: r.build.Commit, GoVersion: r.build.GoVersion, Resumed: o.Resume,
 	}
 	if o.Env == "streamscale" {
 		sum.Profile = o.Profile
 	}
 	if wall > 0 {
-		sum.SPS = math.Round(float64(tr.Timesteps()-resumeTimesteps(s.cfg, resumeIter)) / wall)
+		sum.SPS = math.Round(float64(tr.Timesteps()-resumeTimesteps(r.s.cfg, r.resumeIter)) / wall)
 	}
 	if o.Env == "cartpole" {
-		mean, std, err := EvalCartPole(policy, o.Seed, EvalEpisodes)
+		mean, std, err := EvalCartPole(pol, o.Seed, EvalEpisodes)
 		if err != nil {
-			return err
+			return Summary{}, err
 		}
 		sum.EvalEpisodes, sum.EvalMeanReturn, sum.EvalStdReturn = EvalEpisodes, &mean, &std
 	}
 	sb, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {
-		return fmt.Errorf("train: %w", err)
+		return Summary{}, fmt.Errorf("train: %w", err)
 	}
-	if err := writeAtomic(filepath.Join(o.Out, SummaryFile), append(sb, '\n')); err != nil {
+	return sum, writeAtomic(filepath.Join(o.Out, SummaryFile), append(sb, '\n'))
+}
+
+// report prints the summary: as JSON with -json, else one line.
+func (r *run) report(sum Summary, w io.Writer) error {
+	if r.o.JSON {
+		sb, err := json.MarshalIndent(sum, "", "  ")
+		if err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		_, err = fmt.Fprintf(w, "%s\n", sb)
 		return err
 	}
-	if o.JSON {
-		_, err = fmt.Fprintf(stdout, "%s\n", sb)
-		return err
-	}
-	line := fmt.Sprintf("train: %s seed %d: %d transitions, %d updates in %.1fs (%.0f sps); policy %s", o.Env, o.Seed, sum.Transitions, sum.Updates, sum.WallSeconds, sum.SPS, wPath)
+	line := fmt.Sprintf("train: %s seed %d: %d transitions, %d updates in %.1fs (%.0f sps); policy %s", r.o.Env, r.o.Seed, sum.Transitions, sum.Updates, sum.WallSeconds, sum.SPS, sum.PolicyPath)
 	if sum.EvalMeanReturn != nil {
 		line += fmt.Sprintf("; eval return %.1f ± %.1f over %d episodes", *sum.EvalMeanReturn, *sum.EvalStdReturn, EvalEpisodes)
 	}
-	_, err = fmt.Fprintln(stdout, line)
+	_, err := fmt.Fprintln(w, line)
 	return err
 }
-
-type loggerFunc func(ppo.Stats) error
-
-func (f loggerFunc) Log(s ppo.Stats) error { return f(s) }
 
 func resumeTimesteps(cfg ppo.Config, iter int) int { return iter * cfg.RolloutSize() }
 
@@ -358,25 +399,6 @@ func writeAtomic(path string, b []byte) error {
 		return fmt.Errorf("train: %w", err)
 	}
 	return nil
-}
-
-// gitCommit is HEAD's hash, or "unknown" outside a repository or before
-// the first commit.
-func gitCommit() string {
-	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
-	if err != nil {
-		return "unknown"
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // trimCSV drops rows after iteration iter (logged after the checkpoint
@@ -417,7 +439,7 @@ func trimCSV(path string, iter int) error {
 	return writeAtomic(path, []byte(strings.Join(keep, "")))
 }
 
-func readPriorParquet(path string, iter int) []ppo.ParquetRow {
+func readPriorParquet(path string, iter int) []progress.ParquetRow {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
@@ -427,11 +449,11 @@ func readPriorParquet(path string, iter int) []ppo.ParquetRow {
 	if err != nil {
 		return nil
 	}
-	rows, err := ppo.ReadParquet(f, fi.Size())
+	rows, err := progress.ReadParquet(f, fi.Size())
 	if err != nil {
 		return nil
 	}
-	var keep []ppo.ParquetRow
+	var keep []progress.ParquetRow
 	for _, r := range rows {
 		if int(r.Iterations) <= iter {
 			keep = append(keep, r)

@@ -14,7 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"streamscale/ppo"
+	"streamscale/internal/command"
+	"streamscale/ppo/policy"
+	"streamscale/train/progress"
 )
 
 func TestOptionErrorsBeforeWork(t *testing.T) {
@@ -28,16 +30,16 @@ func TestOptionErrorsBeforeWork(t *testing.T) {
 		usage bool
 		want  string
 	}{
-		{Options{Env: "atari"}, true, `unknown -env "atari"`},
-		{Options{Env: "streamscale", Profile: "batch"}, true, `unknown -profile "batch"`},
+		{Options{Env: "atari"}, true, `-env "atari", want streamscale or cartpole`},
+		{Options{Env: "streamscale", Profile: "batch"}, true, `-profile "batch", want pred or etl`},
 		{Options{Env: "cartpole", Profile: "pred", ProfileSet: true}, true, "-profile applies only"},
-		{Options{Env: "cartpole", Steps: -1}, true, "-steps must be positive"},
+		{Options{Env: "cartpole", Steps: -1}, true, "-steps -1, want ≥ 0"},
 		{Options{Env: "cartpole", Envs: 1}, true, "ppo: batch size 256 exceeds rollout size 32"},
 		{Options{Env: "cartpole", Out: filepath.Join(file, "sub")}, false, "output directory"},
 		{Options{Env: "cartpole", Out: filepath.Join(dir, "fresh"), Resume: true}, false, "-resume"},
 	} {
 		var out, errw bytes.Buffer
-		err := Run(context.Background(), tc.o, &out, &errw)
+		err := Run(context.Background(), tc.o, command.IO{Stdout: &out, Stderr: &errw})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, ErrUsage) != tc.usage {
 			t.Errorf("%+v: err = %v, want %q (usage %v)", tc.o, err, tc.want, tc.usage)
 		}
@@ -62,7 +64,7 @@ func TestStreamscaleShortRun(t *testing.T) {
 	if s.BestDevReward == nil || math.IsNaN(*s.BestDevReward) {
 		t.Fatalf("no dev reward in %+v", s)
 	}
-	b, err := os.ReadFile(filepath.Join(out, PolicyName+".safetensors"))
+	b, err := os.ReadFile(filepath.Join(out, policy.FileName+".safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func runJSON(t *testing.T, ctx context.Context, o Options) (Summary, error) {
 	t.Helper()
 	var out bytes.Buffer
 	o.JSON = true
-	if err := Run(ctx, o, &out, &bytes.Buffer{}); err != nil {
+	if err := Run(ctx, o, command.IO{Stdout: &out}); err != nil {
 		return Summary{}, err
 	}
 	var s Summary
@@ -99,12 +101,12 @@ func TestCartPoleRunAndResume(t *testing.T) {
 	if s.Transitions != 1536 || s.Iterations != 6 || s.Updates != 6*20 || s.EvalEpisodes != 20 || s.EvalMeanReturn == nil || s.PolicySHA256 == "" {
 		t.Fatalf("summary %+v", s)
 	}
-	for _, f := range []string{CSVFile, ParquetFile, CheckpointFile, SummaryFile, PolicyName + ".json", PolicyName + ".safetensors"} {
+	for _, f := range []string{CSVFile, ParquetFile, CheckpointFile, SummaryFile, policy.FileName + ".json", policy.FileName + ".safetensors"} {
 		if _, err := os.Stat(filepath.Join(full.Out, f)); err != nil {
 			t.Error(err)
 		}
 	}
-	p, card, err := ppo.ReadPolicy(os.DirFS(full.Out), PolicyName)
+	p, card, err := policy.Read(os.DirFS(full.Out), policy.FileName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +133,7 @@ func TestCartPoleRunAndResume(t *testing.T) {
 	}
 	defer f.Close()
 	fi, _ := f.Stat()
-	rows, err := ppo.ReadParquet(f, fi.Size())
+	rows, err := progress.ReadParquet(f, fi.Size())
 	if err != nil || len(rows) != 6 || rows[5].Iterations != 6 || rows[5].TotalTimesteps != 1536 {
 		t.Errorf("progress.parquet: %d rows, %v", len(rows), err)
 	}

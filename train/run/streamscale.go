@@ -2,6 +2,7 @@ package run
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,10 +10,13 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"streamscale/agents"
 	"streamscale/env"
 	"streamscale/ppo"
+	"streamscale/ppo/policy"
+	"streamscale/rng"
 	"streamscale/train/simvec"
 )
 
@@ -67,32 +71,13 @@ func (simulator) DevReward(c agents.Controller, profile string, seed uint64) (fl
 		if err != nil {
 			return 0, err
 		}
-		epSeed := seed + uint64(i)
-		obs, _, err := e.Reset(epSeed)
+		epSeed := rng.Derive(seed, rng.TrainDev+strconv.Itoa(i))
+		err = agents.RunEpisode(context.Background(), e, agents.Vertical(c), epSeed, func(s *agents.Step) error {
+			total += s.Reward
+			return nil
+		})
 		if err != nil {
 			return 0, err
-		}
-		if err := c.Reset(epSeed); err != nil {
-			return 0, err
-		}
-		for {
-			a, err := c.Act(obs)
-			if err != nil {
-				return 0, err
-			}
-			sr, err := e.Step(a)
-			o := sr.Obs
-			r := sr.Reward
-			term := sr.Terminated
-			trunc := sr.Truncated
-			if err != nil {
-				return 0, err
-			}
-			total += r
-			obs = o
-			if term || trunc {
-				break
-			}
 		}
 	}
 	return total / float64(len(scs)), nil
@@ -106,7 +91,7 @@ func quietLog(string, ...any) {}
 // last policy (cartpole).
 type selector struct {
 	s      *setup
-	best   *ppo.Policy
+	best   *policy.Policy
 	reward *float64
 }
 
@@ -117,7 +102,7 @@ func (sel *selector) consider(t *ppo.Trainer) (improved bool, err error) {
 		return false, nil
 	}
 	p := t.Policy()
-	c, err := ppo.NewController(p, sel.s.spaces)
+	c, err := policy.NewController(p, sel.s.spaces)
 	if err != nil {
 		return false, err
 	}
@@ -158,7 +143,7 @@ func (sel *selector) save(dir string, cfg ppo.Config) error {
 }
 
 // restore reads the best-so-far policy of an interrupted run, if it had
-// one; its hash and layout are checked by ppo.ReadPolicy.
+// one; its hash and layout are checked by policy.Read.
 func (sel *selector) restore(dir string, cfg ppo.Config) error {
 	if sel.s.sim == nil {
 		return nil
@@ -166,7 +151,7 @@ func (sel *selector) restore(dir string, cfg ppo.Config) error {
 	if _, err := os.Stat(filepath.Join(dir, bestName+".json")); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	p, card, err := ppo.ReadPolicy(os.DirFS(dir), bestName)
+	p, card, err := policy.Read(os.DirFS(dir), bestName)
 	if err != nil {
 		return fmt.Errorf("train: -resume: best policy: %w", err)
 	}
@@ -178,7 +163,7 @@ func (sel *selector) restore(dir string, cfg ppo.Config) error {
 }
 
 // result is the policy to save and its dev reward (nil if none).
-func (sel *selector) result(t *ppo.Trainer) (*ppo.Policy, *float64) {
+func (sel *selector) result(t *ppo.Trainer) (*policy.Policy, *float64) {
 	if sel.best != nil {
 		return sel.best, sel.reward
 	}

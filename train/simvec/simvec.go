@@ -4,45 +4,75 @@
 //
 // Observations are flattened in sorted Dict-key order: app, server, task
 // (as Stable-Baselines3 flattens a Dict space). Actions are the
-// MultiDiscrete indices, env-major. Determinism: everything derives from
-// the seeds passed in; the adapter adds no randomness.
+// MultiDiscrete indices, env-major. Determinism: environment i of a Vec is
+// reset from the named stream rng.TrainEnv+i of the root seed (EnvSeed);
+// the adapter adds no other randomness, and parallel stepping writes each
+// environment's results to its own row.
 package simvec
 
 import (
+	"encoding/binary"
 	"fmt"
+	"runtime"
+	"slices"
+	"strconv"
+
+	"golang.org/x/sync/errgroup"
 
 	"streamscale/env"
 	"streamscale/ppo"
+	"streamscale/rng"
 	"streamscale/traces"
 )
 
-// Vec is a ppo.StatefulVecEnv over an env.VecEnv.
+// Vec is a ppo.StatefulVecEnv over N single-environment env.VecEnvs, one
+// per training environment, so that each is seeded from its own named
+// stream: Reset(root) resets env i with rng.Derive(root, rng.TrainEnv+i),
+// and its k-th episode then starts from that seed + k (env.VecEnv's
+// autoreset). Environments are stepped in parallel over workers
+// goroutines, each owning a fixed range; results do not depend on
+// scheduling.
 type Vec struct {
-	v       *env.VecEnv
+	envs    []*env.VecEnv
+	workers int
 	obsSize int
 	nvec    []int
 	nTasks  int
-	actions []env.Action
+	actions [][]env.Action // per env, one action
+	results []*env.VecResult
 }
 
 var _ ppo.StatefulVecEnv = (*Vec)(nil)
 
-// New wraps v.
-func New(v *env.VecEnv) *Vec {
-	sp := v.Spaces()
-	s := &Vec{v: v, obsSize: sp.FlatSize(), nvec: sp.Nvec, nTasks: len(sp.Nvec)}
-	s.actions = make([]env.Action, v.NumEnvs())
-	for i := range s.actions {
-		s.actions[i].Choices = make([]int, s.nTasks)
+// New wraps envs, each holding exactly one environment, all of the same
+// shape; workers ≤ 0 means GOMAXPROCS.
+func New(envs []*env.VecEnv, workers int) (*Vec, error) {
+	if len(envs) == 0 {
+		return nil, fmt.Errorf("simvec: no environments")
 	}
-	return s
+	sp := envs[0].Spaces()
+	for i, v := range envs {
+		if v.NumEnvs() != 1 {
+			return nil, fmt.Errorf("simvec: environment %d holds %d envs, want 1", i, v.NumEnvs())
+		}
+		if v.Spaces().FlatSize() != sp.FlatSize() || !slices.Equal(v.Spaces().Nvec, sp.Nvec) {
+			return nil, fmt.Errorf("simvec: environment %d has another shape than environment 0", i)
+		}
+	}
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	s := &Vec{envs: envs, workers: min(workers, len(envs)), obsSize: sp.FlatSize(), nvec: sp.Nvec, nTasks: len(sp.Nvec)}
+	s.actions = make([][]env.Action, len(envs))
+	for i := range s.actions {
+		s.actions[i] = []env.Action{{Choices: make([]int, s.nTasks)}}
+	}
+	s.results = make([]*env.VecResult, len(envs))
+	return s, nil
 }
 
-// Inner returns the wrapped vector env.
-func (s *Vec) Inner() *env.VecEnv { return s.v }
-
 // NumEnvs implements ppo.VecEnv.
-func (s *Vec) NumEnvs() int { return s.v.NumEnvs() }
+func (s *Vec) NumEnvs() int { return len(s.envs) }
 
 // ObsSize implements ppo.VecEnv.
 func (s *Vec) ObsSize() int { return s.obsSize }
@@ -56,17 +86,21 @@ func (s *Vec) flatten(dst []float64, o env.Observation) {
 	copy(dst[n:], o.Task)
 }
 
-// Reset implements ppo.VecEnv: env i starts with seed+i.
-func (s *Vec) Reset(seed uint64, obs []float64) error {
+// EnvSeed is the Reset seed of training environment i under the run's
+// root seed: rng.Derive(root, rng.TrainEnv+i).
+func EnvSeed(root uint64, i int) uint64 { return rng.Derive(root, rng.TrainEnv+strconv.Itoa(i)) }
+
+// Reset implements ppo.VecEnv: env i starts with EnvSeed(root, i).
+func (s *Vec) Reset(root uint64, obs []float64) error {
 	if len(obs) != s.NumEnvs()*s.obsSize {
 		return fmt.Errorf("simvec: observation buffer has %d entries, want %d", len(obs), s.NumEnvs()*s.obsSize)
 	}
-	o, err := s.v.Reset(seed)
-	if err != nil {
-		return err
-	}
-	for i := range o {
-		s.flatten(obs[i*s.obsSize:(i+1)*s.obsSize], o[i])
+	for i, v := range s.envs {
+		o, err := v.Reset(EnvSeed(root, i))
+		if err != nil {
+			return err
+		}
+		s.flatten(obs[i*s.obsSize:(i+1)*s.obsSize], o[0])
 	}
 	return nil
 }
@@ -77,33 +111,87 @@ func (s *Vec) Step(actions []int, r *ppo.StepResult) error {
 	if len(actions) != n*s.nTasks {
 		return fmt.Errorf("simvec: %d action entries, want %d", len(actions), n*s.nTasks)
 	}
-	for i := range s.actions {
-		copy(s.actions[i].Choices, actions[i*s.nTasks:(i+1)*s.nTasks])
+	for i := range s.envs {
+		if err := s.envs[i].Env(0).ValidateAction(env.Action{Choices: actions[i*s.nTasks : (i+1)*s.nTasks]}); err != nil {
+			return fmt.Errorf("simvec: env %d: %w", i, err)
+		}
 	}
-	res, err := s.v.Step(s.actions)
-	if err != nil {
+	for i := range s.actions {
+		copy(s.actions[i][0].Choices, actions[i*s.nTasks:(i+1)*s.nTasks])
+	}
+	var g errgroup.Group
+	for w := range s.workers {
+		lo, hi := w*n/s.workers, (w+1)*n/s.workers
+		g.Go(func() error {
+			for i := lo; i < hi; i++ {
+				res, err := s.envs[i].Step(s.actions[i])
+				if err != nil {
+					return fmt.Errorf("simvec: env %d: %w", i, err)
+				}
+				s.results[i] = res
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	r.Episodes = r.Episodes[:0]
-	for i := 0; i < n; i++ {
+	for i, res := range s.results {
 		row := r.Obs[i*s.obsSize : (i+1)*s.obsSize]
-		s.flatten(row, res.Obs[i])
-		r.Rewards[i] = res.Rewards[i]
-		r.Terminated[i] = res.Terminated[i]
-		r.Truncated[i] = res.Truncated[i]
-		if res.Terminated[i] || res.Truncated[i] {
-			s.flatten(r.FinalObs[i*s.obsSize:(i+1)*s.obsSize], res.FinalObs[i])
-			r.Episodes = append(r.Episodes, ppo.Episode{Env: i, Return: res.EpisodeReturn[i], Length: res.EpisodeLength[i]})
+		s.flatten(row, res.Obs[0])
+		r.Rewards[i] = res.Rewards[0]
+		r.Terminated[i] = res.Terminated[0]
+		r.Truncated[i] = res.Truncated[0]
+		if res.Terminated[0] || res.Truncated[0] {
+			s.flatten(r.FinalObs[i*s.obsSize:(i+1)*s.obsSize], res.FinalObs[0])
+			r.Episodes = append(r.Episodes, ppo.Episode{Env: i, Return: res.EpisodeReturn[0], Length: res.EpisodeLength[0]})
 		}
 	}
 	return nil
 }
 
-// MarshalBinary implements ppo.StatefulVecEnv.
-func (s *Vec) MarshalBinary() ([]byte, error) { return s.v.MarshalBinary() }
+// MarshalBinary implements ppo.StatefulVecEnv: each environment's state,
+// length-prefixed, in order.
+func (s *Vec) MarshalBinary() ([]byte, error) {
+	out := binary.LittleEndian.AppendUint32(nil, uint32(len(s.envs)))
+	for _, v := range s.envs {
+		b, err := v.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		out = binary.LittleEndian.AppendUint64(out, uint64(len(b)))
+		out = append(out, b...)
+	}
+	return out, nil
+}
 
-// UnmarshalBinary implements ppo.StatefulVecEnv.
-func (s *Vec) UnmarshalBinary(b []byte) error { return s.v.UnmarshalBinary(b) }
+// UnmarshalBinary implements ppo.StatefulVecEnv. The framing is checked
+// before any environment is restored; an environment that refuses its
+// state leaves the ones before it restored.
+func (s *Vec) UnmarshalBinary(b []byte) error {
+	if len(b) < 4 || int(binary.LittleEndian.Uint32(b)) != len(s.envs) {
+		return fmt.Errorf("simvec: state is not for %d environments", len(s.envs))
+	}
+	b = b[4:]
+	parts := make([][]byte, len(s.envs))
+	for i := range parts {
+		if len(b) < 8 || binary.LittleEndian.Uint64(b) > uint64(len(b)-8) {
+			return fmt.Errorf("simvec: state of environment %d is truncated", i)
+		}
+		n := int(binary.LittleEndian.Uint64(b))
+		parts[i], b = b[8:8+n], b[8+n:]
+	}
+	if len(b) != 0 {
+		return fmt.Errorf("simvec: %d trailing bytes after the state", len(b))
+	}
+	for i, p := range parts {
+		if err := s.envs[i].UnmarshalBinary(p); err != nil {
+			return fmt.Errorf("simvec: environment %d: %w", i, err)
+		}
+	}
+	return nil
+}
 
 // Scenario names one training or evaluation setting.
 type Scenario struct {
@@ -160,17 +248,15 @@ func NewVec(scs []Scenario, n int, dir string, seed uint64, workers int, logf fu
 	if n <= 0 || len(scs) == 0 {
 		return nil, fmt.Errorf("simvec: need at least one env and one scenario (got %d, %d)", n, len(scs))
 	}
-	cfgs := make([]env.Config, n)
-	for i := range cfgs {
+	envs := make([]*env.VecEnv, n)
+	for i := range envs {
 		c, err := scs[i%len(scs)].Config(dir, seed, logf)
 		if err != nil {
 			return nil, err
 		}
-		cfgs[i] = c
+		if envs[i], err = env.NewVec([]env.Config{c}, env.SameStep, 1); err != nil {
+			return nil, err
+		}
 	}
-	v, err := env.NewVec(cfgs, env.SameStep, workers)
-	if err != nil {
-		return nil, err
-	}
-	return New(v), nil
+	return New(envs, workers)
 }

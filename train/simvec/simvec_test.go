@@ -6,6 +6,7 @@ import (
 
 	"streamscale/env"
 	"streamscale/ppo"
+	"streamscale/rng"
 )
 
 type rates []float64
@@ -26,11 +27,18 @@ func TestFlattenAndAutoreset(t *testing.T) {
 		}
 		cfgs = append(cfgs, c)
 	}
-	inner, err := env.NewVec(cfgs, env.SameStep, 1)
+	var inner []*env.VecEnv
+	for _, c := range cfgs {
+		e, err := env.NewVec([]env.Config{c}, env.SameStep, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inner = append(inner, e)
+	}
+	v, err := New(inner, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := New(inner)
 	if v.ObsSize() != env.AppFeatures+7*env.ServerFeatures+6*env.TaskFeatures || !slices.Equal(v.Nvec(), []int{5, 5, 5, 5, 5, 5}) {
 		t.Fatalf("obs %d nvec %v", v.ObsSize(), v.Nvec())
 	}
@@ -39,9 +47,9 @@ func TestFlattenAndAutoreset(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref, _ := env.New(cfgs[1])
-	o, _, _ := ref.Reset(4)
+	o, _, _ := ref.Reset(EnvSeed(3, 1))
 	if !slices.Equal(obs[v.ObsSize():], o.Flatten(nil)) {
-		t.Fatal("env 1's flat observation is not app, server, task of its Reset(seed+1)")
+		t.Fatal("env 1's flat observation is not app, server, task of its Reset(EnvSeed(3, 1))")
 	}
 	r := ppo.NewStepResult(2, v.ObsSize())
 	acts := []int{4, 4, 4, 4, 4, 4, 0, 1, 2, 3, 4, 0}
@@ -80,5 +88,16 @@ func TestScenarios(t *testing.T) {
 	}
 	if _, err := NewVec(nil, 2, "", 1, 1, nil); err == nil {
 		t.Fatal("no scenarios accepted")
+	}
+}
+
+// TestEnvSeedsAreNamedStreams: env i's seed is the stream rng.TrainEnv+i
+// of the root; envs and roots get different seeds.
+func TestEnvSeedsAreNamedStreams(t *testing.T) {
+	if EnvSeed(3, 1) != rng.Derive(3, rng.TrainEnv+"1") {
+		t.Fatal("EnvSeed is not rng.Derive(root, rng.TrainEnv+i)")
+	}
+	if EnvSeed(3, 0) == EnvSeed(3, 1) || EnvSeed(3, 0) == EnvSeed(4, 0) {
+		t.Fatal("environments or roots share a seed")
 	}
 }

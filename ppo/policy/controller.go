@@ -1,4 +1,4 @@
-package ppo
+package policy
 
 import (
 	"fmt"
@@ -7,13 +7,14 @@ import (
 
 	"streamscale/agents"
 	"streamscale/env"
+	"streamscale/rng"
 )
 
 // Controller runs a Policy as an agents.Controller: it flattens the Dict
 // observation in the layout's key order (app, server, task) and returns
 // the MultiDiscrete choices. It acts deterministically (per-dimension
 // argmax) unless SetDeterministic(false), in which case Reset(seed) seeds
-// the sampling stream "ppo/action". Not safe for concurrent use.
+// the sampling stream rng.PPOAction. Not safe for concurrent use.
 type Controller struct {
 	p             *Policy
 	spaces        env.Spaces
@@ -32,12 +33,12 @@ func NewController(p *Policy, spaces env.Spaces) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n != p.ObsSize() || !slices.Equal(spaces.Nvec, p.arch.nvec) {
-		return nil, fmt.Errorf("%w: spaces give %d observations and nvec %v, policy has %d and %v", ErrPolicyMismatch, n, spaces.Nvec, p.ObsSize(), p.arch.nvec)
+	if n != p.ObsSize() || !slices.Equal(spaces.Nvec, p.arch.Nvec) {
+		return nil, fmt.Errorf("%w: spaces give %d observations and nvec %v, policy has %d and %v", ErrMismatch, n, spaces.Nvec, p.ObsSize(), p.arch.Nvec)
 	}
 	for _, k := range spaces.Keys {
 		if k != "app" && k != "server" && k != "task" {
-			return nil, fmt.Errorf("ppo: observation key %q is not app, server or task", k)
+			return nil, fmt.Errorf("policy: observation key %q is not app, server or task", k)
 		}
 	}
 	return &Controller{p: p.Clone(), spaces: spaces, deterministic: true, act: make([]int, len(spaces.Nvec))}, nil
@@ -48,7 +49,7 @@ func (c *Controller) SetDeterministic(d bool) { c.deterministic = d }
 
 // Reset implements agents.Controller.
 func (c *Controller) Reset(seed uint64) error {
-	c.rng = rand.New(NewStream(seed, StreamAction))
+	c.rng = rng.New(seed, rng.PPOAction)
 	return nil
 }
 
@@ -66,12 +67,12 @@ func (c *Controller) Act(obs env.Observation) (env.Action, error) {
 			part = obs.Task
 		}
 		if want := c.spaces.Observation[k].Size(); len(part) != want {
-			return env.Action{}, fmt.Errorf("ppo: observation %q has %d values, want %d", k, len(part), want)
+			return env.Action{}, fmt.Errorf("policy: observation %q has %d values, want %d", k, len(part), want)
 		}
 		c.flat = append(c.flat, part...)
 	}
 	if !c.deterministic && c.rng == nil {
-		return env.Action{}, fmt.Errorf("ppo: controller must be Reset before sampling")
+		return env.Action{}, fmt.Errorf("policy: controller must be Reset before sampling")
 	}
 	if _, err := c.p.Act(c.flat, c.deterministic, c.rng, c.act); err != nil {
 		return env.Action{}, err

@@ -1,10 +1,11 @@
-package ppo
+package policy
 
 import (
 	"fmt"
 	"math"
 	"math/rand/v2"
 
+	"streamscale/ppo/internal/nn"
 	"streamscale/ppo/internal/sgemm"
 )
 
@@ -20,9 +21,9 @@ import (
 // single-observation pass is one matrix-vector product per layer. The
 // packed weights are read-only and shared between clones; a Policy that
 // views weights someone else updates (the Trainer's) is told through
-// weightsChanged and repacks on its next pass.
+// WeightsChanged and repacks on its next pass.
 type Policy struct {
-	arch  *arch
+	arch  *nn.Arch
 	theta []float32
 
 	packed []*sgemm.Packed // per net and layer (net·layers + l); nil when stale
@@ -33,8 +34,25 @@ type Policy struct {
 	logp          []float32
 }
 
+// New returns the policy of an actor-critic with obs inputs, hidden
+// widths hidden (both nets) and a MultiDiscrete nvec head over the flat
+// parameter vector theta, in the trainer's layout: actor then critic, each
+// layer's weight input-major ([in, out]) followed by its bias. theta is
+// viewed, not copied: whoever writes it must call WeightsChanged before
+// the next pass. Use Load for a saved policy.
+func New(obs int, hidden, nvec []int, theta []float32) (*Policy, error) {
+	a, err := nn.NewArch(obs, hidden, nvec)
+	if err != nil {
+		return nil, err
+	}
+	if len(theta) != a.Size {
+		return nil, fmt.Errorf("policy: %d parameters, layout needs %d", len(theta), a.Size)
+	}
+	return newPolicy(a, theta), nil
+}
+
 // newPolicy returns a policy over theta with its weights packed.
-func newPolicy(a *arch, theta []float32) *Policy {
+func newPolicy(a *nn.Arch, theta []float32) *Policy {
 	p := &Policy{arch: a, theta: theta}
 	p.pack()
 	return p
@@ -55,25 +73,30 @@ func (p *Policy) Clone() *Policy {
 // one: clones may share it).
 func (p *Policy) pack() {
 	a := p.arch
-	packed := make([]*sgemm.Packed, 2*a.layers())
+	packed := make([]*sgemm.Packed, 2*a.Layers())
 	for net := range 2 {
-		for l := range a.layers() {
-			w, _ := a.layer(net, l)
-			packed[net*a.layers()+l] = sgemm.Pack(false, w.cols, w.rows, p.theta[w.off:w.off+w.size()], w.cols)
+		for l := range a.Layers() {
+			w, _ := a.Layer(net, l)
+			packed[net*a.Layers()+l] = sgemm.Pack(false, w.Cols, w.Rows, p.theta[w.Off:w.Off+w.Len()], w.Cols)
 		}
 	}
 	p.packed = packed
 }
 
-// weightsChanged drops the packed weights after theta was written; the
-// next forward pass repacks them.
-func (p *Policy) weightsChanged() { p.packed = nil }
+// WeightsChanged tells a policy made by New that its parameter vector was
+// written: it drops the packed weights, and the next forward pass repacks
+// them. Not needed for a policy from Load or Clone, which own theirs.
+func (p *Policy) WeightsChanged() { p.packed = nil }
 
 // ObsSize is the length of the flat observation the policy expects.
-func (p *Policy) ObsSize() int { return p.arch.obs }
+func (p *Policy) ObsSize() int { return p.arch.Obs }
 
 // Nvec is the MultiDiscrete action shape: choices per action dimension.
-func (p *Policy) Nvec() []int { return append([]int(nil), p.arch.nvec...) }
+func (p *Policy) Nvec() []int { return append([]int(nil), p.arch.Nvec...) }
+
+// Hidden is the hidden layer widths of the actor and of the critic
+// (SB3's net_arch).
+func (p *Policy) Hidden() []int { return append([]int(nil), p.arch.Hidden...) }
 
 func growF(s []float32, n int) []float32 {
 	if cap(s) < n {
@@ -83,12 +106,12 @@ func growF(s []float32, n int) []float32 {
 }
 
 func (p *Policy) check(obs []float64, n int) error {
-	if n < 1 || len(obs) != n*p.arch.obs {
-		return fmt.Errorf("ppo: observation batch has %d values, want %d×%d", len(obs), n, p.arch.obs)
+	if n < 1 || len(obs) != n*p.arch.Obs {
+		return fmt.Errorf("policy: observation batch has %d values, want %d×%d", len(obs), n, p.arch.Obs)
 	}
 	for i, v := range obs {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("ppo: observation value %d is %v", i, v)
+			return fmt.Errorf("policy: observation value %d is %v", i, v)
 		}
 	}
 	return nil
@@ -101,33 +124,33 @@ func (p *Policy) forward(net, n int) []float32 {
 		p.pack()
 	}
 	in := p.x
-	width := a.obs
+	width := a.Obs
 	bufs := [2]*[]float32{&p.h, &p.h2}
 	var out []float32
-	for l := range a.layers() {
-		w, b := a.layer(net, l)
+	for l := range a.Layers() {
+		w, b := a.Layer(net, l)
 		dst := bufs[l%2]
-		if l == a.layers()-1 {
+		if l == a.Layers()-1 {
 			dst = &p.out
 		}
-		*dst = growF(*dst, n*w.cols)
+		*dst = growF(*dst, n*w.Cols)
 		out = *dst
 		if p.direct {
-			sgemm.Gemm(false, false, n, w.cols, width, 1, in, width, p.theta[w.off:w.off+w.size()], w.cols, 0, out, w.cols)
+			sgemm.Gemm(false, false, n, w.Cols, width, 1, in, width, p.theta[w.Off:w.Off+w.Len()], w.Cols, 0, out, w.Cols)
 		} else {
-			sgemm.MulPacked(n, in, width, p.packed[net*a.layers()+l], out, w.cols)
+			sgemm.MulPacked(n, in, width, p.packed[net*a.Layers()+l], out, w.Cols)
 		}
-		biasApply(out, out, p.theta[b.off:b.off+b.size()])
-		if l < a.layers()-1 {
-			elemApply(out, out, fnTanh)
+		nn.BiasApply(out, out, p.theta[b.Off:b.Off+b.Len()])
+		if l < a.Layers()-1 {
+			nn.ElemApply(out, out, nn.Tanh)
 		}
-		in, width = out, w.cols
+		in, width = out, w.Cols
 	}
 	return out
 }
 
 func (p *Policy) load(obs []float64, n int) {
-	p.x = growF(p.x, n*p.arch.obs)
+	p.x = growF(p.x, n*p.arch.Obs)
 	for i, v := range obs {
 		p.x[i] = float32(v)
 	}
@@ -136,9 +159,9 @@ func (p *Policy) load(obs []float64, n int) {
 // logits runs the actor on the loaded batch and leaves the per-dimension
 // log-probabilities in p.logp.
 func (p *Policy) actor(n int) []float32 {
-	out := p.forward(actorNet, n)
+	out := p.forward(nn.ActorNet, n)
 	p.logp = growF(p.logp, len(out))
-	logSoftmaxRows(p.logp, out, p.arch.nvec)
+	nn.LogSoftmaxRows(p.logp, out, p.arch.Nvec)
 	return p.logp
 }
 
@@ -149,28 +172,28 @@ func (p *Policy) actor(n int) []float32 {
 // log-probability. actions has n·len(Nvec) entries; values and logps n.
 func (p *Policy) Step(obs []float64, deterministic bool, rng *rand.Rand, actions []int, values, logps []float64) error {
 	a := p.arch
-	n := len(obs) / max(1, a.obs)
+	n := len(obs) / max(1, a.Obs)
 	if err := p.check(obs, n); err != nil {
 		return err
 	}
-	if len(actions) != n*len(a.nvec) || len(values) != n || len(logps) != n {
-		return fmt.Errorf("ppo: step buffers have %d/%d/%d entries, want %d/%d/%d", len(actions), len(values), len(logps), n*len(a.nvec), n, n)
+	if len(actions) != n*len(a.Nvec) || len(values) != n || len(logps) != n {
+		return fmt.Errorf("policy: step buffers have %d/%d/%d entries, want %d/%d/%d", len(actions), len(values), len(logps), n*len(a.Nvec), n, n)
 	}
 	if !deterministic && rng == nil {
-		return fmt.Errorf("ppo: sampling needs a random source")
+		return fmt.Errorf("policy: sampling needs a random source")
 	}
 	p.load(obs, n)
-	v := p.forward(criticNet, n)
+	v := p.forward(nn.CriticNet, n)
 	for i := range n {
 		values[i] = float64(v[i])
 	}
 	lp := p.actor(n)
 	for i := range n {
-		row := lp[i*a.logits : (i+1)*a.logits]
-		act := actions[i*len(a.nvec) : (i+1)*len(a.nvec)]
+		row := lp[i*a.Logits : (i+1)*a.Logits]
+		act := actions[i*len(a.Nvec) : (i+1)*len(a.Nvec)]
 		var sum float64
 		off := 0
-		for d, k := range a.nvec {
+		for d, k := range a.Nvec {
 			blk := row[off : off+k]
 			c := 0
 			if deterministic {
@@ -217,7 +240,7 @@ func (p *Policy) Values(obs []float64, values []float64) error {
 		return err
 	}
 	p.load(obs, n)
-	v := p.forward(criticNet, n)
+	v := p.forward(nn.CriticNet, n)
 	for i := range n {
 		values[i] = float64(v[i])
 	}
@@ -233,10 +256,10 @@ func (p *Policy) Evaluate(obs []float64, actions []int, logps, entropies, values
 	if err := p.check(obs, n); err != nil {
 		return err
 	}
-	if len(actions) != n*len(a.nvec) || len(logps) != n || len(entropies) != n {
-		return fmt.Errorf("ppo: evaluate buffers have %d/%d/%d entries, want %d/%d/%d", len(actions), len(logps), len(entropies), n*len(a.nvec), n, n)
+	if len(actions) != n*len(a.Nvec) || len(logps) != n || len(entropies) != n {
+		return fmt.Errorf("policy: evaluate buffers have %d/%d/%d entries, want %d/%d/%d", len(actions), len(logps), len(entropies), n*len(a.Nvec), n, n)
 	}
-	if err := a.checkActions(actions); err != nil {
+	if err := a.CheckActions(actions); err != nil {
 		return err
 	}
 	if err := p.Values(obs, values); err != nil {
@@ -244,42 +267,17 @@ func (p *Policy) Evaluate(obs []float64, actions []int, logps, entropies, values
 	}
 	lp := p.actor(n)
 	for i := range n {
-		row := lp[i*a.logits : (i+1)*a.logits]
+		row := lp[i*a.Logits : (i+1)*a.Logits]
 		var sum, ent float64
 		off := 0
-		for d, k := range a.nvec {
-			sum += float64(row[off+actions[i*len(a.nvec)+d]])
+		for d, k := range a.Nvec {
+			sum += float64(row[off+actions[i*len(a.Nvec)+d]])
 			for _, l := range row[off : off+k] {
 				ent -= math.Exp(float64(l)) * float64(l)
 			}
 			off += k
 		}
 		logps[i], entropies[i] = sum, ent
-	}
-	return nil
-}
-
-// layer returns the weight and bias parameters of a net's layer l.
-func (a *arch) layer(net, l int) (w, b param) {
-	for _, q := range a.params {
-		if q.net == net && q.layer == l {
-			if q.bias {
-				b = q
-			} else {
-				w = q
-			}
-		}
-	}
-	return w, b
-}
-
-// checkActions reports an action index outside its dimension's range.
-func (a *arch) checkActions(actions []int) error {
-	d := len(a.nvec)
-	for i, c := range actions {
-		if c < 0 || c >= a.nvec[i%d] {
-			return fmt.Errorf("ppo: action %d of row %d is %d, want [0, %d)", i%d, i/d, c, a.nvec[i%d])
-		}
 	}
 	return nil
 }

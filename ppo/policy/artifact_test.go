@@ -1,13 +1,16 @@
-package ppo
+package policy
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
+	"slices"
 	"testing"
 	"testing/fstest"
 
 	"streamscale/env"
+	"streamscale/ppo/internal/nn"
 )
 
 func testSpaces() env.Spaces {
@@ -27,16 +30,11 @@ func testSpaces() env.Spaces {
 }
 
 func testPolicy(t *testing.T) *Policy {
-	a, err := newArch(9, []int{8, 8}, []int{5, 5})
+	a, err := nn.NewArch(9, []int{8, 8}, []int{5, 5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	theta := make([]float32, a.size)
-	a.initParams(theta, NewStream(4, StreamInit))
-	for i := range theta {
-		theta[i] += float32(i%7) * 0.01
-	}
-	return newPolicy(a, theta)
+	return newPolicy(a, randomTheta(a, 4))
 }
 
 func TestPolicyArtifactRoundTrip(t *testing.T) {
@@ -46,20 +44,21 @@ func TestPolicyArtifactRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
-	cfg.Hidden = []int{8, 8}
-	card := NewCard(p, cfg, sha)
-	card.Spaces = testSpaces()
+	card := Card{Format: CardFormat, Hyperparameters: json.RawMessage(`{"net_arch":[8,8],"seed":4}`), Seed: 4, WeightsSHA256: sha, Spaces: testSpaces()}
+	for _, ts := range p.Tensors() {
+		card.Tensors = append(card.Tensors, ts.Name)
+	}
+	slices.Sort(card.Tensors)
 	cb, err := json.Marshal(card)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fsys := fstest.MapFS{"p.safetensors": {Data: w.Bytes()}, "p.json": {Data: cb}}
-	q, got, err := ReadPolicy(fsys, "p")
+	q, got, err := Read(fsys, "p")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !sameBits(p.theta, q.theta) || got.WeightsSHA256 != sha || len(got.Tensors) != 12 || got.Tensors[0] != "actor.0.bias" {
+	if !slices.EqualFunc(p.theta, q.theta, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) }) || got.WeightsSHA256 != sha || len(got.Tensors) != 12 || got.Tensors[0] != "actor.0.bias" {
 		t.Fatalf("round trip changed the policy or card: %+v", got)
 	}
 	// PyTorch layout: actor.0.weight is [8, 9].
@@ -72,19 +71,23 @@ func TestPolicyArtifactRoundTrip(t *testing.T) {
 	// Tampered weights, a wrong layout and a bad format are refused.
 	bad := append([]byte(nil), w.Bytes()...)
 	bad[len(bad)-1] ^= 0x40
-	if _, err := LoadPolicy(bad, &card); !errors.Is(err, ErrPolicyMismatch) {
+	if _, err := Load(bad, &card); !errors.Is(err, ErrMismatch) {
 		t.Errorf("tampered weights: %v", err)
 	}
 	other := card
 	other.Spaces = testSpaces()
 	other.Spaces.Observation["task"] = env.Box{Shape: []int{5}, Low: make([]float64, 5), High: make([]float64, 5)}
-	if _, err := LoadPolicy(w.Bytes(), &other); !errors.Is(err, ErrPolicyMismatch) {
+	if _, err := Load(w.Bytes(), &other); !errors.Is(err, ErrMismatch) {
 		t.Errorf("wrong layout: %v", err)
 	}
 	other = card
-	other.Config.Hidden = []int{8}
-	if _, err := LoadPolicy(w.Bytes(), &other); !errors.Is(err, ErrPolicyMismatch) {
+	other.Hyperparameters = json.RawMessage(`{"net_arch":[8]}`)
+	if _, err := Load(w.Bytes(), &other); !errors.Is(err, ErrMismatch) {
 		t.Errorf("wrong net_arch: %v", err)
+	}
+	other.Hyperparameters = json.RawMessage(`{"seed":4}`)
+	if _, err := Load(w.Bytes(), &other); !errors.Is(err, ErrMismatch) {
+		t.Errorf("missing net_arch: %v", err)
 	}
 }
 
@@ -113,7 +116,7 @@ func TestControllerFlattensInKeyOrder(t *testing.T) {
 	if _, err := c.Act(obs); err == nil {
 		t.Error("short task observation accepted")
 	}
-	if _, err := NewController(p, wrongSpaces()); !errors.Is(err, ErrPolicyMismatch) {
+	if _, err := NewController(p, wrongSpaces()); !errors.Is(err, ErrMismatch) {
 		t.Errorf("mismatched spaces: %v", err)
 	}
 }

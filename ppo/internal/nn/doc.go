@@ -1,0 +1,12 @@
+// Package nn is what ppo's training graph and ppo/policy's plain-Go
+// inference share, so that both evaluate the actor-critic with the same
+// arithmetic: the parameter layout (Arch, Param) and the element kernels
+// (LogSoftmaxRows, ElemApply, BiasApply).
+//
+// Layout: all parameters live in one flat float32 vector, actor first,
+// each weight stored input-major ([in, out], so a batch is X·W) and each
+// bias as [1, out]; artifacts store PyTorch's layout ([out, in] and
+// [out]). The kernels write into caller buffers, compute in float64 where
+// noted, and visit elements in index order: they are deterministic and,
+// holding no state, safe for concurrent use on disjoint buffers.
+package nn

@@ -1,0 +1,218 @@
+package policy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"slices"
+
+	"streamscale/env"
+	"streamscale/ppo/internal/nn"
+	"streamscale/ppo/safetensors"
+)
+
+// CardFormat identifies the policy sidecar's schema.
+const CardFormat = "streamscale-ppo-policy/1"
+
+// FileName is the base name of a saved policy in its directory:
+// <dir>/policy.safetensors and <dir>/policy.json. Every command that
+// writes or reads the artifact uses it.
+const FileName = "policy"
+
+// A saved policy is two files: <name>.safetensors with the weights and
+// <name>.json with its Card (name is FileName for the artifact). Tensors use PyTorch's names and layout, one
+// nn.Sequential per net (Linear at even indices, Tanh between):
+//
+//	actor.0.weight  [h1, obs]    actor.0.bias  [h1]
+//	actor.2.weight  [h2, h1]     actor.2.bias  [h2]
+//	actor.4.weight  [Σnvec, h2]  actor.4.bias  [Σnvec]
+//	critic.0.weight [h1, obs]    critic.0.bias [h1]
+//	critic.2.weight [h2, h1]     critic.2.bias [h2]
+//	critic.4.weight [1, h2]      critic.4.bias [1]
+//
+// all F32 (with other net_arch the indices continue 0, 2, 4, …).
+
+// Card is the JSON sidecar of a saved policy.
+type Card struct {
+	Format  string     `json:"format"`  // CardFormat
+	Name    string     `json:"name"`    // run or policy name
+	Env     string     `json:"env"`     // environment family, e.g. "streamscale", "cartpole"
+	Profile string     `json:"profile"` // workload profile, if any
+	Spaces  env.Spaces `json:"spaces"`  // observation layout (keys in flattening order, shapes, bounds), action nvec and deltas
+	// Hyperparameters is the training configuration as the trainer
+	// encoded it (ppo.Config: SB3's names, net_arch among them); the
+	// policy reads only net_arch (NetArch), the rest is a record.
+	Hyperparameters json.RawMessage `json:"hyperparameters"`
+	Seed            uint64          `json:"seed"`            // root seed
+	Transitions     int             `json:"transitions"`     // env steps trained on
+	GradientSteps   int             `json:"gradient_steps"`  // Adam steps
+	BestDevReward   *float64        `json:"best_dev_reward"` // mean dev-episode reward of this policy, null if not evaluated
+	ConfigHash      string          `json:"config_hash"`     // ppo.Config.Hash of the training configuration
+	Commit          string          `json:"commit"`          // source commit, or "unknown"
+	GoVersion       string          `json:"go_version"`      // toolchain that trained it
+	WeightsSHA256   string          `json:"weights_sha256"`  // hex SHA-256 of the .safetensors file
+	Tensors         []string        `json:"tensors"`         // tensor names, in file order
+}
+
+// NetArch returns the hidden layer widths recorded in the card's
+// hyperparameters (net_arch).
+func (c *Card) NetArch() ([]int, error) {
+	var h struct {
+		Hidden []int `json:"net_arch"`
+	}
+	if err := json.Unmarshal(c.Hyperparameters, &h); err != nil {
+		return nil, fmt.Errorf("%w: hyperparameters: %v", ErrMismatch, err)
+	}
+	if len(h.Hidden) == 0 {
+		return nil, fmt.Errorf("%w: hyperparameters record no net_arch", ErrMismatch)
+	}
+	return h.Hidden, nil
+}
+
+// Tensors returns the policy's weights as PyTorch-layout F32 tensors.
+func (p *Policy) Tensors() []safetensors.Tensor {
+	var ts []safetensors.Tensor
+	for _, q := range p.arch.Params {
+		v := p.theta[q.Off : q.Off+q.Len()]
+		if q.Bias {
+			ts = append(ts, safetensors.F32(q.Name, []int{q.Cols}, v))
+			continue
+		}
+		t := make([]float32, len(v)) // [in, out] → [out, in]
+		for i := range q.Rows {
+			for o := range q.Cols {
+				t[o*q.Rows+i] = v[i*q.Cols+o]
+			}
+		}
+		ts = append(ts, safetensors.F32(q.Name, []int{q.Cols, q.Rows}, t))
+	}
+	return ts
+}
+
+// WriteSafetensors writes the weights to w and returns the hex SHA-256 of
+// the bytes written (for Card.WeightsSHA256).
+func (p *Policy) WriteSafetensors(w io.Writer) (string, error) {
+	h := sha256.New()
+	if err := safetensors.Encode(io.MultiWriter(w, h), p.Tensors(), map[string]string{"format": "pt"}); err != nil {
+		return "", fmt.Errorf("policy: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ErrMismatch is returned (wrapped) when weights do not match their
+// card: wrong hash, missing or misshapen tensors, or a layout the card
+// does not describe.
+var ErrMismatch = errors.New("policy: weights do not match their card")
+
+// Load checks weights against card (SHA-256, observation layout, tensor
+// names and shapes) and returns the policy.
+func Load(weights []byte, card *Card) (*Policy, error) {
+	if card.Format != CardFormat {
+		return nil, fmt.Errorf("policy: policy card format %q, want %q", card.Format, CardFormat)
+	}
+	sum := sha256.Sum256(weights)
+	if got := hex.EncodeToString(sum[:]); got != card.WeightsSHA256 {
+		return nil, fmt.Errorf("%w: weights sha256 %.12s, card records %.12s", ErrMismatch, got, card.WeightsSHA256)
+	}
+	obs, err := flatSize(card.Spaces)
+	if err != nil {
+		return nil, err
+	}
+	hidden, err := card.NetArch()
+	if err != nil {
+		return nil, err
+	}
+	a, err := nn.NewArch(obs, hidden, card.Spaces.Nvec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMismatch, err)
+	}
+	ts, _, err := safetensors.Decode(weights)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	byName := map[string]safetensors.Tensor{}
+	for _, t := range ts {
+		byName[t.Name] = t
+	}
+	if len(byName) != len(a.Params) {
+		return nil, fmt.Errorf("%w: file has %d tensors, layout needs %d", ErrMismatch, len(byName), len(a.Params))
+	}
+	theta := make([]float32, a.Size)
+	for _, q := range a.Params {
+		t, ok := byName[q.Name]
+		if !ok {
+			return nil, fmt.Errorf("%w: tensor %s is missing", ErrMismatch, q.Name)
+		}
+		want := []int{q.Cols, q.Rows}
+		if q.Bias {
+			want = []int{q.Cols}
+		}
+		if !slices.Equal(t.Shape, want) {
+			return nil, fmt.Errorf("%w: tensor %s has shape %v, want %v", ErrMismatch, q.Name, t.Shape, want)
+		}
+		v, err := t.Float32s()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrMismatch, err)
+		}
+		dst := theta[q.Off : q.Off+q.Len()]
+		if q.Bias {
+			copy(dst, v)
+			continue
+		}
+		for o := range q.Cols {
+			for i := range q.Rows {
+				dst[i*q.Cols+o] = v[o*q.Rows+i]
+			}
+		}
+	}
+	return newPolicy(a, theta), nil
+}
+
+// flatSize checks a card's observation layout and returns its flat size.
+func flatSize(s env.Spaces) (int, error) {
+	if len(s.Keys) == 0 {
+		return 0, fmt.Errorf("%w: observation layout has no keys", ErrMismatch)
+	}
+	n := 0
+	for _, k := range s.Keys {
+		b, ok := s.Observation[k]
+		if !ok {
+			return 0, fmt.Errorf("%w: observation key %q has no box", ErrMismatch, k)
+		}
+		if len(b.Low) != b.Size() || len(b.High) != b.Size() {
+			return 0, fmt.Errorf("%w: observation %q bounds have %d/%d entries, want %d", ErrMismatch, k, len(b.Low), len(b.High), b.Size())
+		}
+		n += b.Size()
+	}
+	return n, nil
+}
+
+// Read reads <name>.safetensors and <name>.json from fsys (name is
+// usually FileName) and loads them with Load. The card may carry no
+// field this package does not know.
+func Read(fsys fs.FS, name string) (*Policy, *Card, error) {
+	cb, err := fs.ReadFile(fsys, name+".json")
+	if err != nil {
+		return nil, nil, fmt.Errorf("policy: %w", err)
+	}
+	var card Card
+	dec := json.NewDecoder(bytes.NewReader(cb))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&card); err != nil {
+		return nil, nil, fmt.Errorf("policy: policy card %s.json: %w", name, err)
+	}
+	wb, err := fs.ReadFile(fsys, name+".safetensors")
+	if err != nil {
+		return nil, nil, fmt.Errorf("policy: %w", err)
+	}
+	p, err := Load(wb, &card)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p, &card, nil
+}

@@ -1,0 +1,71 @@
+package ppo
+
+// Stats is one iteration's log row. Field comments give SB3's metric name.
+type Stats struct {
+	Iteration          int     // time/iterations
+	Timesteps          int     // time/total_timesteps
+	FPS                float64 // time/fps: env steps per wall second since Learn started (0 without a clock)
+	EpRewMean          float64 // rollout/ep_rew_mean: mean return of the last 100 episodes (NaN before the first)
+	EpLenMean          float64 // rollout/ep_len_mean
+	ApproxKL           float64 // train/approx_kl: mean of (ρ−1) − log ρ over the last epoch
+	ClipFraction       float64 // train/clip_fraction: share of |ρ−1| > ε, mean over minibatches
+	EntropyLoss        float64 // train/entropy_loss: −mean entropy, mean over minibatches
+	PolicyGradientLoss float64 // train/policy_gradient_loss
+	ValueLoss          float64 // train/value_loss
+	Loss               float64 // train/loss: total loss of the last minibatch
+	ExplainedVariance  float64 // train/explained_variance of the rollout values against the returns
+	NUpdates           int     // train/n_updates: epochs run so far (SB3 counts epochs)
+	LearningRate       float64 // train/learning_rate
+	ClipRange          float64 // train/clip_range
+	GradientSteps      int     // Adam steps so far (not an SB3 metric; not in Metrics)
+}
+
+// Metric is one named value of a log row.
+type Metric struct {
+	Name  string
+	Value float64
+}
+
+// MetricNames lists the logged names in the order Metrics returns them.
+var MetricNames = []string{
+	"rollout/ep_len_mean", "rollout/ep_rew_mean",
+	"time/fps", "time/iterations", "time/total_timesteps",
+	"train/approx_kl", "train/clip_fraction", "train/clip_range", "train/entropy_loss",
+	"train/explained_variance", "train/learning_rate", "train/loss", "train/n_updates",
+	"train/policy_gradient_loss", "train/value_loss",
+}
+
+// Metrics returns the row under SB3's names, in MetricNames order.
+func (s Stats) Metrics() []Metric {
+	v := []float64{
+		s.EpLenMean, s.EpRewMean,
+		s.FPS, float64(s.Iteration), float64(s.Timesteps),
+		s.ApproxKL, s.ClipFraction, s.ClipRange, s.EntropyLoss,
+		s.ExplainedVariance, s.LearningRate, s.Loss, float64(s.NUpdates),
+		s.PolicyGradientLoss, s.ValueLoss,
+	}
+	m := make([]Metric, len(v))
+	for i := range v {
+		m[i] = Metric{MetricNames[i], v[i]}
+	}
+	return m
+}
+
+// Logger receives one row per iteration.
+type Logger interface {
+	Log(s Stats) error
+}
+
+// Loggers fans a row out to several loggers in order, stopping at the
+// first error.
+type Loggers []Logger
+
+// Log implements Logger.
+func (ls Loggers) Log(s Stats) error {
+	for _, l := range ls {
+		if err := l.Log(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}

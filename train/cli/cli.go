@@ -1,0 +1,47 @@
+package cli
+
+import (
+	"context"
+
+	"streamscale/internal/command"
+	"streamscale/train/run"
+)
+
+const synopsis = `usage: go run ./train [flags]
+
+Trains a PPO policy on the streamscale simulator or on CartPole-v1 and
+writes policy.{safetensors,json}, progress.{csv,parquet}, checkpoint.ckpt
+and summary.json into -out.
+
+Flags:`
+
+// Main runs the train command with args (without the program name) and
+// returns its exit status: 0 on success or -h, 2 for bad usage, 1 for any
+// other error.
+func Main(ctx context.Context, args []string, o command.IO) int {
+	opts, err := parse(args, o)
+	if err != nil {
+		return command.Exit(err, o)
+	}
+	return command.Exit(run.Run(ctx, opts, o), o)
+}
+
+// parse reads the flags into run.Options.
+func parse(args []string, o command.IO) (run.Options, error) {
+	var opts run.Options
+	fs := command.NewFlagSet("train")
+	fs.StringVar(&opts.Env, "env", "streamscale", "environment: streamscale or cartpole")
+	fs.StringVar(&opts.Profile, "profile", "pred", "streamscale workload profile: pred or etl")
+	fs.Uint64Var(&opts.Seed, "seed", 284572, "root seed of every random stream")
+	fs.IntVar(&opts.Steps, "steps", 0, "env steps to train for, rounded up to whole iterations (0: 500000 streamscale, 100000 cartpole)")
+	fs.IntVar(&opts.Envs, "envs", 0, "parallel environments (0: 14 streamscale, 8 cartpole)")
+	fs.StringVar(&opts.Out, "out", "", "output directory (default runs/<env>-seed<seed>)")
+	fs.BoolVar(&opts.Resume, "resume", false, "continue from <out>/checkpoint.ckpt")
+	fs.BoolVar(&opts.JSON, "json", false, "print the run summary as JSON on stdout")
+	fs.IntVar(&opts.Workers, "workers", 0, "goroutines per update, 1 or 2 (0: automatic); results are identical")
+	if err := command.Parse(fs, synopsis, args, o); err != nil {
+		return run.Options{}, err
+	}
+	opts.ProfileSet = command.Set(fs, "profile")
+	return opts, nil
+}

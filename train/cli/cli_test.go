@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"streamscale/internal/command"
+)
+
+func TestUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // the one line on stderr
+	}{
+		{[]string{"-workers", "3"}, "train: -workers 3, want 0, 1 or 2"},
+		{[]string{"-steps", "-5"}, "train: -steps -5, want ≥ 0"},
+		{[]string{"-env", "atari"}, `train: -env "atari", want streamscale or cartpole`},
+		{[]string{"-env", "cartpole", "-profile", "etl"}, "train: -profile applies only to -env streamscale"},
+		{[]string{"-seed", "x"}, "-seed"},
+		{[]string{"-nosuchflag"}, "-nosuchflag"},
+		{[]string{"extra"}, `train: unexpected argument "extra"`},
+	} {
+		var out, errw bytes.Buffer
+		code := Main(context.Background(), tc.args, command.IO{Stdout: &out, Stderr: &errw})
+		msg := errw.String()
+		if code != 2 || strings.Count(msg, "\n") != 1 || !strings.HasPrefix(msg, "train") || !strings.Contains(msg, tc.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and one line containing %q", tc.args, code, msg, tc.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%q: wrote %q to stdout", tc.args, out.String())
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var out, errw bytes.Buffer
+	if code := Main(context.Background(), []string{"-h"}, command.IO{Stdout: &out, Stderr: &errw}); code != 0 {
+		t.Fatalf("-h: exit %d, stderr %q", code, errw.String())
+	}
+	for _, f := range []string{"-env", "-profile", "-seed", "-steps", "-envs", "-out", "-resume", "-json", "-workers"} {
+		if !strings.Contains(out.String(), "  "+f+" ") && !strings.Contains(out.String(), "  "+f+"\n") {
+			t.Errorf("usage does not list %s:\n%s", f, out.String())
+		}
+	}
+	if errw.Len() != 0 {
+		t.Errorf("-h wrote %q to stderr", errw.String())
+	}
+}
