@@ -159,7 +159,7 @@ func TestRunCLASP(t *testing.T) {
 	if err := json.Unmarshal([]byte(a), &r); err != nil {
 		t.Fatal(err)
 	}
-	if !r.Horizontal || r.Controller != "clasp" || r.Replans < 1 || !(r.MeanActive >= 1 && r.MeanActive <= 7) ||
+	if !r.Horizontal || r.Controller != "clasp" || r.Replans < 1 || !(r.MeanActiveServers >= 1 && r.MeanActiveServers <= 7) ||
 		math.Abs(r.MeanReservedCPU-r.MeanCPU) > 1e-6*r.MeanCPU || !(r.MeanThroughput > 0) {
 		t.Errorf("report %+v", r)
 	}

@@ -264,8 +264,8 @@ func TestPairedWithCLASP(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range runs {
-		if r.Horizontal != (r.Controller == "clasp") || !(r.MeanActive >= 1) {
-			t.Errorf("run %s placement %d: horizontal %v, %v active servers", r.Controller, r.PlacementSeed, r.Horizontal, r.MeanActive)
+		if r.Horizontal != (r.Controller == "clasp") || !(r.MeanActiveServers >= 1) {
+			t.Errorf("run %s placement %d: horizontal %v, %v active servers", r.Controller, r.PlacementSeed, r.Horizontal, r.MeanActiveServers)
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, FileReport))

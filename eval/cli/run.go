@@ -13,36 +13,21 @@ import (
 	"streamscale/traces"
 )
 
-// RunReport is what `eval run -json` prints.
+// RunReport is what `eval run -json` prints: the run's key and scenario,
+// its summary (runner.Summary, the run-level record) and provenance.
 type RunReport struct {
-	Profile          string   `json:"profile"`
-	Trace            string   `json:"trace"`
-	TraceSource      string   `json:"trace_source"`
-	RateMult         float64  `json:"rate_mult"`
-	PlacementSeed    uint64   `json:"placement_seed"`
-	Seed             uint64   `json:"seed"`
-	Controller       string   `json:"controller"`
-	Horizontal       bool     `json:"horizontal"`
-	Steps            int      `json:"steps"`
-	SLOMS            float64  `json:"slo_ms"`
-	Tasks            []string `json:"tasks"`
-	Placement        []int    `json:"placement"`
-	ViolationRate    float64  `json:"violation_rate"`
-	MeanP95MS        float64  `json:"mean_p95_ms"`
-	MeanLatencyMS    float64  `json:"mean_latency_ms"`
-	MeanCPU          float64  `json:"mean_cpu_millicores"`
-	MeanThroughput   float64  `json:"mean_throughput"`
-	MeanOffered      float64  `json:"mean_offered"`
-	MeanReward       float64  `json:"mean_reward"`
-	TotalReward      float64  `json:"total_reward"`
-	MeanReservedCPU  float64  `json:"mean_reserved_cpu_millicores"`
-	MeanActive       float64  `json:"mean_active_servers"`
-	Replans          int      `json:"replans"`
-	OverCapacity     int      `json:"over_capacity_steps"`
-	TrajectorySHA256 string   `json:"trajectory_sha256"`
-	ConfigSHA256     string   `json:"config_sha256"`
-	Commit           string   `json:"commit"`
-	GoVersion        string   `json:"go_version"`
+	runner.Key
+	TraceSource string   `json:"trace_source"`
+	RateMult    float64  `json:"rate_mult"`
+	Horizontal  bool     `json:"horizontal"`
+	SLOMS       float64  `json:"slo_ms"`
+	Tasks       []string `json:"tasks"`
+	Placement   []int    `json:"placement"`
+	runner.Summary
+	TrajectorySHA256 string `json:"trajectory_sha256"`
+	ConfigSHA256     string `json:"config_sha256"`
+	Commit           string `json:"commit"`
+	GoVersion        string `json:"go_version"`
 }
 
 func runCmd(ctx context.Context, args []string, o Options) error {
@@ -105,13 +90,8 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 	}
 	s := res.Summary
 	rep := RunReport{
-		Profile: res.Profile, Trace: res.Trace, TraceSource: traceSource(tr), RateMult: *mult,
-		PlacementSeed: res.PlacementSeed, Seed: res.Seed, Controller: res.Controller, Horizontal: res.Horizontal, Steps: s.Steps,
-		SLOMS: res.SLOMS, Tasks: res.Tasks, Placement: res.Placement,
-		ViolationRate: s.ViolationRate, MeanP95MS: s.MeanP95MS, MeanLatencyMS: s.MeanLatencyMS,
-		MeanCPU: s.MeanCPU, MeanThroughput: s.MeanThroughput, MeanOffered: s.MeanOffered,
-		MeanReward: s.MeanReward, TotalReward: s.TotalReward,
-		MeanReservedCPU: s.MeanReservedCPU, MeanActive: s.MeanActiveServers, Replans: s.Replans, OverCapacity: s.OverCapacitySteps,
+		Key: res.Key, TraceSource: traceSource(tr), RateMult: *mult, Horizontal: res.Horizontal,
+		SLOMS: res.SLOMS, Tasks: res.Tasks, Placement: res.Placement, Summary: s,
 		TrajectorySHA256: res.TrajectorySHA256, ConfigSHA256: res.ConfigSHA256,
 		Commit: o.Commit, GoVersion: o.GoVersion,
 	}
@@ -133,7 +113,7 @@ func runCmd(ctx context.Context, args []string, o Options) error {
   trajectory      sha256 %s
 `, rep.Profile, rep.Trace, rep.TraceSource, rep.PlacementSeed, rep.Seed, rep.Controller, rep.Steps,
 		rep.ViolationRate, rep.SLOMS, rep.MeanP95MS, rep.MeanLatencyMS, rep.MeanCPU,
-		rep.MeanReservedCPU, rep.MeanActive, rep.Replans, rep.OverCapacity,
+		rep.MeanReservedCPU, rep.MeanActiveServers, rep.Replans, rep.OverCapacitySteps,
 		rep.MeanThroughput, rep.MeanOffered, rep.MeanReward, rep.TotalReward, rep.TrajectorySHA256)
 	return err
 }

@@ -214,7 +214,7 @@ func Analyze(p Plan, results []runner.Result) (Summary, error) {
 				}
 				return out
 			}
-			comb := Combination{Profile: prof, Trace: w.Name, SLOMS: block[0].SLOMS, Steps: block[0].Summary.Steps}
+			comb := Combination{Profile: prof, Trace: w.Name, SLOMS: block[0].SLOMS, Steps: int(block[0].Summary.Steps)}
 			for c, spec := range p.Controllers {
 				comb.Controllers = append(comb.Controllers, controllerStats(p.Seed, prof, w.Name, spec.String(), p.Placements, col, c))
 			}

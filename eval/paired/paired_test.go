@@ -41,7 +41,7 @@ func TestExecuteEmitsInOrder(t *testing.T) {
 	var got []int
 	var progress []int
 	err := Execute(context.Background(), ss, 3, func(i int, r runner.Result) error {
-		if r.PlacementSeed != ss[i].PlacementSeed || r.Summary.Steps != ss[i].Steps {
+		if r.PlacementSeed != ss[i].PlacementSeed || r.Summary.Steps != int64(ss[i].Steps) {
 			t.Errorf("emit %d got the result of placement %d", i, r.PlacementSeed)
 		}
 		got = append(got, i)
@@ -133,8 +133,8 @@ func fake(p Plan, sum func(prof, trace string, c int, l int) runner.Summary) []r
 				l = i
 			}
 		}
-		out = append(out, runner.Result{Profile: s.Profile, Trace: s.TraceName, PlacementSeed: s.PlacementSeed,
-			Seed: s.Seed, Controller: s.Controller.String(), SLOMS: 180, ConfigSHA256: "x", Summary: sum(s.Profile, s.TraceName, c, l)})
+		out = append(out, runner.Result{Key: runner.Key{Profile: s.Profile, Trace: s.TraceName, PlacementSeed: s.PlacementSeed,
+			Seed: s.Seed, Controller: s.Controller.String()}, SLOMS: 180, ConfigSHA256: "x", Summary: sum(s.Profile, s.TraceName, c, l)})
 	}
 	return out
 }

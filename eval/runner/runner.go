@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 
 	"streamscale/agents"
 	"streamscale/env"
@@ -41,52 +42,73 @@ type Factory interface {
 	Build(scenario env.Config) (agents.Actor, error)
 }
 
-// Interval is what one one-second interval recorded.
+// Interval is one one-second interval of a run: the run record. Its tags
+// name the JSON keys and the Parquet columns (intervals.parquet, `eval run
+// -out`), and TrajectoryHash encodes its fields in declaration order, so a
+// new per-interval metric is one new field here.
 type Interval struct {
-	Step       int             // 0-based interval index
-	Offered    float64         // events/s entering the sources
-	Throughput float64         // sink deliveries per second, source-message equivalents
-	SinkEvents float64         // events delivered to the sink
-	P95MS      float64         // p95 end-to-end latency, ms
-	MeanMS     float64         // mean end-to-end latency, ms
-	Violated   bool            // P95MS > SLO
-	TotalCPU   float64         // Σ applied allocation, millicores
-	InFlight   float64         // events on links
-	Reward     env.RewardTerms // the seven reward terms and their clipped total
-	Applied    []float64       // applied allocation per task, millicores
-	Queue      []float64       // events waiting per task
-
-	ReservedCPU   float64 // CPU the controller held during the interval, millicores (see Footprint)
-	ActiveServers int     // servers hosting a task replica with CPU > 0 (see Footprint)
-	Replanned     bool    // the action was a replica plan
-	OverCapacity  bool    // the controller found the demand beyond the whole cluster (horizontal controllers)
+	Step           int64     `json:"step" parquet:"step"`                       // 0-based interval index
+	Offered        float64   `json:"offered" parquet:"offered"`                 // events/s entering the sources
+	Throughput     float64   `json:"throughput" parquet:"throughput"`           // sink deliveries per second, source-message equivalents
+	SinkEvents     float64   `json:"sink_events" parquet:"sink_events"`         // events delivered to the sink
+	P95MS          float64   `json:"p95_ms" parquet:"p95_ms"`                   // p95 end-to-end latency, ms
+	MeanMS         float64   `json:"mean_ms" parquet:"mean_ms"`                 // mean end-to-end latency, ms
+	Violated       bool      `json:"violated" parquet:"violated"`               // P95MS > SLO
+	TotalCPU       float64   `json:"total_cpu" parquet:"total_cpu"`             // Σ applied allocation, millicores
+	InFlight       float64   `json:"in_flight" parquet:"in_flight"`             // events on links
+	Reward         float64   `json:"reward" parquet:"reward"`                   // the clipped total reward
+	RewardSLO      float64   `json:"reward_slo" parquet:"reward_slo"`           // the seven terms (env.RewardTerms)
+	RewardRisk     float64   `json:"reward_risk" parquet:"reward_risk"`         //
+	RewardResource float64   `json:"reward_resource" parquet:"reward_resource"` //
+	RewardProgress float64   `json:"reward_progress" parquet:"reward_progress"` //
+	RewardChurn    float64   `json:"reward_churn" parquet:"reward_churn"`       //
+	RewardRecovery float64   `json:"reward_recovery" parquet:"reward_recovery"` //
+	RewardReconf   float64   `json:"reward_reconf" parquet:"reward_reconf"`     //
+	Applied        []float64 `json:"applied" parquet:"applied,list"`            // applied allocation per task, millicores
+	Queue          []float64 `json:"queue" parquet:"queue,list"`                // events waiting per task
+	ReservedCPU    float64   `json:"reserved_cpu" parquet:"reserved_cpu"`       // CPU the controller held, millicores (see Footprint)
+	ActiveServers  int64     `json:"active_servers" parquet:"active_servers"`   // servers hosting a task replica with CPU > 0 (see Footprint)
+	Replanned      bool      `json:"replanned" parquet:"replanned"`             // the action was a replica plan
+	OverCapacity   bool      `json:"over_capacity" parquet:"over_capacity"`     // the controller found the demand beyond the whole cluster
 }
 
-// Summary holds an episode's means over its intervals.
-type Summary struct {
-	Steps          int     // intervals run
-	ViolationRate  float64 // share of intervals with p95 > SLO, [0, 1]
-	MeanP95MS      float64 // mean of the per-interval p95, ms
-	MeanLatencyMS  float64 // mean of the per-interval mean latency, ms
-	MeanCPU        float64 // mean total applied CPU, millicores
-	MeanThroughput float64 // mean throughput, messages/s
-	MeanOffered    float64 // mean offered load, messages/s
-	MeanReward     float64 // mean reward per interval
-	TotalReward    float64 // undiscounted return
+// setReward copies the reward terms into iv.
+func (iv *Interval) setReward(r env.RewardTerms) {
+	iv.Reward, iv.RewardSLO, iv.RewardRisk, iv.RewardResource = r.Total, r.SLO, r.Risk, r.Resource
+	iv.RewardProgress, iv.RewardChurn, iv.RewardRecovery, iv.RewardReconf = r.Progress, r.Churn, r.Recovery, r.Reconf
+}
 
-	MeanReservedCPU   float64 // mean reserved CPU, millicores
-	MeanActiveServers float64 // mean number of active servers
-	Replans           int     // intervals whose action was a replica plan
-	OverCapacitySteps int     // intervals whose demand the controller found beyond the cluster
+// Summary holds an episode's means over its intervals (the run-level
+// record: runs.parquet, `eval run -json`).
+type Summary struct {
+	Steps             int64   `json:"steps" parquet:"steps"`                                               // intervals run
+	ViolationRate     float64 `json:"violation_rate" parquet:"violation_rate"`                             // share of intervals with p95 > SLO, [0, 1]
+	MeanP95MS         float64 `json:"mean_p95_ms" parquet:"mean_p95_ms"`                                   // mean of the per-interval p95, ms
+	MeanLatencyMS     float64 `json:"mean_latency_ms" parquet:"mean_latency_ms"`                           // mean of the per-interval mean latency, ms
+	MeanCPU           float64 `json:"mean_cpu_millicores" parquet:"mean_cpu_millicores"`                   // mean total applied CPU, millicores
+	MeanThroughput    float64 `json:"mean_throughput" parquet:"mean_throughput"`                           // mean throughput, messages/s
+	MeanOffered       float64 `json:"mean_offered" parquet:"mean_offered"`                                 // mean offered load, messages/s
+	MeanReward        float64 `json:"mean_reward" parquet:"mean_reward"`                                   // mean reward per interval
+	TotalReward       float64 `json:"total_reward" parquet:"total_reward"`                                 // undiscounted return
+	MeanReservedCPU   float64 `json:"mean_reserved_cpu_millicores" parquet:"mean_reserved_cpu_millicores"` // mean reserved CPU, millicores
+	MeanActiveServers float64 `json:"mean_active_servers" parquet:"mean_active_servers"`                   // mean number of active servers
+	Replans           int64   `json:"replans" parquet:"replans"`                                           // intervals whose action was a replica plan
+	OverCapacitySteps int64   `json:"over_capacity_steps" parquet:"over_capacity_steps"`                   // intervals whose demand the controller found beyond the cluster
+}
+
+// Key identifies a run: the columns that precede its Interval or Summary
+// in the Parquet files.
+type Key struct {
+	Profile       string `json:"profile" parquet:"profile,dict"`
+	Trace         string `json:"trace" parquet:"trace,dict"`
+	PlacementSeed uint64 `json:"placement_seed" parquet:"placement_seed"`
+	Seed          uint64 `json:"seed" parquet:"seed"`
+	Controller    string `json:"controller" parquet:"controller,dict"` // canonical controller spec
 }
 
 // Result is one finished episode.
 type Result struct {
-	Profile          string
-	Trace            string
-	PlacementSeed    uint64
-	Seed             uint64
-	Controller       string   // canonical controller spec
+	Key
 	Horizontal       bool     // the controller re-plans replicas on the horizontal scenario
 	SLOMS            float64  // the application's SLO on p95 latency, ms
 	Tasks            []string // task names, in action order
@@ -140,8 +162,8 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{
-		Profile: s.Profile, Trace: s.TraceName, PlacementSeed: s.PlacementSeed, Seed: s.Seed,
-		Controller: s.Controller.String(), Horizontal: s.Controller.Horizontal(), SLOMS: e.SLOMS(),
+		Key:        Key{Profile: s.Profile, Trace: s.TraceName, PlacementSeed: s.PlacementSeed, Seed: s.Seed, Controller: s.Controller.String()},
+		Horizontal: s.Controller.Horizontal(), SLOMS: e.SLOMS(),
 		Placement: append([]int(nil), cfg.Placement...), ConfigSHA256: cfgHash,
 	}
 	for _, t := range cfg.App.Tasks {
@@ -158,13 +180,16 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 			return fmt.Errorf("eval: episode longer than %d intervals", cfg.Steps)
 		}
 		iv := Interval{
-			Step: info.Step, Offered: info.OfferedRate, Throughput: info.Throughput, SinkEvents: info.SinkEvents,
+			Step: int64(info.Step), Offered: info.OfferedRate, Throughput: info.Throughput, SinkEvents: info.SinkEvents,
 			P95MS: info.P95MS, MeanMS: info.MeanMS, Violated: info.Violated, TotalCPU: info.TotalCPU,
-			InFlight: info.InFlight, Reward: info.Reward,
-			Applied: applied[t*n : (t+1)*n : (t+1)*n], Queue: queue[t*n : (t+1)*n : (t+1)*n],
+			InFlight: info.InFlight,
+			Applied:  applied[t*n : (t+1)*n : (t+1)*n], Queue: queue[t*n : (t+1)*n : (t+1)*n],
 			Replanned: st.Action.Replicas != nil, OverCapacity: st.OverCapacity,
 		}
-		iv.ReservedCPU, iv.ActiveServers = Footprint(cfg.Servers, cfg.SharedCPU, info.Plan, info.Applied)
+		iv.setReward(info.Reward)
+		var active int
+		iv.ReservedCPU, active = Footprint(cfg.Servers, cfg.SharedCPU, info.Plan, info.Applied)
+		iv.ActiveServers = int64(active)
 		copy(iv.Applied, info.Applied)
 		copy(iv.Queue, info.Queue)
 		res.Intervals = append(res.Intervals, iv)
@@ -221,7 +246,7 @@ func Footprint(servers []env.Server, shared bool, plan [][]env.Replica, applied 
 // slice gives a zero Summary.
 func Summarize(intervals []Interval) Summary {
 	var s Summary
-	s.Steps = len(intervals)
+	s.Steps = int64(len(intervals))
 	if s.Steps == 0 {
 		return s
 	}
@@ -235,7 +260,7 @@ func Summarize(intervals []Interval) Summary {
 		s.MeanCPU += iv.TotalCPU
 		s.MeanThroughput += iv.Throughput
 		s.MeanOffered += iv.Offered
-		s.TotalReward += iv.Reward.Total
+		s.TotalReward += iv.Reward
 		s.MeanReservedCPU += iv.ReservedCPU
 		s.MeanActiveServers += float64(iv.ActiveServers)
 		if iv.Replanned {
@@ -258,54 +283,48 @@ func Summarize(intervals []Interval) Summary {
 	return s
 }
 
-// TrajectoryHash returns the hex SHA-256 of intervals, each encoded as
-// little-endian 64-bit words in this order: step; the IEEE-754 bits of
-// offered, throughput, sink events, p95, mean latency; violated (0 or 1);
-// total CPU, in flight; the reward terms SLO, risk, resource, progress,
-// churn, recovery, reconf and total; the task count; the applied
-// allocations; the queues; reserved CPU; active servers; replanned and
-// over capacity (0 or 1).
+// TrajectoryHash returns the hex SHA-256 of intervals, each encoded field
+// by field in Interval's declaration order as little-endian 64-bit words:
+// an integer as itself, a float64 by its IEEE-754 bits, a bool as 0 or 1,
+// a []float64 as its length followed by its elements.
 func TrajectoryHash(intervals []Interval) string {
 	h := sha256.New()
 	var buf []byte
-	for _, iv := range intervals {
-		buf = buf[:0]
-		u := func(x uint64) { buf = binary.LittleEndian.AppendUint64(buf, x) }
-		f := func(x float64) { u(math.Float64bits(x)) }
-		b := func(x bool) {
-			if x {
+	for i := range intervals {
+		buf = appendFields(buf[:0], reflect.ValueOf(&intervals[i]).Elem())
+		h.Write(buf)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// appendFields appends the hash encoding of struct v's fields.
+func appendFields(buf []byte, v reflect.Value) []byte {
+	u := func(x uint64) { buf = binary.LittleEndian.AppendUint64(buf, x) }
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Int, reflect.Int64:
+			u(uint64(f.Int()))
+		case reflect.Uint64:
+			u(f.Uint())
+		case reflect.Float64:
+			u(math.Float64bits(f.Float()))
+		case reflect.Bool:
+			if f.Bool() {
 				u(1)
 			} else {
 				u(0)
 			}
+		case reflect.Slice:
+			u(uint64(f.Len()))
+			for j := range f.Len() {
+				u(math.Float64bits(f.Index(j).Float()))
+			}
+		default:
+			panic(fmt.Sprintf("runner: Interval field %s has kind %s, which TrajectoryHash does not encode", v.Type().Field(i).Name, f.Kind()))
 		}
-		u(uint64(iv.Step))
-		f(iv.Offered)
-		f(iv.Throughput)
-		f(iv.SinkEvents)
-		f(iv.P95MS)
-		f(iv.MeanMS)
-		b(iv.Violated)
-		f(iv.TotalCPU)
-		f(iv.InFlight)
-		r := iv.Reward
-		for _, x := range [...]float64{r.SLO, r.Risk, r.Resource, r.Progress, r.Churn, r.Recovery, r.Reconf, r.Total} {
-			f(x)
-		}
-		u(uint64(len(iv.Applied)))
-		for _, x := range iv.Applied {
-			f(x)
-		}
-		for _, x := range iv.Queue {
-			f(x)
-		}
-		f(iv.ReservedCPU)
-		u(uint64(iv.ActiveServers))
-		b(iv.Replanned)
-		b(iv.OverCapacity)
-		h.Write(buf)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return buf
 }
 
 // ConfigHash returns the hex SHA-256 of a scenario: the JSON encoding of

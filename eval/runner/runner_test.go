@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"reflect"
 	"testing"
 
 	"streamscale/env"
@@ -59,7 +60,7 @@ func TestRunMatchesManualLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 		iv := res.Intervals[i]
-		if iv.Step != i || iv.P95MS != info.P95MS || iv.TotalCPU != info.TotalCPU || iv.Reward.Total != r || iv.Applied[2] != info.Applied[2] {
+		if iv.Step != int64(i) || iv.P95MS != info.P95MS || iv.TotalCPU != info.TotalCPU || iv.Reward != r || iv.Applied[2] != info.Applied[2] {
 			t.Fatalf("interval %d: %+v, env says p95 %v cpu %v reward %v", i, iv, info.P95MS, info.TotalCPU, r)
 		}
 		p95 += info.P95MS
@@ -114,30 +115,33 @@ func TestTrajectoryHashCoversEveryField(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := TrajectoryHash(res.Intervals)
-	mutations := []func(*Interval){
-		func(iv *Interval) { iv.Step++ },
-		func(iv *Interval) { iv.Offered = math.Nextafter(iv.Offered, 1e9) },
-		func(iv *Interval) { iv.Throughput++ },
-		func(iv *Interval) { iv.SinkEvents++ },
-		func(iv *Interval) { iv.P95MS++ },
-		func(iv *Interval) { iv.MeanMS++ },
-		func(iv *Interval) { iv.Violated = !iv.Violated },
-		func(iv *Interval) { iv.TotalCPU++ },
-		func(iv *Interval) { iv.InFlight++ },
-		func(iv *Interval) { iv.Reward.SLO++ },
-		func(iv *Interval) { iv.Reward.Risk++ },
-		func(iv *Interval) { iv.Reward.Resource++ },
-		func(iv *Interval) { iv.Reward.Progress++ },
-		func(iv *Interval) { iv.Reward.Churn++ },
-		func(iv *Interval) { iv.Reward.Recovery++ },
-		func(iv *Interval) { iv.Reward.Reconf++ },
-		func(iv *Interval) { iv.Reward.Total++ },
-		func(iv *Interval) { iv.Applied[0]++ },
-		func(iv *Interval) { iv.Queue[len(iv.Queue)-1]++ },
-		func(iv *Interval) { iv.ReservedCPU++ },
-		func(iv *Interval) { iv.ActiveServers++ },
-		func(iv *Interval) { iv.Replanned = !iv.Replanned },
-		func(iv *Interval) { iv.OverCapacity = !iv.OverCapacity },
+	// One mutation per field, found by reflection, so a new field is
+	// covered (or fails here) without editing the test; slices also
+	// change length.
+	var mutations []func(*Interval)
+	typ := reflect.TypeOf(Interval{})
+	for f := range typ.NumField() {
+		mutations = append(mutations, func(iv *Interval) {
+			v := reflect.ValueOf(iv).Elem().Field(f)
+			switch v.Kind() {
+			case reflect.Int64:
+				v.SetInt(v.Int() + 1)
+			case reflect.Float64:
+				v.SetFloat(math.Nextafter(v.Float(), math.Inf(1)))
+			case reflect.Bool:
+				v.SetBool(!v.Bool())
+			case reflect.Slice:
+				v.Index(v.Len() - 1).SetFloat(v.Index(v.Len()-1).Float() + 1)
+			default:
+				t.Fatalf("field %s: kind %s", typ.Field(f).Name, v.Kind())
+			}
+		})
+		if typ.Field(f).Type.Kind() == reflect.Slice {
+			mutations = append(mutations, func(iv *Interval) {
+				v := reflect.ValueOf(iv).Elem().Field(f)
+				v.Set(reflect.Append(v, reflect.ValueOf(0.0)))
+			})
+		}
 	}
 	for i, m := range mutations {
 		ivs := make([]Interval, len(res.Intervals))
@@ -229,7 +233,7 @@ func TestRunVerticalFootprint(t *testing.T) {
 		distinct[s] = true
 	}
 	for _, iv := range res.Intervals {
-		if iv.ReservedCPU != iv.TotalCPU || iv.ActiveServers != len(distinct) || iv.Replanned || iv.OverCapacity {
+		if iv.ReservedCPU != iv.TotalCPU || iv.ActiveServers != int64(len(distinct)) || iv.Replanned || iv.OverCapacity {
 			t.Fatalf("interval %d: reserved %v (total %v), %d active servers (placement uses %d)", iv.Step, iv.ReservedCPU, iv.TotalCPU, iv.ActiveServers, len(distinct))
 		}
 	}
