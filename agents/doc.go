@@ -1,6 +1,11 @@
-// Package agents holds the Controller contract that every autoscaling
-// controller implements (PPO policies, VRebalance, CLASP, the simple
-// baselines) and the baselines themselves:
+// Package agents holds the controller contracts, the one episode loop and
+// the simple baselines. Vertical controllers (PPO policies, VRebalance, the
+// baselines below) implement Controller: per-task CPU from the
+// observation. Horizontal controllers (CLASP and its baselines, through
+// subpackage horizontal) implement HorizontalController: replica plans
+// from the step's env.Info. RunEpisode plays one episode of either kind
+// (wrapped as an Actor) and is what eval, the CLASP experiments and
+// train's development episodes use. The baselines:
 //
 //   - Static holds every task at a fixed allocation;
 //   - Threshold is a per-task utilization-band autoscaler following the
@@ -22,7 +27,7 @@
 // obs.go); controllers de-normalize what they need.
 //
 // Dependencies: agents imports env only; vrebalance adds bo (which imports
-// no project package). TaskRows and FiniteAppFeature are the observation
+// no project package), horizontal adds clasp. TaskRows and FiniteAppFeature are the observation
 // checks shared by the controllers.
 //
 // Concurrency: a Controller is used by one goroutine at a time; run one
@@ -31,8 +36,8 @@
 // is valid until the next call to Act or Reset.
 //
 // Determinism: a controller draws randomness only from the seed passed to
-// Reset, through env.NewStream or env.NewSource with a stream named
-// "agents/<controller>/<purpose>" (VRebalance: "agents/vrebalance/tier<i>").
+// Reset, through package rng with a stream named
+// "agents/<controller>/<purpose>" (listed in rng/names.go) (VRebalance: "agents/vrebalance/tier<i>").
 // The same seed and observations give the same actions, bit for bit.
 //
 // Errors: Act rejects a malformed observation (wrong shape, a non-finite

@@ -2,7 +2,7 @@ package clasp
 
 import "math"
 
-// HPAConfig configures the HPA baseline.
+// HPAConfig configures the HPA rule.
 type HPAConfig struct {
 	SlotConfig
 	// Target is the target utilization of an operator's instances, in
@@ -38,8 +38,9 @@ type hpaRec struct {
 }
 
 // HPA is a Kubernetes Horizontal-Pod-Autoscaler-style rule applied to every
-// operator's replicas (paper §6 baseline): with metric the utilization of
-// the operator's current replicas relative to their CPU request, one
+// operator's replicas. It is not one of the CLASP paper's baselines; it
+// is added as the rule a Kubernetes deployment scales by by default. Its
+// metric is the utilization of the operator's current replicas relative to their CPU request, one
 // executor slot's S = W/Slots µs/s, u_o = (N_o·τ̄_o + C_o)/(P_o·S), where
 // C_o is the CPU o's replicas spent sending requests (requestCPU: a
 // container's CPU counter includes it; 0 where workers report no load),
@@ -58,7 +59,7 @@ type HPA struct {
 	hist [][]hpaRec // per operator, by time
 }
 
-// NewHPA returns the baseline or an error for a bad configuration.
+// NewHPA returns the rule or an error for a bad configuration.
 func NewHPA(cfg HPAConfig) (*HPA, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -99,12 +99,6 @@ func countShares(counts [][]int, inst []int) [][]float64 {
 // reporting model shared by the slots.
 func (c SlotConfig) slotUS() float64 { return c.Model.Budget / float64(c.Slots) }
 
-// instancesFor is ⌈work/10⁶⌉, the executors fully busy with work µs/s (at
-// least 1).
-func instancesFor(work float64) int {
-	return max(1, int(math.Ceil(work/1e6-1e-9)))
-}
-
 // sameConfig reports whether par and shares (plan order, IDs from
 // workerIDs) restate the observation's configuration.
 func sameConfig(ob *Observation, par []int, shares [][]float64) bool {

@@ -38,8 +38,13 @@
 // task ({−500, −50, 0, +50, +500} millicores), a seven-term reward
 // (reward.go) and truncation at the end of the trace; terminated is always
 // false. Allocations are clipped to [MinCPU, MaxCPU] and projected onto
-// server capacity (reductions first, then increases in task order).
-// VecEnv runs many environments in parallel with autoreset.
+// server capacity (reductions first, then increases in task order). One
+// entry point, Step(Action), takes every kind of action (MultiDiscrete
+// choices, target allocations, replica plans, Hold) and returns a
+// StepResult; Info reports the replica plan in force and the offered rate
+// the next step will see, and Config.Spaces describes the spaces without
+// building an Env. VecEnv runs many environments in parallel with
+// autoreset.
 //
 // # Units
 //
@@ -53,7 +58,7 @@
 // no map iteration reaching results, floats reduced in a fixed order. It is
 // not safe for concurrent use. VecEnv steps each Env on exactly one
 // goroutine per step, so its results do not depend on scheduling. Named
-// random streams (NewStream) derive all randomness from one root seed;
+// random streams (package rng) derive all randomness from one root seed;
 // the simulator itself uses randomness only for random placements.
 // Observations and Infos returned by Reset and Step are buffers owned by the
 // Env, valid until the next call.

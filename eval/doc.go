@@ -3,6 +3,7 @@
 //
 //	go run ./eval run -profile etl -trace taxi -placement-seed 7 -controller static:2000 -steps 600 -json
 //	go run ./eval paired -out out/paired
+//	go run ./eval clasp -out out/clasp
 //
 // `run` runs one episode (or a prefix of it) of one controller and prints a
 // summary (-json: one JSON object with the means and a SHA-256 of the
@@ -11,16 +12,18 @@
 // on shared episode seeds and judges a candidate against each baseline with
 // paired bootstrap confidence intervals, writing runs.parquet,
 // intervals.parquet, summary.json, report.md and five PNG figures into
-// -out.
+// -out. `clasp` reproduces the CLASP paper's experiments in simulation
+// (eval/claspexp).
 //
 // Controllers are named by spec strings: static:N, threshold, vrebalance,
 // ppo (the policy in <-policies>/<profile>/policy.*), ppo:DIR, or clasp
 // (horizontal scaling on the horizontal counterpart of the edge scenario,
-// eval/horizontal).
+// agents/horizontal).
 //
 // Bad flags exit with status 2 before any episode runs; failures while
 // running exit with 1. The same flags give byte-identical output; wall time
-// is printed on stderr only. The wiring lives in eval/cli, the episode loop
-// in eval/runner, the protocol in eval/paired, the statistics in
-// eval/stats and the artifacts in eval/report.
+// is printed on stderr only. The wiring and the controller registry live in
+// eval/cli and eval/controllers, runs in eval/runner (over agents'
+// episode loop), the protocol in eval/paired, the statistics in eval/stats,
+// the artifacts in eval/report and the CLASP experiments in eval/claspexp.
 package main

@@ -203,11 +203,11 @@ var errPanic = errors.New("panicked")
 func reset(c agents.Controller, seed uint64) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("Reset %w: %v", errPanic, r)
+			err = fmt.Errorf("reset %w: %v", errPanic, r)
 		}
 	}()
 	if err := c.Reset(seed); err != nil {
-		return fmt.Errorf("Reset: %w", err)
+		return fmt.Errorf("reset: %w", err)
 	}
 	return nil
 }
@@ -215,7 +215,7 @@ func reset(c agents.Controller, seed uint64) (err error) {
 func act(c agents.Controller, obs env.Observation) (a env.Action, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("Act %w: %v", errPanic, r)
+			err = fmt.Errorf("act %w: %v", errPanic, r)
 		}
 	}()
 	return c.Act(obs)

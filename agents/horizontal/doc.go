@@ -1,10 +1,18 @@
-// Package horizontal puts CLASP (package clasp), a horizontal-scaling
-// planner built for homogeneous serverless workers, on the evaluation's
+// Package horizontal runs horizontal-scaling planners (package clasp:
+// CLASP and its baselines) in the simulator as agents.HorizontalController,
+// and puts CLASP, built for homogeneous serverless workers, on the
 // heterogeneous edge scenarios, so that the paired evaluation can run it
 // next to the vertical (per-task CPU) controllers.
 //
 // # What it owns
 //
+//   - the one adapter between package clasp and package env (Adapter): it
+//     converts each step's env.Info into the planner's Observation (paper
+//     Table 2; ObservationFromInfo) with the plan workers mapped onto
+//     servers (AdapterConfig), and the planner's Plan into a replica plan
+//     (ReplicasFromShares, QuantizeShares), or Hold; the CLASP experiments
+//     (eval/claspexp) use it with the identity mapping on homogeneous
+//     workers, the paired evaluation through NewEdge;
 //   - the horizontal edge scenario (Scenario): an edge scenario of env.Scenario
 //     (same servers, hex-grid network, application, workload and placement
 //     seed) whose servers share their CPU among the replicas they host
@@ -14,9 +22,8 @@
 //     placement as one replica per task;
 //   - the conversion of an env.App to a clasp.App (ClaspApp);
 //   - the mapping of CLASP's plan workers onto the servers (Mapping);
-//   - the controller (Controller), which implements
-//     claspexp.HorizontalController: it is fed the step's env.Info, not the
-//     observation.
+//   - CLASP on an edge scenario (NewEdge): an Adapter with the mapping
+//     below, fed the step's env.Info, not the observation.
 //
 // # The heterogeneous-server mapping
 //
@@ -65,7 +72,7 @@
 // Demand beyond the cluster. When its packing needs more workers than there
 // are servers, CLASP itself packs the demand onto all of them
 // (clasp.PlaceN; loads then exceed W). A step counts as over capacity
-// (OverCapacitySteps) when the plan in force spans every server and still
+// (Adapter.OverCapacitySteps) when the plan in force spans every server and still
 // loads one beyond W, or when CLASP cannot place the demand at all
 // (clasp.ErrCapacity: the destinations alone exceed a worker), in which
 // case the current plan is kept.
@@ -78,7 +85,7 @@
 //
 // # Concurrency and determinism
 //
-// A Controller is used by one goroutine at a time. It draws no randomness,
+// An Adapter is used by one goroutine at a time. It draws no randomness,
 // reads no clock and builds every list in task, edge or server order, so
 // the same scenario and seed give the same actions, bit for bit.
 package horizontal

@@ -7,6 +7,6 @@
 // where the paper is silent is documented on Config.
 //
 // Units, concurrency and determinism follow package agents: allocations in
-// millicores, one Act per simulated second, one goroutine per Controller,
+// millicores, one Act per simulated second, one goroutine per controller,
 // randomness only from the Reset seed (streams "agents/vrebalance/tier<i>").
 package vrebalance

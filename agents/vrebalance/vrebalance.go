@@ -13,7 +13,7 @@ import (
 	"streamscale/env"
 )
 
-// Config configures Controller. Start from
+// Config configures the controller. Start from
 // DefaultConfig; New checks every field and does not
 // substitute defaults for zero values.
 type Config struct {
@@ -21,22 +21,22 @@ type Config struct {
 	// (simulated seconds), ≥ 1: the first allocation is held Interval
 	// steps, then the optimizer is consulted once every Interval steps with
 	// the objective measured over the Interval steps just ended. Default 60
-	// (one simulated minute, Controller's period).
+	// (one simulated minute, VRebalance's period).
 	Interval int
 	// ExplorationEvals is each tier's exploration budget: while a tier's
 	// optimizer holds fewer observations than this, a new allocation is the
 	// optimizer's suggestion; afterwards it is the tier's best-so-far
-	// allocation. ≥ 1. Default 16: Controller's exploration window is 5 to
+	// allocation. ≥ 1. Default 16: VRebalance's exploration window is 5 to
 	// 16 minutes with one evaluation a minute; here one evaluation is one
 	// Interval, so 16 evaluations are 960 steps of the tier's time (5 would
 	// be the optimizer's random initial points only, no GP step).
 	ExplorationEvals int
 	// HoldBandMS: no new point is proposed (the allocation is kept and the
 	// window is not told to the optimizer) while the window's p95 is within
-	// [SLO − HoldBandMS, SLO], milliseconds ≥ 0. Default 50, Controller's
+	// [SLO − HoldBandMS, SLO], milliseconds ≥ 0. Default 50, VRebalance's
 	// "within 50 ms of the target".
 	HoldBandMS float64
-	// CPUWeight w ≥ 0 of the CPU term of the objective (see Controller).
+	// CPUWeight w ≥ 0 of the CPU term of the objective (see VRebalance).
 	// Default 1: the CPU term then spans [0, 1], the same range as the
 	// latency term over SLO-meeting windows.
 	CPUWeight float64
@@ -59,7 +59,7 @@ type Config struct {
 	// one tier. Default {1/3, 2/3}: three equally frequent tiers.
 	TierQuantiles []float64
 	// BO configures each tier's optimizer. Default bo.DefaultConfig():
-	// GP-Hedge, 5 random initial points, as Controller's scikit-optimize
+	// GP-Hedge, 5 random initial points, as VRebalance's scikit-optimize
 	// setup.
 	BO bo.Config
 }
@@ -107,7 +107,7 @@ func (c Config) validate() error {
 	return nil
 }
 
-// DecisionKind is what Controller did at an evaluation.
+// DecisionKind is what VRebalance did at an evaluation.
 type DecisionKind int
 
 const (
@@ -148,7 +148,7 @@ type WindowScore struct {
 	Objective  float64 // Latency + CPUCost
 }
 
-// Decision records one evaluation of Controller, for explanation.
+// Decision records one evaluation of VRebalance, for explanation.
 type Decision struct {
 	Step       int          // steps since Reset at which it was taken (a multiple of Interval)
 	Tier       int          // tier of the measured window, whose optimizer was consulted
@@ -172,7 +172,7 @@ type TierStats struct {
 	BestAllocation []float64 // allocation that achieved it, nil if none
 }
 
-// Controller is the Controller baseline (Kang et al.: Bayesian optimization,
+// Controller is the VRebalance baseline (Kang et al.: Bayesian optimization,
 // with scikit-optimize, of the CPU allocation of the tasks of an Apache
 // Storm topology), reimplemented for the simulator as the EdgeStreamPy
 // paper (arXiv 2609.12975) did; where that paper is silent this follows the
@@ -185,7 +185,7 @@ type TierStats struct {
 //	f(x) = ((p95 − SLO)/SLO)² + w·(C − n·MinCPU)/(n·(MaxCPU − MinCPU)),
 //
 // p95 and C the window means of the per-step p95 latency and total
-// allocation, w = CPUWeight. The first term is Controller's squared
+// allocation, w = CPUWeight. The first term is VRebalance's squared
 // relative error of tail latency against its target; it is symmetric, so
 // it also penalizes latency far below the SLO (over-provisioning), and it
 // lies in [0, 1] over SLO-meeting windows. The second term is the CPU in
@@ -202,10 +202,10 @@ type TierStats struct {
 //
 //   - its mean sink throughput selects a workload tier (TierBounds, by
 //     default the tertiles of the workload's arrival rate); each tier has
-//     its own optimizer and history (Controller keeps one model per
+//     its own optimizer and history (VRebalance keeps one model per
 //     workload level, since the best allocation depends on the load);
 //   - if the window's p95 is within [SLO − HoldBandMS, SLO] the
-//     allocation is kept and the optimizer is not told (Controller
+//     allocation is kept and the optimizer is not told (VRebalance
 //     proposed no new point while every application was within 50 ms of
 //     its target);
 //   - otherwise the window is told to the tier's optimizer, and the next
@@ -216,7 +216,7 @@ type TierStats struct {
 //
 // The tier measured is also the tier assumed for the next window (the
 // load changes slowly compared with a window). Throughput, not the offered
-// rate, selects the tier, as in Controller: an overloaded window is
+// rate, selects the tier, as in VRebalance: an overloaded window is
 // assigned the tier of what it delivered.
 //
 // Feasibility. A suggestion may over-commit a server. On a server whose
@@ -266,7 +266,7 @@ type tier struct {
 	stats TierStats
 }
 
-// New returns a Controller controller for scenario, whose
+// New returns a VRebalance controller for scenario, whose
 // placement, server capacities, CPU bounds, SLO and (for the default tier
 // boundaries) workload it uses.
 func New(cfg Config, scenario env.Config) (*Controller, error) {
@@ -367,7 +367,7 @@ func (v *Controller) Config() Config {
 // messages/s (one fewer than the tiers).
 func (v *Controller) TierBounds() []float64 { return slices.Clone(v.bounds) }
 
-// Reset implements Controller: every task back at InitialCPU, fresh
+// Reset implements agents.Controller: every task back at InitialCPU, fresh
 // optimizers (seeded from seed) and empty histories for every tier.
 func (v *Controller) Reset(seed uint64) error {
 	tiers := make([]tier, len(v.bounds)+1)
@@ -393,7 +393,7 @@ func (v *Controller) Reset(seed uint64) error {
 	return nil
 }
 
-// Act implements Controller. It returns the allocation in force, which
+// Act implements agents.Controller. It returns the allocation in force, which
 // changes only at steps that are multiples of Interval.
 func (v *Controller) Act(obs env.Observation) (env.Action, error) {
 	if !v.started {
@@ -499,7 +499,7 @@ func (v *Controller) evaluate() {
 // share writes into a the allocation x made feasible: clipped to
 // [MinCPU, MaxCPU] and, on each over-committed server, every task at
 // MinCPU plus a share of the remaining capacity in proportion to its
-// demand above MinCPU, rounded down to the grid (see Controller). It
+// demand above MinCPU, rounded down to the grid (see VRebalance). It
 // reports whether any server was over-committed. a may be x.
 func (v *Controller) share(x, a []float64) bool {
 	lo, q := v.minCPU, v.cfg.Quantum

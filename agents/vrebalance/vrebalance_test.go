@@ -58,7 +58,7 @@ func TestVRebalanceConfigValidation(t *testing.T) {
 	}
 }
 
-// TestVRebalanceSchedule runs Controller on a PRED scenario (one tier, so
+// TestVRebalanceSchedule runs VRebalance on a PRED scenario (one tier, so
 // that the GP runs after 5 random points) and checks the schedule and every
 // allocation.
 func TestVRebalanceSchedule(t *testing.T) {
@@ -150,7 +150,7 @@ func TestVRebalanceSchedule(t *testing.T) {
 	t.Logf("decisions: %d, changes %d, tier %+v", len(ds), changes, tiers[0])
 }
 
-// drive feeds Controller one window per entry of windows (Interval steps of
+// drive feeds VRebalance one window per entry of windows (Interval steps of
 // the same hand-built observation: p95 in ms, throughput in msg/s) and
 // returns its decisions. The observed CPU is the allocation in force.
 func drive(t *testing.T, v *vrebalance.Controller, n int, windows [][2]float64) []vrebalance.Decision {
@@ -339,7 +339,7 @@ func TestVRebalanceRejectsBadObservation(t *testing.T) {
 }
 
 // TestVRebalanceBeatsStatic is the end-to-end check: on PRED with a diurnal
-// workload Controller violates the SLO less often than static:500.
+// workload VRebalance violates the SLO less often than static:500.
 func TestVRebalanceBeatsStatic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end episode")

@@ -1,8 +1,9 @@
 // Package claspexp reproduces the CLASP evaluation (Qi, Rodriguez & Buyya,
 // arXiv 2608.29103, §6) in the simulator: it builds the homogeneous
-// serverless cluster, converts the paper's applications to env.App, drives
-// clasp planners through the simulator's per-worker metrics and runs the
-// experiments of `go run ./eval clasp`.
+// serverless cluster, converts the paper's applications to env.App, and
+// runs the experiments of `go run ./eval clasp`, driving clasp planners
+// through the one horizontal adapter (agents/horizontal.Adapter) and the
+// one episode loop (agents.RunEpisode).
 //
 // # What it owns
 //
@@ -11,9 +12,6 @@
 //     worker, each linked to one core switch at 10 Gbps and 0.05 ms), shared
 //     CPU, and the paper's request costs α = 38.5 µs, β = 275 µs,
 //     γ = 51,500 µs;
-//   - the controller adapter (HorizontalController, PlannerController) and
-//     its pure conversions (ObservationFromInfo, ActionFromPlan,
-//     ReplicasFromShares, QuantizeShares);
 //   - the experiments (Scaling, Overprovision, Coefficients, Placements,
 //     WorkerTransitions, Modes, Migrations), their report (Report, Markdown)
 //     and figures (Figures).
@@ -24,7 +22,7 @@
 // successor's replicas in proportion to their shares, which is clasp.Route;
 // with env.Config.LocalFirst it keeps requests on the sender's server
 // first (used here only by the routing ablation of experiment 4,
-// Probe.LocalFirst). Shares are quantized (QuantizeShares) so the plan and
+// Probe.LocalFirst). Shares are quantized (horizontal.QuantizeShares) so the plan and
 // the simulator see the same replicas.
 //
 // # Units

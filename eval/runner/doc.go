@@ -4,11 +4,15 @@
 // Both `eval run` and `eval paired` use it, so a run and the same cell of a
 // paired evaluation give the same numbers.
 //
-// Two kinds of controller run through the same loop and record the same
-// Interval and Summary fields. Vertical controllers (agents.Controller) set
+// The controller comes from a Factory (eval/controllers' registry, which
+// only the command layer imports) and plays through agents.RunEpisode.
+// Two kinds of controller run through that loop and record the same
+// Interval and Summary fields: the run record, whose struct tags name its
+// JSON keys and Parquet columns and whose field order defines the
+// trajectory hash. Vertical controllers (agents.Controller) set
 // per-task CPU on the edge scenario and act on the observation; horizontal
 // ones (clasp) re-plan replicas on the scenario's horizontal counterpart
-// (shared CPU, request costs; package horizontal) and act on the step's
+// (shared CPU, request costs; package agents/horizontal) and act on the step's
 // env.Info. For every interval Footprint records the CPU the controller
 // reserved (the applied allocations, or the whole CPU of every active
 // server when servers share their CPU) and the servers it kept active.
