@@ -277,10 +277,10 @@ func RandomPlacement(n, servers, maxPerServer int, seed uint64) ([]int, error) {
 	return append([]int(nil), slots[:n]...), nil
 }
 
-// Scenario returns the default edge scenario for a profile ("pred" or
+// EdgeConfig returns the default edge scenario for a profile ("pred" or
 // "etl"): the default region, a random placement (at most two tasks per
 // server) drawn from placementSeed, and workload w.
-func Scenario(profile string, placementSeed uint64, w Workload) (Config, error) {
+func EdgeConfig(profile string, placementSeed uint64, w Workload) (Config, error) {
 	app, err := Profile(profile)
 	if err != nil {
 		return Config{}, err

@@ -13,7 +13,7 @@ import (
 
 func newTestEnv(t testing.TB, profile string, placementSeed uint64, w Workload) *Env {
 	t.Helper()
-	cfg, err := Scenario(profile, placementSeed, w)
+	cfg, err := EdgeConfig(profile, placementSeed, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestInvalidActionChangesNothing(t *testing.T) {
 func TestInvalidScenario(t *testing.T) {
 	w := constRate(100, 10)
 	base := func() Config {
-		c, err := Scenario("pred", 1, w)
+		c, err := EdgeConfig("pred", 1, w)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,7 @@ func (c constant) Rate(int) float64 { return c.rate }
 // step doubles its capacity, the backlog drains within the next second and
 // the SLO is met again.
 func Example() {
-	cfg, err := env.Scenario("pred", 7, constant{rate: 3000, steps: 8})
+	cfg, err := env.EdgeConfig("pred", 7, constant{rate: 3000, steps: 8})
 	if err != nil {
 		panic(err)
 	}
@@ -56,7 +56,7 @@ func Example() {
 
 // The spaces are plain data: a trainer or an HTTP client reads them as JSON.
 func ExampleSpaces() {
-	cfg, _ := env.Scenario("etl", 7, constant{rate: 1000, steps: 10})
+	cfg, _ := env.EdgeConfig("etl", 7, constant{rate: 1000, steps: 10})
 	e, _ := env.New(cfg)
 	sp := e.Spaces()
 	b, _ := json.Marshal(struct {

@@ -22,7 +22,7 @@ func TestGoldenTrajectories(t *testing.T) {
 		mode    Mode
 	}{{"pred_fluid", "pred", Fluid}, {"etl_fluid", "etl", Fluid}, {"pred_perevent", "pred", PerEvent}} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := Scenario(tc.profile, 7, diurnal(90))
+			cfg, err := EdgeConfig(tc.profile, 7, diurnal(90))
 			if err != nil {
 				t.Fatal(err)
 			}

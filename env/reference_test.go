@@ -14,7 +14,7 @@ func scaledScenario(t testing.TB, profile string, w rates, div float64, mode Mod
 	for i, v := range w {
 		small[i] = v / div
 	}
-	cfg, err := Scenario(profile, 7, small)
+	cfg, err := EdgeConfig(profile, 7, small)
 	if err != nil {
 		t.Fatal(err)
 	}

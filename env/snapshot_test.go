@@ -100,7 +100,7 @@ func TestVecSnapshot(t *testing.T) {
 // env unchanged on error.
 func FuzzUnmarshal(f *testing.F) {
 	w := diurnal(50)
-	e0, _ := New(func() Config { c, _ := Scenario("pred", 1, w); return c }())
+	e0, _ := New(func() Config { c, _ := EdgeConfig("pred", 1, w); return c }())
 	e0.Reset(1)
 	e0.Step(Action{Choices: []int{4, 4, 4, 4, 4, 4}})
 	good, _ := e0.MarshalBinary()
@@ -119,7 +119,7 @@ func FuzzUnmarshal(f *testing.F) {
 	}
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, _ := Scenario("pred", 1, w)
+		c, _ := EdgeConfig("pred", 1, w)
 		e, _ := New(c)
 		e.Reset(2)
 		before, _ := e.MarshalBinary()

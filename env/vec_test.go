@@ -9,7 +9,7 @@ func vecConfigs(t *testing.T, n int, w Workload) []Config {
 	t.Helper()
 	var cfgs []Config
 	for i := 0; i < n; i++ {
-		c, err := Scenario("pred", uint64(40+i), w)
+		c, err := EdgeConfig("pred", uint64(40+i), w)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -63,9 +63,9 @@ func Workload() env.Workload {
 	return r
 }
 
-// Scenario returns the acceptance scenario of a profile ("pred" or "etl").
-func Scenario(profile string) (env.Config, error) {
-	cfg, err := env.Scenario(profile, PlacementSeed, Workload())
+// Config returns the acceptance scenario of a profile ("pred" or "etl").
+func Config(profile string) (env.Config, error) {
+	cfg, err := env.EdgeConfig(profile, PlacementSeed, Workload())
 	if err != nil {
 		return env.Config{}, err
 	}
@@ -89,7 +89,7 @@ func RunScenario(t *testing.T, name string, newCtl func(scenario env.Config) (ag
 	t.Helper()
 	for _, profile := range []string{"pred", "etl"} {
 		t.Run(name+"/"+profile, func(t *testing.T) {
-			cfg, err := Scenario(profile)
+			cfg, err := Config(profile)
 			if err != nil {
 				t.Fatal(err)
 			}

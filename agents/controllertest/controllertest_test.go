@@ -77,7 +77,7 @@ func (f *fake) Act(obs env.Observation) (env.Action, error) {
 }
 
 func TestCheckCatchesViolations(t *testing.T) {
-	cfg, err := Scenario("pred")
+	cfg, err := Config("pred")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@
 //     (ReplicasFromShares, QuantizeShares), or Hold; the CLASP experiments
 //     (eval/claspexp) use it with the identity mapping on homogeneous
 //     workers, the paired evaluation through NewEdge;
-//   - the horizontal edge scenario (Scenario): an edge scenario of env.Scenario
+//   - the horizontal edge scenario (Counterpart): an edge scenario of env.EdgeConfig
 //     (same servers, hex-grid network, application, workload and placement
 //     seed) whose servers share their CPU among the replicas they host
 //     (env.Config.SharedCPU), whose chained requests cost their sender CPU

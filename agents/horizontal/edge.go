@@ -14,7 +14,7 @@ import (
 // CLASP experiments' star network, in bytes/s.
 const DefaultBandwidthBytes = 10e9 / 8
 
-// NewEdge builds CLASP for a horizontal edge scenario (see Scenario):
+// NewEdge builds CLASP for a horizontal edge scenario (see Counterpart):
 // clasp.DefaultConfig with MaxWorkers set to the number of servers, the
 // plan workers mapped onto the servers by NewMapping, the scenario's
 // request costs with the mapped budget W as a fixed capacity model
@@ -22,7 +22,7 @@ const DefaultBandwidthBytes = 10e9 / 8
 // bandwidth, and over-capacity detection at the headroom-scaled budget.
 func NewEdge(scenario env.Config) (*Adapter, error) {
 	if !scenario.SharedCPU {
-		return nil, errors.New("horizontal: CLASP needs a shared-CPU scenario (build it with horizontal.Scenario)")
+		return nil, errors.New("horizontal: CLASP needs a shared-CPU scenario (build it with horizontal.Counterpart)")
 	}
 	mp, err := NewMapping(scenario.Servers)
 	if err != nil {

@@ -142,11 +142,11 @@ func (s stepRate) Rate(t int) float64 {
 
 func edgeScenario(t *testing.T, profile string, w env.Workload) env.Config {
 	t.Helper()
-	base, err := env.Scenario(profile, 101, w)
+	base, err := env.EdgeConfig(profile, 101, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Scenario(base)
+	cfg, err := Counterpart(base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,8 +155,8 @@ func edgeScenario(t *testing.T, profile string, w env.Workload) env.Config {
 
 func TestScenario(t *testing.T) {
 	w := stepRate{hi: 1000, lo: 1000, at: 0, n: 10}
-	base, _ := env.Scenario("etl", 7, w)
-	cfg, err := Scenario(base)
+	base, _ := env.EdgeConfig("etl", 7, w)
+	cfg, err := Counterpart(base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestScenario(t *testing.T) {
 	} {
 		b := base
 		bad(&b)
-		if _, err := Scenario(b); err == nil {
+		if _, err := Counterpart(b); err == nil {
 			t.Errorf("bad base accepted: %+v", b.Requests)
 		}
 	}
@@ -337,7 +337,7 @@ func TestControllerDeterministic(t *testing.T) {
 }
 
 func TestNewErrors(t *testing.T) {
-	base, _ := env.Scenario("pred", 101, stepRate{hi: 1, lo: 1, n: 5})
+	base, _ := env.EdgeConfig("pred", 101, stepRate{hi: 1, lo: 1, n: 5})
 	if _, err := NewEdge(base); err == nil || !strings.Contains(err.Error(), "shared-CPU scenario") {
 		t.Errorf("edge scenario: %v", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"streamscale/env"
 )
 
-// Scenario turns an edge scenario (env.Scenario: per-task CPU reservations,
+// Counterpart turns an edge scenario (env.EdgeConfig: per-task CPU reservations,
 // one replica per task on Placement, no request costs) into its horizontal
 // counterpart: the same application, servers, network, workload, placement
 // and episode settings, with shared CPU, the paper's request costs
@@ -18,7 +18,7 @@ import (
 // placement as the initial replica plan (one replica per task, share 1).
 // It refuses a scenario that already has replicas, request costs or shared
 // CPU.
-func Scenario(base env.Config) (env.Config, error) {
+func Counterpart(base env.Config) (env.Config, error) {
 	rc := base.Requests
 	switch {
 	case base.SharedCPU || base.Replicas != nil || rc.AlphaUS != 0 || rc.BetaUS != 0 || rc.GammaUS != 0:

@@ -16,7 +16,7 @@ import (
 // 9 dimensions, see bo.BenchmarkSuggest).
 func BenchmarkEpisode(b *testing.B) {
 	for _, profile := range []string{"pred", "etl"} {
-		sc, err := env.Scenario(profile, 7, controllertest.Diurnal(3600))
+		sc, err := env.EdgeConfig(profile, 7, controllertest.Diurnal(3600))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 
 func predScenario(t testing.TB, w env.Workload) env.Config {
 	t.Helper()
-	cfg, err := env.Scenario("pred", 7, w)
+	cfg, err := env.EdgeConfig("pred", 7, w)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func BenchmarkClusterStep(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cfg, err := Scenario(app, 10, 600, 1<<30, reps)
+			cfg, err := ClusterConfig(app, 10, 600, 1<<30, reps)
 			if err != nil {
 				b.Fatal(err)
 			}

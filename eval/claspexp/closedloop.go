@@ -69,7 +69,7 @@ func Methods(maxWorkers int) []Method {
 // (every task starts on worker 0) and returns the step records and the
 // controller.
 func closedLoop(m Method, app clasp.App, servers int, trace Trace) ([]StepRecord, *horizontal.Adapter, error) {
-	cfg, err := Scenario(app, servers, 0, len(trace), nil)
+	cfg, err := ClusterConfig(app, servers, 0, len(trace), nil)
 	if err != nil {
 		return nil, nil, err
 	}

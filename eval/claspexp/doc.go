@@ -7,7 +7,7 @@
 //
 // # What it owns
 //
-//   - the scenario (Scenario, Cluster, EnvApp): N workers of 850 millicores
+//   - the scenario (ClusterConfig, Cluster, EnvApp): N workers of 850 millicores
 //     at 1,000 MIPS per core (W = 850,000 µs/s), a star network (a switch per
 //     worker, each linked to one core switch at 10 Gbps and 0.05 ms), shared
 //     CPU, and the paper's request costs α = 38.5 µs, β = 275 µs,

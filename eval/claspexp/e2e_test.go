@@ -10,7 +10,7 @@ import (
 
 func runCLASP(t *testing.T, app clasp.App, n int, rate float64, steps int) ([]StepRecord, *horizontal.Adapter) {
 	t.Helper()
-	cfg, err := Scenario(app, n, rate, steps, nil)
+	cfg, err := ClusterConfig(app, n, rate, steps, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func Sustains(app clasp.App, servers int, place Placer, rate float64, pr Probe) 
 	if err != nil {
 		return false, err
 	}
-	cfg, err := Scenario(app, servers, rate, pr.Steps, reps)
+	cfg, err := ClusterConfig(app, servers, rate, pr.Steps, reps)
 	if err != nil {
 		return false, err
 	}
@@ -229,7 +229,7 @@ func Coefficients(apps []clasp.App, steps int) (CoefResult, error) {
 				if err != nil {
 					return CoefResult{}, err
 				}
-				cfg, err := Scenario(app, n, 2*pred, steps, reps)
+				cfg, err := ClusterConfig(app, n, 2*pred, steps, reps)
 				if err != nil {
 					return CoefResult{}, err
 				}
@@ -451,7 +451,7 @@ func Migrations(app clasp.App, pairs [][2]int, rate float64, warm int) ([]Migrat
 			if err != nil {
 				return nil, err
 			}
-			cfg, err := Scenario(app, servers, rate, warm+6, reps)
+			cfg, err := ClusterConfig(app, servers, rate, warm+6, reps)
 			if err != nil {
 				return nil, err
 			}

@@ -81,7 +81,7 @@ func meanP95(app clasp.App, n int, rate float64, steps int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	cfg, err := Scenario(app, n, rate, steps, reps)
+	cfg, err := ClusterConfig(app, n, rate, steps, reps)
 	if err != nil {
 		return 0, err
 	}

@@ -129,11 +129,11 @@ func Cluster(n int) (env.Network, []env.Server) {
 	return net, servers
 }
 
-// Scenario builds the simulator configuration of app on n workers with a
+// ClusterConfig builds the simulator configuration of app on n workers with a
 // constant input rate for steps seconds: shared-CPU workers, the paper's
 // request costs, and every task initially on worker 0 (a controller's
 // first plan deploys it) unless replicas is non-nil.
-func Scenario(app clasp.App, n int, rate float64, steps int, replicas [][]env.Replica) (env.Config, error) {
+func ClusterConfig(app clasp.App, n int, rate float64, steps int, replicas [][]env.Replica) (env.Config, error) {
 	if n < 1 {
 		return env.Config{}, fmt.Errorf("claspexp: %d workers, want ≥ 1", n)
 	}

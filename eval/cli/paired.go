@@ -146,7 +146,7 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 func preflight(c controllers.Spec, plan paired.Plan) error {
 	for _, prof := range plan.Profiles {
 		for _, w := range plan.Workloads {
-			sc, err := runner.Scenario(runner.Spec{Profile: prof, Workload: w.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps})
+			sc, err := runner.Config(runner.Spec{Profile: prof, Workload: w.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps})
 			if err != nil {
 				return err
 			}

@@ -72,7 +72,7 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 		Seed: *seed, Steps: *steps, Controller: spec,
 	}
 	// The edge scenario: Check derives a horizontal controller's own.
-	sc, err := runner.Scenario(runner.Spec{Profile: rs.Profile, Workload: rs.Workload, PlacementSeed: rs.PlacementSeed, Steps: rs.Steps})
+	sc, err := runner.Config(runner.Spec{Profile: rs.Profile, Workload: rs.Workload, PlacementSeed: rs.PlacementSeed, Steps: rs.Steps})
 	if err != nil {
 		return usageError(err)
 	}

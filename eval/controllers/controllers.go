@@ -25,7 +25,7 @@ type Options struct {
 // vrebalance, ppo) set per-task CPU on the edge scenario and are fed the
 // observation (agents.Controller). Horizontal controllers (clasp) re-plan
 // replicas on a scenario of their own, derived from the edge scenario by
-// Scenario, and are fed the step's env.Info (agents.HorizontalController).
+// Config, and are fed the step's env.Info (agents.HorizontalController).
 // Build returns either as an agents.Actor.
 type Spec struct {
 	spec      string
@@ -41,10 +41,10 @@ func (s Spec) String() string { return s.spec }
 // the step's Info (agents.HorizontalController).
 func (s Spec) Horizontal() bool { return s.buildInfo != nil }
 
-// Scenario returns the scenario the controller runs on, given the edge
+// Config returns the scenario the controller runs on, given the edge
 // scenario base: base itself for vertical controllers (and the zero Spec),
 // the horizontal counterpart for horizontal ones.
-func (s Spec) Scenario(base env.Config) (env.Config, error) {
+func (s Spec) Config(base env.Config) (env.Config, error) {
 	if s.scenario == nil {
 		return base, nil
 	}
@@ -56,7 +56,7 @@ func (s Spec) Scenario(base env.Config) (env.Config, error) {
 }
 
 // Build returns a fresh controller of either kind for scenario (which
-// must come from Scenario), as the episode loop drives it.
+// must come from Config), as the episode loop drives it.
 func (s Spec) Build(scenario env.Config) (agents.Actor, error) {
 	switch {
 	case s.build != nil:
@@ -76,10 +76,10 @@ func (s Spec) Build(scenario env.Config) (agents.Actor, error) {
 }
 
 // Check builds the controller of either kind for the edge scenario base
-// (through Scenario) and discards it, so that a command can refuse a spec
+// (through Config) and discards it, so that a command can refuse a spec
 // that cannot run (a missing PPO policy) before doing any work.
 func (s Spec) Check(base env.Config) error {
-	sc, err := s.Scenario(base)
+	sc, err := s.Config(base)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ func scenario(t *testing.T, profile string) env.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := env.Scenario(profile, 101, w)
+	sc, err := env.EdgeConfig(profile, 101, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestHorizontalSpec(t *testing.T) {
 	if !c.Horizontal() {
 		t.Fatal("clasp is not horizontal")
 	}
-	sc, err := c.Scenario(base)
+	sc, err := c.Config(base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,14 +95,14 @@ func TestHorizontalSpec(t *testing.T) {
 	if _, err := c.Build(base); err == nil || !strings.Contains(err.Error(), "shared-CPU scenario") {
 		t.Errorf("clasp on the edge scenario: %v", err)
 	}
-	if _, err := c.Scenario(sc); err == nil || !strings.Contains(err.Error(), "already horizontal") {
+	if _, err := c.Config(sc); err == nil || !strings.Contains(err.Error(), "already horizontal") {
 		t.Errorf("horizontal scenario of a horizontal scenario: %v", err)
 	}
 	v, _ := reg.Parse("threshold")
 	if v.Horizontal() {
 		t.Error("threshold is horizontal")
 	}
-	if got, err := v.Scenario(base); err != nil || got.SharedCPU || got.Replicas != nil {
+	if got, err := v.Config(base); err != nil || got.SharedCPU || got.Replicas != nil {
 		t.Errorf("threshold scenario changed: %v", err)
 	}
 	if a, err := v.Build(base); err != nil || a.Controller() == nil || a.IsHorizontal() {
@@ -112,7 +112,7 @@ func TestHorizontalSpec(t *testing.T) {
 	if _, err := zero.Build(base); err == nil {
 		t.Error("zero Spec built a horizontal controller")
 	}
-	if got, err := zero.Scenario(base); err != nil || got.SharedCPU {
+	if got, err := zero.Config(base); err != nil || got.SharedCPU {
 		t.Errorf("zero Spec changed the scenario: %v", err)
 	}
 }

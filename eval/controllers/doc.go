@@ -16,7 +16,7 @@
 // The first four are vertical: they set each task's CPU on the edge
 // scenario and are fed the observation (agents.Controller). clasp is
 // horizontal: it
-// runs on a scenario of its own (Spec.Scenario: shared CPU, the paper's
+// runs on a scenario of its own (Spec.Config: shared CPU, the paper's
 // request costs, the seed's random placement as the initial replicas) and
 // is fed the step's env.Info (agents.HorizontalController). Spec.Build
 // returns either kind as an agents.Actor; Spec.Check builds and discards

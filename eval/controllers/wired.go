@@ -43,7 +43,7 @@ func vrebalanceParser() func(string, Options) (Spec, error) {
 // scenario and the mapping of CLASP's workers onto the servers).
 func claspParser() func(string, Options) (Spec, error) {
 	return noArg("clasp", Spec{
-		scenario: horizontal.Scenario,
+		scenario: horizontal.Counterpart,
 		buildInfo: func(sc env.Config) (agents.HorizontalController, error) {
 			return horizontal.NewEdge(sc)
 		},

@@ -35,10 +35,10 @@ type Factory interface {
 	// Horizontal reports whether the controller re-plans replicas on a
 	// horizontal scenario of its own.
 	Horizontal() bool
-	// Scenario returns the scenario the controller runs on, given the
+	// Config returns the scenario the controller runs on, given the
 	// edge scenario base.
-	Scenario(base env.Config) (env.Config, error)
-	// Build returns a fresh controller for scenario (from Scenario).
+	Config(base env.Config) (env.Config, error)
+	// Build returns a fresh controller for scenario (from Config).
 	Build(scenario env.Config) (agents.Actor, error)
 }
 
@@ -119,18 +119,18 @@ type Result struct {
 	Intervals        []Interval
 }
 
-// Scenario builds the env configuration a Spec runs: the edge scenario of
+// Config builds the env configuration a Spec runs: the edge scenario of
 // its profile, placement seed and workload, or, for a horizontal
-// controller, that scenario's horizontal counterpart (Controller.Scenario;
+// controller, that scenario's horizontal counterpart (Controller.Config;
 // without a Controller, the edge scenario).
-func Scenario(s Spec) (env.Config, error) {
+func Config(s Spec) (env.Config, error) {
 	if s.Workload == nil {
 		return env.Config{}, errors.New("eval: no workload")
 	}
 	if s.Steps < 0 {
 		return env.Config{}, fmt.Errorf("eval: steps %d, want ≥ 0", s.Steps)
 	}
-	cfg, err := env.Scenario(s.Profile, s.PlacementSeed, s.Workload)
+	cfg, err := env.EdgeConfig(s.Profile, s.PlacementSeed, s.Workload)
 	if err != nil {
 		return env.Config{}, fmt.Errorf("eval: %w", err)
 	}
@@ -138,13 +138,13 @@ func Scenario(s Spec) (env.Config, error) {
 	if s.Controller == nil { // the edge scenario itself
 		return cfg, nil
 	}
-	return s.Controller.Scenario(cfg)
+	return s.Controller.Config(cfg)
 }
 
 // Run runs the episode s describes through agents.RunEpisode (which
 // checks ctx every 256 intervals).
 func Run(ctx context.Context, s Spec) (Result, error) {
-	cfg, err := Scenario(s)
+	cfg, err := Config(s)
 	if err != nil {
 		return Result{}, err
 	}

@@ -33,7 +33,7 @@ func TestRunMatchesManualLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := Scenario(s)
+	cfg, _ := Config(s)
 	e, err := env.New(cfg)
 	if err != nil {
 		t.Fatal(err)

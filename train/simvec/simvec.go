@@ -193,8 +193,8 @@ func (s *Vec) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
-// Scenario names one training or evaluation setting.
-type Scenario struct {
+// EnvSpec names one training or evaluation setting.
+type EnvSpec struct {
 	Profile       string
 	Trace         string  // trace name or path
 	RateMult      float64 // ×1, ×2, …
@@ -211,11 +211,11 @@ var DevPlacements = []uint64{1001, 1002, 1003}
 
 // TrainingScenarios returns the paper's four training scenarios of a
 // profile: trace taxi-train at ×1 and ×2, each with placements 42 and 37.
-func TrainingScenarios(profile string) []Scenario {
-	var out []Scenario
+func TrainingScenarios(profile string) []EnvSpec {
+	var out []EnvSpec
 	for _, m := range []float64{1, 2} {
 		for _, p := range TrainingPlacements {
-			out = append(out, Scenario{Profile: profile, Trace: "taxi-train", RateMult: m, PlacementSeed: p})
+			out = append(out, EnvSpec{Profile: profile, Trace: "taxi-train", RateMult: m, PlacementSeed: p})
 		}
 	}
 	return out
@@ -223,11 +223,11 @@ func TrainingScenarios(profile string) []Scenario {
 
 // DevScenarios returns the development scenarios of a profile: the
 // training trace at ×1 and ×2 on the held-out placements.
-func DevScenarios(profile string) []Scenario {
-	var out []Scenario
+func DevScenarios(profile string) []EnvSpec {
+	var out []EnvSpec
 	for _, m := range []float64{1, 2} {
 		for _, p := range DevPlacements {
-			out = append(out, Scenario{Profile: profile, Trace: "taxi-train", RateMult: m, PlacementSeed: p})
+			out = append(out, EnvSpec{Profile: profile, Trace: "taxi-train", RateMult: m, PlacementSeed: p})
 		}
 	}
 	return out
@@ -235,16 +235,16 @@ func DevScenarios(profile string) []Scenario {
 
 // Config builds the env.Config of a scenario, loading its trace from dir
 // (traces.DefaultDir() when empty; a seeded synthetic trace when absent).
-func (sc Scenario) Config(dir string, seed uint64, logf func(string, ...any)) (env.Config, error) {
+func (sc EnvSpec) Config(dir string, seed uint64, logf func(string, ...any)) (env.Config, error) {
 	tr, err := traces.Load(sc.Trace, traces.Options{Dir: dir, RateMult: sc.RateMult, Seed: seed, Logf: logf})
 	if err != nil {
 		return env.Config{}, err
 	}
-	return env.Scenario(sc.Profile, sc.PlacementSeed, tr)
+	return env.EdgeConfig(sc.Profile, sc.PlacementSeed, tr)
 }
 
 // NewVec builds n environments spread round-robin over the scenarios.
-func NewVec(scs []Scenario, n int, dir string, seed uint64, workers int, logf func(string, ...any)) (*Vec, error) {
+func NewVec(scs []EnvSpec, n int, dir string, seed uint64, workers int, logf func(string, ...any)) (*Vec, error) {
 	if n <= 0 || len(scs) == 0 {
 		return nil, fmt.Errorf("simvec: need at least one env and one scenario (got %d, %d)", n, len(scs))
 	}

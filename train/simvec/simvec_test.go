@@ -21,7 +21,7 @@ func TestFlattenAndAutoreset(t *testing.T) {
 	w := rates{1000, 2000, 3000}
 	var cfgs []env.Config
 	for _, p := range []uint64{42, 37} {
-		c, err := env.Scenario("pred", p, w)
+		c, err := env.EdgeConfig("pred", p, w)
 		if err != nil {
 			t.Fatal(err)
 		}
