@@ -55,22 +55,15 @@ func (c *Controller) Reset(seed uint64) error {
 
 // Act implements agents.Controller.
 func (c *Controller) Act(obs env.Observation) (env.Action, error) {
-	c.flat = c.flat[:0]
-	for _, k := range c.spaces.Keys {
-		var part []float64
-		switch k {
-		case "app":
-			part = obs.App
-		case "server":
-			part = obs.Server
-		case "task":
-			part = obs.Task
+	for _, p := range [...]struct {
+		key  string
+		part []float64
+	}{{"app", obs.App}, {"server", obs.Server}, {"task", obs.Task}} {
+		if want := c.spaces.Observation[p.key].Size(); len(p.part) != want {
+			return env.Action{}, fmt.Errorf("policy: observation %q has %d values, want %d", p.key, len(p.part), want)
 		}
-		if want := c.spaces.Observation[k].Size(); len(part) != want {
-			return env.Action{}, fmt.Errorf("policy: observation %q has %d values, want %d", k, len(part), want)
-		}
-		c.flat = append(c.flat, part...)
 	}
+	c.flat = obs.Flatten(c.flat[:0])
 	if !c.deterministic && c.rng == nil {
 		return env.Action{}, fmt.Errorf("policy: controller must be Reset before sampling")
 	}

@@ -46,11 +46,7 @@ func (simulator) Spaces(profile string) (env.Spaces, error) {
 	if err != nil {
 		return env.Spaces{}, err
 	}
-	e, err := env.New(c)
-	if err != nil {
-		return env.Spaces{}, err
-	}
-	return e.Spaces(), nil
+	return c.Spaces(), nil
 }
 
 func (simulator) VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error) {

@@ -80,10 +80,10 @@ func (s *Vec) ObsSize() int { return s.obsSize }
 // Nvec implements ppo.VecEnv.
 func (s *Vec) Nvec() []int { return s.nvec }
 
+// flatten writes o, flattened (env.Observation.Flatten), into dst, which
+// has exactly its size.
 func (s *Vec) flatten(dst []float64, o env.Observation) {
-	n := copy(dst, o.App)
-	n += copy(dst[n:], o.Server)
-	copy(dst[n:], o.Task)
+	o.Flatten(dst[:0:len(dst)])
 }
 
 // EnvSeed is the Reset seed of training environment i under the run's
