@@ -146,6 +146,9 @@ func New(cfg Config) (*Server, error) {
 	s.engine = e
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		markRouted(r)
+		if s.draining.Load() {
+			w.Header()["Connection"] = connectionClose
+		}
 		e.ServeHTTP(w, r)
 	})
 	return s, nil
@@ -159,8 +162,12 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // draining.
 func (s *Server) Ready() bool { return s.reg.Load() != nil && !s.draining.Load() }
 
+var connectionClose = []string{"close"}
+
 // Drain makes /readyz answer 503 from now on, so that load balancers stop
-// sending requests, while every route keeps serving. It is the first step
+// sending requests, while every route keeps serving; each response then
+// carries Connection: close, so that clients open new connections (through
+// the load balancer) rather than reuse this server's. It is the first step
 // of a graceful shutdown; it cannot be undone.
 func (s *Server) Drain() { s.draining.Store(true) }
 
