@@ -6,12 +6,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"streamscale/internal/command"
 	"streamscale/serve/cli"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, os.Args[1:], cli.IO{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv})
+	code := cli.Main(ctx, os.Args[1:], command.Process())
 	stop()
 	os.Exit(code)
 }

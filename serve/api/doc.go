@@ -5,13 +5,15 @@
 // # Routes
 //
 //	GET  /healthz                       process alive
-//	GET  /readyz                        200 once every policy loaded and passed its self-test, else 503
-//	GET  /metrics                       Prometheus text exposition (written by hand)
+//	GET  /readyz                        200 once every policy loaded and passed its self-test, 503 before and while draining (Drain)
+//	GET  /metrics                       Prometheus exposition (client_golang, private registry, Go and process collectors)
 //	GET  /openapi.json                  the OpenAPI 3 document of these routes (openapi.json, embedded)
 //	GET  /v1/policies                   name, version (weights SHA-256), profile, observation layout, nvec, deltas
 //	POST /v1/policies/{name}/act        one observation → action, deltas, value[, probabilities]
 //	POST /v1/policies/{name}/act/batch  up to Config.MaxBatch observations, results in the same order
 //	POST /admin/reload                  re-read the directory (bearer token; absent without Config.AdminToken)
+//
+// Every GET route answers HEAD as well.
 //
 // # Requests and their errors
 //
@@ -58,7 +60,10 @@
 //
 // The policy set is an immutable registry behind an atomic.Pointer;
 // Reload builds and self-tests a complete new set before swapping it in,
-// and a failed reload keeps the old one. Metrics are atomic counters.
+// and a failed reload keeps the old one. Metrics are atomic counters and
+// pre-resolved client_golang children. InstrumentServer wraps the
+// listener to count connections and the requests net/http answers itself
+// before routing (400, 431, 505, …), which no handler sees.
 // Units: latencies in seconds in /metrics, action deltas in millicores.
 //
 // gin is used only here; New switches gin to release mode (a process-wide

@@ -1,144 +1,251 @@
 package api
 
 import (
+	"context"
+	"net"
+	"net/http"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"streamscale/internal/command"
 )
 
 // Latency histogram bucket upper bounds, in seconds.
-var latencyBuckets = [...]float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}
-
-// latencyBucketNanos are latencyBuckets in nanoseconds.
-var latencyBucketNanos = func() (ns [len(latencyBuckets)]int64) {
-	for i, s := range latencyBuckets {
-		ns[i] = int64(s * 1e9)
-	}
-	return ns
-}()
+var latencyBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}
 
 // unmatched is the route label of requests no route matched (404, 405).
 const unmatched = "unmatched"
 
-// metrics are the server's counters, updated lock-free on the request path
-// and written in Prometheus's text exposition format (version 0.0.4).
+const namespace = "streamscale_serve"
+
+// metrics are the server's Prometheus metrics, in a registry of their own
+// (not the process-wide default), with the Go runtime and process
+// collectors. The request path touches only pre-resolved children and
+// atomics, so it allocates nothing.
 type metrics struct {
-	routes   []string       // route labels; index 0 is unmatched
-	routeIdx map[string]int // route pattern → index; read-only after setup
-	perRoute []routeMetrics
-	errs     [numKinds]atomic.Uint64
-	reloads  [2]atomic.Uint64 // ok, error
-	passes   atomic.Uint64    // combined forward passes
-	rows     atomic.Uint64    // observations in them
+	reg *prometheus.Registry
+
+	routeIdx map[string]int        // route pattern → index; 0 is unmatched; read-only after setup
+	requests *requestCounter       // requests_total{route,code}
+	latency  []prometheus.Observer // request_duration_seconds{route}, by route index
+	errs     [numKinds]prometheus.Counter
+	reloads  [2]prometheus.Counter  // ok, error
+	rejected *prometheus.CounterVec // requests net/http answered itself, by status code
+	conns    prometheus.Gauge       // open connections
+
+	passes atomic.Uint64 // combined forward passes (combine.go)
+	rows   atomic.Uint64 // observations in them
 }
 
-type routeMetrics struct {
-	codes   [500]atomic.Uint64 // requests by status code − 100
-	buckets [len(latencyBuckets) + 1]atomic.Uint64
-	sumNS   atomic.Int64
-}
-
-func newMetrics(routes []string) *metrics {
-	m := &metrics{routes: append([]string{unmatched}, routes...), routeIdx: map[string]int{}}
-	for i, r := range m.routes {
+// newMetrics registers the server's metrics for routes; policies returns
+// the number of policies loaded (-1: none yet), ready whether the server
+// reports ready.
+func newMetrics(routes []string, policies func() int, ready func() bool, build command.Build) *metrics {
+	routes = append([]string{unmatched}, routes...)
+	m := &metrics{reg: prometheus.NewRegistry(), routeIdx: map[string]int{}}
+	for i, r := range routes {
 		m.routeIdx[r] = i
 	}
-	m.perRoute = make([]routeMetrics, len(m.routes))
+	m.requests = newRequestCounter(routes)
+
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace, Name: "request_duration_seconds",
+		Help:    "Time from routing to the end of the handler.",
+		Buckets: latencyBuckets,
+	}, []string{"route"})
+	for _, r := range routes {
+		m.latency = append(m.latency, latency.WithLabelValues(r))
+	}
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "errors_total", Help: "Error responses by kind.",
+	}, []string{"kind"})
+	for k := range m.errs {
+		m.errs[k] = errs.WithLabelValues(kindNames[k])
+	}
+	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "reloads_total", Help: "Policy (re)loads, the initial one included, by result.",
+	}, []string{"result"})
+	m.reloads = [2]prometheus.Counter{reloads.WithLabelValues("ok"), reloads.WithLabelValues("error")}
+	m.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "http_rejected_total",
+		Help: "Requests net/http answered itself before routing, by status code: malformed request, headers too large, unsupported version.",
+	}, []string{"code"})
+	m.conns = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "connections", Help: "Open client connections.",
+	})
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.requests, latency, errs, reloads, m.rejected, m.conns,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "policies_loaded", Help: "Policies being served.",
+		}, func() float64 { return float64(max(policies(), 0)) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "ready",
+			Help: "Whether every policy is loaded and self-tested and the server is not draining (1) or not (0).",
+		}, func() float64 {
+			if ready() {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: namespace, Name: "combined_passes_total",
+			Help: "Forward passes that answered single deterministic act requests together.",
+		}, func() float64 { return float64(m.passes.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: namespace, Name: "combined_requests_total",
+			Help: "Requests answered by those passes (divided by the passes: mean batch size).",
+		}, func() float64 { return float64(m.rows.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "build_info", Help: "Always 1; the labels say which build is serving.",
+			ConstLabels: prometheus.Labels{"commit": build.Commit, "go_version": build.GoVersion},
+		}, func() float64 { return 1 }),
+	)
 	return m
+}
+
+// handler serves the registry in the text (or negotiated) exposition format.
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
 // observe records one finished request.
 func (m *metrics) observe(route string, code int, d time.Duration) {
-	rm := &m.perRoute[m.routeIdx[route]] // "" and unknown patterns map to 0
-	if code >= 100 && code < 600 {
-		rm.codes[code-100].Add(1)
-	}
-	ns := d.Nanoseconds()
-	b := len(latencyBucketNanos)
-	for i, ub := range latencyBucketNanos {
-		if ns <= ub {
-			b = i
-			break
-		}
-	}
-	rm.buckets[b].Add(1)
-	rm.sumNS.Add(ns)
+	i := m.routeIdx[route] // "" and unknown patterns map to 0
+	m.requests.add(i, code)
+	m.latency[i].Observe(d.Seconds())
 }
 
-// appendText appends the exposition; policies and ready are the gauges.
-func (m *metrics) appendText(b []byte, policies int, ready bool) []byte {
-	const p = "streamscale_serve_"
-	b = append(b, "# HELP "+p+"requests_total HTTP requests by route pattern and status code.\n# TYPE "+p+"requests_total counter\n"...)
-	for i, route := range m.routes {
-		rm := &m.perRoute[i]
-		for c := range rm.codes {
-			if n := rm.codes[c].Load(); n > 0 {
-				b = append(b, p+`requests_total{route="`...)
-				b = append(b, route...)
-				b = append(b, `",code="`...)
-				b = strconv.AppendInt(b, int64(c+100), 10)
-				b = append(b, `"} `...)
-				b = strconv.AppendUint(b, n, 10)
-				b = append(b, '\n')
+// requestCounter is requests_total{route,code}: lock-free counters by
+// route index and status code, exported as constant metrics at scrape
+// time (a CounterVec would format the code and look the child up on every
+// request).
+type requestCounter struct {
+	desc   *prometheus.Desc
+	routes []string
+	codes  [][500]atomic.Uint64 // by route index, status code − 100
+}
+
+func newRequestCounter(routes []string) *requestCounter {
+	return &requestCounter{
+		desc: prometheus.NewDesc(namespace+"_requests_total",
+			"HTTP requests by route pattern and status code.", []string{"route", "code"}, nil),
+		routes: routes,
+		codes:  make([][500]atomic.Uint64, len(routes)),
+	}
+}
+
+func (c *requestCounter) add(route, code int) {
+	if code >= 100 && code < 600 {
+		c.codes[route][code-100].Add(1)
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *requestCounter) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *requestCounter) Collect(ch chan<- prometheus.Metric) {
+	for i, route := range c.routes {
+		for code := range c.codes[i] {
+			if n := c.codes[i][code].Load(); n > 0 {
+				ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(n), route, strconv.Itoa(code+100))
 			}
 		}
 	}
-	b = append(b, "# HELP "+p+"request_duration_seconds Time from routing to the end of the handler.\n# TYPE "+p+"request_duration_seconds histogram\n"...)
-	for i, route := range m.routes {
-		rm := &m.perRoute[i]
-		var cum uint64
-		for j := range rm.buckets {
-			cum += rm.buckets[j].Load()
-			b = append(b, p+`request_duration_seconds_bucket{route="`...)
-			b = append(b, route...)
-			b = append(b, `",le="`...)
-			if j < len(latencyBuckets) {
-				b = strconv.AppendFloat(b, latencyBuckets[j], 'g', -1, 64)
-			} else {
-				b = append(b, "+Inf"...)
-			}
-			b = append(b, `"} `...)
-			b = strconv.AppendUint(b, cum, 10)
-			b = append(b, '\n')
+}
+
+// Counting the requests net/http refuses before routing. net/http answers
+// a malformed request line, oversized headers, an unsupported version or
+// Expect value and the like itself (400, 431, 505, 417, …), writing the
+// response straight to the connection, and closes it; no handler runs.
+// InstrumentServer wraps the listener's connections: a write to a
+// connection on which no handler has run since it last went idle (or was
+// accepted) is such a response. A request cut short by the client gets no
+// answer and is not counted.
+
+type connKey struct{}
+
+// conn is an accepted connection, seen by the ConnContext and ConnState
+// hooks and by the handler (through the request's context).
+type conn struct {
+	net.Conn
+	m        *metrics
+	routed   atomic.Bool // a handler ran since the connection was accepted or last went idle
+	rejected atomic.Bool // net/http answered a request itself
+	closed   atomic.Bool
+}
+
+func (c *conn) Write(p []byte) (int, error) {
+	if !c.routed.Load() && !c.rejected.Swap(true) {
+		code := "unknown"
+		if len(p) >= 12 && string(p[:7]) == "HTTP/1." && p[8] == ' ' {
+			code = string(p[9:12])
 		}
-		b = append(b, p+`request_duration_seconds_sum{route="`...)
-		b = append(b, route...)
-		b = append(b, `"} `...)
-		b = strconv.AppendFloat(b, float64(rm.sumNS.Load())/1e9, 'g', -1, 64)
-		b = append(b, '\n')
-		b = append(b, p+`request_duration_seconds_count{route="`...)
-		b = append(b, route...)
-		b = append(b, `"} `...)
-		b = strconv.AppendUint(b, cum, 10)
-		b = append(b, '\n')
+		c.m.rejected.WithLabelValues(code).Inc()
 	}
-	b = append(b, "# HELP "+p+"errors_total Error responses by kind.\n# TYPE "+p+"errors_total counter\n"...)
-	for k := range m.errs {
-		b = append(b, p+`errors_total{kind="`...)
-		b = append(b, kindNames[k]...)
-		b = append(b, `"} `...)
-		b = strconv.AppendUint(b, m.errs[k].Load(), 10)
-		b = append(b, '\n')
+	return c.Conn.Write(p)
+}
+
+func (c *conn) Close() error {
+	if !c.closed.Swap(true) {
+		c.m.conns.Dec()
 	}
-	b = append(b, "# HELP "+p+"policies_loaded Policies being served.\n# TYPE "+p+"policies_loaded gauge\n"+p+"policies_loaded "...)
-	b = strconv.AppendInt(b, int64(policies), 10)
-	b = append(b, "\n# HELP "+p+"ready Whether every policy is loaded and self-tested (1) or not (0).\n# TYPE "+p+"ready gauge\n"+p+"ready "...)
-	if ready {
-		b = append(b, '1')
-	} else {
-		b = append(b, '0')
+	return c.Conn.Close()
+}
+
+type listener struct {
+	net.Listener
+	m *metrics
+}
+
+func (l listener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
 	}
-	b = append(b, "\n# HELP "+p+"combined_passes_total Forward passes that answered single deterministic act requests together.\n# TYPE "+p+"combined_passes_total counter\n"+p+"combined_passes_total "...)
-	b = strconv.AppendUint(b, m.passes.Load(), 10)
-	b = append(b, "\n# HELP "+p+"combined_requests_total Requests answered by those passes (divided by the passes: mean batch size).\n# TYPE "+p+"combined_requests_total counter\n"+p+"combined_requests_total "...)
-	b = strconv.AppendUint(b, m.rows.Load(), 10)
-	b = append(b, "\n# HELP "+p+"reloads_total Policy (re)loads, the initial one included, by result.\n# TYPE "+p+"reloads_total counter\n"...)
-	for i, r := range [2]string{"ok", "error"} {
-		b = append(b, p+`reloads_total{result="`...)
-		b = append(b, r...)
-		b = append(b, `"} `...)
-		b = strconv.AppendUint(b, m.reloads[i].Load(), 10)
-		b = append(b, '\n')
+	l.m.conns.Inc()
+	return &conn{Conn: c, m: l.m}, nil
+}
+
+// InstrumentServer prepares srv to serve s.Handler() on ln and returns the
+// listener to pass to srv.Serve: it counts open connections
+// (streamscale_serve_connections) and the requests net/http answers itself
+// before routing (streamscale_serve_http_rejected_total{code}). It sets
+// srv.ConnContext and srv.ConnState, calling hooks already set first. Any
+// other listener wrapper (netutil.LimitListener) goes inside, in ln.
+func (s *Server) InstrumentServer(srv *http.Server, ln net.Listener) net.Listener {
+	prevCtx, prevState := srv.ConnContext, srv.ConnState
+	srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		if prevCtx != nil {
+			ctx = prevCtx(ctx, c)
+		}
+		if c, ok := c.(*conn); ok {
+			ctx = context.WithValue(ctx, connKey{}, c)
+		}
+		return ctx
 	}
-	return b
+	srv.ConnState = func(c net.Conn, st http.ConnState) {
+		if prevState != nil {
+			prevState(c, st)
+		}
+		if c, ok := c.(*conn); ok && st == http.StateIdle {
+			c.routed.Store(false) // the response has been flushed
+		}
+	}
+	return listener{ln, s.metrics}
+}
+
+// markRouted records on the request's connection (if instrumented) that a
+// handler runs.
+func markRouted(r *http.Request) {
+	if c, ok := r.Context().Value(connKey{}).(*conn); ok {
+		c.routed.Store(true)
+	}
 }

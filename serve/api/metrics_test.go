@@ -21,7 +21,7 @@ func TestMetricsExposition(t *testing.T) {
 	if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
 		t.Fatalf("Content-Type %q", ct)
 	}
-	sample := regexp.MustCompile(`^([a-z_]+)(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? ([0-9.e+-]+|\+Inf)$`)
+	sample := regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? ([0-9.e+-]+|\+Inf|NaN)$`)
 	typed := map[string]string{}
 	var last float64
 	text := w.Body.String()
@@ -40,7 +40,7 @@ func TestMetricsExposition(t *testing.T) {
 		}
 		family := m[1]
 		for _, suf := range []string{"_bucket", "_sum", "_count"} {
-			if b, ok := strings.CutSuffix(family, suf); ok && typed[b] == "histogram" {
+			if b, ok := strings.CutSuffix(family, suf); ok && (typed[b] == "histogram" || typed[b] == "summary") {
 				family = b
 			}
 		}
@@ -62,15 +62,23 @@ func TestMetricsExposition(t *testing.T) {
 		}
 	}
 	for _, line := range []string{
-		`streamscale_serve_requests_total{route="/healthz",code="200"} 3`,
-		`streamscale_serve_requests_total{route="unmatched",code="404"} 1`,
+		`streamscale_serve_requests_total{code="200",route="/healthz"} 3`,
+		`streamscale_serve_requests_total{code="404",route="unmatched"} 1`,
 		`streamscale_serve_request_duration_seconds_bucket{route="/healthz",le="+Inf"} 3`,
 		`streamscale_serve_request_duration_seconds_count{route="/healthz"} 3`,
 		`streamscale_serve_policies_loaded 2`,
 		`streamscale_serve_reloads_total{result="ok"} 1`,
+		`streamscale_serve_ready 1`,
+		`streamscale_serve_errors_total{kind="internal"} 0`,
 	} {
 		if !strings.Contains(text, line+"\n") {
 			t.Errorf("metrics lack %s", line)
+		}
+	}
+	// The runtime and process collectors are registered.
+	for _, family := range []string{"go_goroutines", "go_info", "process_cpu_seconds_total", "streamscale_serve_build_info"} {
+		if typed[family] == "" {
+			t.Errorf("metrics lack the family %s", family)
 		}
 	}
 }

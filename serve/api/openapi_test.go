@@ -8,7 +8,9 @@ import (
 )
 
 // The OpenAPI document lists exactly the registered routes, with the same
-// methods (the admin routes included, as registered with a token).
+// methods (HEAD beside every GET; the admin routes included, as registered
+// with a token), every operation documents 405, and the router answers
+// 405 with exactly the documented methods in Allow.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	s, err := New(Config{Dir: "unused", AdminToken: testToken})
 	if err != nil {
@@ -25,12 +27,21 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		t.Fatalf("openapi %q", doc.OpenAPI)
 	}
 	var inDoc, registered []string
+	allowed := map[string][]string{} // path → methods in the document
 	for path, item := range doc.Paths {
-		for k := range item {
+		for k, op := range item {
 			switch k {
 			case "get", "put", "post", "delete", "options", "head", "patch", "trace":
 				inDoc = append(inDoc, strings.ToUpper(k)+" "+path)
+				allowed[path] = append(allowed[path], strings.ToUpper(k))
+				responses, _ := op.(map[string]any)["responses"].(map[string]any)
+				if responses["405"] == nil {
+					t.Errorf("%s %s: no 405 response", k, path)
+				}
 			}
+		}
+		if item["get"] != nil && item["head"] == nil {
+			t.Errorf("GET %s without HEAD", path)
 		}
 	}
 	for _, r := range s.engine.Routes() {
@@ -46,6 +57,26 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	slices.Sort(registered)
 	if !slices.Equal(inDoc, registered) {
 		t.Fatalf("OpenAPI document has\n  %s\nthe router has\n  %s", strings.Join(inDoc, "\n  "), strings.Join(registered, "\n  "))
+	}
+	// A method the document does not list gets 405 and the listed ones in Allow.
+	for path, methods := range allowed {
+		url := strings.ReplaceAll(path, "{name}", "pred")
+		for _, m := range []string{"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"} {
+			if slices.Contains(methods, m) {
+				continue
+			}
+			w := do(s, m, url, nil)
+			if w.Code != 405 {
+				t.Errorf("%s %s: status %d, want 405", m, url, w.Code)
+				continue
+			}
+			allow := strings.Split(w.Header().Get("Allow"), ", ")
+			slices.Sort(allow)
+			slices.Sort(methods)
+			if !slices.Equal(allow, methods) {
+				t.Errorf("%s %s: Allow %v, document %v", m, url, allow, methods)
+			}
+		}
 	}
 	// Every $ref resolves.
 	var all map[string]any

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"streamscale/internal/command"
 	"streamscale/ppo/policy"
 )
 
@@ -40,6 +41,8 @@ type Config struct {
 	MaxBatch int
 	// Log receives reload results and recovered panics (default: discarded).
 	Log io.Writer
+	// Build labels the streamscale_serve_build_info metric (default: none).
+	Build command.Build
 }
 
 func (c *Config) validate() error {
@@ -73,7 +76,9 @@ func (c *Config) validate() error {
 type Server struct {
 	cfg       Config
 	engine    *gin.Engine
+	handler   http.Handler // engine behind markRouted
 	metrics   *metrics
+	draining  atomic.Bool
 	reg       atomic.Pointer[registry]
 	reloadMu  sync.Mutex
 	scratch   sync.Pool // *scratch
@@ -122,22 +127,50 @@ func New(cfg Config) (*Server, error) {
 	for _, r := range routes {
 		paths = append(paths, r.path)
 	}
-	s.metrics = newMetrics(paths)
+	s.metrics = newMetrics(paths, func() int {
+		if reg := s.reg.Load(); reg != nil {
+			return len(reg.names)
+		}
+		return -1
+	}, s.Ready, cfg.Build)
 	e.Use(s.observe, gin.CustomRecoveryWithWriter(&lockedWriter{s}, s.recovered))
 	for _, r := range routes {
 		e.Handle(r.method, r.path, r.h...)
+		if r.method == http.MethodGet {
+			// gin does not answer HEAD for GET routes by itself; net/http
+			// drops the body of a HEAD response.
+			e.Handle(http.MethodHead, r.path, r.h...)
+		}
 	}
 	e.NoRoute(s.noRoute)
 	e.NoMethod(s.noMethod)
 	s.engine = e
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		markRouted(r)
+		if s.draining.Load() {
+			w.Header()["Connection"] = connectionClose
+		}
+		e.ServeHTTP(w, r)
+	})
 	return s, nil
 }
 
-// Handler returns the HTTP handler (a gin engine).
-func (s *Server) Handler() http.Handler { return s.engine }
+// Handler returns the HTTP handler: the gin engine, behind a wrapper that
+// tells InstrumentServer's hooks a request was routed.
+func (s *Server) Handler() http.Handler { return s.handler }
 
-// Ready reports whether a policy set has been loaded.
-func (s *Server) Ready() bool { return s.reg.Load() != nil }
+// Ready reports whether a policy set has been loaded and the server is not
+// draining.
+func (s *Server) Ready() bool { return s.reg.Load() != nil && !s.draining.Load() }
+
+var connectionClose = []string{"close"}
+
+// Drain makes /readyz answer 503 from now on, so that load balancers stop
+// sending requests, while every route keeps serving; each response then
+// carries Connection: close, so that clients open new connections (through
+// the load balancer) rather than reuse this server's. It is the first step
+// of a graceful shutdown; it cannot be undone.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // Reload reads Config.Dir, validates and self-tests every policy, and
 // only then swaps the new set in, atomically: requests in flight finish
@@ -148,7 +181,7 @@ func (s *Server) Reload() error {
 	defer s.reloadMu.Unlock()
 	reg, skipped, err := loadRegistry(s.cfg.Dir, s.metrics)
 	if err != nil {
-		s.metrics.reloads[1].Add(1)
+		s.metrics.reloads[1].Inc()
 		keep := 0
 		if old := s.reg.Load(); old != nil {
 			keep = len(old.names)
@@ -157,7 +190,7 @@ func (s *Server) Reload() error {
 		return err
 	}
 	s.reg.Store(reg)
-	s.metrics.reloads[0].Add(1)
+	s.metrics.reloads[0].Inc()
 	for _, n := range reg.names {
 		s.logf("loaded policy %s version %.12s (profile %s)", n, reg.byName[n].version, reg.byName[n].card.Profile)
 	}
@@ -193,10 +226,7 @@ func (w *lockedWriter) Write(p []byte) (int, error) {
 	return w.s.cfg.Log.Write(p)
 }
 
-var (
-	jsonType    = []string{"application/json; charset=utf-8"}
-	metricsType = []string{"text/plain; version=0.0.4; charset=utf-8"}
-)
+var jsonType = []string{"application/json; charset=utf-8"}
 
 func writeBody(c *gin.Context, status int, ctype []string, body []byte) {
 	c.Writer.Header()["Content-Type"] = ctype
@@ -206,7 +236,7 @@ func writeBody(c *gin.Context, status int, ctype []string, body []byte) {
 
 // fail writes err as {"error": …, "field": …} and stops the handler chain.
 func (s *Server) fail(c *gin.Context, err *reqError) {
-	s.metrics.errs[err.Kind].Add(1)
+	s.metrics.errs[err.Kind].Inc()
 	b, _ := json.Marshal(struct {
 		Error string `json:"error"`
 		Field string `json:"field,omitempty"`
@@ -241,6 +271,10 @@ func (s *Server) healthz(c *gin.Context) {
 
 func (s *Server) readyz(c *gin.Context) {
 	reg := s.reg.Load()
+	if s.draining.Load() {
+		writeBody(c, http.StatusServiceUnavailable, jsonType, []byte(`{"status":"draining"}`))
+		return
+	}
 	if reg == nil {
 		writeBody(c, http.StatusServiceUnavailable, jsonType, []byte(`{"status":"loading"}`))
 		return
@@ -248,14 +282,7 @@ func (s *Server) readyz(c *gin.Context) {
 	writeBody(c, http.StatusOK, jsonType, fmt.Appendf(nil, `{"status":"ready","policies":%d}`, len(reg.names)))
 }
 
-func (s *Server) metricsText(c *gin.Context) {
-	n := 0
-	reg := s.reg.Load()
-	if reg != nil {
-		n = len(reg.names)
-	}
-	writeBody(c, http.StatusOK, metricsType, s.metrics.appendText(nil, n, reg != nil))
-}
+func (s *Server) metricsText(c *gin.Context) { s.metrics.handler().ServeHTTP(c.Writer, c.Request) }
 
 func (s *Server) openapi(c *gin.Context) { writeBody(c, http.StatusOK, jsonType, openapiDoc) }
 

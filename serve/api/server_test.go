@@ -173,9 +173,9 @@ func TestBadInput(t *testing.T) {
 		`streamscale_serve_errors_total{kind="route_not_found"} 1`,
 		`streamscale_serve_errors_total{kind="method_not_allowed"} 2`,
 		`streamscale_serve_errors_total{kind="unauthorized"} 3`,
-		`streamscale_serve_requests_total{route="/v1/policies/:name/act",code="200"} 2`,
-		`streamscale_serve_requests_total{route="/v1/policies/:name/act",code="422"} 2`,
-		`streamscale_serve_requests_total{route="unmatched",code="405"} 2`,
+		`streamscale_serve_requests_total{code="200",route="/v1/policies/:name/act"} 2`,
+		`streamscale_serve_requests_total{code="422",route="/v1/policies/:name/act"} 2`,
+		`streamscale_serve_requests_total{code="405",route="unmatched"} 2`,
 	} {
 		if !strings.Contains(m, line+"\n") {
 			t.Errorf("metrics lack %s", line)

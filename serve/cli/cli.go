@@ -2,10 +2,7 @@ package cli
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"log"
 	"net"
 	"net/http"
@@ -15,6 +12,9 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"golang.org/x/net/netutil"
+
+	"streamscale/internal/command"
 	"streamscale/serve/api"
 	"streamscale/serve/loadgen"
 )
@@ -22,54 +22,19 @@ import (
 // TokenEnv is the environment variable read when -admin-token is not given.
 const TokenEnv = "STREAMSCALE_ADMIN_TOKEN"
 
-// IO is the command's environment.
-type IO struct {
-	Stdout, Stderr io.Writer
-	Getenv         func(string) string
-}
-
 const usage = `usage:
-  serve api     [-policies DIR] [-addr 127.0.0.1:8080] [-admin-token TOKEN] ...
+  serve api     [-policies DIR] [-addr 127.0.0.1:8080] [-admin-token TOKEN] [-max-conns 1024] [-drain-delay 2s] ...
   serve loadgen [-addr 127.0.0.1:8080] -policy NAME [-duration 10s] [-concurrency 32] ...
-run "serve api -h" or "serve loadgen -h" for every flag`
+run "serve api -h" or "serve loadgen -h" for every flag
+`
 
 // Main runs the command with args (without the program name) and returns
-// the exit code.
-func Main(ctx context.Context, args []string, env IO) int {
-	if len(args) == 0 {
-		fmt.Fprintln(env.Stderr, usage)
-		return 2
-	}
-	var err error
-	switch args[0] {
-	case "api":
-		err = runAPI(ctx, args[1:], env)
-	case "loadgen":
-		err = runLoadgen(ctx, args[1:], env)
-	case "-h", "-help", "--help", "help":
-		fmt.Fprintln(env.Stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(env.Stderr, "serve: unknown command %q\n%s\n", args[0], usage)
-		return 2
-	}
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.Is(err, errUsage):
-		fmt.Fprintln(env.Stderr, err)
-		return 2
-	}
-	fmt.Fprintln(env.Stderr, err)
-	return 1
-}
-
-var errUsage = errors.New("serve: usage")
-
-func usageErr(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
+// the exit status: 0 success (or -h), 1 failure, 2 usage.
+func Main(ctx context.Context, args []string, o command.IO) int {
+	return command.Dispatch(ctx, "serve", usage, map[string]func(context.Context, []string, command.IO) error{
+		"api":     runAPI,
+		"loadgen": runLoadgen,
+	}, args, o)
 }
 
 // Server timeouts and limits.
@@ -82,37 +47,47 @@ const (
 	gcPercent         = 400 // unless $GOGC is set
 )
 
-func runAPI(ctx context.Context, args []string, env IO) error {
-	fs := flag.NewFlagSet("serve api", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	cfg := api.Config{Log: env.Stderr}
+func runAPI(ctx context.Context, args []string, o command.IO) error {
+	fs := command.NewFlagSet("serve api")
+	cfg := api.Config{Log: o.Stderr}
 	fs.StringVar(&cfg.Dir, "policies", "policies", "directory of policies: <DIR>/<name>/policy.json and policy.safetensors")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address (host:port; loopback unless you mean otherwise)")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token enabling POST /admin/reload, ≥16 bytes (default $"+TokenEnv+"; none: no admin routes)")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body", api.DefaultMaxBodyBytes, "request body limit in bytes")
 	fs.IntVar(&cfg.MaxBatch, "max-batch", api.DefaultMaxBatch, "observations per batch request")
-	grace := fs.Duration("shutdown-timeout", 10*time.Second, "how long requests in flight may take to finish at shutdown")
+	maxConns := fs.Int("max-conns", 1024, "open client connections at most; further ones wait in the kernel's accept queue")
+	drain := fs.Duration("drain-delay", 2*time.Second, "at shutdown, how long /readyz reports 503 while every route still serves, before the listener closes")
+	grace := fs.Duration("shutdown-timeout", 10*time.Second, "then how long requests in flight may take to finish")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (diagnostics)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	if err := command.Parse(fs, "usage: serve api [flags]\nserves the policies of a directory over HTTP", args, o); err != nil {
+		return err
+	}
+	switch {
+	case *maxConns < 1:
+		return command.Usagef("serve api: -max-conns %d, want ≥ 1", *maxConns)
+	case *drain < 0:
+		return command.Usagef("serve api: -drain-delay %v, want ≥ 0", *drain)
+	case *grace <= 0:
+		return command.Usagef("serve api: -shutdown-timeout %v, want > 0", *grace)
+	}
+	switch {
+	case cfg.AdminToken != "" && len(cfg.AdminToken) < api.MinAdminToken:
+		return command.Usagef("serve api: -admin-token has %d bytes, want at least %d", len(cfg.AdminToken), api.MinAdminToken)
+	case cfg.AdminToken == "":
+		cfg.AdminToken = o.Env(TokenEnv)
+		if cfg.AdminToken != "" && len(cfg.AdminToken) < api.MinAdminToken {
+			return command.Usagef("serve api: $%s (no -admin-token) has %d bytes, want at least %d", TokenEnv, len(cfg.AdminToken), api.MinAdminToken)
 		}
-		return usageErr("%v", err)
 	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected argument %q", fs.Arg(0))
-	}
-	if cfg.AdminToken == "" && env.Getenv != nil {
-		cfg.AdminToken = env.Getenv(TokenEnv)
-	}
-	if env.Getenv != nil && env.Getenv("GOGC") == "" {
+	if o.Getenv != nil && o.Env("GOGC") == "" {
 		// The live heap is a few MB; at GOGC=100 a loaded server collects
 		// about ten times a second, and each cycle shows in the tail.
 		debug.SetGCPercent(gcPercent)
 	}
+	cfg.Build = command.BuildInfo()
 	s, err := api.New(cfg)
 	if err != nil {
-		return usageErr("%v", err)
+		return command.Usagef("serve api: -max-body %d, -max-batch %d: %v", cfg.MaxBodyBytes, cfg.MaxBatch, err)
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -130,7 +105,7 @@ func runAPI(ctx context.Context, args []string, env IO) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil && !ap.Addr().Unmap().IsLoopback() {
-		fmt.Fprintf(env.Stderr, "serve: note: listening on %s, which is not a loopback address\n", ap)
+		fmt.Fprintf(o.Stderr, "serve: note: listening on %s, which is not a loopback address\n", ap)
 	}
 	srv := &http.Server{
 		Handler:           s.Handler(),
@@ -139,18 +114,22 @@ func runAPI(ctx context.Context, args []string, env IO) error {
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          log.New(env.Stderr, "serve: http: ", 0),
+		ErrorLog:          log.New(o.Stderr, "serve: http: ", 0),
 	}
+	ln = s.InstrumentServer(srv, netutil.LimitListener(ln, *maxConns))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(env.Stderr, "serve: listening on http://%s\n", ln.Addr())
+	fmt.Fprintf(o.Stderr, "serve: listening on http://%s (at most %d connections; commit %.12s, %s)\n", ln.Addr(), *maxConns, cfg.Build.Commit, cfg.Build.GoVersion)
 	shutdown := func() error {
 		sctx, cancel := context.WithTimeout(context.Background(), *grace)
 		defer cancel()
 		err := srv.Shutdown(sctx)
+		if err != nil {
+			srv.Close() //nolint:errcheck // cut what did not finish in time
+		}
 		<-served
 		if err != nil {
-			return fmt.Errorf("serve: shutdown: %w", err)
+			return fmt.Errorf("serve: shutdown: requests still in flight after -shutdown-timeout %v: %w", *grace, err)
 		}
 		return nil
 	}
@@ -160,20 +139,36 @@ func runAPI(ctx context.Context, args []string, env IO) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	pols := s.Policies()
-	fmt.Fprintf(env.Stderr, "serve: ready: %d policies; admin routes %s\n", len(pols), map[bool]string{true: "on", false: "off"}[cfg.AdminToken != ""])
+	fmt.Fprintf(o.Stderr, "serve: ready: %d policies; admin routes %s\n", len(pols), map[bool]string{true: "on", false: "off"}[cfg.AdminToken != ""])
 
 	select {
 	case <-ctx.Done():
-		fmt.Fprintln(env.Stderr, "serve: shutting down")
-		return shutdown()
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
 	}
+	// Graceful shutdown: not ready at once, keep serving for the drain
+	// delay (load balancers notice the 503 and stop sending; responses say
+	// Connection: close, so clients reconnect elsewhere); then close the
+	// listener and let requests in flight finish. (Not
+	// srv.SetKeepAlivesEnabled(false): it closes idle connections at once,
+	// under the feet of clients that are sending on them.)
+	s.Drain()
+	fmt.Fprintf(o.Stderr, "serve: draining: /readyz 503 for %v, then shutting down\n", *drain)
+	select {
+	case <-time.After(*drain):
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	}
+	fmt.Fprintln(o.Stderr, "serve: shutting down")
+	if err := shutdown(); err != nil {
+		return err
+	}
+	fmt.Fprintln(o.Stderr, "serve: stopped")
+	return nil
 }
 
-func runLoadgen(ctx context.Context, args []string, env IO) error {
-	fs := flag.NewFlagSet("serve loadgen", flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+func runLoadgen(ctx context.Context, args []string, o command.IO) error {
+	fs := command.NewFlagSet("serve loadgen")
 	var cfg loadgen.Config
 	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "server address (loopback only)")
 	fs.StringVar(&cfg.Policy, "policy", "", "policy name (required)")
@@ -182,25 +177,19 @@ func runLoadgen(ctx context.Context, args []string, env IO) error {
 	fs.IntVar(&cfg.Concurrency, "concurrency", 32, "keep-alive connections, one request in flight each (≤ 256)")
 	fs.Int64Var(&cfg.MaxRequests, "requests", 0, "stop after this many measured requests (0: duration only)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Second, "per-request timeout")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageErr("%v", err)
-	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected argument %q", fs.Arg(0))
+	if err := command.Parse(fs, "usage: serve loadgen -policy NAME [flags]\nsends act requests to a running serve api and reports throughput and latency", args, o); err != nil {
+		return err
 	}
 	if cfg.Policy == "" {
-		return usageErr("-policy is required")
+		return command.Usagef("serve loadgen: -policy is required")
 	}
 	if cfg.Warmup == 0 {
 		cfg.Warmup = -1 // loadgen's zero means the default
 	}
-	fmt.Fprintf(env.Stderr, "serve: loadgen: %s policy %s, %d connections, %v (+%v warm-up)\n", cfg.Addr, cfg.Policy, cfg.Concurrency, cfg.Duration, max(cfg.Warmup, 0))
+	fmt.Fprintf(o.Stderr, "serve: loadgen: %s policy %s, %d connections, %v (+%v warm-up)\n", cfg.Addr, cfg.Policy, cfg.Concurrency, cfg.Duration, max(cfg.Warmup, 0))
 	res, err := loadgen.Run(ctx, cfg)
 	if res != nil {
-		fmt.Fprintln(env.Stdout, res)
+		fmt.Fprintln(o.Stdout, res)
 	}
 	return err
 }

@@ -1,16 +1,22 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"streamscale/internal/command"
 	"streamscale/serve/internal/fixture"
 )
 
@@ -35,83 +41,136 @@ func (s *syncBuffer) String() string {
 func run(t *testing.T, ctx context.Context, args []string, getenv func(string) string) (int, string, string) {
 	t.Helper()
 	var out, errb syncBuffer
-	code := Main(ctx, args, IO{Stdout: &out, Stderr: &errb, Getenv: getenv})
+	code := Main(ctx, args, command.IO{Stdout: &out, Stderr: &errb, Getenv: getenv})
 	return code, out.String(), errb.String()
 }
 
 func TestUsage(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
+	shortToken := func(k string) string {
+		if k == TokenEnv {
+			return "short"
+		}
+		return ""
+	}
 	for _, c := range []struct {
-		args []string
-		code int
-		msg  string
+		args   []string
+		getenv func(string) string
+		code   int
+		msg    string
 	}{
-		{nil, 2, "usage"},
-		{[]string{"bogus"}, 2, `unknown command "bogus"`},
-		{[]string{"api", "-nope"}, 2, "flag provided but not defined"},
-		{[]string{"api", "extra"}, 2, `unexpected argument "extra"`},
-		{[]string{"api", "-admin-token", "short"}, 2, "admin token has 5 bytes"},
-		{[]string{"api", "-policies", dir, "-addr", "127.0.0.1:0"}, 1, "no policies in"},
-		{[]string{"loadgen"}, 2, "-policy is required"},
-		{[]string{"loadgen", "-policy", "pred", "-addr", "192.0.2.7:80"}, 1, "not a loopback address"},
-		{[]string{"loadgen", "-policy", "pred", "-addr", "example.com:80"}, 1, "only loopback"},
+		{nil, nil, 2, "usage"},
+		{[]string{"bogus"}, nil, 2, `unknown command "bogus"`},
+		{[]string{"api", "-nope"}, nil, 2, "serve api: flag provided but not defined: -nope"},
+		{[]string{"api", "extra"}, nil, 2, `unexpected argument "extra"`},
+		{[]string{"api", "-admin-token", "short"}, nil, 2, "-admin-token has 5 bytes, want at least 16"},
+		{[]string{"api"}, shortToken, 2, "$" + TokenEnv + " (no -admin-token) has 5 bytes"},
+		{[]string{"api", "-max-conns", "0"}, nil, 2, "-max-conns 0, want ≥ 1"},
+		{[]string{"api", "-drain-delay", "-1s"}, nil, 2, "-drain-delay -1s, want ≥ 0"},
+		{[]string{"api", "-shutdown-timeout", "0s"}, nil, 2, "-shutdown-timeout 0s, want > 0"},
+		{[]string{"api", "-max-body", "10"}, nil, 2, "-max-body 10"},
+		{[]string{"api", "-max-conns", "many"}, nil, 2, "-max-conns"},
+		{[]string{"api", "-policies", dir, "-addr", "127.0.0.1:0", "-drain-delay", "0s"}, nil, 1, "no policies in"},
+		{[]string{"loadgen"}, nil, 2, "-policy is required"},
+		{[]string{"loadgen", "-policy", "pred", "-addr", "192.0.2.7:80"}, nil, 1, "not a loopback address"},
+		{[]string{"loadgen", "-policy", "pred", "-addr", "example.com:80"}, nil, 1, "only loopback"},
 	} {
-		code, _, stderr := run(t, ctx, c.args, nil)
+		code, _, stderr := run(t, ctx, c.args, c.getenv)
 		if code != c.code || !strings.Contains(stderr, c.msg) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, stderr, c.code, c.msg)
 		}
+		if c.code == 2 && len(c.args) > 0 && strings.Count(strings.TrimSuffix(stderr, "\n"), "\n") > 0 {
+			t.Errorf("%v: usage error on more than one line: %q", c.args, stderr)
+		}
 	}
+}
+
+// -h on the command and on every subcommand prints the usage, every flag
+// of the subcommand, and exits 0.
+func TestHelp(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		flags []string
+	}{
+		{[]string{"-h"}, []string{"serve api", "serve loadgen"}},
+		{[]string{"api", "-h"}, []string{"-policies", "-addr", "-admin-token", "-max-body", "-max-batch", "-max-conns", "-drain-delay", "-shutdown-timeout", "-cpuprofile"}},
+		{[]string{"loadgen", "-h"}, []string{"-addr", "-policy", "-duration", "-warmup", "-concurrency", "-requests", "-timeout"}},
+	} {
+		code, stdout, stderr := run(t, context.Background(), c.args, nil)
+		if code != 0 || stderr != "" {
+			t.Errorf("%v: exit %d, stderr %q", c.args, code, stderr)
+		}
+		for _, f := range c.flags {
+			if !strings.Contains(stdout, f) {
+				t.Errorf("%v: usage lacks %s:\n%s", c.args, f, stdout)
+			}
+		}
+	}
+}
+
+// startAPI runs "serve api" over a fresh policy directory on a free port
+// with args added, waits for it to be ready, and returns its base URL,
+// its stderr, and a channel with its exit code.
+func startAPI(t *testing.T, ctx context.Context, getenv func(string) string, args ...string) (string, *syncBuffer, <-chan int) {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := fixture.Write(dir, "pred", "pred", 16, 1); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	args = append([]string{"api", "-policies", dir, "-addr", "127.0.0.1:0"}, args...)
+	go func() {
+		done <- Main(ctx, args, command.IO{Stdout: &out, Stderr: &errb, Getenv: getenv})
+	}()
+	addrRE := regexp.MustCompile(`listening on (http://\S+)`)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if m := addrRE.FindStringSubmatch(errb.String()); m != nil && strings.Contains(errb.String(), "ready:") {
+			return m[1], &errb, done
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("exit %d: %s", code, errb.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no ready line: %s", errb.String())
+		}
+	}
+}
+
+func status(t *testing.T, method, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body) //nolint:errcheck
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // serve api listens, loads, answers, and shuts down gracefully when its
 // context ends; the admin token can come from the environment.
 func TestServeLifecycle(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := fixture.Write(dir, "pred", "pred", 16, 1); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb syncBuffer
-	done := make(chan int, 1)
 	getenv := func(k string) string {
 		if k == TokenEnv {
 			return "token-from-the-environment"
 		}
 		return ""
 	}
-	go func() {
-		done <- Main(ctx, []string{"api", "-policies", dir, "-addr", "127.0.0.1:0"}, IO{Stdout: &out, Stderr: &errb, Getenv: getenv})
-	}()
-	addrRE := regexp.MustCompile(`listening on (http://\S+)`)
-	var base string
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if m := addrRE.FindStringSubmatch(errb.String()); m != nil && strings.Contains(errb.String(), "ready:") {
-			base = m[1]
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no ready line: %s", errb.String())
-		}
-	}
-	get := func(method, path, token string) int {
-		req, _ := http.NewRequest(method, base+path, nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body) //nolint:errcheck
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	if c := get("GET", "/readyz", ""); c != 200 {
+	base, errb, done := startAPI(t, ctx, getenv, "-drain-delay", "50ms")
+	if c := status(t, "GET", base+"/readyz", ""); c != 200 {
 		t.Fatalf("readyz %d", c)
 	}
-	if c := get("POST", "/admin/reload", "token-from-the-environment"); c != 200 {
+	if c := status(t, "POST", base+"/admin/reload", "token-from-the-environment"); c != 200 {
 		t.Fatalf("reload with the environment's token: %d", c)
 	}
 	cancel()
@@ -123,7 +182,168 @@ func TestServeLifecycle(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("no graceful shutdown")
 	}
-	if !strings.Contains(errb.String(), "shutting down") {
-		t.Fatalf("stderr %s", errb.String())
+	for _, line := range []string{"draining", "shutting down", "stopped"} {
+		if !strings.Contains(errb.String(), line) {
+			t.Fatalf("stderr lacks %q: %s", line, errb.String())
+		}
+	}
+}
+
+// Under load, a cancelled context (SIGTERM) turns /readyz to 503 at once
+// while act requests keep being answered for the drain delay; then the
+// server stops accepting and finishes what is in flight. No request sent
+// before the shutdown began fails; requests sent after the drain may fail
+// to connect, and are only counted.
+func TestShutdownUnderLoad(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const drain = time.Second
+	base, errb, done := startAPI(t, ctx, nil, "-drain-delay", drain.String())
+	o, err := fixture.Observation("pred")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(map[string]any{"observation": map[string][]float64{"app": o.App, "server": o.Server, "task": o.Task}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	type result struct {
+		start time.Time
+		err   error
+	}
+	const clients = 16
+	var (
+		mu      sync.Mutex
+		results []result
+		stop    atomic.Bool
+		wg      sync.WaitGroup
+	)
+	for range clients {
+		wg.Go(func() {
+			c := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+			defer c.CloseIdleConnections()
+			for !stop.Load() {
+				start := time.Now()
+				resp, err := c.Post(base+"/v1/policies/pred/act", "application/json", bytes.NewReader(body))
+				if err == nil {
+					_, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if err == nil && resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+				}
+				mu.Lock()
+				results = append(results, result{start, err})
+				mu.Unlock()
+			}
+		})
+	}
+	time.Sleep(300 * time.Millisecond)
+	cancelled := time.Now()
+	cancel()
+	// /readyz is 503 during the drain (polled on fresh connections).
+	var ready []int
+	for time.Since(cancelled) < drain/2 {
+		ready = append(ready, status(t, "GET", base+"/readyz", ""))
+		time.Sleep(20 * time.Millisecond)
+	}
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no shutdown")
+	}
+	stop.Store(true)
+	wg.Wait()
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for i, c := range ready {
+		// The first poll may race the cancellation by a few microseconds.
+		if c != http.StatusServiceUnavailable && i > 0 {
+			t.Fatalf("readyz during the drain: %v", ready)
+		}
+	}
+	if len(ready) < 3 {
+		t.Fatalf("readyz polled %d times during the drain", len(ready))
+	}
+	// Shutdown (listener close) begins at cancelled+drain; a connection
+	// dialled shortly before may still wait in the accept queue then, and is
+	// reset: allow 250 ms.
+	shutdownBegan := cancelled.Add(drain - 250*time.Millisecond)
+	var before, during, after, failedAfter int
+	for _, r := range results {
+		switch {
+		case r.start.Before(cancelled):
+			before++
+		case r.start.Before(shutdownBegan):
+			during++
+		default:
+			after++
+			if r.err != nil {
+				failedAfter++
+			}
+			continue
+		}
+		if r.err != nil {
+			t.Errorf("request sent %v after the cancellation failed: %v", r.start.Sub(cancelled), r.err)
+		}
+	}
+	if before == 0 || during == 0 {
+		t.Fatalf("%d requests before the cancellation, %d during the drain; want some of each", before, during)
+	}
+	t.Logf("%d requests before the cancellation, %d during the drain, all answered; %d after, %d of them failed", before, during, after, failedAfter)
+}
+
+// -max-conns caps the open connections: with a cap of 1, a second
+// connection is not served until the first closes.
+func TestMaxConns(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base, _, done := startAPI(t, ctx, nil, "-max-conns", "1", "-drain-delay", "0s")
+	addr := strings.TrimPrefix(base, "http://")
+	get := func(c net.Conn) (*bufio.Reader, error) {
+		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			return nil, err
+		}
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return nil, err
+		}
+		io.Copy(io.Discard, resp.Body) //nolint:errcheck
+		return br, resp.Body.Close()
+	}
+	a, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := get(a); err != nil { // a holds the only slot (keep-alive)
+		t.Fatal(err)
+	}
+	b, err := net.Dial("tcp", addr) // the kernel accepts; the server does not
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b.SetReadDeadline(time.Now().Add(300 * time.Millisecond)) //nolint:errcheck
+	if _, err := get(b); err == nil {
+		t.Fatal("a second connection was served beyond -max-conns 1")
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("second connection: %v, want a timeout", err)
+	}
+	a.Close()
+	b.SetReadDeadline(time.Now().Add(10 * time.Second)) //nolint:errcheck
+	br := bufio.NewReader(b)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("second connection after the first closed: %v", err)
+	}
+	resp.Body.Close()
+	b.Close()
+	cancel()
+	if code := <-done; code != 0 {
+		t.Fatalf("exit %d", code)
 	}
 }

@@ -3,14 +3,21 @@
 // load generator (package loadgen) against it.
 //
 // The HTTP server binds loopback by default, bounds every connection
-// (read-header 5 s, read 10 s, write 10 s, idle 60 s, 16 KiB of headers),
-// starts listening before the policies are loaded (so /healthz answers and
-// /readyz reports 503 meanwhile), exits 1 if the first load fails, and
-// shuts down gracefully when its context ends (SIGINT or SIGTERM in main),
-// letting requests in flight finish for up to -shutdown-timeout. Unless
-// $GOGC is set it runs the garbage collector at GOGC=400: the live heap is
-// a few MB, and the default collects about ten times a second under load.
+// (read-header 5 s, read 10 s, write 10 s, idle 60 s, 16 KiB of headers)
+// and their number (-max-conns, default 1024, netutil.LimitListener: more
+// wait in the kernel's accept queue), starts listening before the policies
+// are loaded (so /healthz answers and /readyz reports 503 meanwhile), and
+// exits 1 if the first load fails. When its context ends (SIGINT or
+// SIGTERM in main) it shuts down gracefully: /readyz turns 503 at once
+// while every route keeps serving for -drain-delay (default 2 s; responses
+// then say Connection: close), so that load balancers take it out; then
+// the listener closes and requests in flight may finish for up to
+// -shutdown-timeout (default 10 s); then it exits 0. Unless $GOGC is set it
+// runs the garbage collector at GOGC=400: the live heap is a few MB, and
+// the default collects about ten times a second under load.
 //
-// Exit codes: 0 success, 1 failure, 2 usage. Log lines go to stderr, load
+// Main has the shape of every streamscale command (internal/command):
+// subcommands through command.Dispatch, -h on each, usage errors on one
+// line naming the flag. Exit codes: 0 success (or -h), 1 failure, 2 usage. Log lines go to stderr, load
 // test results to stdout.
 package cli
