@@ -128,6 +128,10 @@ type Config struct {
 	// DefaultReward().
 	Reward *RewardConfig
 
+	// Physics holds the stochastic and real-system options (zero: the
+	// deterministic physics; ScenarioPhysics gives the presets).
+	Physics Physics
+
 	// Mode selects the simulator core (Fluid by default).
 	Mode Mode
 }
@@ -190,6 +194,9 @@ func (c *Config) validate() error {
 		if !(v >= 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("env: request costs must be finite and ≥ 0")
 		}
+	}
+	if err := c.Physics.validate(max(c.Steps, 1)); err != nil {
+		return err
 	}
 	if m := c.Migration; !(m.LocalStateUS >= 0) || !(m.RemoteStateUS >= 0) || math.IsInf(m.LocalStateUS+m.RemoteStateUS, 0) || m.extraUS() < 0 {
 		return fmt.Errorf("env: state access costs %v µs local, %v µs remote: want finite, ≥ 0, remote ≥ local", m.LocalStateUS, m.RemoteStateUS)

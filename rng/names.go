@@ -9,9 +9,15 @@ const (
 	// EnvPlacement draws the random placement of a scenario's tasks on
 	// the servers (env.RandomPlacement; seed: the placement seed).
 	EnvPlacement = "env/placement"
-	// EnvEpisode is the physics of one episode (stochastic arrivals,
-	// service times, noise; seed: the seed passed to Env.Reset).
-	EnvEpisode = "env/episode"
+	// EnvArrivals, EnvService, EnvJitter and EnvMetrics draw an episode's
+	// stochastic physics (env.Physics: arrival counts and times, service
+	// times, capacity jitter, metric noise; seed: the seed passed to
+	// Env.Reset), one stream per option so that turning one on never
+	// shifts another.
+	EnvArrivals = "env/arrivals"
+	EnvService  = "env/service"
+	EnvJitter   = "env/jitter"
+	EnvMetrics  = "env/metrics"
 	// EnvVec + "<i>/<episode>" gives the Reset seed of one episode of
 	// environment i of a vector (seed: the vector's base seed).
 	EnvVec = "env/vec/"
