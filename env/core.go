@@ -25,7 +25,11 @@ type stepStats struct {
 // simCore is implemented by the fluid and the per-event simulator.
 type simCore interface {
 	reset()
-	setService(replica int, seconds float64)
+	// attach gives the core the episode's physics (once, before reset).
+	attach(ph *physicsRun)
+	// setCPU sets replica r's execution parameters (service time per
+	// event, and what the stochastic physics need).
+	setCPU(replica int, c cpuOf)
 	step(stepIndex int, rate float64)
 	collect(st *stepStats)
 	// balance returns, for conservation checks, the events emitted and
@@ -63,7 +67,19 @@ func (f *fluid) collect(st *stepStats) {
 			continue
 		}
 		st.inFlight += future
-		st.addReplica(s.task, s.replica, taskStats{in: s.pushed, done: s.departed, delayW: s.delayW, queue: max(s.queue.total-future, 0)})
+		x := taskStats{in: s.pushed, done: s.departed, delayW: s.delayW, queue: max(s.queue.total-future, 0)}
+		if f.tr != nil && f.tr.valid {
+			// The sampled physics: each processed event's mean delay is
+			// the mean wait plus its service; the queue holds at least
+			// what Little's law puts in front of the server.
+			w := f.tr.wbar[i]
+			x.delayW = x.done * (w + s.service)
+			x.queue = max(x.queue, s.pushed*w)
+		}
+		st.addReplica(s.task, s.replica, x)
+	}
+	if f.tr != nil && f.tr.valid && st.completed {
+		st.mean, st.p95 = f.tr.mean, f.tr.p95
 	}
 }
 

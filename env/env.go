@@ -107,12 +107,20 @@ type Env struct {
 
 	shared           []float64 // shared-CPU scenarios: each replica's service millicores this step
 	svc              []float64 // each replica's service time this step, seconds
+	svcCPU           []float64 // each replica's task allocation when svc was computed
 	workers          []WorkerMetrics
 	taskCount        []float64 // replicas with a share on each server
 	replanned        bool      // the replica plan differs from the Config's
 	basePlan         [][]Replica
 	migration        Migration
 	alloc, req, next []float64
+	// desired is the allocation the controller asked for (projected onto
+	// the servers); alloc is the one in force, which follows desired
+	// Physics.ActuationDelaySteps steps later through the ring pend
+	// (pendN entries from pendHead, n values each).
+	desired, pend  []float64
+	pendHead, pendN int
+	ph             *physicsRun
 	st               stepStats
 	obs              Observation
 	info             Info
@@ -152,17 +160,19 @@ func New(cfg Config) (*Env, error) {
 		e.basePlan = clonePlan(cfg.Replicas)
 	}
 	e.topo = buildTopology(&e.cfg)
+	e.ph = newPhysicsRun(cfg.Physics, e.m)
 	switch cfg.Mode {
 	case PerEvent:
-		e.core = newPerEvent(&e.cfg, e.topo)
+		e.setCore(newPerEvent(&e.cfg, e.topo))
 	default:
-		e.core = newFluid(&e.cfg, e.topo)
+		e.setCore(newFluid(&e.cfg, e.topo))
 	}
 	e.spaces = makeSpaces(e.n, e.m)
 	e.rebind()
 	e.taskGain, e.gain = reach(e.cfg.App, e.topo.order)
 	mk := func() []float64 { return make([]float64, e.n) }
-	e.alloc, e.req, e.next = mk(), mk(), mk()
+	e.alloc, e.req, e.next, e.desired = mk(), mk(), mk(), mk()
+	e.pend = make([]float64, e.n*cfg.Physics.ActuationDelaySteps)
 	e.prevTaskLat, e.prevQueue, e.util, e.changed = mk(), mk(), mk(), mk()
 	e.queueGrew = make([]bool, e.n)
 	e.serverCPU = make([]float64, e.m)
@@ -229,14 +239,17 @@ func (e *Env) Reset(seed uint64) (Observation, Info, error) {
 			e.cfg.Replicas = nil
 		}
 		e.topo = buildTopology(&e.cfg)
-		e.core = newFluid(&e.cfg, e.topo)
+		e.setCore(newFluid(&e.cfg, e.topo))
 		e.rebind()
 		e.replanned = false
 	}
 	e.migration = Migration{}
+	e.ph.reset(seed)
 	e.core.reset()
+	e.pendHead, e.pendN = 0, 0
 	for k := range e.alloc {
 		e.alloc[k] = e.cfg.InitialCPU
+		e.desired[k] = e.cfg.InitialCPU
 		e.prevTaskLat[k], e.prevQueue[k] = 0, 0
 	}
 	clear(e.st.replicas)
@@ -350,33 +363,37 @@ func (e *Env) Step(a Action) (StepResult, error) {
 	for k := range e.req {
 		switch {
 		case a.Choices != nil:
-			e.req[k] = clip(e.alloc[k]+DeltaMillicores[a.Choices[k]], lo, hi)
+			e.req[k] = clip(e.desired[k]+DeltaMillicores[a.Choices[k]], lo, hi)
 		case a.Targets != nil:
 			e.req[k] = clip(a.Targets[k], lo, hi)
 		default:
-			e.req[k] = e.alloc[k]
+			e.req[k] = e.desired[k]
 		}
 	}
+	e.ph.drawJitter()
 	if e.cfg.SharedCPU {
 		e.shareCPU()
 		copy(e.next, e.alloc)
+		copy(e.desired, e.alloc)
+		clear(e.changed)
 	} else {
 		e.project(e.req, e.next)
+		for k := range e.desired {
+			e.changed[k] = e.next[k] - e.desired[k]
+		}
+		copy(e.desired, e.next)
+		e.actuate(e.next)
 	}
-	for k := range e.alloc {
-		e.changed[k] = e.next[k] - e.alloc[k]
-		e.alloc[k] = e.next[k]
-	}
-	if e.cfg.SharedCPU || a.Replicas != nil || e.remoteSteps > 0 {
+	copy(e.alloc, e.next)
+	if e.cfg.SharedCPU || a.Replicas != nil || e.remoteSteps > 0 || e.cfg.Physics.CapacityJitter > 0 {
 		e.applyService()
 		e.remoteSteps = max(0, e.remoteSteps-1)
 	} else {
 		// Only the tasks whose allocation changed need new service times.
-		for k, d := range e.changed {
-			if d != 0 {
+		for k := range e.changed {
+			if e.svcCPU[e.primary[k]] != e.alloc[k] {
 				for _, r := range e.topo.ofTask[k] {
-					e.svc[r] = e.replicaService(r)
-					e.core.setService(r, e.svc[r])
+					e.setService(r)
 				}
 			}
 		}
@@ -571,7 +588,22 @@ func (e *Env) replicaService(r int) float64 {
 	if usable < 0.01 {
 		usable = 0.01
 	}
-	return work / cores / usable
+	return work / cores / usable / e.ph.speed[rep.server]
+}
+
+// replicaCPUModel is replica r's execution under the episode's physics:
+// its service time (replicaService) and, for the stochastic core, its
+// work per event, speed and CFS quota (physicsRun.cpuModel).
+func (e *Env) replicaCPUModel(r int) cpuOf {
+	svc := e.replicaService(r)
+	mc := e.replicaCPU(r)
+	if math.IsInf(svc, 1) || !(mc > 0) {
+		return cpuOf{service: svc, work: math.Inf(1), quota: math.Inf(1)}
+	}
+	cores := mc / 1000
+	usable := max(1-e.gammaUS[r]*1e-6/cores, 0.01)
+	eff := cores * usable * e.ph.speed[e.topo.replicas[r].server]
+	return e.ph.cpuModel(svc, eff, cores)
 }
 
 // remoteWork is replica r's extra work per event, seconds, in the coming
@@ -600,9 +632,48 @@ func (e *Env) service(k int) float64 { return e.svc[e.primary[k]] }
 // applyService sets, and caches in svc, every replica's service time.
 func (e *Env) applyService() {
 	for r := range e.topo.replicas {
-		e.svc[r] = e.replicaService(r)
-		e.core.setService(r, e.svc[r])
+		e.setService(r)
 	}
+}
+
+// setService computes replica r's execution parameters and hands them to
+// the core.
+func (e *Env) setService(r int) {
+	c := e.replicaCPUModel(r)
+	e.svc[r] = c.service
+	e.svcCPU[r] = e.alloc[e.topo.replicas[r].task]
+	e.core.setCPU(r, c)
+}
+
+// setCore installs a simulator core and attaches the episode's physics.
+func (e *Env) setCore(c simCore) {
+	c.attach(e.ph)
+	e.core = c
+}
+
+// actuate turns next, the allocation just decided, into the one in force:
+// itself without an actuation delay, else the decision of
+// Physics.ActuationDelaySteps steps ago (the current allocation until the
+// first one arrives).
+func (e *Env) actuate(next []float64) {
+	d := e.cfg.Physics.ActuationDelaySteps
+	if d == 0 {
+		return
+	}
+	n := e.n
+	due := e.pendN == d
+	if due { // swap the decision of d steps ago with this one
+		slot := e.pend[e.pendHead*n : (e.pendHead+1)*n]
+		for k := range next {
+			next[k], slot[k] = slot[k], next[k]
+		}
+		e.pendHead = (e.pendHead + 1) % d
+		return
+	}
+	tail := (e.pendHead + e.pendN) % d
+	copy(e.pend[tail*n:(tail+1)*n], next)
+	e.pendN++
+	copy(next, e.alloc)
 }
 
 // requestCosts derives, from the routing of every edge, the request work
@@ -862,6 +933,7 @@ func (e *Env) rebind() {
 	e.st.replicas = make([]taskStats, nr)
 	e.shared = make([]float64, nr)
 	e.svc = make([]float64, nr)
+	e.svcCPU = make([]float64, nr)
 	e.remoteFrom, e.remoteTo = make([]float64, nr), make([]float64, nr)
 	e.arrive = make([]float64, nr)
 	for r := range e.arrive {

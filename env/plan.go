@@ -88,6 +88,9 @@ func (e *Env) replan(plan [][]Replica) {
 	e.replanned = true
 	e.topo = buildTopology(&e.cfg)
 	nf := newFluid(&e.cfg, e.topo)
+	// The stochastic workload processes restart on the new replicas (the
+	// fluid moves the queued mass below).
+	nf.attach(e.ph)
 	nf.now, nf.end = old.now, old.end
 	e.core = nf
 	e.rebind()

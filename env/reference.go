@@ -16,6 +16,7 @@ type refStage struct {
 	outW    []float64
 	outAcc  []float64 // routing credit per downstream stage
 	service float64
+	cpu     cpuOf // execution parameters (stochastic physics)
 	delay   float64
 	sel     float64
 	out     []int
@@ -24,6 +25,10 @@ type refStage struct {
 	inbox   []event
 	free    float64 // time the server becomes free
 	headRem float64 // remaining share of the head event's service (1 = not started)
+	// Stochastic physics: the head event's remaining work (core-seconds;
+	// 0 = not started) and the CFS period and quota used in it.
+	headWork, qused float64
+	period          int
 	selAcc  float64 // fractional outputs owed
 
 	in, done, delayW       float64
@@ -50,6 +55,8 @@ type perEvent struct {
 
 	emitted, sinkEvents float64
 	cumEmit, cumSink    float64
+	ph                  *physicsRun
+	next                float64 // random arrivals: time of the next arrival
 }
 
 func newPerEvent(c *Config, t topology) *perEvent {
@@ -59,7 +66,8 @@ func newPerEvent(c *Config, t topology) *perEvent {
 	p.stages = make([]refStage, len(f.stages))
 	for i, s := range f.stages {
 		p.stages[i] = refStage{task: s.task, replica: s.replica, service: s.service, delay: s.delay, sel: s.sel,
-			out: s.out, outW: s.outW, outAcc: make([]float64, len(s.out)), sink: s.sink, headRem: 1}
+			out: s.out, outW: s.outW, outAcc: make([]float64, len(s.out)), sink: s.sink, headRem: 1,
+			cpu: cpuOf{service: s.service, work: s.service, speed: 1, quota: math.Inf(1)}}
 	}
 	return p
 }
@@ -69,15 +77,22 @@ func (p *perEvent) reset() {
 		s := &p.stages[i]
 		s.queue, s.inbox = s.queue[:0], s.inbox[:0]
 		s.free, s.headRem, s.selAcc = 0, 1, 0
+		s.headWork, s.qused, s.period = 0, 0, -1
 		clear(s.outAcc)
 		s.in, s.done, s.delayW, s.cumPushed, s.cumDeparted = 0, 0, 0, 0, 0
 	}
 	clear(p.srcAcc)
 	p.rateAcc, p.now, p.emitted, p.sinkEvents, p.cumEmit, p.cumSink = 0, 0, 0, 0, 0, 0
+	p.next = -1
 	p.lat = p.lat[:0]
 }
 
-func (p *perEvent) setService(k int, seconds float64) { p.stages[k].service = seconds }
+func (p *perEvent) setCPU(k int, c cpuOf) {
+	p.stages[k].service = c.service
+	p.stages[k].cpu = c
+}
+
+func (p *perEvent) attach(ph *physicsRun) { p.ph = ph }
 
 func (p *perEvent) push(i int, ev event) {
 	s := &p.stages[i]
@@ -95,6 +110,163 @@ func (p *perEvent) step(stepIndex int, rate float64) {
 		s := &p.stages[i]
 		s.in, s.done, s.delayW = 0, 0, 0
 	}
+	if p.ph != nil && p.ph.arrivalsRandom {
+		// A Poisson or gamma renewal process at the step's rate; the
+		// time to the next arrival is redrawn when the rate changes
+		// (memoryless for Poisson).
+		if p.next < t0 && rate > 0 {
+			p.next = t0 + p.ph.gap(rate)
+		}
+		for rate > 0 && p.next < T {
+			p.emit(p.next)
+			p.next += p.ph.gap(rate)
+		}
+		if rate <= 0 {
+			p.next = -1
+		}
+	} else {
+		p.uniformArrivals(t0, rate)
+	}
+	p.cumEmit += p.emitted
+	for _, i := range p.order {
+		if p.ph != nil && p.ph.tracing {
+			p.processStochastic(i, T)
+		} else {
+			p.process(i, T)
+		}
+	}
+	p.cumSink += p.sinkEvents
+	p.now = T
+}
+
+// processStochastic serves stage i's queue up to time T under stochastic
+// physics: each event's work is its replica's mean work times a
+// log-normal factor (network flows: deterministic), run at the replica's
+// speed and, under CFS, only while quota is left in the current period.
+func (p *perEvent) processStochastic(i int, T float64) {
+	s := &p.stages[i]
+	p.merge(s)
+	c := s.cpu
+	if !(c.speed > 0) || math.IsInf(c.work, 1) {
+		return
+	}
+	P := p.ph.cfsPeriod
+	n := 0
+	for n < len(s.queue) {
+		ev := s.queue[n]
+		t := max(ev.a, s.free)
+		if t >= T {
+			break
+		}
+		if s.headWork <= 0 {
+			s.headWork = c.work
+			if s.task >= 0 {
+				s.headWork *= p.ph.serviceFactor()
+			}
+		}
+		for s.headWork > 0 && t < T {
+			if math.IsInf(c.quota, 1) || P <= 0 {
+				end := min(T, t+s.headWork/c.speed)
+				if end == T {
+					s.headWork -= (end - t) * c.speed
+				} else {
+					s.headWork = 0
+				}
+				t = end
+				continue
+			}
+			if s.period < 0 || t >= float64(s.period+1)*P {
+				s.period, s.qused = int(math.Floor(t/P+1e-9)), 0
+			}
+			avail := c.quota - s.qused
+			pEnd := float64(s.period+1) * P
+			if avail <= 1e-15 {
+				if pEnd >= T {
+					t = T
+					break
+				}
+				t = pEnd
+				s.period++
+				s.qused = 0
+				continue
+			}
+			need := min(s.headWork, avail)
+			end := min(T, pEnd, t+need/c.speed)
+			done := (end - t) * c.speed
+			if end == t+need/c.speed {
+				done = need
+			}
+			s.headWork -= done
+			s.qused += done
+			t = end
+		}
+		if s.headWork > 0 {
+			s.free = T
+			break
+		}
+		s.headWork = 0
+		s.free = t
+		n++
+		p.finish(s, ev, t)
+	}
+	s.queue = slices.Delete(s.queue, 0, n)
+}
+
+// merge moves stage s's inbox into its queue in arrival order (the head in
+// service stays first).
+func (p *perEvent) merge(s *refStage) {
+	s.queue = append(s.queue, s.inbox...)
+	s.inbox = s.inbox[:0]
+	lo := 0
+	if s.headRem < 1 || s.headWork > 0 {
+		lo = 1
+	}
+	tail := s.queue[lo:]
+	if !sort.SliceIsSorted(tail, func(a, b int) bool { return tail[a].a < tail[b].a }) {
+		sort.SliceStable(tail, func(a, b int) bool { return tail[a].a < tail[b].a })
+	}
+}
+
+// finish records event ev leaving stage s at time fin and forwards its
+// outputs.
+func (p *perEvent) finish(s *refStage, ev event, fin float64) {
+	s.done++
+	s.cumDeparted++
+	s.delayW += fin - ev.a
+	s.selAcc += s.sel
+	outs := math.Floor(s.selAcc + 1e-9)
+	s.selAcc -= outs
+	for o := 0; o < int(outs); o++ {
+		if s.sink {
+			p.sinkEvents++
+			p.lat = append(p.lat, fin-ev.o)
+		}
+		for j, d := range s.out {
+			s.outAcc[j] += s.outW[j]
+			if s.outAcc[j] >= 1-1e-9 {
+				s.outAcc[j]--
+				p.push(d, event{a: fin + s.delay, o: ev.o})
+			}
+		}
+	}
+}
+
+// emit sends one external event, emitted at time at, to the sources.
+func (p *perEvent) emit(at float64) {
+	p.emitted += float64(p.nSources)
+	// Each source task receives the event; its replicas take turns by
+	// credit in proportion to their shares.
+	for si, k := range p.sources {
+		p.srcAcc[si] += p.srcW[si]
+		if p.srcAcc[si] >= 1-1e-9 {
+			p.srcAcc[si]--
+			p.push(k, event{a: at, o: at})
+		}
+	}
+}
+
+// uniformArrivals spaces the step's events evenly inside each slice.
+func (p *perEvent) uniformArrivals(t0, rate float64) {
 	dt := 1 / float64(p.slices)
 	for j := 0; j < p.slices; j++ {
 		p.rateAcc += rate * dt
@@ -102,25 +274,9 @@ func (p *perEvent) step(stepIndex int, rate float64) {
 		p.rateAcc -= n
 		start := t0 + float64(j)*dt
 		for e := 0; e < int(n); e++ {
-			at := start + (float64(e)+0.5)*dt/n
-			p.emitted += float64(p.nSources)
-			// Each source task receives the event; its replicas take turns
-			// by credit in proportion to their shares.
-			for si, k := range p.sources {
-				p.srcAcc[si] += p.srcW[si]
-				if p.srcAcc[si] >= 1-1e-9 {
-					p.srcAcc[si]--
-					p.push(k, event{a: at, o: at})
-				}
-			}
+			p.emit(start + (float64(e)+0.5)*dt/n)
 		}
 	}
-	p.cumEmit += p.emitted
-	for _, i := range p.order {
-		p.process(i, T)
-	}
-	p.cumSink += p.sinkEvents
-	p.now = T
 }
 
 func (p *perEvent) process(i int, T float64) {

@@ -53,6 +53,8 @@ type fluid struct {
 	scrBl, scrArr, scrKeep []piece
 	scrEv, scrEnds         []sweepEv
 	scrB                   []float64
+	ph                     *physicsRun // the episode's physics
+	tr                     *tracer     // stochastic latencies; nil under deterministic physics
 }
 
 // latPiece is the end-to-end latency contribution of a piece delivered to
@@ -286,10 +288,35 @@ func (f *fluid) reset() {
 	f.sinkLat = f.sinkLat[:0]
 	f.now, f.cumEmit, f.cumSink = 0, 0, 0
 	f.emitted, f.sinkEvents = 0, 0
+	if f.tr != nil {
+		f.tr.reset()
+	}
 }
 
-// setService sets the per-event service time of replica r, in seconds.
-func (f *fluid) setService(r int, seconds float64) { f.stages[r].service = seconds }
+// setCPU sets replica r's per-event service time (and, under stochastic
+// physics, the tracer's execution parameters).
+func (f *fluid) setCPU(r int, c cpuOf) {
+	f.stages[r].service = c.service
+	if f.tr != nil {
+		f.tr.cpu[r] = c
+	}
+}
+
+// attach gives the core the episode's physics: random arrival counts and,
+// when any option is stochastic, the tracer.
+func (f *fluid) attach(ph *physicsRun) {
+	f.ph = ph
+	f.tr = nil
+	if ph.tracing {
+		nrep := 0
+		for i := range f.stages {
+			if f.stages[i].task >= 0 {
+				nrep++
+			}
+		}
+		f.tr = newTracer(f, ph, nrep)
+	}
+}
 
 func (f *fluid) deliver(i int, p piece) {
 	s := &f.stages[i]
@@ -348,6 +375,16 @@ func (f *fluid) step(stepIndex int, rate float64) {
 		}
 		for j := 0; j < f.slices; j++ {
 			start := t0 + float64(j)*dt
+			if f.ph.arrivalsRandom {
+				w = f.ph.count(rate * dt)
+				if w <= 0 {
+					continue
+				}
+				pad = dt / 2
+				if w >= 1 {
+					pad = dt / (2 * w)
+				}
+			}
 			p := piece{w: w, as: start + pad, ae: start + dt - pad}
 			p.os, p.oe = p.as, p.ae
 			for si, k := range f.sources {
@@ -369,6 +406,9 @@ func (f *fluid) step(stepIndex int, rate float64) {
 		}
 	}
 	f.cumSink += f.sinkEvents
+	if f.tr != nil {
+		f.tr.step(f, t0)
+	}
 	f.now = T
 }
 

@@ -5,11 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"math/rand/v2"
 )
 
 // snapshotVersion is bumped whenever the encoded state changes shape.
-const snapshotVersion = 2
+const snapshotVersion = 3
 
 // enc and dec write and read the fixed-layout little-endian encoding used
 // by snapshots: float64 bits, int64s and bools, in a fixed field order.
@@ -122,7 +124,107 @@ func (e *Env) MarshalBinary() ([]byte, error) {
 			w.bl(p.bl)
 		}
 	}
+	if err := e.writePhysics(&w, f); err != nil {
+		return nil, err
+	}
 	return w.b.Bytes(), nil
+}
+
+// writePhysics encodes the state of the stochastic physics: the desired
+// allocation and the actuation queue, the random streams, the servers'
+// capacity factors and the tracer's workload processes.
+func (e *Env) writePhysics(w *enc, f *fluid) error {
+	w.f(e.desired...)
+	w.i(e.pendHead, e.pendN)
+	w.f(e.pend...)
+	for _, src := range []*rand.PCG{&e.ph.arrSrc, &e.ph.svcSrc, &e.ph.jitSrc} {
+		b, err := src.MarshalBinary()
+		if err != nil {
+			return fmt.Errorf("env: snapshot: %w", err)
+		}
+		w.i(len(b))
+		w.b.Write(b)
+	}
+	w.f(e.ph.speed...)
+	w.bl(f.tr != nil)
+	if f.tr != nil {
+		w.f(f.tr.v...)
+		w.f(f.tr.used...)
+	}
+	return nil
+}
+
+// physicsState is what readPhysics decoded, committed after every check.
+type physicsState struct {
+	desired, pend, speed []float64
+	head, count          int
+	srcs                 [3][]byte
+	v, used              []float64
+}
+
+func (e *Env) readPhysics(d *dec, f *fluid) (physicsState, error) {
+	var ps physicsState
+	read := func(n int) []float64 {
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = d.f()
+		}
+		return x
+	}
+	ps.desired = read(e.n)
+	ps.head, ps.count = d.i(), d.i()
+	ps.pend = read(len(e.pend))
+	for i := range ps.srcs {
+		n := d.i()
+		if d.err != nil || n < 0 || n > 64 {
+			return ps, fmt.Errorf("%w: random stream %d of %d bytes", ErrSnapshot, i, n)
+		}
+		ps.srcs[i] = make([]byte, n)
+		if _, err := io.ReadFull(d.r, ps.srcs[i]); err != nil {
+			return ps, fmt.Errorf("%w: random stream %d: %w", ErrSnapshot, i, err)
+		}
+		var probe rand.PCG
+		if err := probe.UnmarshalBinary(ps.srcs[i]); err != nil {
+			return ps, fmt.Errorf("%w: random stream %d: %w", ErrSnapshot, i, err)
+		}
+	}
+	ps.speed = read(e.m)
+	if hasTracer := d.bl(); hasTracer != (f.tr != nil) {
+		return ps, fmt.Errorf("%w: tracer state %v, this scenario's physics %v", ErrSnapshot, hasTracer, f.tr != nil)
+	}
+	if f.tr != nil {
+		ps.v, ps.used = read(len(f.tr.v)), read(len(f.tr.used))
+	}
+	if d.err != nil {
+		return ps, fmt.Errorf("%w: %w", ErrSnapshot, d.err)
+	}
+	dl := e.cfg.Physics.ActuationDelaySteps
+	if ps.head < 0 || ps.count < 0 || (dl > 0 && (ps.head >= dl || ps.count > dl)) || (dl == 0 && (ps.head != 0 || ps.count != 0)) {
+		return ps, fmt.Errorf("%w: actuation queue %d+%d of %d", ErrSnapshot, ps.head, ps.count, dl)
+	}
+	for _, xs := range [][]float64{ps.desired, ps.pend, ps.speed, ps.v, ps.used} {
+		for _, x := range xs {
+			if !(x >= 0) || math.IsInf(x, 0) {
+				return ps, fmt.Errorf("%w: physics state value %v", ErrSnapshot, x)
+			}
+		}
+	}
+	return ps, nil
+}
+
+// commitPhysics installs a decoded physics state.
+func (e *Env) commitPhysics(ps physicsState, f *fluid) {
+	copy(e.desired, ps.desired)
+	copy(e.pend, ps.pend)
+	e.pendHead, e.pendN = ps.head, ps.count
+	for i, src := range []*rand.PCG{&e.ph.arrSrc, &e.ph.svcSrc, &e.ph.jitSrc} {
+		_ = src.UnmarshalBinary(ps.srcs[i]) // checked by readPhysics
+	}
+	copy(e.ph.speed, ps.speed)
+	if f.tr != nil {
+		copy(f.tr.v, ps.v)
+		copy(f.tr.used, ps.used)
+	}
 }
 
 // UnmarshalBinary restores a state written by MarshalBinary for an Env of
@@ -164,6 +266,7 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 	}
 	topo := buildTopology(&cfg)
 	f := newFluid(&cfg, topo)
+	f.attach(e.ph)
 	nr := len(topo.replicas)
 	if ns, nrep := d.i(), d.i(); d.err != nil || ns != len(f.stages) || nrep != nr {
 		return fmt.Errorf("%w: %d stages and %d replicas, this plan has %d and %d", ErrSnapshot, ns, nrep, len(f.stages), nr)
@@ -215,6 +318,10 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 	}
 	if d.err != nil {
 		return fmt.Errorf("%w: %w", ErrSnapshot, d.err)
+	}
+	phys, err := e.readPhysics(d, f)
+	if err != nil {
+		return err
 	}
 	if d.r.Len() != 0 {
 		return fmt.Errorf("%w: %d trailing bytes", ErrSnapshot, d.r.Len())
@@ -269,6 +376,7 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 		s.queue.total = src.total
 		s.inbox = s.inbox[:0]
 	}
+	e.commitPhysics(phys, f)
 	// Service times from the restored allocations (a shared-CPU env splits
 	// its CPU anew at the start of the next step, as the original does).
 	e.applyService()

@@ -1,0 +1,158 @@
+package env
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"streamscale/rng"
+)
+
+// physicsRun is an episode's stochastic physics (Config.Physics), shared
+// by the Env and its core: one random stream per option, reseeded from the
+// episode seed at every Reset, and the per-step capacity of each server.
+type physicsRun struct {
+	p                       Physics
+	arrSrc, svcSrc, jitSrc  rand.PCG
+	arr, svc, jit           *rand.Rand
+	speed                   []float64 // per server: capacity factor of the step (jitter), 1 without
+	arrC2                   float64   // squared coefficient of variation of inter-arrival times
+	svcSigma, svcMu         float64   // log-normal parameters of the service factor (mean 1)
+	jitSigma, jitMu         float64   // log-normal parameters of the capacity factor (mean 1)
+	arrivalsRandom, tracing bool
+	cfsPeriod               float64 // seconds; 0: processor sharing
+}
+
+func newPhysicsRun(p Physics, servers int) *physicsRun {
+	ph := &physicsRun{p: p, speed: make([]float64, servers)}
+	ph.arr, ph.svc, ph.jit = rand.New(&ph.arrSrc), rand.New(&ph.svcSrc), rand.New(&ph.jitSrc)
+	switch p.Arrivals {
+	case ArrivalsPoisson:
+		ph.arrC2, ph.arrivalsRandom = 1, true
+	case ArrivalsGamma:
+		ph.arrC2, ph.arrivalsRandom = p.ArrivalCV*p.ArrivalCV, true
+	}
+	ph.svcSigma, ph.svcMu = lognormal(p.ServiceCV)
+	ph.jitSigma, ph.jitMu = lognormal(p.CapacityJitter)
+	ph.cfsPeriod = p.CFSPeriodMS / 1000
+	ph.tracing = ph.arrivalsRandom || p.ServiceCV > 0 || p.CFSPeriodMS > 0 || p.CapacityJitter > 0
+	for i := range ph.speed {
+		ph.speed[i] = 1
+	}
+	return ph
+}
+
+// lognormal returns σ and μ of the log-normal distribution with mean 1
+// and coefficient of variation cv: σ² = log(1 + cv²), μ = −σ²/2.
+func lognormal(cv float64) (sigma, mu float64) {
+	s2 := math.Log1p(cv * cv)
+	return math.Sqrt(s2), -s2 / 2
+}
+
+// reset reseeds every stream from the episode seed.
+func (ph *physicsRun) reset(seed uint64) {
+	rng.Reseed(&ph.arrSrc, seed, rng.EnvArrivals)
+	rng.Reseed(&ph.svcSrc, seed, rng.EnvService)
+	rng.Reseed(&ph.jitSrc, seed, rng.EnvJitter)
+	for i := range ph.speed {
+		ph.speed[i] = 1
+	}
+}
+
+// drawJitter draws every server's capacity factor for the coming step.
+func (ph *physicsRun) drawJitter() {
+	if ph.p.CapacityJitter == 0 {
+		return
+	}
+	for i := range ph.speed {
+		ph.speed[i] = math.Exp(ph.jitMu + ph.jitSigma*ph.jit.NormFloat64())
+	}
+}
+
+// serviceFactor draws one event's service-time factor (mean 1).
+func (ph *physicsRun) serviceFactor() float64 {
+	if ph.svcSigma == 0 {
+		return 1
+	}
+	return math.Exp(ph.svcMu + ph.svcSigma*ph.svc.NormFloat64())
+}
+
+// count draws the number of arrivals in an interval whose expected count
+// is mean: Poisson for Poisson arrivals; for a gamma renewal process the
+// count's variance is mean·c² (its asymptotic index of dispersion). Small
+// means are drawn exactly (Poisson by inversion, gamma as a thinned or
+// compounded Poisson), large ones by the normal approximation, clipped at 0.
+func (ph *physicsRun) count(mean float64) float64 {
+	if !(mean > 0) {
+		return 0
+	}
+	if mean < 30 {
+		n := poisson(ph.arr, mean/ph.arrC2)
+		return n * ph.arrC2
+	}
+	return max(0, mean+math.Sqrt(mean*ph.arrC2)*ph.arr.NormFloat64())
+}
+
+// poisson draws a Poisson variate of mean m < ~50 by inversion.
+func poisson(r *rand.Rand, m float64) float64 {
+	l, k, p := math.Exp(-m), 0.0, 1.0
+	for {
+		p *= r.Float64()
+		if p <= l {
+			return k
+		}
+		k++
+	}
+}
+
+// gap draws an inter-arrival time at rate λ > 0.
+func (ph *physicsRun) gap(rate float64) float64 {
+	if ph.p.Arrivals == ArrivalsGamma {
+		k := 1 / ph.arrC2
+		return gammaVariate(ph.arr, k) / (k * rate)
+	}
+	return ph.arr.ExpFloat64() / rate
+}
+
+// gammaVariate draws Gamma(k, 1) (Marsaglia and Tsang, 2000; for k < 1 by
+// the boost U^{1/k}).
+func gammaVariate(r *rand.Rand, k float64) float64 {
+	if k < 1 {
+		return gammaVariate(r, k+1) * math.Pow(r.Float64(), 1/k)
+	}
+	d := k - 1.0/3
+	c := 1 / math.Sqrt(9*d)
+	for {
+		x := r.NormFloat64()
+		v := 1 + c*x
+		if v <= 0 {
+			continue
+		}
+		v = v * v * v
+		u := r.Float64()
+		if u < 1-0.0331*x*x*x*x || math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
+			return d * v
+		}
+	}
+}
+
+// cpuOf describes how a replica executes: its per-event service time at
+// its share of the CPU (what the fluid core uses), the work of one event
+// in core-seconds, the speed at which it runs when it runs (cores), and
+// its CFS quota per period in core-seconds of work (+Inf without CFS or
+// when the allocation is a whole core or more).
+type cpuOf struct {
+	service, work, speed, quota float64
+}
+
+// cpuModel returns replica execution parameters for service time svc
+// (seconds per event at the replica's effective cores eff) under ph.
+func (ph *physicsRun) cpuModel(svc, eff, nominal float64) cpuOf {
+	c := cpuOf{service: svc, work: svc * eff, speed: eff, quota: math.Inf(1)}
+	if ph.cfsPeriod > 0 && nominal > 0 && nominal < 1 {
+		// CFS: full core speed (slowed as the share is by the host's
+		// jitter and γ), a quota of nominal·period of CPU time.
+		run := eff / nominal
+		c.speed, c.quota = run, eff*ph.cfsPeriod
+	}
+	return c
+}

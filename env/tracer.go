@@ -1,0 +1,273 @@
+package env
+
+import (
+	"math"
+	"slices"
+)
+
+// Tracer parameters of the fast core under stochastic physics.
+const (
+	// tracerSub is the number of substeps per step of each replica's
+	// workload process (50 ms): fine enough for the autocorrelation of a
+	// queue near saturation, coarse enough to cost little.
+	tracerSub = 20
+	// tracerEvents is the number of events sampled per step for the
+	// latency percentiles.
+	tracerEvents = 64
+)
+
+// tracer gives the fast core stochastic latencies (Config.Physics): the
+// fluid carries the mass (throughput, queues, backlogs) and a fixed number
+// of sampled events per step experience stochastic queueing and service.
+//
+// Each task replica keeps its workload process V(t), the work (core-
+// seconds) ahead of an arriving event, as a reflected random walk over
+// tracerSub substeps per step: the work arriving in a substep is normal
+// with the mean and variance of the replica's arrivals (λ·Δ·w and
+// λ·Δ·w²·(c²_a + c²_s): the diffusion approximation of a G/G/1 queue,
+// whose stationary mean is Kingman's formula), and the server removes
+// Δ·speed of it, or, under CFS, what is left of its quota in the current
+// period. The arrival variability c²_a of each replica is propagated along
+// the DAG as in Whitt's Queueing Network Analyzer (Bell System Technical
+// Journal 62(9), 1983): departures c²_d = ρ²c²_s + (1 − ρ²)c²_a, thinning
+// by p gives p·c² + 1 − p, a fan-out of σ copies σ·c², and merging
+// streams average by rate.
+//
+// A sampled event enters at a uniform (stratified) time of the step, picks
+// each next stage with the probability that a sink event took that branch
+// (output share times the sink events one event there yields), waits at
+// each replica until the work ahead and its own log-normal work are
+// served (a CFS-throttled replica runs at full core speed and stalls when
+// its quota is spent until the next period), crosses network flows at
+// their fluid delay, and its end-to-end latency is recorded. The step's
+// p95 and mean are those of the samples (linear interpolation of order
+// statistics); per-task mean delays and queues (Little's law) follow from
+// the workload processes.
+type tracer struct {
+	ph    *physicsRun
+	cpu   []cpuOf   // per replica stage
+	v     []float64 // per replica stage: work ahead at the step's start, core-seconds
+	used  []float64 // per replica stage: CFS quota used in the current period
+	vs    []float64 // per replica stage × (tracerSub+1): work ahead at the substep boundaries
+	qs    []float64 // per replica stage × (tracerSub+1): quota left at the substep boundaries
+	wbar  []float64 // per replica stage: mean wait of the step, seconds
+	c2    []float64 // per stage: squared cv of arrivals this step
+	num   []float64 // scratch: Σ rate·c² arriving per stage
+	den   []float64 // scratch: Σ rate arriving per stage
+	gain  []float64 // per stage: expected sink events per event at the stage
+	cum   [][]float64
+	src   []float64 // cumulative choice weights over the source stages
+	lat   []float64 // latencies of the step's samples
+	nrep  int
+	p95   float64
+	mean  float64
+	valid bool
+}
+
+func newTracer(f *fluid, ph *physicsRun, nrep int) *tracer {
+	n := len(f.stages)
+	t := &tracer{ph: ph, nrep: nrep,
+		cpu: make([]cpuOf, nrep), v: make([]float64, nrep), used: make([]float64, nrep),
+		vs: make([]float64, nrep*(tracerSub+1)), qs: make([]float64, nrep*(tracerSub+1)), wbar: make([]float64, nrep),
+		c2: make([]float64, n), num: make([]float64, n), den: make([]float64, n), gain: make([]float64, n),
+		cum: make([][]float64, n), lat: make([]float64, tracerEvents),
+	}
+	for r := range t.cpu {
+		t.cpu[r] = cpuOf{service: f.stages[r].service, work: f.stages[r].service, speed: 1, quota: math.Inf(1)}
+	}
+	// Sink gains in reverse topological order.
+	for k := len(f.order) - 1; k >= 0; k-- {
+		i := f.order[k]
+		s := &f.stages[i]
+		g := 0.0
+		if s.sink {
+			g = s.sel
+		}
+		for j, o := range s.out {
+			g += s.sel * s.outW[j] * t.gain[o]
+		}
+		t.gain[i] = g
+	}
+	for i := range f.stages {
+		s := &f.stages[i]
+		acc := 0.0
+		c := make([]float64, len(s.out))
+		for j, o := range s.out {
+			acc += s.outW[j] * t.gain[o]
+			c[j] = acc
+		}
+		t.cum[i] = c
+	}
+	acc := 0.0
+	for si, k := range f.sources {
+		acc += f.srcW[si] * t.gain[k]
+		t.src = append(t.src, acc)
+	}
+	return t
+}
+
+func (t *tracer) reset() {
+	clear(t.v)
+	clear(t.used)
+	t.valid = false
+}
+
+// pick returns the index chosen from cumulative weights c by u ∈ [0, 1).
+func pick(c []float64, u float64) int {
+	x := u * c[len(c)-1]
+	for j, v := range c {
+		if x < v {
+			return j
+		}
+	}
+	return len(c) - 1
+}
+
+// step advances the workload processes over the step just simulated by
+// the fluid core (its arrivals per stage in s.pushed) and samples the
+// step's latencies. t0 is the step's start (absolute seconds).
+func (t *tracer) step(f *fluid, t0 float64) {
+	ph := t.ph
+	cs2 := ph.p.ServiceCV * ph.p.ServiceCV
+	// Arrival variability along the DAG.
+	clear(t.num)
+	clear(t.den)
+	for si, k := range f.sources {
+		_ = si
+		t.num[k] += f.stages[k].pushed * ph.arrC2
+		t.den[k] += f.stages[k].pushed
+	}
+	for _, i := range f.order {
+		s := &f.stages[i]
+		a := ph.arrC2
+		if t.den[i] > 0 {
+			a = t.num[i] / t.den[i]
+		}
+		t.c2[i] = a
+		d := a
+		if i < t.nrep {
+			rho := min(s.pushed*t.cpu[i].service, 1)
+			d = rho*rho*cs2 + (1-rho*rho)*a
+		}
+		out := s.pushed * s.sel
+		switch {
+		case s.sel < 1:
+			d = s.sel*d + 1 - s.sel
+		case s.sel > 1:
+			d *= s.sel
+		}
+		for j, o := range s.out {
+			x, c := s.outW[j], d
+			if x < 1 {
+				c = x*c + 1 - x
+			}
+			t.num[o] += out * x * c
+			t.den[o] += out * x
+		}
+	}
+	// Workload processes.
+	const dt = 1.0 / tracerSub
+	P := ph.cfsPeriod
+	for r := 0; r < t.nrep; r++ {
+		c := &t.cpu[r]
+		lam := f.stages[r].pushed
+		m := lam * dt * c.work
+		sd := math.Sqrt(lam*dt*(t.c2[r]+cs2)) * c.work
+		v, used := t.v[r], t.used[r]
+		row, qrow := t.vs[r*(tracerSub+1):(r+1)*(tracerSub+1)], t.qs[r*(tracerSub+1):(r+1)*(tracerSub+1)]
+		wsum := 0.0
+		for j := 0; j < tracerSub; j++ {
+			if P > 0 && !math.IsInf(c.quota, 1) {
+				at := t0 + float64(j)*dt
+				if math.Mod(at+1e-12, P) < dt-1e-12 { // a period starts in this substep
+					used = 0
+				}
+			}
+			row[j], qrow[j] = v, c.quota-used
+			wsum += v
+			x := v + m
+			if sd > 0 {
+				x += sd * ph.svc.NormFloat64()
+			}
+			x = max(x, 0)
+			capacity := min(dt*c.speed, c.quota-used)
+			served := min(x, capacity)
+			v = x - served
+			used += served
+		}
+		row[tracerSub], qrow[tracerSub] = v, c.quota-used
+		t.v[r], t.used[r] = v, used
+		t.wbar[r] = 0
+		if c.speed > 0 {
+			t.wbar[r] = wsum / tracerSub / (c.speed * min(1, c.quota/(P*c.speed+1e-300)))
+			if math.IsInf(c.quota, 1) {
+				t.wbar[r] = wsum / tracerSub / c.speed
+			}
+		}
+	}
+	// Sampled events.
+	t.valid = len(t.src) > 0 && t.src[len(t.src)-1] > 0
+	if !t.valid {
+		return
+	}
+	u := ph.arr.Float64()
+	sum := 0.0
+	for e := range t.lat {
+		start := (float64(e) + u) / tracerEvents
+		i := f.sources[pick(t.src, ph.arr.Float64())]
+		at := start
+		for hop := 0; hop < 4*len(f.stages); hop++ {
+			s := &f.stages[i]
+			if i < t.nrep {
+				at += t.wait(i, t0, at, t.cpu[i].work*ph.serviceFactor())
+			} else {
+				at += s.service + s.delay
+			}
+			if len(s.out) == 0 || (s.sink && ph.arr.Float64()*t.gain[i] < s.sel) {
+				break
+			}
+			i = s.out[pick(t.cum[i], ph.arr.Float64())]
+		}
+		lat := at - start
+		t.lat[e] = lat
+		sum += lat
+	}
+	slices.Sort(t.lat)
+	t.mean = sum / tracerEvents
+	h := 0.95 * (tracerEvents - 1)
+	lo := int(h)
+	t.p95 = t.lat[lo] + (h-float64(lo))*(t.lat[min(lo+1, tracerEvents-1)]-t.lat[lo])
+}
+
+// wait returns how long an event arriving at replica r at time at
+// (seconds since the step's start t0) takes to leave: the work ahead at
+// its arrival plus its own work own (core-seconds), served at the
+// replica's speed, under CFS only while quota is left in the period.
+func (t *tracer) wait(r int, t0, at, own float64) float64 {
+	c := &t.cpu[r]
+	if !(c.speed > 0) || math.IsInf(c.work, 1) {
+		return 1e6
+	}
+	j := min(int(max(at, 0)*tracerSub), tracerSub)
+	base := r * (tracerSub + 1)
+	work := t.vs[base+j] + own
+	if math.IsInf(c.quota, 1) {
+		return work / c.speed
+	}
+	P := t.ph.cfsPeriod
+	left := max(t.qs[base+j], 0)
+	phase := math.Mod(t0+at, P)
+	toEnd := P - phase
+	if work <= left && work <= toEnd*c.speed {
+		return work / c.speed
+	}
+	served := min(left, toEnd*c.speed)
+	rem := work - served
+	full := math.Floor(rem / c.quota)
+	rem -= full * c.quota
+	d := toEnd + full*P + rem/c.speed
+	if rem == 0 && full > 0 {
+		d -= P - c.quota/c.speed
+	}
+	return d
+}
