@@ -118,12 +118,12 @@ type Env struct {
 	// the servers); alloc is the one in force, which follows desired
 	// Physics.ActuationDelaySteps steps later through the ring pend
 	// (pendN entries from pendHead, n values each).
-	desired, pend  []float64
+	desired, pend   []float64
 	pendHead, pendN int
-	ph             *physicsRun
-	st               stepStats
-	obs              Observation
-	info             Info
+	ph              *physicsRun
+	st              stepStats
+	obs             Observation
+	info            Info
 
 	started, over bool
 	t             int

@@ -29,7 +29,7 @@ type refStage struct {
 	// 0 = not started) and the CFS period and quota used in it.
 	headWork, qused float64
 	period          int
-	selAcc  float64 // fractional outputs owed
+	selAcc          float64 // fractional outputs owed
 
 	in, done, delayW       float64
 	cumPushed, cumDeparted float64
