@@ -9,7 +9,7 @@ import (
 )
 
 // snapshotVersion is bumped whenever the encoded state changes shape.
-const snapshotVersion = 2
+const snapshotVersion = 3
 
 // enc and dec write and read the fixed-layout little-endian encoding used
 // by snapshots: float64 bits, int64s and bools, in a fixed field order.
@@ -76,7 +76,8 @@ var ErrSnapshot = errors.New("env: bad snapshot")
 
 // MarshalBinary encodes the Env's complete dynamic state (queues, clocks,
 // allocations, histories, the replica plan in force when a controller
-// re-planned, the state growth and migration windows), so that an Env built
+// re-planned, the state growth and migration windows, and the metrics the
+// observation reports: their lag ring and noise stream), so that an Env built
 // from the same Config and restored with UnmarshalBinary continues bit for
 // bit as the original. Only the Fluid core can be snapshotted.
 func (e *Env) MarshalBinary() ([]byte, error) {
@@ -102,7 +103,6 @@ func (e *Env) MarshalBinary() ([]byte, error) {
 	w.f(e.prevP95)
 	w.bl(e.violHist[:]...)
 	w.f(e.alloc...)
-	w.f(e.prevTaskLat...)
 	w.f(e.prevQueue...)
 	w.f(e.processed...)
 	w.u(e.info.Seed)
@@ -121,6 +121,10 @@ func (e *Env) MarshalBinary() ([]byte, error) {
 			w.f(p.w, p.as, p.ae, p.os, p.oe)
 			w.bl(p.bl)
 		}
+	}
+	// The observation's metrics (metrics.go).
+	if err := e.writeMetrics(&w); err != nil {
+		return nil, err
 	}
 	return w.b.Bytes(), nil
 }
@@ -183,7 +187,7 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 		}
 		return x
 	}
-	alloc, lat, q, processed := read(e.n), read(e.n), read(e.n), read(e.n)
+	alloc, q, processed := read(e.n), read(e.n), read(e.n)
 	seed := d.u()
 	now, cumEmit, cumSink := d.f(), d.f(), d.f()
 	reps := make([]taskStats, nr)
@@ -213,13 +217,18 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 			s.pieces = append(s.pieces, p)
 		}
 	}
+	// The observation's metrics (metrics.go).
+	met, err := e.readMetrics(d)
+	if err != nil {
+		return err
+	}
 	if d.err != nil {
 		return fmt.Errorf("%w: %w", ErrSnapshot, d.err)
 	}
 	if d.r.Len() != 0 {
 		return fmt.Errorf("%w: %d trailing bytes", ErrSnapshot, d.r.Len())
 	}
-	if t < 0 || remoteSteps < 0 || !finite(prevP95, now, cumEmit, cumSink) || !finite(lat...) || !finite(q...) || !finite(rFrom...) || !finite(rTo...) {
+	if t < 0 || remoteSteps < 0 || !finite(prevP95, now, cumEmit, cumSink) || !finite(q...) || !finite(rFrom...) || !finite(rTo...) {
 		return fmt.Errorf("%w: clock or history malformed", ErrSnapshot)
 	}
 	for k, x := range processed {
@@ -249,7 +258,6 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 	e.rebind()
 	e.started, e.over, e.prevViolated, e.t, e.prevP95, e.violHist = started, over, prevViol, t, prevP95, hist
 	copy(e.alloc, alloc)
-	copy(e.prevTaskLat, lat)
 	copy(e.prevQueue, q)
 	copy(e.processed, processed)
 	copy(e.st.replicas, reps)
@@ -257,6 +265,7 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 	copy(e.remoteTo, rTo)
 	copy(e.arrive, arrive)
 	e.remoteSteps = remoteSteps
+	e.met = met
 	e.info.Seed = seed
 	f.now, f.cumEmit, f.cumSink = now, cumEmit, cumSink
 	for i := range f.stages {
