@@ -12,8 +12,9 @@ type Utilization int
 
 const (
 	// OfferedLoad is the offered load ρ = λ·s, the input rate times the
-	// per-event service time at the current allocation (the observation's
-	// TaskDemandPerCPU, clipped to [0, 10] by the environment). It exceeds 1
+	// measured mean service time at the current allocation, clipped to
+	// [0, 10] by the environment and de-normalized from the observation's
+	// TaskDemandPerCPU = log(1 + ρ) (ρ = e^x − 1). It exceeds 1
 	// when the task is overloaded, so one step can size the task. The
 	// default.
 	OfferedLoad Utilization = iota
@@ -221,7 +222,7 @@ func (t *Threshold) Act(obs env.Observation) (env.Action, error) {
 	for k := 0; k < n; k++ {
 		row := obs.Task[k*env.TaskFeatures : (k+1)*env.TaskFeatures]
 		cur := snapToGrid(row[env.TaskCPU]*c.MaxCPU, c.Quantum)
-		u := row[env.TaskDemandPerCPU]
+		u := math.Expm1(row[env.TaskDemandPerCPU]) // TaskDemandPerCPU = log(1 + ρ)
 		if c.Utilization == ProcessedLoad {
 			u *= row[env.TaskThroughputRatio]
 		}

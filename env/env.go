@@ -130,13 +130,18 @@ type Env struct {
 	prevP95       float64
 	prevViolated  bool
 	violHist      [10]bool
-	prevTaskLat   []float64
 	prevQueue     []float64
 	serverCPU     []float64
 	rin           rewardInput
 	util          []float64
 	queueGrew     []bool
 	changed       []float64
+
+	// The observation's measurements (Physics.MetricNoise and
+	// MetricLagSteps): the exact raw metrics of the step and the
+	// observer's ring and noise stream.
+	raw []float64
+	met *metrics
 }
 
 // ErrEpisodeOver is returned by Step after truncation, until Reset.
@@ -173,7 +178,8 @@ func New(cfg Config) (*Env, error) {
 	mk := func() []float64 { return make([]float64, e.n) }
 	e.alloc, e.req, e.next, e.desired = mk(), mk(), mk(), mk()
 	e.pend = make([]float64, e.n*cfg.Physics.ActuationDelaySteps)
-	e.prevTaskLat, e.prevQueue, e.util, e.changed = mk(), mk(), mk(), mk()
+	e.prevQueue, e.util, e.changed = mk(), mk(), mk()
+	e.raw, e.met = make([]float64, metricWidth(e.n)), newMetrics(cfg.Physics, e.n)
 	e.queueGrew = make([]bool, e.n)
 	e.serverCPU = make([]float64, e.m)
 	e.st.tasks = make([]taskStats, e.n)
@@ -250,7 +256,7 @@ func (e *Env) Reset(seed uint64) (Observation, Info, error) {
 	for k := range e.alloc {
 		e.alloc[k] = e.cfg.InitialCPU
 		e.desired[k] = e.cfg.InitialCPU
-		e.prevTaskLat[k], e.prevQueue[k] = 0, 0
+		e.prevQueue[k] = 0
 	}
 	clear(e.st.replicas)
 	clear(e.processed)
@@ -286,6 +292,7 @@ func (e *Env) Reset(seed uint64) (Observation, Info, error) {
 	e.info.TotalCPU = sum(e.alloc)
 	clear(e.changed)
 	clear(e.util)
+	e.met.reset(seed)
 	e.fillObservation(0, 0, false)
 	return e.obs, e.info, nil
 }
@@ -737,7 +744,15 @@ func (e *Env) project(req, out []float64) {
 	}
 }
 
+// fillObservation writes the observation of the step just simulated
+// (stepped) or of the state at Reset (paper Table 1; every feature's formula
+// and range is in obs.go). The measured features are computed from the
+// reported metrics (metrics.push: lagged and noisy as Physics says), the
+// others from the scheduler's state, exact.
 func (e *Env) fillObservation(p95, mean float64, stepped bool) {
+	e.measure(p95, mean)
+	m := e.met
+	m.push(e.raw, !stepped)
 	slo := e.cfg.App.SLOMS / 1000
 	maxCPU := e.cfg.MaxCPU
 	clear(e.serverCPU)
@@ -746,69 +761,71 @@ func (e *Env) fillObservation(p95, mean float64, stepped bool) {
 	}
 	totalQueue := 0.0
 	for k := 0; k < e.n; k++ {
-		ts := e.st.tasks[k]
+		x := m.cur[k*perTask : (k+1)*perTask]
+		in, done, queue, lat, s := x[mIn], x[mDone], x[mQueue], x[mLat], x[mSvc]
 		row := e.obs.Task[k*TaskFeatures : (k+1)*TaskFeatures]
-		s := e.service(k)
 		task := e.cfg.App.Tasks[k]
-		host := e.cfg.Servers[e.hostOf[k]]
-		lat := 0.0
-		if ts.done > 0 {
-			lat = ts.delayW / ts.done
+		hostCPU := e.cfg.Servers[e.hostOf[k]].CPU
+		ratio, sel := 1.0, task.Selectivity
+		io := sel / (1 + sel)
+		if in > 0 {
+			ratio = done / in
 		}
-		ratio, io := 1.0, task.Selectivity
-		if ts.in > 0 {
-			ratio = ts.done / ts.in
-			io = ts.done * task.Selectivity / ts.in
+		if out := done * sel; in+out > 0 {
+			io = out / (in + out)
 		}
 		row[TaskCPU] = e.alloc[k] / maxCPU
-		row[TaskInputRate] = log1p(ts.in)
-		row[TaskDemand] = log1p(ts.in * task.MIPSPerEvent)
-		row[TaskThroughput] = log1p(ts.done)
-		row[TaskQueue] = log1p(ts.queue)
+		row[TaskInputRate] = log1p(in)
+		row[TaskDemand] = log1p(in * task.MIPSPerEvent)
+		row[TaskThroughput] = log1p(done)
+		row[TaskQueue] = log1p(queue)
 		row[TaskThroughputRatio] = ratio
-		row[TaskQueuePressure] = ts.queue * s / slo
-		row[TaskDemandPerCPU] = e.util[k]
+		row[TaskQueuePressure] = queue * s / slo
+		row[TaskDemandPerCPU] = math.Log1p(min(x[mRho], rhoHigh))
 		row[TaskLatency] = lat / slo
 		row[TaskProcLatency] = s / slo
 		row[TaskLatencyChange] = 0
 		row[TaskQueueChange] = 0
 		if stepped {
-			row[TaskLatencyChange] = (lat - e.prevTaskLat[k]) / slo
-			row[TaskQueueChange] = log1p(ts.queue) - log1p(e.prevQueue[k])
+			row[TaskLatencyChange] = (lat - m.prevLat[k]) / slo
+			row[TaskQueueChange] = log1p(queue) - log1p(m.prevQueue[k])
 		}
-		row[TaskIORatio] = log1p(io)
-		row[TaskHostCPUUtil] = e.serverCPU[e.hostOf[k]] / host.CPU
-		row[TaskHostFreeCPU] = (host.CPU - e.serverCPU[e.hostOf[k]]) / maxCPU
+		row[TaskIORatio] = io
+		row[TaskHostCPUUtil] = e.serverCPU[e.hostOf[k]] / hostCPU
+		row[TaskHostFreeCPU] = (hostCPU - e.serverCPU[e.hostOf[k]]) / hostCPU
 		for i := range row {
 			row[i] = clip(row[i], taskLow[i], taskHigh[i])
 		}
-		e.prevTaskLat[k] = lat
-		totalQueue += ts.queue
+		m.prevLat[k], m.prevQueue[k] = lat, queue
+		totalQueue += queue
 	}
+	hostsCPU := 0.0 // CPU of the servers that host the app
 	for s := 0; s < e.m; s++ {
 		row := e.obs.Server[s*ServerFeatures : (s+1)*ServerFeatures]
 		srv := e.cfg.Servers[s]
 		cnt := e.taskCount[s]
+		if cnt > 0 {
+			hostsCPU += srv.CPU
+		}
 		row[ServerCPUUtil] = e.serverCPU[s] / srv.CPU
 		row[ServerFreeCPU] = (srv.CPU - e.serverCPU[s]) / maxCPU
 		row[ServerMemUtil] = e.memUsed[s] / srv.RAMMB
-		row[ServerFreeMem] = log1p(srv.RAMMB - e.memUsed[s])
-		row[ServerTaskCount] = cnt
+		row[ServerFreeMem] = (srv.RAMMB - e.memUsed[s]) / srv.RAMMB
+		row[ServerTaskCount] = cnt / float64(e.n)
 		for i := range row {
 			row[i] = clip(row[i], srvLow[i], srvHigh[i])
 		}
 	}
-	a := e.obs.App
+	x := m.cur[e.n*perTask:]
+	p95, mean = x[mP95], x[mMean]
+	violated := stepped && p95 > slo
 	viol := 0
-	for _, v := range e.violHist {
+	if violated {
+		viol++
+	}
+	for _, v := range m.hist[:len(m.hist)-1] {
 		if v {
 			viol++
-		}
-	}
-	if stepped && p95 > slo {
-		viol++ // include the current interval, drop the oldest
-		if e.violHist[len(e.violHist)-1] {
-			viol--
 		}
 	}
 	total, mx, mn := 0.0, 0.0, math.Inf(1)
@@ -816,28 +833,65 @@ func (e *Env) fillObservation(p95, mean float64, stepped bool) {
 		total += c
 		mx, mn = max(mx, c), min(mn, c)
 	}
+	a := e.obs.App
 	a[AppMeanLatency] = mean / slo
 	a[AppP95Latency] = p95 / slo
 	a[AppSLOMargin] = 1 - p95/slo
 	a[AppP95Trend] = 0
 	if stepped {
-		a[AppP95Trend] = (p95 - e.prevP95) / slo
+		a[AppP95Trend] = (p95 - m.prevP95) / slo
 	}
-	a[AppViolationHistory] = float64(viol) / float64(len(e.violHist))
-	a[AppTotalCPU] = total / (float64(e.n) * maxCPU)
+	a[AppViolationHistory] = float64(viol) / float64(len(m.hist))
+	a[AppTotalCPU] = 0
+	if hostsCPU > 0 {
+		a[AppTotalCPU] = total / hostsCPU
+	}
 	a[AppMeanCPU] = total / float64(e.n) / maxCPU
 	a[AppMaxCPU] = mx / maxCPU
 	a[AppMinCPU] = mn / maxCPU
 	a[AppTotalQueue] = log1p(totalQueue)
-	thr := 0.0
-	if e.gain > 0 {
-		thr = e.st.sinkEvents / e.gain
-	}
-	a[AppThroughput] = log1p(thr)
+	a[AppThroughput] = log1p(x[mThr])
 	for i := range a {
 		a[i] = clip(a[i], appLow[i], appHigh[i])
 	}
+	m.prevP95 = p95
+	if stepped {
+		copy(m.hist[1:], m.hist[:len(m.hist)-1])
+		m.hist[0] = violated
+	}
 }
+
+// measure writes into e.raw the exact metrics of the step just simulated
+// (or of the state at Reset) that the observation reports (metrics.go).
+func (e *Env) measure(p95, mean float64) {
+	for k := 0; k < e.n; k++ {
+		ts := e.st.tasks[k]
+		x := e.raw[k*perTask : (k+1)*perTask]
+		x[mIn], x[mDone], x[mQueue], x[mLat] = ts.in, ts.done, ts.queue, 0
+		if ts.done > 0 {
+			x[mLat] = ts.delayW / ts.done
+		}
+		x[mSvc] = e.meanService(e.primary[k])
+		rho := 0.0
+		for _, r := range e.topo.ofTask[k] {
+			if in := e.st.replicas[r].in; in > 0 {
+				rho = max(rho, in*e.meanService(r))
+			}
+		}
+		x[mRho] = rho
+	}
+	a := e.raw[e.n*perTask:]
+	a[mP95], a[mMean], a[mThr] = p95, mean, 0
+	if e.gain > 0 {
+		a[mThr] = e.st.sinkEvents / e.gain
+	}
+}
+
+// meanService is replica r's measured mean service time over the step,
+// seconds: its busy time over the events it processed. Every event of a
+// step is served at the replica's service time of the step, so that is
+// the service time itself.
+func (e *Env) meanService(r int) float64 { return e.svc[r] }
 
 func sum(x []float64) float64 {
 	s := 0.0

@@ -46,11 +46,20 @@ type Physics struct {
 	// allocation in force. ≥ 0, less than the episode.
 	ActuationDelaySteps int `json:"actuation_delay_steps,omitempty"`
 	// MetricNoise is the relative standard deviation of multiplicative
-	// log-normal noise on the measured rates, utilisations, queues and
-	// latencies of the observation; 0: exact.
+	// log-normal noise, mean 1, on the measured metrics of the observation;
+	// 0: exact. The measured metrics are, per task, its input and processed
+	// counts, queue, mean delay, measured mean service time and utilisation
+	// ρ, and the app's p95, mean latency and throughput; every feature
+	// derived from them (rates, demand, ratios, latencies, changes, the
+	// violation history, the total queue) is measured. Each metric draws
+	// its own factor every step from rng.EnvMetrics. The task's allocation,
+	// host capacity and free CPU, memory and task counts are the
+	// scheduler's own state and stay exact, as do the reward and Info.
 	MetricNoise float64 `json:"metric_noise,omitempty"`
-	// MetricLagSteps makes the observation report the metrics of that
-	// many steps before the last (a scrape interval behind); ≥ 0.
+	// MetricLagSteps makes the observation report the measured metrics of
+	// that many steps before the last (a scrape interval behind; the first
+	// ones after Reset report the state at Reset), and the exact features
+	// of the current state; ≥ 0.
 	MetricLagSteps int `json:"metric_lag_steps,omitempty"`
 	// CapacityJitter is the per-step relative standard deviation of each
 	// server's processing capacity (co-located load), log-normal with

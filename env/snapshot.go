@@ -78,7 +78,8 @@ var ErrSnapshot = errors.New("env: bad snapshot")
 
 // MarshalBinary encodes the Env's complete dynamic state (queues, clocks,
 // allocations, histories, the replica plan in force when a controller
-// re-planned, the state growth and migration windows), so that an Env built
+// re-planned, the state growth and migration windows, and the metrics the
+// observation reports: their lag ring and noise stream), so that an Env built
 // from the same Config and restored with UnmarshalBinary continues bit for
 // bit as the original. Only the Fluid core can be snapshotted.
 func (e *Env) MarshalBinary() ([]byte, error) {
@@ -104,7 +105,6 @@ func (e *Env) MarshalBinary() ([]byte, error) {
 	w.f(e.prevP95)
 	w.bl(e.violHist[:]...)
 	w.f(e.alloc...)
-	w.f(e.prevTaskLat...)
 	w.f(e.prevQueue...)
 	w.f(e.processed...)
 	w.u(e.info.Seed)
@@ -125,6 +125,10 @@ func (e *Env) MarshalBinary() ([]byte, error) {
 		}
 	}
 	if err := e.writePhysics(&w, f); err != nil {
+		return nil, err
+	}
+	// The observation's metrics (metrics.go).
+	if err := e.writeMetrics(&w); err != nil {
 		return nil, err
 	}
 	return w.b.Bytes(), nil
@@ -286,7 +290,7 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 		}
 		return x
 	}
-	alloc, lat, q, processed := read(e.n), read(e.n), read(e.n), read(e.n)
+	alloc, q, processed := read(e.n), read(e.n), read(e.n)
 	seed := d.u()
 	now, cumEmit, cumSink := d.f(), d.f(), d.f()
 	reps := make([]taskStats, nr)
@@ -323,10 +327,15 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 	if err != nil {
 		return err
 	}
+	// The observation's metrics (metrics.go).
+	met, err := e.readMetrics(d)
+	if err != nil {
+		return err
+	}
 	if d.r.Len() != 0 {
 		return fmt.Errorf("%w: %d trailing bytes", ErrSnapshot, d.r.Len())
 	}
-	if t < 0 || remoteSteps < 0 || !finite(prevP95, now, cumEmit, cumSink) || !finite(lat...) || !finite(q...) || !finite(rFrom...) || !finite(rTo...) {
+	if t < 0 || remoteSteps < 0 || !finite(prevP95, now, cumEmit, cumSink) || !finite(q...) || !finite(rFrom...) || !finite(rTo...) {
 		return fmt.Errorf("%w: clock or history malformed", ErrSnapshot)
 	}
 	for k, x := range processed {
@@ -356,7 +365,6 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 	e.rebind()
 	e.started, e.over, e.prevViolated, e.t, e.prevP95, e.violHist = started, over, prevViol, t, prevP95, hist
 	copy(e.alloc, alloc)
-	copy(e.prevTaskLat, lat)
 	copy(e.prevQueue, q)
 	copy(e.processed, processed)
 	copy(e.st.replicas, reps)
@@ -364,6 +372,7 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 	copy(e.remoteTo, rTo)
 	copy(e.arrive, arrive)
 	e.remoteSteps = remoteSteps
+	e.met = met
 	e.info.Seed = seed
 	f.now, f.cumEmit, f.cumSink = now, cumEmit, cumSink
 	for i := range f.stages {

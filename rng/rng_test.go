@@ -17,7 +17,7 @@ func TestSameSeedSameStream(t *testing.T) {
 
 func TestStreamsDiffer(t *testing.T) {
 	seen := map[uint64]string{}
-	for _, name := range []string{EnvPlacement, PPOInit, PPOShuffle, PPOAction, TrainEnv + "0", TrainEnv + "1"} {
+	for _, name := range []string{EnvPlacement, EnvArrivals, EnvService, EnvJitter, EnvMetrics, EnvVec + "0/0", PPOInit, PPOShuffle, PPOAction, TrainEnv + "0", TrainEnv + "1"} {
 		for _, seed := range []uint64{0, 1, 284572} {
 			x := Derive(seed, name)
 			if prev, ok := seen[x]; ok {

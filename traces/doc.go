@@ -21,7 +21,12 @@
 //   - "taxi-train": 352 windows from 2014-12-30 00:00, ending before "taxi"
 //     begins, the training trace. Scale 1.
 //   - "intel": the first 1,056 windows of the Intel Berkeley Research Lab
-//     readings, replayed cyclically to 3,600 steps. Scale 12.
+//     readings, replayed cyclically to 3,600 steps. No source states a
+//     scale for them, so the package sets one by a rule: the same peak rate
+//     as the taxi evaluation trace, Scale = peak(taxi rate) / peak(the
+//     1,056 replayed counts), computed at Load from the files (or their
+//     synthetic stand-ins, which keep both peaks). With the shipped files
+//     that is 5,117 / 362 ≈ 14.135 events/s per count (mean 4,550/s).
 //
 // The data files and how they were derived are described in
 // shared/data/traces/SOURCES.md. [DefaultDir] finds them.

@@ -51,7 +51,7 @@ func TestLoadNamedReal(t *testing.T) {
 	}{
 		{"taxi", "taxi_nab_5min_2015-01-01_3600pts.csv", 3600, 1, 3147, 3177, 3600},
 		{"taxi-train", "taxi_nab_5min_2014-12-30_train_352pts.csv", 352, 1, 1971, 364, 352},
-		{"intel", "intel_5min_counts.csv", 3600, 12, 322, 297, 1056}, // 3599 mod 1056 = 431
+		{"intel", "intel_5min_counts.csv", 3600, 5117.0 / 362, 322, 297, 1056}, // 3599 mod 1056 = 431; taxi's peak / intel's
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -268,4 +268,39 @@ func ExampleReadCSV_error() {
 	fmt.Println(err)
 	// Output:
 	// traces: intel.csv: line 3: count NaN is not finite
+}
+
+// TestIntelPeakMatchesTaxi checks the rule that sets intel's scale: its
+// replayed windows peak at the taxi evaluation trace's peak rate, whatever
+// the files hold (here a hand-made pair).
+func TestIntelPeakMatchesTaxi(t *testing.T) {
+	dir := t.TempDir()
+	taxi := "index,window_start,count\n"
+	for i := range 3600 {
+		taxi += fmt.Sprintf("%d,w%d,%d\n", i, i, 100+800*min(i%1000/999, 1))
+	}
+	intel := "window_start,count,active_motes\n"
+	for i := range 1056 {
+		intel += fmt.Sprintf("w%d,%d,1\n", i, 10+i%7)
+	}
+	intel += "late,1000,1\n" // beyond the replayed windows: not the peak
+	for f, body := range map[string]string{"taxi_nab_5min_2015-01-01_3600pts.csv": taxi, "intel_5min_counts.csv": intel} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := traces.Load("intel", traces.Options{Dir: dir, Logf: noLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 900.0 / 16; tr.Scale != want {
+		t.Fatalf("Scale = %v, want taxi's peak 900 / intel's 16 = %v", tr.Scale, want)
+	}
+	peak := 0.0
+	for i := range tr.Len() {
+		peak = max(peak, tr.Rate(i))
+	}
+	if peak != 900 {
+		t.Fatalf("intel peaks at %v/s, want taxi's 900/s", peak)
+	}
 }

@@ -312,12 +312,12 @@ func Obs(tasks []TaskRow, p95MS, sloMS, thrp float64) env.Observation {
 	for k, tk := range tasks {
 		row := o.Task[k*env.TaskFeatures : (k+1)*env.TaskFeatures]
 		row[env.TaskCPU] = tk.CPU / 10000
-		row[env.TaskDemandPerCPU] = tk.Rho
+		row[env.TaskDemandPerCPU] = math.Log1p(tk.Rho)
 		row[env.TaskThroughputRatio] = tk.Ratio
 		total += tk.CPU
 	}
 	o.App[env.AppP95Latency] = p95MS / sloMS
-	o.App[env.AppTotalCPU] = total / (float64(len(tasks)) * 10000)
+	o.App[env.AppMeanCPU] = total / float64(len(tasks)) / 10000
 	o.App[env.AppThroughput] = math.Log1p(thrp)
 	return o
 }

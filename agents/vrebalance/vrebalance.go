@@ -405,7 +405,7 @@ func (v *Controller) Act(obs env.Observation) (env.Action, error) {
 	for _, f := range []struct {
 		i    int
 		name string
-	}{{env.AppP95Latency, "AppP95Latency"}, {env.AppTotalCPU, "AppTotalCPU"}, {env.AppThroughput, "AppThroughput"}} {
+	}{{env.AppP95Latency, "AppP95Latency"}, {env.AppMeanCPU, "AppMeanCPU"}, {env.AppThroughput, "AppThroughput"}} {
 		if err := agents.FiniteAppFeature(obs, f.i, f.name); err != nil {
 			return env.Action{}, err
 		}
@@ -413,7 +413,7 @@ func (v *Controller) Act(obs env.Observation) (env.Action, error) {
 	if v.calls > 0 { // the observation after Reset measures nothing
 		v.win.steps++
 		v.win.p95 += obs.App[env.AppP95Latency] * v.slo
-		v.win.cpu += obs.App[env.AppTotalCPU] * float64(v.n) * v.maxCPU
+		v.win.cpu += obs.App[env.AppMeanCPU] * float64(v.n) * v.maxCPU
 		v.win.thrp += math.Expm1(obs.App[env.AppThroughput])
 		if v.calls%v.cfg.Interval == 0 {
 			v.evaluate()

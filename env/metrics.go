@@ -1,0 +1,178 @@
+package env
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"streamscale/rng"
+)
+
+// The raw metrics of one step, as a metrics system scrapes them: one row of
+// metricWidth(n) values, per task mIn…mRho, then the application's. These
+// are the measured quantities of the observation (Physics.MetricNoise and
+// MetricLagSteps act on them); every feature that is not derived from them
+// (allocations, host capacity and free CPU, memory, task counts) is read
+// exact from the scheduler's state.
+const (
+	mIn    = iota // events received during the step
+	mDone         // input events processed during the step
+	mQueue        // events waiting at step end
+	mLat          // mean delay of the processed events at the task, s
+	mSvc          // measured mean service time (busy time / processed events), s
+	mRho          // utilisation: input rate × measured mean service time, max over replicas
+	perTask
+)
+
+const (
+	mP95  = iota // p95 end-to-end latency, s
+	mMean        // mean end-to-end latency, s
+	mThr         // sink throughput, source-message equivalents per s
+	perApp
+)
+
+func metricWidth(n int) int { return n*perTask + perApp }
+
+// metrics is the observer's side of the observation: a ring of the last
+// MetricLagSteps+1 raw metric rows, the stream of the measurement noise, and
+// what the previous observation reported (the change features and the
+// violation history are computed from reported values, as a controller
+// outside the simulator would). Everything is allocated by newMetrics; a
+// step allocates nothing.
+type metrics struct {
+	noise float64 // Physics.MetricNoise
+	sigma float64 // log-normal σ: √log(1 + noise²)
+	src   *rand.PCG
+	rnd   *rand.Rand // over src
+
+	ring []float64 // (lag+1) rows of width values, oldest overwritten first
+	head int       // ring row that holds the newest row
+	rows int       // lag + 1
+	cur  []float64 // the reported row: ring[lag rows before head] × noise
+
+	prevLat, prevQueue []float64 // per task, what the previous observation reported
+	prevP95            float64
+	hist               [10]bool // whether each of the last 10 reported intervals violated, newest first
+}
+
+func newMetrics(p Physics, n int) *metrics {
+	w := metricWidth(n)
+	src := rand.NewPCG(0, 0)
+	m := &metrics{
+		noise: p.MetricNoise, sigma: math.Sqrt(math.Log1p(p.MetricNoise * p.MetricNoise)),
+		src: src, rnd: rand.New(src),
+		ring: make([]float64, (p.MetricLagSteps+1)*w), rows: p.MetricLagSteps + 1,
+		cur: make([]float64, w), prevLat: make([]float64, n), prevQueue: make([]float64, n),
+	}
+	return m
+}
+
+// reset starts an episode: the noise stream reseeded from the episode
+// seed, and the ring, the reported history and the previous values
+// cleared, so the first MetricLagSteps observations report the state at
+// Reset (nothing measured yet).
+func (m *metrics) reset(seed uint64) {
+	rng.Reseed(m.src, seed, rng.EnvMetrics)
+	clear(m.ring)
+	m.head = 0
+	clear(m.prevLat)
+	clear(m.prevQueue)
+	m.prevP95 = 0
+	m.hist = [10]bool{}
+}
+
+// row returns ring row i.
+func (m *metrics) row(i int) []float64 {
+	w := len(m.cur)
+	return m.ring[i*w : (i+1)*w]
+}
+
+// push records raw, the exact metrics of the step just simulated (or of
+// the state at Reset, which fills every row), and sets cur to what the
+// observation reports: the row of MetricLagSteps steps before, each value
+// multiplied by independent log-normal noise of mean 1 and relative
+// standard deviation MetricNoise, drawn in row order from rng.EnvMetrics.
+func (m *metrics) push(raw []float64, atReset bool) {
+	if atReset {
+		for i := range m.rows {
+			copy(m.row(i), raw)
+		}
+		m.head = 0
+	} else {
+		m.head = (m.head + 1) % m.rows
+		copy(m.row(m.head), raw)
+	}
+	// The oldest row is the one after head.
+	copy(m.cur, m.row((m.head+1)%m.rows))
+	if m.noise > 0 {
+		mu := -m.sigma * m.sigma / 2
+		for i, x := range m.cur {
+			m.cur[i] = x * math.Exp(mu+m.sigma*m.rnd.NormFloat64())
+		}
+	}
+}
+
+// writeMetrics appends the observer's state (the noise stream, the ring
+// and the reported history) to a snapshot.
+func (e *Env) writeMetrics(w *enc) error {
+	m := e.met
+	st, err := m.src.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("env: metric noise stream: %w", err)
+	}
+	w.i(len(st))
+	w.b.Write(st)
+	w.i(m.rows, m.head)
+	w.f(m.ring...)
+	w.f(m.cur...)
+	w.f(m.prevLat...)
+	w.f(m.prevQueue...)
+	w.f(m.prevP95)
+	w.bl(m.hist[:]...)
+	return nil
+}
+
+// readMetrics decodes what writeMetrics wrote into a new metrics value for
+// this Env, validated; the caller commits it.
+func (e *Env) readMetrics(d *dec) (*metrics, error) {
+	m := newMetrics(e.cfg.Physics, e.n)
+	size := d.i()
+	if d.err != nil || size < 0 || size > 64 || size > d.r.Len() {
+		return nil, fmt.Errorf("%w: metric noise stream of %d bytes", ErrSnapshot, size)
+	}
+	st := make([]byte, size)
+	d.r.Read(st)
+	if err := m.src.UnmarshalBinary(st); err != nil {
+		return nil, fmt.Errorf("%w: metric noise stream: %w", ErrSnapshot, err)
+	}
+	rows, head := d.i(), d.i()
+	if d.err != nil || rows != m.rows || head < 0 || head >= rows {
+		return nil, fmt.Errorf("%w: metric ring of %d rows at %d, want %d rows", ErrSnapshot, rows, head, m.rows)
+	}
+	m.head = head
+	for _, xs := range [][]float64{m.ring, m.cur, m.prevLat, m.prevQueue} {
+		for i := range xs {
+			xs[i] = d.f()
+		}
+	}
+	m.prevP95 = d.f()
+	for i := range m.hist {
+		m.hist[i] = d.bl()
+	}
+	if d.err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSnapshot, d.err)
+	}
+	// Metrics are ≥ 0 (a service time may be +Inf: no CPU); the reported
+	// latencies and queues are finite.
+	for _, xs := range [][]float64{m.ring, m.cur} {
+		for _, x := range xs {
+			if !(x >= 0) {
+				return nil, fmt.Errorf("%w: metric %v malformed", ErrSnapshot, x)
+			}
+		}
+	}
+	if !finite(m.prevLat...) || !finite(m.prevQueue...) || !finite(m.prevP95) {
+		return nil, fmt.Errorf("%w: reported metrics malformed", ErrSnapshot)
+	}
+	return m, nil
+}
