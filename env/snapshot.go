@@ -9,7 +9,8 @@ import (
 )
 
 // snapshotVersion is bumped whenever the encoded state changes shape.
-const snapshotVersion = 2
+// Version 3 adds each task's reward pressure of the last interval.
+const snapshotVersion = 3
 
 // enc and dec write and read the fixed-layout little-endian encoding used
 // by snapshots: float64 bits, int64s and bools, in a fixed field order.
@@ -105,6 +106,9 @@ func (e *Env) MarshalBinary() ([]byte, error) {
 	w.f(e.prevTaskLat...)
 	w.f(e.prevQueue...)
 	w.f(e.processed...)
+	for _, p := range e.press {
+		w.f(p.deficit, p.queueS, p.delayS)
+	}
 	w.u(e.info.Seed)
 	w.f(f.now, f.cumEmit, f.cumSink)
 	for r := range e.topo.replicas {
@@ -184,6 +188,10 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 		return x
 	}
 	alloc, lat, q, processed := read(e.n), read(e.n), read(e.n), read(e.n)
+	press := make([]taskPressure, e.n)
+	for k := range press {
+		press[k] = taskPressure{deficit: d.f(), queueS: d.f(), delayS: d.f()}
+	}
 	seed := d.u()
 	now, cumEmit, cumSink := d.f(), d.f(), d.f()
 	reps := make([]taskStats, nr)
@@ -227,6 +235,11 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 			return fmt.Errorf("%w: task %d processed %v events", ErrSnapshot, k, x)
 		}
 	}
+	for k, p := range press {
+		if !finite(p.deficit, p.queueS, p.delayS) || p.deficit > 1 || p.queueS < 0 || p.delayS < 0 {
+			return fmt.Errorf("%w: task %d reward pressure malformed", ErrSnapshot, k)
+		}
+	}
 	for r, x := range reps {
 		if !finite(x.in, x.done, x.delayW, x.queue, arrive[r]) || x.in < 0 || x.done < 0 || x.queue < 0 || (arrive[r] < 0 && arrive[r] != -1) {
 			return fmt.Errorf("%w: replica statistics malformed", ErrSnapshot)
@@ -252,6 +265,7 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 	copy(e.prevTaskLat, lat)
 	copy(e.prevQueue, q)
 	copy(e.processed, processed)
+	copy(e.press, press)
 	copy(e.st.replicas, reps)
 	copy(e.remoteFrom, rFrom)
 	copy(e.remoteTo, rTo)
