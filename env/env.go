@@ -134,7 +134,6 @@ type Env struct {
 	serverCPU     []float64
 	rin           rewardInput
 	util          []float64
-	queueGrew     []bool
 	changed       []float64
 
 	// The observation's measurements (Physics.MetricNoise and
@@ -142,6 +141,10 @@ type Env struct {
 	// observer's ring and noise stream.
 	raw []float64
 	met *metrics
+	// press is each task's reward pressure in the last interval (what a
+	// controller saw when it chose this step's action); pressNow is
+	// this interval's, scratch.
+	press, pressNow []taskPressure
 }
 
 // ErrEpisodeOver is returned by Step after truncation, until Reset.
@@ -180,7 +183,7 @@ func New(cfg Config) (*Env, error) {
 	e.pend = make([]float64, e.n*cfg.Physics.ActuationDelaySteps)
 	e.prevQueue, e.util, e.changed = mk(), mk(), mk()
 	e.raw, e.met = make([]float64, metricWidth(e.n)), newMetrics(cfg.Physics, e.n)
-	e.queueGrew = make([]bool, e.n)
+	e.press, e.pressNow = make([]taskPressure, e.n), make([]taskPressure, e.n)
 	e.serverCPU = make([]float64, e.m)
 	e.st.tasks = make([]taskStats, e.n)
 	e.obs = Observation{
@@ -272,6 +275,7 @@ func (e *Env) Reset(seed uint64) (Observation, Info, error) {
 	}
 	e.applyService()
 	e.prevP95, e.prevViolated = 0, false
+	clear(e.press)
 	e.violHist = [10]bool{}
 	for i := range e.st.tasks {
 		e.st.tasks[i] = taskStats{}
@@ -436,14 +440,29 @@ func (e *Env) Step(a Action) (StepResult, error) {
 				e.util[k] = max(e.util[k], x*e.svc[r])
 			}
 		}
-		e.queueGrew[k] = e.st.tasks[k].queue > e.prevQueue[k]+1e-9
+	}
+	prevCPU := 0.0
+	for k, ts := range e.st.tasks {
+		prevCPU += e.alloc[k] - e.changed[k]
+		p := taskPressure{}
+		if ts.in > 0 {
+			p.deficit = 1 - ts.done/ts.in
+		}
+		if ts.done > 0 {
+			p.delayS = ts.delayW / ts.done
+		}
+		for _, r := range e.topo.ofTask[k] { // replicas drain in parallel
+			p.queueS = max(p.queueS, e.st.replicas[r].queue*e.svc[r])
+		}
+		e.pressNow[k] = p
 	}
 	e.rin = rewardInput{
-		p95: p95, prevP95: e.prevP95, slo: slo, violated: violated, prevViolated: e.prevViolated,
-		totalCPU: sum(e.alloc), n: e.n, minCPU: lo, maxCPU: hi,
-		changed: e.changed, util: e.util, queueGrew: e.queueGrew,
+		p95: p95, prevP95: e.prevP95, slo: slo, hasPrev: e.t > 0, violated: violated, prevViolated: e.prevViolated,
+		totalCPU: sum(e.alloc), prevCPU: prevCPU, n: e.n, minCPU: lo,
+		changed: e.changed, pressure: e.press,
 	}
 	terms := e.cfg.Reward.compute(e.rin)
+	copy(e.press, e.pressNow)
 
 	e.info.Step = e.t
 	e.info.OfferedRate = rate

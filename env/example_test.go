@@ -20,7 +20,11 @@ func (c constant) Rate(int) float64 { return c.rate }
 // 500 millicores per task DecisionTreeClassify serves 2,500 events/s, its
 // queue grows by 500 a second and the p95 passes the 180 ms SLO; one +500
 // step doubles its capacity, the backlog drains within the next second and
-// the SLO is met again.
+// the SLO is met again. The reward: at step 0 the risk term charges a p95
+// above the 144 ms safe latency; while violating, R_SLO and the rise in
+// p95 dominate; at step 3 raising all six tasks when only one showed
+// pressure costs R_reconf; step 4 earns the recovery bonus; from then on
+// 6,000 mc (500 mc per task above the minimum) keeps R_resource at 1.125.
 func Example() {
 	cfg, err := env.EdgeConfig("pred", 7, constant{rate: 3000, steps: 8})
 	if err != nil {
@@ -44,14 +48,14 @@ func Example() {
 		fmt.Printf("step %d cpu %5.0f p95 %7.1f ms violated %-5v reward %+.2f\n", s, info.TotalCPU, info.P95MS, info.Violated, r)
 	}
 	// Output:
-	// step 0 cpu  3000 p95   173.8 ms violated false reward +1.59
-	// step 1 cpu  3000 p95   339.7 ms violated true  reward -5.78
-	// step 2 cpu  3000 p95   506.4 ms violated true  reward -5.23
-	// step 3 cpu  6000 p95   480.3 ms violated true  reward -5.01
-	// step 4 cpu  6000 p95    40.4 ms violated false reward +2.50
-	// step 5 cpu  6000 p95    40.4 ms violated false reward +1.92
-	// step 6 cpu  6000 p95    40.4 ms violated false reward +1.92
-	// step 7 cpu  6000 p95    40.4 ms violated false reward +1.92
+	// step 0 cpu  3000 p95   173.8 ms violated false reward +1.66
+	// step 1 cpu  3000 p95   339.7 ms violated true  reward -5.47
+	// step 2 cpu  3000 p95   506.4 ms violated true  reward -5.93
+	// step 3 cpu  6000 p95   480.3 ms violated true  reward -5.21
+	// step 4 cpu  6000 p95    40.4 ms violated false reward +2.12
+	// step 5 cpu  6000 p95    40.4 ms violated false reward +1.62
+	// step 6 cpu  6000 p95    40.4 ms violated false reward +1.62
+	// step 7 cpu  6000 p95    40.4 ms violated false reward +1.62
 }
 
 // The spaces are plain data: a trainer or an HTTP client reads them as JSON.

@@ -144,55 +144,48 @@ func TestInvariantsLongRun(t *testing.T) {
 }
 
 // TestRewardTermRanges checks every term against its Table 2 range over
-// random inputs, and the compliant/violating branches.
+// random inputs, with per-branch ranges: risk, resource and progress are 0
+// while violating, reconf is 0 while compliant.
 func TestRewardTermRanges(t *testing.T) {
 	r := DefaultReward()
 	r2 := rng.New(1, "test/reward")
 	n := 6
 	for i := 0; i < 20000; i++ {
 		in := rewardInput{
-			p95: r2.Float64() * 3 * 0.18, prevP95: r2.Float64() * 3 * 0.18, slo: 0.18,
+			p95: r2.Float64() * 3 * 0.18, prevP95: r2.Float64() * 3 * 0.18, slo: 0.18, hasPrev: r2.IntN(8) != 0,
 			prevViolated: r2.IntN(2) == 0, totalCPU: 500*float64(n) + r2.Float64()*9500*float64(n),
-			n: n, minCPU: 500, maxCPU: 10000, changed: make([]float64, n), util: make([]float64, n), queueGrew: make([]bool, n),
+			prevCPU: 500*float64(n) + r2.Float64()*9500*float64(n),
+			n:       n, minCPU: 500, changed: make([]float64, n), pressure: make([]taskPressure, n),
 		}
 		in.violated = in.p95 > in.slo
 		for k := 0; k < n; k++ {
 			in.changed[k] = float64(r2.IntN(3)-1) * 50
-			in.util[k] = r2.Float64() * 2
-			in.queueGrew[k] = r2.IntN(2) == 0
-		}
-		tm := r.compute(in)
-		for _, c := range []struct {
-			name      string
-			v, lo, hi float64
-		}{{"slo", tm.SLO, -5, 0.5}, {"risk", tm.Risk, -0.5, 0}, {"resource", tm.Resource, 0, 1.5}, {"progress", tm.Progress, -0.25, 0.25},
-			{"churn", tm.Churn, -0.05, 0}, {"recovery", tm.Recovery, -1, 1}, {"reconf", tm.Reconf, -0.5, 0.5}, {"total", tm.Total, -6, 2.5}} {
-			if c.v < c.lo || c.v > c.hi || math.IsNaN(c.v) {
-				t.Fatalf("%s = %v outside [%v, %v] for %+v", c.name, c.v, c.lo, c.hi, in)
+			in.pressure[k] = taskPressure{deficit: r2.Float64()*2 - 0.5, queueS: r2.Float64() * 0.4, delayS: r2.Float64() * 0.4}
+			if r2.IntN(3) == 0 {
+				in.pressure[k] = taskPressure{}
 			}
 		}
-		if in.violated && (tm.SLO > -1 || tm.Resource != 0 || tm.Risk != 0) {
-			t.Fatalf("violating branch wrong: %+v", tm)
+		tm := r.compute(in)
+		type bound struct{ lo, hi float64 }
+		want := map[string]bound{"slo": {0.5, 0.5}, "risk": {-0.5, 0}, "resource": {0, 1.5}, "progress": {-0.25, 0.25},
+			"churn": {-0.05, 0}, "recovery": {0, 0.5}, "reconf": {0, 0}, "total": {-6, 2.5}}
+		if in.violated {
+			want = map[string]bound{"slo": {-5, -1}, "risk": {0, 0}, "resource": {0, 0}, "progress": {0, 0},
+				"churn": {-0.025, 0}, "recovery": {-1, 1}, "reconf": {-0.5, 0.5}, "total": {-6, 2.5}}
 		}
-		if !in.violated && (tm.SLO != 0.5) {
-			t.Fatalf("compliant branch wrong: %+v", tm)
+		for _, c := range []struct {
+			name string
+			v    float64
+		}{{"slo", tm.SLO}, {"risk", tm.Risk}, {"resource", tm.Resource}, {"progress", tm.Progress},
+			{"churn", tm.Churn}, {"recovery", tm.Recovery}, {"reconf", tm.Reconf}, {"total", tm.Total}} {
+			w := want[c.name]
+			if c.v < w.lo || c.v > w.hi || math.IsNaN(c.v) {
+				t.Fatalf("%s = %v outside [%v, %v] (violated %v) for %+v", c.name, c.v, w.lo, w.hi, in.violated, in)
+			}
 		}
-	}
-	// Hand-checked cases.
-	base := rewardInput{slo: 0.2, n: 2, minCPU: 500, maxCPU: 10000, changed: []float64{0, 0}, util: []float64{0.5, 0.5}, queueGrew: []bool{false, false}}
-	c := base
-	c.p95, c.prevP95, c.totalCPU = 0.1, 0.1, 1000
-	if tm := r.compute(c); tm.Total != 2.0 || tm.Resource != 1.5 {
-		t.Fatalf("idle compliant: %+v, want total 2.0", tm)
-	}
-	c = base
-	c.p95, c.prevP95, c.violated, c.totalCPU = 0.3, 0.1, true, 1000
-	c.changed = []float64{500, 0}
-	c.util = []float64{1.2, 0.5}
-	tm := r.compute(c)
-	// SLO −(1+4·0.5) = −3; progress 0.25·clip(−1) = −0.25; recovery −1; churn −0.025; reconf 0.25.
-	want := -3 - 0.25 - 1 - 0.025 + 0.25
-	if math.Abs(tm.Total-want) > 1e-12 {
-		t.Fatalf("violating case: %+v, want total %v", tm, want)
+		sum := tm.SLO + tm.Risk + tm.Resource + tm.Progress + tm.Churn + tm.Recovery + tm.Reconf
+		if math.Abs(tm.Total-min(max(sum, -6), 2.5)) > 1e-12 {
+			t.Fatalf("total %v is not the clipped sum %v", tm.Total, sum)
+		}
 	}
 }

@@ -11,6 +11,9 @@ import (
 )
 
 // snapshotVersion is bumped whenever the encoded state changes shape.
+// Version 3 adds the physics (desired allocation, actuation queue, random
+// streams, tracer), the observation's metrics and each task's reward
+// pressure of the last interval.
 const snapshotVersion = 3
 
 // enc and dec write and read the fixed-layout little-endian encoding used
@@ -107,6 +110,9 @@ func (e *Env) MarshalBinary() ([]byte, error) {
 	w.f(e.alloc...)
 	w.f(e.prevQueue...)
 	w.f(e.processed...)
+	for _, p := range e.press {
+		w.f(p.deficit, p.queueS, p.delayS)
+	}
 	w.u(e.info.Seed)
 	w.f(f.now, f.cumEmit, f.cumSink)
 	for r := range e.topo.replicas {
@@ -291,6 +297,10 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 		return x
 	}
 	alloc, q, processed := read(e.n), read(e.n), read(e.n)
+	press := make([]taskPressure, e.n)
+	for k := range press {
+		press[k] = taskPressure{deficit: d.f(), queueS: d.f(), delayS: d.f()}
+	}
 	seed := d.u()
 	now, cumEmit, cumSink := d.f(), d.f(), d.f()
 	reps := make([]taskStats, nr)
@@ -343,6 +353,11 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 			return fmt.Errorf("%w: task %d processed %v events", ErrSnapshot, k, x)
 		}
 	}
+	for k, p := range press {
+		if !finite(p.deficit, p.queueS, p.delayS) || p.deficit > 1 || p.queueS < 0 || p.delayS < 0 {
+			return fmt.Errorf("%w: task %d reward pressure malformed", ErrSnapshot, k)
+		}
+	}
 	for r, x := range reps {
 		if !finite(x.in, x.done, x.delayW, x.queue, arrive[r]) || x.in < 0 || x.done < 0 || x.queue < 0 || (arrive[r] < 0 && arrive[r] != -1) {
 			return fmt.Errorf("%w: replica statistics malformed", ErrSnapshot)
@@ -367,6 +382,7 @@ func (e *Env) UnmarshalBinary(data []byte) error {
 	copy(e.alloc, alloc)
 	copy(e.prevQueue, q)
 	copy(e.processed, processed)
+	copy(e.press, press)
 	copy(e.st.replicas, reps)
 	copy(e.remoteFrom, rFrom)
 	copy(e.remoteTo, rTo)
