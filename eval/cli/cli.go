@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, o Options) int {
 		return func(ctx context.Context, args []string, _ command.IO) error { return f(ctx, args, o) }
 	}
 	return command.Dispatch(ctx, "eval", usage, map[string]func(context.Context, []string, command.IO) error{
-		"run": wrap(runCmd), "paired": wrap(pairedCmd), "clasp": wrap(claspCmd),
+		"run": wrap(runCmd), "paired": wrap(pairedCmd), "clasp": wrap(claspCmd), "sweep": wrap(sweepCmd),
 	}, args, o.IO)
 }
 
