@@ -4,6 +4,9 @@
 //	go run ./train -env cartpole -steps 100000 -seed 1 -json
 //	go run ./train -env streamscale -profile pred -seed 284572 -out runs/pred
 //
+// -scenario picks the simulator's physics preset (env.Scenarios; default
+// realistic) for the training and the development environments alike; it
+// is recorded in summary.json and on the policy card.
 // It writes into -out: policy.safetensors and policy.json (the selected
 // policy and its card), progress.csv and progress.parquet (one row per
 // iteration, SB3's metric names), checkpoint.ckpt (rewritten after every

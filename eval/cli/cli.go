@@ -35,6 +35,7 @@ const usage = `usage: go run ./eval <command> [flags]
 commands:
   run      run one episode of one controller and summarise it
   paired   run the paired evaluation protocol and judge it
+  sweep    run uniform static allocations over a CPU grid: violations and p95 against CPU
   clasp    reproduce the CLASP evaluation in simulation
 
 Run 'go run ./eval <command> -h' for the flags of a command.
@@ -60,7 +61,7 @@ func run(ctx context.Context, args []string, o Options) int {
 		return func(ctx context.Context, args []string, _ command.IO) error { return f(ctx, args, o) }
 	}
 	return command.Dispatch(ctx, "eval", usage, map[string]func(context.Context, []string, command.IO) error{
-		"run": wrap(runCmd), "paired": wrap(pairedCmd), "clasp": wrap(claspCmd),
+		"run": wrap(runCmd), "paired": wrap(pairedCmd), "clasp": wrap(claspCmd), "sweep": wrap(sweepCmd),
 	}, args, o.IO)
 }
 
@@ -92,6 +93,32 @@ func checkTrace(t string) error {
 		return nil
 	}
 	return usagef("eval: unknown trace %q (want %s, or a path ending in .csv or .parquet)", t, strings.Join(traces.Names(), ", "))
+}
+
+// scenarioUsage is the help text of every -scenario flag.
+var scenarioUsage = "simulator physics preset: " + strings.Join(env.Scenarios(), " or ")
+
+// scenarioPhysics returns the physics of the -scenario preset name, or a
+// usage error naming the flag and listing the presets.
+func scenarioPhysics(name string) (env.Physics, error) {
+	if !env.IsScenario(name) {
+		return env.Physics{}, usagef("eval: -scenario %q, want %s", name, strings.Join(env.Scenarios(), " or "))
+	}
+	p, err := env.ScenarioPhysics(name)
+	if err != nil {
+		return env.Physics{}, usageError(err)
+	}
+	return p, nil
+}
+
+// checkScenario builds the environment of cfg once and discards it, so
+// that physics the episode cannot run (e.g. an actuation delay as long as
+// a very short episode) fail as bad usage before any episode runs.
+func checkScenario(cfg env.Config) error {
+	if _, err := env.New(cfg); err != nil {
+		return usagef("eval: %v", err)
+	}
+	return nil
 }
 
 func checkRateMult(k float64) error {

@@ -59,9 +59,10 @@ func goldenForm(js string) string {
 	})
 }
 
+// TestRunGolden pins a run on the paper's deterministic physics.
 func TestRunGolden(t *testing.T) {
 	code, out, errs := call(t, "run", "-profile", "etl", "-trace", testTrace, "-placement-seed", "7",
-		"-controller", "static:2000", "-steps", "60", "-json")
+		"-controller", "static:2000", "-steps", "60", "-scenario", "paper", "-json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -89,7 +90,7 @@ func TestRunJSONFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"steps", "mean_p95_ms", "violation_rate", "mean_cpu_millicores", "mean_throughput",
-		"mean_offered", "mean_reward", "trajectory_sha256", "profile", "trace", "placement_seed", "seed",
+		"mean_offered", "mean_reward", "trajectory_sha256", "profile", "trace", "scenario", "placement_seed", "seed",
 		"config_sha256", "controller", "commit", "go_version"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("no %q in %s", k, out)
@@ -97,6 +98,9 @@ func TestRunJSONFields(t *testing.T) {
 	}
 	if m["steps"] != 30.0 {
 		t.Errorf("steps = %v, want 30", m["steps"])
+	}
+	if m["scenario"] != "realistic" {
+		t.Errorf("scenario = %v, want the default realistic", m["scenario"])
 	}
 }
 
@@ -210,6 +214,9 @@ func TestRunBadFlags(t *testing.T) {
 		{[]string{"-controller", "clasp:"}, "empty argument"},
 		{[]string{"-profile", "foo"}, `unknown profile "foo"`},
 		{[]string{"-trace", "nope"}, `unknown trace "nope"`},
+		{[]string{"-scenario", "lab"}, `-scenario "lab", want realistic or paper`},
+		{[]string{"-scenario", ""}, `-scenario "", want realistic or paper`},
+		{[]string{"-scenario", "realistic", "-steps", "2"}, "actuation_delay_steps 2"},
 		{[]string{"-trace", "missing.csv"}, `trace "missing.csv"`},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
 		{[]string{"-steps", "ten"}, `invalid value "ten" for flag -steps`},

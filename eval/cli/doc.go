@@ -6,6 +6,11 @@
 //	             optionally the per-interval Parquet table
 //	eval paired  the paired evaluation protocol; Parquet tables,
 //	             summary.json, report.md and figures in an output directory
+//	eval sweep   uniform static allocations over a CPU grid on a few
+//	             placements; sweep.parquet, sweep.json and sweep.png
+//
+// Every command takes -scenario, the simulator's physics preset
+// (env.Scenarios; default realistic), recorded with the results.
 //
 // Exit codes: 0 success, 1 failure while running, 2 bad usage (unknown
 // command, flag, name or value, or an unreadable trace), reported before

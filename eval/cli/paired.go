@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"streamscale/env"
 	"streamscale/eval/controllers"
 	"streamscale/eval/paired"
 	"streamscale/eval/report"
@@ -46,6 +47,7 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 	policies := fs.String("policies", "policies", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors")
 	seed := fs.Uint64("seed", 1, "root seed (episode seeds and bootstrap)")
 	steps := fs.Int("steps", 3600, "intervals per run (0 = the full trace)")
+	scenario := fs.String("scenario", env.Scenarios()[0], scenarioUsage)
 	asJSON := fs.Bool("json", false, "print summary.json to stdout")
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
@@ -82,8 +84,12 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 	if *outDir == "" {
 		return usagef("eval: -out is empty")
 	}
+	phys, err := scenarioPhysics(*scenario)
+	if err != nil {
+		return err
+	}
 
-	plan := paired.Plan{Profiles: profiles, Seed: *seed, Steps: *steps, RateMult: *mult}
+	plan := paired.Plan{Profiles: profiles, Seed: *seed, Steps: *steps, RateMult: *mult, Scenario: *scenario, Physics: phys}
 	for i := range *nPlace {
 		plan.Placements = append(plan.Placements, 101+uint64(i))
 	}
@@ -93,6 +99,20 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 			return err
 		}
 		plan.Workloads = append(plan.Workloads, paired.Workload{Name: name, Source: traceSource(t), Workload: t})
+	}
+
+	// The physics must fit the episode (checked before the controllers,
+	// whose preflight skips the unavailable defaults).
+	for _, prof := range plan.Profiles {
+		for _, w := range plan.Workloads {
+			sc, err := runner.Config(runner.Spec{Profile: prof, Workload: w.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps, Physics: plan.Physics})
+			if err != nil {
+				return usageError(err)
+			}
+			if err := checkScenario(sc); err != nil {
+				return err
+			}
+		}
 	}
 
 	// Controllers: parse each spec and build it once per profile × workload
@@ -146,7 +166,7 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 func preflight(c controllers.Spec, plan paired.Plan) error {
 	for _, prof := range plan.Profiles {
 		for _, w := range plan.Workloads {
-			sc, err := runner.Config(runner.Spec{Profile: prof, Workload: w.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps})
+			sc, err := runner.Config(runner.Spec{Profile: prof, Workload: w.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps, Physics: plan.Physics})
 			if err != nil {
 				return err
 			}

@@ -75,6 +75,9 @@ func TestPairedArtifacts(t *testing.T) {
 	if sum.Commit != "test-commit" || sum.GoVersion != "test-go" || sum.Seed != 1 || len(sum.ConfigSHA256) != 64 {
 		t.Errorf("provenance %q %q %d %q", sum.Commit, sum.GoVersion, sum.Seed, sum.ConfigSHA256)
 	}
+	if sum.Protocol.Scenario != "realistic" {
+		t.Errorf("protocol scenario %q, want the default realistic", sum.Protocol.Scenario)
+	}
 	if len(sum.Combinations) != 4 {
 		t.Fatalf("%d combinations, want 4", len(sum.Combinations))
 	}
@@ -101,7 +104,7 @@ func TestPairedArtifacts(t *testing.T) {
 		t.Fatalf("%d runs, want 36", len(runs))
 	}
 	// Cell order: profile, trace, placement, controller.
-	if r := runs[4]; r.Profile != "pred" || r.Trace != testTrace || r.PlacementSeed != 102 || r.Controller != "static:2000" {
+	if r := runs[4]; r.Profile != "pred" || r.Trace != testTrace || r.Scenario != "realistic" || r.PlacementSeed != 102 || r.Controller != "static:2000" {
 		t.Errorf("run 4 is %+v", r)
 	}
 	// Controllers of one placement share the episode seed.
@@ -126,7 +129,7 @@ func TestPairedArtifacts(t *testing.T) {
 		t.Errorf("run 5: violation rate %v from intervals, %v in runs.parquet", got, runs[5].ViolationRate)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, FileReport))
-	for _, s := range []string{"## Verdicts", "static:2000", "p95_over_time.png", "## etl / " + testIntel} {
+	for _, s := range []string{"## Verdicts", "static:2000", "Scenario: `realistic`", "p95_over_time.png", "## etl / " + testIntel} {
 		if !strings.Contains(string(md), s) {
 			t.Errorf("report.md lacks %q", s)
 		}
@@ -146,6 +149,8 @@ func TestPairedBadFlags(t *testing.T) {
 		{[]string{"-traces", "taxi,moon"}, `unknown trace "moon"`},
 		{[]string{"-placements", "0"}, "-placements 0"},
 		{[]string{"-steps", "-5"}, "-steps -5"},
+		{[]string{"-scenario", "Paper"}, `-scenario "Paper", want realistic or paper`},
+		{[]string{"-scenario", "realistic", "-steps", "1"}, "actuation_delay_steps 2"},
 		{[]string{"-rate-mult", "nan"}, "rate multiplier NaN"},
 		{[]string{"-controllers", "static:500,static:abc"}, `"abc" is not a positive number`},
 		{[]string{"-controllers", "static:500,static:500"}, `lists "static:500" twice`},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"streamscale/env"
 	"streamscale/eval/controllers"
 	"streamscale/eval/report"
 	"streamscale/eval/runner"
@@ -39,6 +40,7 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 	placement := fs.Uint64("placement-seed", 101, "seed of the random task placement")
 	seed := fs.Uint64("seed", 1, "episode and controller seed")
 	steps := fs.Int("steps", 0, "intervals to run (0 = the full trace)")
+	scenario := fs.String("scenario", env.Scenarios()[0], scenarioUsage)
 	ctrl := fs.String("controller", "static:2000", "controller: static:N (millicores per task), threshold, vrebalance, ppo, ppo:DIR, clasp")
 	policies := fs.String("policies", "policies", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors")
 	out := fs.String("out", "", "write per-interval metrics to this Parquet file")
@@ -58,6 +60,10 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 	if *steps < 0 {
 		return usagef("eval: -steps %d, want ≥ 0 (0 = the full trace)", *steps)
 	}
+	phys, err := scenarioPhysics(*scenario)
+	if err != nil {
+		return err
+	}
 	spec, err := controllers.New(controllers.Options{PoliciesDir: *policies}).Parse(*ctrl)
 	if err != nil {
 		return usageError(err)
@@ -69,12 +75,15 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 
 	rs := runner.Spec{
 		Profile: *profile, TraceName: *trace, Workload: tr, PlacementSeed: *placement,
-		Seed: *seed, Steps: *steps, Controller: spec,
+		Seed: *seed, Steps: *steps, Controller: spec, Physics: phys, Scenario: *scenario,
 	}
 	// The edge scenario: Check derives a horizontal controller's own.
-	sc, err := runner.Config(runner.Spec{Profile: rs.Profile, Workload: rs.Workload, PlacementSeed: rs.PlacementSeed, Steps: rs.Steps})
+	sc, err := runner.Config(runner.Spec{Profile: rs.Profile, Workload: rs.Workload, PlacementSeed: rs.PlacementSeed, Steps: rs.Steps, Physics: rs.Physics})
 	if err != nil {
 		return usageError(err)
+	}
+	if err := checkScenario(sc); err != nil {
+		return err
 	}
 	if err := spec.Check(sc); err != nil { // e.g. a missing PPO policy
 		return usageError(err)
@@ -103,7 +112,7 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 		_, err = o.Stdout.Write(b)
 		return err
 	}
-	_, err = fmt.Fprintf(o.Stdout, `%s / %s (%s), placement seed %d, seed %d, controller %s: %d intervals
+	_, err = fmt.Fprintf(o.Stdout, `%s / %s (%s), scenario %s, placement seed %d, seed %d, controller %s: %d intervals
   violation rate  %.4f  (p95 > SLO %g ms)
   mean p95        %.1f ms  (mean latency %.1f ms)
   mean CPU        %.0f millicores
@@ -111,7 +120,7 @@ func runCmd(ctx context.Context, args []string, o Options) error {
   throughput      %.1f of %.1f messages/s offered
   mean reward     %.4f  (return %.2f)
   trajectory      sha256 %s
-`, rep.Profile, rep.Trace, rep.TraceSource, rep.PlacementSeed, rep.Seed, rep.Controller, rep.Steps,
+`, rep.Profile, rep.Trace, rep.TraceSource, rep.Scenario, rep.PlacementSeed, rep.Seed, rep.Controller, rep.Steps,
 		rep.ViolationRate, rep.SLOMS, rep.MeanP95MS, rep.MeanLatencyMS, rep.MeanCPU,
 		rep.MeanReservedCPU, rep.MeanActiveServers, rep.Replans, rep.OverCapacitySteps,
 		rep.MeanThroughput, rep.MeanOffered, rep.MeanReward, rep.TotalReward, rep.TrajectorySHA256)

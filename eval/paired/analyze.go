@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"streamscale/env"
 	"streamscale/eval/runner"
 	"streamscale/eval/stats"
 	"streamscale/rng"
@@ -43,6 +44,8 @@ type TraceInfo struct {
 type Protocol struct {
 	Profiles        []string    `json:"profiles"`
 	Traces          []TraceInfo `json:"traces"`
+	Scenario        string      `json:"scenario"` // physics preset
+	Physics         env.Physics `json:"physics"`  // its options (env.Physics; {} is the deterministic physics)
 	PlacementSeeds  []uint64    `json:"placement_seeds"`
 	Controllers     []string    `json:"controllers"`
 	Candidate       string      `json:"candidate"`
@@ -62,7 +65,7 @@ type Protocol struct {
 // Protocol returns the plan's settings.
 func (p Plan) Protocol() Protocol {
 	pr := Protocol{
-		Profiles: p.Profiles, PlacementSeeds: p.Placements, Candidate: p.Candidate,
+		Profiles: p.Profiles, Scenario: p.Scenario, Physics: p.Physics, PlacementSeeds: p.Placements, Candidate: p.Candidate,
 		Steps: p.Steps, RateMult: p.RateMult, Resamples: Resamples, Level: Level, MarginPct: NonInferiorityMargin,
 		EpisodeStream:   "eval/episode/<profile>/<trace>/<placement>",
 		BootstrapStream: "eval/bootstrap/<profile>/<trace>/<candidate>/<baseline>",

@@ -40,10 +40,12 @@ type Plan struct {
 	Workloads   []Workload
 	Placements  []uint64
 	Controllers []runner.Factory
-	Candidate   string  // canonical spec of the candidate; one of Controllers
-	Seed        uint64  // root seed
-	Steps       int     // intervals per run; 0 = the workload's length
-	RateMult    float64 // rate multiplier the workloads were loaded with (recorded only)
+	Candidate   string      // canonical spec of the candidate; one of Controllers
+	Seed        uint64      // root seed
+	Steps       int         // intervals per run; 0 = the workload's length
+	RateMult    float64     // rate multiplier the workloads were loaded with (recorded only)
+	Scenario    string      // physics preset name (env.ScenarioPhysics), recorded
+	Physics     env.Physics // the simulator physics of every run
 }
 
 // Validate checks the plan's shape.
@@ -91,6 +93,7 @@ func (p Plan) Specs() []runner.Spec {
 					out = append(out, runner.Spec{
 						Profile: prof, TraceName: w.Name, Workload: w.Workload,
 						PlacementSeed: pl, Seed: seed, Steps: p.Steps, Controller: c,
+						Physics: p.Physics, Scenario: p.Scenario,
 					})
 				}
 			}

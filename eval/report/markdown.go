@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"streamscale/env"
 	"streamscale/eval/paired"
 )
 
@@ -142,6 +143,7 @@ func Markdown(sum paired.Summary, figures []string) []byte {
 	}
 	pf("- Candidate: `%s`; controllers: %s.\n", p.Candidate, "`"+strings.Join(p.Controllers, "`, `")+"`")
 	pf("- Profiles: %s. Workloads: %s, rate ×%g.\n", strings.Join(p.Profiles, ", "), strings.Join(traces, ", "), p.RateMult)
+	pf("- Scenario: %s (simulator physics %s).\n", scenarioName(p.Scenario), physicsText(p.Physics))
 	pf("- Placements (seeds): %s. Intervals per run: %s. Every controller of a placement runs on the same episode seed (stream `%s`).\n",
 		strings.Join(seeds, ", "), steps, p.EpisodeStream)
 	pf("- Paired differences are candidate − baseline per placement; intervals are %g%% percentile-bootstrap CIs of their mean from %d resamples (stream `%s` of seed %d).\n",
@@ -219,4 +221,47 @@ func Markdown(sum paired.Summary, figures []string) []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// scenarioName quotes a physics preset name ("custom" when unnamed).
+func scenarioName(name string) string {
+	if name == "" {
+		return "custom"
+	}
+	return "`" + name + "`"
+}
+
+// physicsText lists the options of p that are on, in env.Physics's field
+// order, or "deterministic" when none is.
+func physicsText(p env.Physics) string {
+	var on []string
+	if p.Arrivals != "" && p.Arrivals != env.ArrivalsUniform {
+		a := p.Arrivals + " arrivals"
+		if p.Arrivals == env.ArrivalsGamma {
+			a += fmt.Sprintf(" (CV %g)", p.ArrivalCV)
+		}
+		on = append(on, a)
+	}
+	if p.ServiceCV > 0 {
+		on = append(on, fmt.Sprintf("log-normal service times (CV %g)", p.ServiceCV))
+	}
+	if p.CFSPeriodMS > 0 {
+		on = append(on, fmt.Sprintf("CFS bandwidth control (%g ms period)", p.CFSPeriodMS))
+	}
+	if p.ActuationDelaySteps > 0 {
+		on = append(on, fmt.Sprintf("actuation delay %d s", p.ActuationDelaySteps))
+	}
+	if p.MetricNoise > 0 {
+		on = append(on, fmt.Sprintf("metric noise %g", p.MetricNoise))
+	}
+	if p.MetricLagSteps > 0 {
+		on = append(on, fmt.Sprintf("metric lag %d s", p.MetricLagSteps))
+	}
+	if p.CapacityJitter > 0 {
+		on = append(on, fmt.Sprintf("capacity jitter %g", p.CapacityJitter))
+	}
+	if len(on) == 0 {
+		return "deterministic"
+	}
+	return strings.Join(on, ", ")
 }

@@ -24,6 +24,12 @@ type Spec struct {
 	Seed          uint64       // episode seed, given to the env's and the controller's Reset
 	Steps         int          // intervals to run; 0 means Workload.Len()
 	Controller    Factory      // controller to build for the scenario
+	// Physics are the simulator's stochastic and real-system options
+	// (env.Config.Physics; zero: the deterministic physics), and Scenario
+	// the preset name they came from (env.ScenarioPhysics), recorded in
+	// the result; "" when the physics are not a preset's.
+	Physics  env.Physics
+	Scenario string
 }
 
 // Factory builds a controller for a scenario: what the runner needs of a
@@ -101,6 +107,7 @@ type Summary struct {
 type Key struct {
 	Profile       string `json:"profile" parquet:"profile,dict"`
 	Trace         string `json:"trace" parquet:"trace,dict"`
+	Scenario      string `json:"scenario" parquet:"scenario,dict"` // physics preset (Spec.Scenario)
 	PlacementSeed uint64 `json:"placement_seed" parquet:"placement_seed"`
 	Seed          uint64 `json:"seed" parquet:"seed"`
 	Controller    string `json:"controller" parquet:"controller,dict"` // canonical controller spec
@@ -120,7 +127,7 @@ type Result struct {
 }
 
 // Config builds the env configuration a Spec runs: the edge scenario of
-// its profile, placement seed and workload, or, for a horizontal
+// its profile, placement seed, workload and physics, or, for a horizontal
 // controller, that scenario's horizontal counterpart (Controller.Config;
 // without a Controller, the edge scenario).
 func Config(s Spec) (env.Config, error) {
@@ -135,6 +142,7 @@ func Config(s Spec) (env.Config, error) {
 		return env.Config{}, fmt.Errorf("eval: %w", err)
 	}
 	cfg.Steps = s.Steps
+	cfg.Physics = s.Physics
 	if s.Controller == nil { // the edge scenario itself
 		return cfg, nil
 	}
@@ -162,7 +170,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{
-		Key:        Key{Profile: s.Profile, Trace: s.TraceName, PlacementSeed: s.PlacementSeed, Seed: s.Seed, Controller: s.Controller.String()},
+		Key:        Key{Profile: s.Profile, Trace: s.TraceName, Scenario: s.Scenario, PlacementSeed: s.PlacementSeed, Seed: s.Seed, Controller: s.Controller.String()},
 		Horizontal: s.Controller.Horizontal(), SLOMS: e.SLOMS(),
 		Placement: append([]int(nil), cfg.Placement...), ConfigSHA256: cfgHash,
 	}

@@ -293,3 +293,45 @@ func TestRunCLASP(t *testing.T) {
 		t.Error("another workload gave the same CLASP trajectory")
 	}
 }
+
+// TestConfigCarriesPhysics checks that a Spec's physics reach the env
+// configuration, of either kind of controller, and its scenario name the
+// result's key and config hash.
+func TestConfigCarriesPhysics(t *testing.T) {
+	phys, err := env.ScenarioPhysics(env.ScenarioRealistic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ctrl := range []string{"static:1000", "clasp"} {
+		s := spec(t, ctrl, 20)
+		s.Physics, s.Scenario = phys, env.ScenarioRealistic
+		cfg, err := Config(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(cfg.Physics, phys) {
+			t.Errorf("%s: Config physics %+v, want %+v", ctrl, cfg.Physics, phys)
+		}
+		s.Controller = nil // the edge scenario itself
+		if cfg, _ := Config(s); !reflect.DeepEqual(cfg.Physics, phys) {
+			t.Errorf("edge scenario physics %+v, want %+v", cfg.Physics, phys)
+		}
+	}
+	paper := spec(t, "static:1000", 20)
+	realistic := paper
+	realistic.Physics, realistic.Scenario = phys, env.ScenarioRealistic
+	a, err := Run(context.Background(), paper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Run(context.Background(), realistic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Key.Scenario != env.ScenarioRealistic || a.Key.Scenario != "" {
+		t.Errorf("keys %+v and %+v, want scenario realistic on the second only", a.Key, b.Key)
+	}
+	if a.ConfigSHA256 == b.ConfigSHA256 {
+		t.Error("different physics gave the same config hash")
+	}
+}

@@ -39,11 +39,14 @@ const FileName = "policy"
 
 // Card is the JSON sidecar of a saved policy.
 type Card struct {
-	Format  string     `json:"format"`  // CardFormat
-	Name    string     `json:"name"`    // run or policy name
-	Env     string     `json:"env"`     // environment family, e.g. "streamscale", "cartpole"
-	Profile string     `json:"profile"` // workload profile, if any
-	Spaces  env.Spaces `json:"spaces"`  // observation layout (keys in flattening order, shapes, bounds), action nvec and deltas
+	Format  string `json:"format"`  // CardFormat
+	Name    string `json:"name"`    // run or policy name
+	Env     string `json:"env"`     // environment family, e.g. "streamscale", "cartpole"
+	Profile string `json:"profile"` // workload profile, if any
+	// Scenario is the simulator physics preset the policy was trained on
+	// (env.Scenarios), if any; absent from cards written before presets.
+	Scenario string     `json:"scenario,omitempty"`
+	Spaces   env.Spaces `json:"spaces"` // observation layout (keys in flattening order, shapes, bounds), action nvec and deltas
 	// Hyperparameters is the training configuration as the trainer
 	// encoded it (ppo.Config: SB3's names, net_arch among them); the
 	// policy reads only net_arch (NetArch), the rest is a record.

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"strings"
+
+	"streamscale/env"
 
 	"streamscale/internal/command"
 	"streamscale/train/run"
@@ -32,6 +35,7 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	fs := command.NewFlagSet("train")
 	fs.StringVar(&opts.Env, "env", "streamscale", "environment: streamscale or cartpole")
 	fs.StringVar(&opts.Profile, "profile", "pred", "streamscale workload profile: pred or etl")
+	fs.StringVar(&opts.Scenario, "scenario", env.Scenarios()[0], "streamscale simulator physics preset: "+strings.Join(env.Scenarios(), " or "))
 	fs.Uint64Var(&opts.Seed, "seed", 284572, "root seed of every random stream")
 	fs.IntVar(&opts.Steps, "steps", 0, "env steps to train for, rounded up to whole iterations (0: 500000 streamscale, 100000 cartpole)")
 	fs.IntVar(&opts.Envs, "envs", 0, "parallel environments (0: 14 streamscale, 8 cartpole)")
@@ -43,5 +47,6 @@ func parse(args []string, o command.IO) (run.Options, error) {
 		return run.Options{}, err
 	}
 	opts.ProfileSet = command.Set(fs, "profile")
+	opts.ScenarioSet = command.Set(fs, "scenario")
 	return opts, nil
 }

@@ -18,6 +18,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"-steps", "-5"}, "train: -steps -5, want ≥ 0"},
 		{[]string{"-env", "atari"}, `train: -env "atari", want streamscale or cartpole`},
 		{[]string{"-env", "cartpole", "-profile", "etl"}, "train: -profile applies only to -env streamscale"},
+		{[]string{"-env", "cartpole", "-scenario", "paper"}, "train: -scenario applies only to -env streamscale"},
+		{[]string{"-scenario", "lab"}, `train: -scenario "lab", want realistic or paper`},
 		{[]string{"-seed", "x"}, "-seed"},
 		{[]string{"-nosuchflag"}, "-nosuchflag"},
 		{[]string{"extra"}, `train: unexpected argument "extra"`},
@@ -39,7 +41,7 @@ func TestHelp(t *testing.T) {
 	if code := Main(context.Background(), []string{"-h"}, command.IO{Stdout: &out, Stderr: &errw}); code != 0 {
 		t.Fatalf("-h: exit %d, stderr %q", code, errw.String())
 	}
-	for _, f := range []string{"-env", "-profile", "-seed", "-steps", "-envs", "-out", "-resume", "-json", "-workers"} {
+	for _, f := range []string{"-env", "-profile", "-scenario", "-seed", "-steps", "-envs", "-out", "-resume", "-json", "-workers"} {
 		if !strings.Contains(out.String(), "  "+f+" ") && !strings.Contains(out.String(), "  "+f+"\n") {
 			t.Errorf("usage does not list %s:\n%s", f, out.String())
 		}

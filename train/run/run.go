@@ -29,13 +29,17 @@ type Options struct {
 	Env        string // "streamscale" or "cartpole"
 	Profile    string // streamscale profile: "pred" or "etl"
 	ProfileSet bool   // -profile was given explicitly
-	Seed       uint64
-	Steps      int    // 0: environment default
-	Envs       int    // 0: environment default
-	Out        string // "" → runs/<env>-seed<seed>
-	Resume     bool
-	JSON       bool
-	Workers    int
+	// Scenario is the streamscale physics preset (env.Scenarios; "" means
+	// the default, the first); ScenarioSet says -scenario was given.
+	Scenario    string
+	ScenarioSet bool
+	Seed        uint64
+	Steps       int    // 0: environment default
+	Envs        int    // 0: environment default
+	Out         string // "" → runs/<env>-seed<seed>
+	Resume      bool
+	JSON        bool
+	Workers     int
 }
 
 // Files in the output directory.
@@ -50,6 +54,7 @@ const (
 type Summary struct {
 	Env            string   `json:"env"`
 	Profile        string   `json:"profile,omitempty"`
+	Scenario       string   `json:"scenario,omitempty"` // streamscale physics preset
 	Seed           uint64   `json:"seed"`
 	Transitions    int      `json:"transitions"`
 	Iterations     int      `json:"iterations"`
@@ -88,6 +93,19 @@ func (o *Options) check() error {
 	}
 	if o.Env == "cartpole" && o.ProfileSet {
 		return command.Usagef("train: -profile applies only to -env streamscale")
+	}
+	if o.Env == "cartpole" && o.ScenarioSet {
+		return command.Usagef("train: -scenario applies only to -env streamscale")
+	}
+	if o.Env == "streamscale" {
+		if o.Scenario == "" {
+			o.Scenario = env.Scenarios()[0]
+		}
+		if !env.IsScenario(o.Scenario) {
+			return command.Usagef("train: -scenario %q, want %s", o.Scenario, strings.Join(env.Scenarios(), " or "))
+		}
+	} else {
+		o.Scenario = ""
 	}
 	if o.Steps < 0 {
 		return command.Usagef("train: -steps %d, want ≥ 0", o.Steps)
@@ -155,7 +173,11 @@ func prepare(o Options) (*setup, error) {
 		}
 		s.venv, s.spaces = v, CartPoleSpaces()
 	case "streamscale":
-		sim, err := NewSimulator()
+		phys, err := env.ScenarioPhysics(o.Scenario)
+		if err != nil {
+			return nil, command.Usagef("train: -scenario: %v", err)
+		}
+		sim, err := NewSimulator(phys)
 		if err != nil {
 			return nil, err
 		}
@@ -322,7 +344,7 @@ func (r *run) writeArtifact(pol *policy.Policy, best *float64) (string, error) {
 	card.Name = filepath.Base(r.o.Out)
 	card.Env, card.Spaces = r.o.Env, r.s.spaces
 	if r.o.Env == "streamscale" {
-		card.Profile = r.o.Profile
+		card.Profile, card.Scenario = r.o.Profile, r.o.Scenario
 	}
 	card.Transitions, card.GradientSteps = r.tr.Timesteps(), r.tr.GradientSteps()
 	card.BestDevReward = best
@@ -348,7 +370,7 @@ func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall floa
 		BestDevReward: best, ConfigHash: r.s.cfg.Hash(), Commit: r.build.Commit, GoVersion: r.build.GoVersion, Resumed: o.Resume,
 	}
 	if o.Env == "streamscale" {
-		sum.Profile = o.Profile
+		sum.Profile, sum.Scenario = o.Profile, o.Scenario
 	}
 	if wall > 0 {
 		sum.SPS = math.Round(float64(tr.Timesteps()-resumeTimesteps(r.s.cfg, r.resumeIter)) / wall)

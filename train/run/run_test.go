@@ -71,6 +71,14 @@ func TestStreamscaleShortRun(t *testing.T) {
 	if fmt.Sprintf("%x", sha256.Sum256(b)) != s.PolicySHA256 {
 		t.Fatal("saved policy does not match the reported hash")
 	}
+	// The default scenario is recorded in the summary and the card.
+	_, card, err := policy.Read(os.DirFS(out), policy.FileName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Scenario != "realistic" || card.Scenario != "realistic" {
+		t.Errorf("scenario %q in the summary, %q on the card; want realistic", s.Scenario, card.Scenario)
+	}
 }
 
 func runJSON(t *testing.T, ctx context.Context, o Options) (Summary, error) {

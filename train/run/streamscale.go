@@ -25,7 +25,7 @@ type Simulator interface {
 	// Spaces is the profile's observation layout and action space.
 	Spaces(profile string) (env.Spaces, error)
 	// VecEnv returns n training environments over the profile's training
-	// scenarios (e.g. simvec.NewVec(simvec.TrainingScenarios(profile), n,
+	// scenarios (e.g. simvec.NewVec(simvec.TrainingScenarios(profile, physics), n,
 	// "", seed, workers, logf)), with SB3 autoreset semantics.
 	VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error)
 	// DevReward runs the profile's dev episodes with c and returns the
@@ -33,31 +33,34 @@ type Simulator interface {
 	DevReward(c agents.Controller, profile string, seed uint64) (float64, error)
 }
 
-// NewSimulator returns the streamscale simulator: the paper's four
-// training scenarios per profile (taxi-train ×1 and ×2 on placements 42
-// and 37) and its development scenarios (held-out placements) for model
-// selection. Traces come from traces.DefaultDir().
-var NewSimulator = func() (Simulator, error) { return simulator{}, nil }
+// NewSimulator returns the streamscale simulator on the given physics
+// (the -scenario preset): the paper's four training scenarios per profile
+// (taxi-train ×1 and ×2 on placements 42 and 37) and its development
+// scenarios (held-out placements) for model selection, all on those
+// physics. Traces come from traces.DefaultDir().
+var NewSimulator = func(physics env.Physics) (Simulator, error) { return simulator{physics: physics}, nil }
 
-type simulator struct{}
+type simulator struct {
+	physics env.Physics // of the training and the development environments
+}
 
-func (simulator) Spaces(profile string) (env.Spaces, error) {
-	c, err := simvec.TrainingScenarios(profile)[0].Config("", 0, quietLog)
+func (s simulator) Spaces(profile string) (env.Spaces, error) {
+	c, err := simvec.TrainingScenarios(profile, s.physics)[0].Config("", 0, quietLog)
 	if err != nil {
 		return env.Spaces{}, err
 	}
 	return c.Spaces(), nil
 }
 
-func (simulator) VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error) {
-	return simvec.NewVec(simvec.TrainingScenarios(profile), n, "", seed, 0, log.Printf)
+func (s simulator) VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error) {
+	return simvec.NewVec(simvec.TrainingScenarios(profile, s.physics), n, "", seed, 0, log.Printf)
 }
 
 // DevReward runs one deterministic episode of c on every development
 // scenario and returns the mean episode reward.
-func (simulator) DevReward(c agents.Controller, profile string, seed uint64) (float64, error) {
+func (s simulator) DevReward(c agents.Controller, profile string, seed uint64) (float64, error) {
 	total := 0.0
-	scs := simvec.DevScenarios(profile)
+	scs := simvec.DevScenarios(profile, s.physics)
 	for i, sc := range scs {
 		cfg, err := sc.Config("", seed, quietLog)
 		if err != nil {
@@ -128,6 +131,7 @@ func (sel *selector) save(dir string, cfg ppo.Config) error {
 	}
 	card := ppo.NewCard(sel.best, cfg, sha)
 	card.Name, card.Spaces, card.BestDevReward = bestName, sel.s.spaces, sel.reward
+	card.Scenario = sel.s.o.Scenario
 	cb, err := json.Marshal(card)
 	if err != nil {
 		return err
@@ -151,7 +155,7 @@ func (sel *selector) restore(dir string, cfg ppo.Config) error {
 	if err != nil {
 		return fmt.Errorf("train: -resume: best policy: %w", err)
 	}
-	if card.BestDevReward == nil || card.ConfigHash != cfg.Hash() {
+	if card.BestDevReward == nil || card.ConfigHash != cfg.Hash() || card.Scenario != sel.s.o.Scenario {
 		return fmt.Errorf("train: -resume: best policy in %s belongs to another configuration", dir)
 	}
 	sel.best, sel.reward = p, card.BestDevReward

@@ -199,6 +199,7 @@ type EnvSpec struct {
 	Trace         string  // trace name or path
 	RateMult      float64 // ×1, ×2, …
 	PlacementSeed uint64
+	Physics       env.Physics // simulator physics (env.Config.Physics; zero: deterministic)
 }
 
 // TrainingPlacements are the paper's training placement seeds.
@@ -210,24 +211,25 @@ var TrainingPlacements = []uint64{42, 37}
 var DevPlacements = []uint64{1001, 1002, 1003}
 
 // TrainingScenarios returns the paper's four training scenarios of a
-// profile: trace taxi-train at ×1 and ×2, each with placements 42 and 37.
-func TrainingScenarios(profile string) []EnvSpec {
+// profile on the given physics: trace taxi-train at ×1 and ×2, each with
+// placements 42 and 37.
+func TrainingScenarios(profile string, physics env.Physics) []EnvSpec {
 	var out []EnvSpec
 	for _, m := range []float64{1, 2} {
 		for _, p := range TrainingPlacements {
-			out = append(out, EnvSpec{Profile: profile, Trace: "taxi-train", RateMult: m, PlacementSeed: p})
+			out = append(out, EnvSpec{Profile: profile, Trace: "taxi-train", RateMult: m, PlacementSeed: p, Physics: physics})
 		}
 	}
 	return out
 }
 
-// DevScenarios returns the development scenarios of a profile: the
-// training trace at ×1 and ×2 on the held-out placements.
-func DevScenarios(profile string) []EnvSpec {
+// DevScenarios returns the development scenarios of a profile on the given
+// physics: the training trace at ×1 and ×2 on the held-out placements.
+func DevScenarios(profile string, physics env.Physics) []EnvSpec {
 	var out []EnvSpec
 	for _, m := range []float64{1, 2} {
 		for _, p := range DevPlacements {
-			out = append(out, EnvSpec{Profile: profile, Trace: "taxi-train", RateMult: m, PlacementSeed: p})
+			out = append(out, EnvSpec{Profile: profile, Trace: "taxi-train", RateMult: m, PlacementSeed: p, Physics: physics})
 		}
 	}
 	return out
@@ -240,7 +242,12 @@ func (sc EnvSpec) Config(dir string, seed uint64, logf func(string, ...any)) (en
 	if err != nil {
 		return env.Config{}, err
 	}
-	return env.EdgeConfig(sc.Profile, sc.PlacementSeed, tr)
+	cfg, err := env.EdgeConfig(sc.Profile, sc.PlacementSeed, tr)
+	if err != nil {
+		return env.Config{}, err
+	}
+	cfg.Physics = sc.Physics
+	return cfg, nil
 }
 
 // NewVec builds n environments spread round-robin over the scenarios.

@@ -77,13 +77,27 @@ func TestFlattenAndAutoreset(t *testing.T) {
 }
 
 func TestScenarios(t *testing.T) {
-	tr := TrainingScenarios("etl")
+	phys, err := env.ScenarioPhysics(env.ScenarioRealistic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := TrainingScenarios("etl", phys)
 	if len(tr) != 4 || tr[0].Trace != "taxi-train" || tr[3].RateMult != 2 || tr[3].PlacementSeed != 37 {
 		t.Fatalf("training scenarios %+v", tr)
 	}
-	for _, d := range DevScenarios("etl") {
+	for _, d := range DevScenarios("etl", phys) {
 		if slices.Contains(TrainingPlacements, d.PlacementSeed) {
 			t.Fatalf("dev placement %d is a training placement", d.PlacementSeed)
+		}
+	}
+	// The physics reach the env configuration of both kinds.
+	for _, sc := range []EnvSpec{tr[3], DevScenarios("etl", phys)[0]} {
+		c, err := sc.Config("", 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Physics != phys {
+			t.Errorf("%+v: config physics %+v, want %+v", sc, c.Physics, phys)
 		}
 	}
 	if _, err := NewVec(nil, 2, "", 1, 1, nil); err == nil {

@@ -1,0 +1,248 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/parquet-go/parquet-go"
+
+	"streamscale/env"
+	"streamscale/eval/paired"
+	"streamscale/eval/runner"
+)
+
+// ComplianceTarget is the largest violation rate at which a grid point
+// counts as compliant (Summary.SmallestCompliantCPU).
+const ComplianceTarget = 0.05
+
+// DefaultGrid returns the default grid of CPU allocations per task,
+// millicores: from the simulator's minimum (500) to its maximum (10,000),
+// dense where the SLO is usually first met.
+func DefaultGrid() []float64 {
+	return []float64{500, 600, 700, 800, 900, 1000, 1250, 1500, 2000, 3000, 5000, 10000}
+}
+
+// Placements returns the first n placement seeds, 101, 102, … (those of
+// `eval paired`).
+func Placements(n int) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = 101 + uint64(i)
+	}
+	return out
+}
+
+// Plan is one sweep.
+type Plan struct {
+	Profile  string       // application profile, "pred" or "etl"
+	Trace    string       // workload name, recorded and part of the episode seed
+	Workload env.Workload // arrival rates; read only
+	Scenario string       // physics preset name, recorded
+	Physics  env.Physics  // simulator physics of every run
+	// Grid holds the CPU allocations per task, millicores, strictly
+	// ascending and > 0; Static[i] is the controller that holds every task
+	// at Grid[i] (static:N).
+	Grid       []float64
+	Static     []runner.Factory
+	Placements []uint64 // placement seeds, at least one
+	Seed       uint64   // root seed of the episode seeds
+	Steps      int      // intervals per run; 0 = the workload's length
+}
+
+// Validate checks the plan's shape.
+func (p Plan) Validate() error {
+	switch {
+	case p.Workload == nil:
+		return errors.New("eval: sweep has no workload")
+	case len(p.Grid) == 0:
+		return errors.New("eval: sweep grid is empty")
+	case len(p.Static) != len(p.Grid):
+		return fmt.Errorf("eval: sweep has %d controllers for %d grid points", len(p.Static), len(p.Grid))
+	case len(p.Placements) == 0:
+		return errors.New("eval: sweep has no placements")
+	case p.Steps < 0:
+		return fmt.Errorf("eval: steps %d, want ≥ 0", p.Steps)
+	}
+	for i, c := range p.Grid {
+		if !(c > 0) || math.IsInf(c, 0) {
+			return fmt.Errorf("eval: sweep grid entry %v, want a finite number > 0", c)
+		}
+		if i > 0 && c <= p.Grid[i-1] {
+			return fmt.Errorf("eval: sweep grid %v after %v, want strictly ascending", c, p.Grid[i-1])
+		}
+	}
+	return nil
+}
+
+// Specs lists the runs of the plan: grid point, then placement.
+func (p Plan) Specs() []runner.Spec {
+	out := make([]runner.Spec, 0, len(p.Grid)*len(p.Placements))
+	for i := range p.Grid {
+		for _, pl := range p.Placements {
+			out = append(out, runner.Spec{
+				Profile: p.Profile, TraceName: p.Trace, Workload: p.Workload, PlacementSeed: pl,
+				Seed: paired.EpisodeSeed(p.Seed, p.Profile, p.Trace, pl), Steps: p.Steps,
+				Controller: p.Static[i], Physics: p.Physics, Scenario: p.Scenario,
+			})
+		}
+	}
+	return out
+}
+
+// Row is one run of the sweep (one grid point on one placement), a row of
+// sweep.parquet.
+type Row struct {
+	Profile          string  `parquet:"profile,dict"`
+	Trace            string  `parquet:"trace,dict"`
+	Scenario         string  `parquet:"scenario,dict"`
+	CPUMillicores    float64 `parquet:"cpu_millicores"`      // allocation of every task, millicores
+	PlacementSeed    uint64  `parquet:"placement_seed"`      //
+	Seed             uint64  `parquet:"seed"`                // episode seed
+	Steps            int64   `parquet:"steps"`               // intervals run
+	ViolationRate    float64 `parquet:"violation_rate"`      // share of intervals with p95 > SLO
+	MedianP95MS      float64 `parquet:"median_p95_ms"`       // median of the per-interval p95, ms
+	MeanP95MS        float64 `parquet:"mean_p95_ms"`         // mean of the per-interval p95, ms
+	MaxP95MS         float64 `parquet:"max_p95_ms"`          // largest per-interval p95, ms
+	MeanLatencyMS    float64 `parquet:"mean_latency_ms"`     // mean of the per-interval mean latency, ms
+	MeanCPU          float64 `parquet:"mean_cpu_millicores"` // mean total applied CPU, millicores
+	MeanThroughput   float64 `parquet:"mean_throughput"`     // messages/s
+	MeanOffered      float64 `parquet:"mean_offered"`        // messages/s
+	MeanReward       float64 `parquet:"mean_reward"`         // mean reward per interval
+	SLOMS            float64 `parquet:"slo_ms"`              // the application's SLO on p95, ms
+	ConfigSHA256     string  `parquet:"config_sha256"`       // runner.ConfigHash of the scenario
+	TrajectorySHA256 string  `parquet:"trajectory_sha256"`   // runner.TrajectoryHash of the run
+}
+
+// Point is one grid point, aggregated over the placements (see the
+// package documentation).
+type Point struct {
+	CPUMillicores float64    `json:"cpu_millicores"`
+	ViolationRate paired.Num `json:"violation_rate"`
+	MedianP95MS   paired.Num `json:"median_p95_ms"`
+	MeanP95MS     paired.Num `json:"mean_p95_ms"`
+}
+
+// Summary is the sweep's result: what `eval sweep -json` prints and
+// sweep.json holds.
+type Summary struct {
+	Profile        string      `json:"profile"`
+	Trace          string      `json:"trace"`
+	Scenario       string      `json:"scenario"`
+	Physics        env.Physics `json:"physics"`
+	Steps          int64       `json:"steps"` // intervals per run
+	Seed           uint64      `json:"seed"`  // root seed
+	PlacementSeeds []uint64    `json:"placement_seeds"`
+	SLOMS          float64     `json:"slo_ms"`
+	Points         []Point     `json:"points"`
+	// SmallestCompliantCPU is the smallest grid point whose violation rate
+	// is at most ComplianceTarget (null if none is), and P95Ratio its
+	// median p95 over the median p95 at the largest grid point.
+	SmallestCompliantCPU *float64   `json:"smallest_compliant_cpu"`
+	P95Ratio             paired.Num `json:"p95_ratio"`
+	Commit               string     `json:"commit"`
+	GoVersion            string     `json:"go_version"`
+}
+
+// Execute runs the plan on at most workers goroutines (progress as in
+// paired.Execute) and returns its rows, in grid and placement order, and
+// its summary (without Commit and GoVersion).
+func Execute(ctx context.Context, p Plan, workers int, progress func(done, total int)) ([]Row, Summary, error) {
+	if err := p.Validate(); err != nil {
+		return nil, Summary{}, err
+	}
+	specs := p.Specs()
+	rows := make([]Row, len(specs))
+	p95s := make([][]float64, len(specs))
+	emit := func(i int, r runner.Result) error {
+		p95 := make([]float64, len(r.Intervals))
+		maxP95 := 0.0
+		for t, iv := range r.Intervals {
+			p95[t] = iv.P95MS
+			maxP95 = max(maxP95, iv.P95MS)
+		}
+		s := r.Summary
+		rows[i] = Row{
+			Profile: r.Profile, Trace: r.Trace, Scenario: r.Scenario, CPUMillicores: p.Grid[i/len(p.Placements)],
+			PlacementSeed: r.PlacementSeed, Seed: r.Seed, Steps: s.Steps, ViolationRate: s.ViolationRate,
+			MedianP95MS: Median(p95), MeanP95MS: s.MeanP95MS, MaxP95MS: maxP95, MeanLatencyMS: s.MeanLatencyMS,
+			MeanCPU: s.MeanCPU, MeanThroughput: s.MeanThroughput, MeanOffered: s.MeanOffered, MeanReward: s.MeanReward,
+			SLOMS: r.SLOMS, ConfigSHA256: r.ConfigSHA256, TrajectorySHA256: r.TrajectorySHA256,
+		}
+		p95s[i] = p95
+		return nil
+	}
+	if err := paired.Execute(ctx, specs, workers, emit, progress); err != nil {
+		return nil, Summary{}, err
+	}
+	sum := Summary{
+		Profile: p.Profile, Trace: p.Trace, Scenario: p.Scenario, Physics: p.Physics,
+		Steps: rows[0].Steps, Seed: p.Seed, PlacementSeeds: p.Placements, SLOMS: rows[0].SLOMS,
+		P95Ratio: paired.Num(math.NaN()),
+	}
+	m := len(p.Placements)
+	for g, c := range p.Grid {
+		var all []float64
+		viol := 0.0
+		for j := range m {
+			viol += rows[g*m+j].ViolationRate
+			all = append(all, p95s[g*m+j]...)
+		}
+		sum.Points = append(sum.Points, Point{
+			CPUMillicores: c, ViolationRate: paired.Num(viol / float64(m)),
+			MedianP95MS: paired.Num(Median(all)), MeanP95MS: paired.Num(mean(all)),
+		})
+	}
+	last := sum.Points[len(sum.Points)-1]
+	for _, pt := range sum.Points {
+		if pt.ViolationRate <= ComplianceTarget {
+			c := pt.CPUMillicores
+			sum.SmallestCompliantCPU = &c
+			sum.P95Ratio = pt.MedianP95MS / last.MedianP95MS
+			break
+		}
+	}
+	return rows, sum, nil
+}
+
+// Median returns the median of x (the mean of the two middle values for
+// an even count), NaN for an empty slice. x is not modified.
+func Median(x []float64) float64 {
+	n := len(x)
+	if n == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(x)
+	slices.Sort(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// mean returns the mean of x summed in order, NaN for an empty slice.
+func mean(x []float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
+	}
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
+}
+
+// WriteRows writes rows as sweep.parquet to w.
+func WriteRows(w io.Writer, rows []Row) error {
+	pw := parquet.NewGenericWriter[Row](w, parquet.Compression(&parquet.Zstd), parquet.CreatedBy("streamscale/eval", "0", "none"))
+	if _, err := pw.Write(rows); err != nil {
+		return fmt.Errorf("eval: writing sweep: %w", err)
+	}
+	if err := pw.Close(); err != nil {
+		return fmt.Errorf("eval: writing sweep: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,129 @@
+package sweep
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"streamscale/agents"
+	"streamscale/env"
+	"streamscale/eval/runner"
+)
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		x    []float64
+		want float64
+	}{
+		{[]float64{3}, 3},
+		{[]float64{5, 1, 3}, 3},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{2, 2, 2, 9}, 2},
+	} {
+		in := append([]float64(nil), tc.x...)
+		if got := Median(tc.x); got != tc.want {
+			t.Errorf("Median(%v) = %v, want %v", in, got, tc.want)
+		}
+		for i := range in {
+			if in[i] != tc.x[i] {
+				t.Fatalf("Median modified its input: %v", tc.x)
+			}
+		}
+	}
+	if !math.IsNaN(Median(nil)) {
+		t.Error("Median(nil) is not NaN")
+	}
+}
+
+// static holds every task at its millicores.
+type static float64
+
+var _ runner.Factory = static(1)
+
+func (s static) String() string                           { return "static" }
+func (static) Horizontal() bool                           { return false }
+func (static) Config(base env.Config) (env.Config, error) { return base, nil }
+func (s static) Build(env.Config) (agents.Actor, error) {
+	c, err := agents.NewStatic(float64(s))
+	if err != nil {
+		return agents.Actor{}, err
+	}
+	return agents.Vertical(c), nil
+}
+
+type flat int
+
+func (f flat) Len() int       { return int(f) }
+func (flat) Rate(int) float64 { return 3000 }
+
+func plan(grid ...float64) Plan {
+	p := Plan{Profile: "etl", Trace: "flat", Workload: flat(50), Scenario: "paper", Grid: grid,
+		Placements: Placements(2), Seed: 1, Steps: 30}
+	for _, c := range grid {
+		p.Static = append(p.Static, static(c))
+	}
+	return p
+}
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		p    Plan
+		want string
+	}{
+		{plan(), "grid is empty"},
+		{plan(900, 500), "strictly ascending"},
+		{plan(500, 500), "strictly ascending"},
+		{plan(-1), "finite number > 0"},
+		{plan(math.Inf(1)), "finite number > 0"},
+		{func() Plan { p := plan(500); p.Placements = nil; return p }(), "no placements"},
+		{func() Plan { p := plan(500, 600); p.Static = p.Static[:1]; return p }(), "1 controllers for 2 grid points"},
+	} {
+		if err := tc.p.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.p.Grid, err, tc.want)
+		}
+	}
+}
+
+// TestExecuteAggregates holds the points against the rows: the violation
+// rate is the placements' mean, and the p95 ratio compares the smallest
+// compliant point with the largest.
+func TestExecuteAggregates(t *testing.T) {
+	p := plan(500, 1000, 4000)
+	rows, sum, err := Execute(context.Background(), p, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 6 || len(sum.Points) != 3 {
+		t.Fatalf("%d rows, %d points", len(rows), len(sum.Points))
+	}
+	for g, pt := range sum.Points {
+		a, b := rows[2*g], rows[2*g+1]
+		if pt.CPUMillicores != p.Grid[g] || a.CPUMillicores != p.Grid[g] || a.PlacementSeed != 101 || b.PlacementSeed != 102 {
+			t.Errorf("point %d %+v, rows %+v %+v", g, pt, a, b)
+		}
+		if float64(pt.ViolationRate) != (a.ViolationRate+b.ViolationRate)/2 {
+			t.Errorf("point %d: violation rate %v, rows %v %v", g, pt.ViolationRate, a.ViolationRate, b.ViolationRate)
+		}
+		if m := float64(pt.MeanP95MS); math.Abs(m-(a.MeanP95MS+b.MeanP95MS)/2) > 1e-9*m {
+			t.Errorf("point %d: mean p95 %v, rows %v %v", g, m, a.MeanP95MS, b.MeanP95MS)
+		}
+	}
+	if sum.SmallestCompliantCPU != nil {
+		var want float64
+		for _, pt := range sum.Points {
+			if pt.ViolationRate <= ComplianceTarget {
+				want = pt.CPUMillicores
+				if float64(sum.P95Ratio) != float64(pt.MedianP95MS/sum.Points[2].MedianP95MS) {
+					t.Errorf("p95 ratio %v", sum.P95Ratio)
+				}
+				break
+			}
+		}
+		if *sum.SmallestCompliantCPU != want {
+			t.Errorf("smallest compliant %v, want %v", *sum.SmallestCompliantCPU, want)
+		}
+	} else if !math.IsNaN(float64(sum.P95Ratio)) {
+		t.Errorf("p95 ratio %v without a compliant point", sum.P95Ratio)
+	}
+}
