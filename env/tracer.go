@@ -112,13 +112,22 @@ func (t *tracer) reset() {
 	t.valid = false
 }
 
-// pick returns the index chosen from cumulative weights c by u ∈ [0, 1).
-func pick(c []float64, u float64) int {
-	x := u * c[len(c)-1]
+// pick returns the index chosen from cumulative weights c by *u ∈ [0, 1)
+// and rescales *u to a uniform within the chosen interval, so that one
+// uniform chooses a whole path in proportion to its probability
+// (stratified uniforms then give every path its share of the samples).
+func pick(c []float64, u *float64) int {
+	total := c[len(c)-1]
+	x := *u * total
+	lo := 0.0
 	for j, v := range c {
-		if x < v {
+		if x < v || j == len(c)-1 {
+			if v > lo {
+				*u = min(max((x-lo)/(v-lo), 0), 1-1e-12)
+			}
 			return j
 		}
+		lo = v
 	}
 	return len(c) - 1
 }
@@ -210,11 +219,17 @@ func (t *tracer) step(f *fluid, t0 float64) {
 	if !t.valid {
 		return
 	}
-	u := ph.arr.Float64()
+	// Stratified sampling: sample e takes path quantile (e + u₁)/N and
+	// arrival time frac(u₂ + e·φ) (φ the golden ratio's conjugate), so the
+	// paths get their shares of the samples and the times cover the step
+	// independently of the path.
+	u1, u2 := ph.arr.Float64(), ph.arr.Float64()
+	const phi = 0.6180339887498949
 	sum := 0.0
 	for e := range t.lat {
-		start := (float64(e) + u) / tracerEvents
-		i := f.sources[pick(t.src, ph.arr.Float64())]
+		q := (float64(e) + u1) / tracerEvents
+		start := math.Mod(u2+float64(e)*phi, 1)
+		i := f.sources[pick(t.src, &q)]
 		at := start
 		for hop := 0; hop < 4*len(f.stages); hop++ {
 			s := &f.stages[i]
@@ -223,10 +238,19 @@ func (t *tracer) step(f *fluid, t0 float64) {
 			} else {
 				at += s.service + s.delay
 			}
-			if len(s.out) == 0 || (s.sink && ph.arr.Float64()*t.gain[i] < s.sel) {
+			if len(s.out) == 0 {
 				break
 			}
-			i = s.out[pick(t.cum[i], ph.arr.Float64())]
+			if s.sink {
+				// A sink with successors: stop with the share of the
+				// sink events delivered here.
+				stop := s.sel / t.gain[i]
+				if q < stop {
+					break
+				}
+				q = (q - stop) / (1 - stop)
+			}
+			i = s.out[pick(t.cum[i], &q)]
 		}
 		lat := at - start
 		t.lat[e] = lat
