@@ -168,7 +168,7 @@ func New(cfg Config) (*Env, error) {
 		e.basePlan = clonePlan(cfg.Replicas)
 	}
 	e.topo = buildTopology(&e.cfg)
-	e.ph = newPhysicsRun(cfg.Physics, e.m)
+	e.ph = newPhysicsRun(cfg.Physics, e.m, cfg.SlicesPerStep)
 	switch cfg.Mode {
 	case PerEvent:
 		e.setCore(newPerEvent(&e.cfg, e.topo))

@@ -33,6 +33,13 @@ type Physics struct {
 	// ArrivalCV is the coefficient of variation of gamma inter-arrival
 	// times (ArrivalsGamma only), > 0.
 	ArrivalCV float64 `json:"arrival_cv,omitempty"`
+	// RateCV modulates the arrival rate inside each step: every source
+	// slice (Config.SlicesPerStep per step, 100 ms by default) runs at the
+	// step's rate times a log-normal factor of mean 1 and this coefficient
+	// of variation, independently (a doubly stochastic arrival process:
+	// the sub-second burstiness of measured stream and IoT traffic, which
+	// per-second trace points average away). 0: none.
+	RateCV float64 `json:"rate_cv,omitempty"`
 	// ServiceCV is the coefficient of variation of per-event service
 	// times, which are log-normal with the task's mean; 0: deterministic.
 	ServiceCV float64 `json:"service_cv,omitempty"`
@@ -41,6 +48,11 @@ type Physics struct {
 	// may use c/1000 × CFSPeriodMS of CPU per period, then waits for the
 	// next period. 0: processor sharing at c/1000 of a core.
 	CFSPeriodMS float64 `json:"cfs_period_ms,omitempty"`
+	// CFSThreads is how many cores a task's threads use at once when it
+	// runs under CFS (an operator's executor, I/O and garbage-collection
+	// threads): it may burst to that many cores until its quota is spent,
+	// so a task allotted a whole core can still be throttled. 0 means 1.
+	CFSThreads int `json:"cfs_threads,omitempty"`
 	// ActuationDelaySteps delays every allocation change by this many
 	// steps (an in-place resize is not instant); the observation shows the
 	// allocation in force. ≥ 0, less than the episode.
@@ -69,7 +81,7 @@ type Physics struct {
 
 // Stochastic reports whether any option of p draws randomness.
 func (p Physics) Stochastic() bool {
-	return (p.Arrivals != "" && p.Arrivals != ArrivalsUniform) || p.ServiceCV > 0 || p.MetricNoise > 0 || p.CapacityJitter > 0
+	return (p.Arrivals != "" && p.Arrivals != ArrivalsUniform) || p.RateCV > 0 || p.ServiceCV > 0 || p.MetricNoise > 0 || p.CapacityJitter > 0
 }
 
 // validate checks p for an episode of steps steps.
@@ -89,10 +101,13 @@ func (p Physics) validate(steps int) error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"service_cv", p.ServiceCV}, {"cfs_period_ms", p.CFSPeriodMS}, {"metric_noise", p.MetricNoise}, {"capacity_jitter", p.CapacityJitter}} {
+	}{{"rate_cv", p.RateCV}, {"service_cv", p.ServiceCV}, {"cfs_period_ms", p.CFSPeriodMS}, {"metric_noise", p.MetricNoise}, {"capacity_jitter", p.CapacityJitter}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("env: physics %s %v, want a finite number ≥ 0", f.name, f.v)
 		}
+	}
+	if p.CFSThreads < 0 || p.CFSThreads > 1024 {
+		return fmt.Errorf("env: physics cfs_threads %d, want 0…1,024", p.CFSThreads)
 	}
 	if p.CFSPeriodMS > 1000 {
 		return fmt.Errorf("env: physics cfs_period_ms %v, want at most 1,000 (one step)", p.CFSPeriodMS)
@@ -123,21 +138,27 @@ func Scenarios() []string { return []string{ScenarioRealistic, ScenarioPaper} }
 //
 //   - "paper": the zero Physics.
 //   - "realistic": Poisson arrivals (many independent sensors and riders:
-//     superposed independent sources tend to Poisson); log-normal service
-//     times with coefficient of variation 1 (payload-dependent parsing and
-//     model work; the runtime issue will calibrate it); CFS bandwidth
-//     control with Linux's default 100 ms period; allocation changes that
-//     take effect after 2 steps (a Kubernetes in-place resize goes through
-//     the API server and the kubelet's next sync); metrics with 5%
-//     relative noise, one step behind (a 1 s scrape interval); 5%
-//     per-second capacity jitter from co-located load.
+//     a superposition of independent sources tends to Poisson) whose rate
+//     varies from one 100 ms slice to the next by a log-normal factor of
+//     coefficient of variation 0.5 (the sub-second burstiness of measured
+//     network and stream traffic, Leland et al., "On the self-similar
+//     nature of Ethernet traffic", 1994, which per-second trace points
+//     average away); log-normal service times with coefficient of
+//     variation 1 (payload-dependent parsing and model work); Linux CFS
+//     bandwidth control with its default 100 ms period, one thread per
+//     task; allocation changes that take effect after 2 steps (a
+//     Kubernetes in-place resize goes through the API server and the
+//     kubelet's next sync); metrics with 5% relative noise, one step
+//     behind (a 1 s scrape interval); 5% per-second capacity jitter from
+//     co-located load. The values are stated, not fitted; the live
+//     runtime will calibrate them.
 func ScenarioPhysics(name string) (Physics, error) {
 	switch name {
 	case ScenarioPaper:
 		return Physics{}, nil
 	case ScenarioRealistic:
 		return Physics{
-			Arrivals: ArrivalsPoisson, ServiceCV: 1, CFSPeriodMS: 100, ActuationDelaySteps: 2,
+			Arrivals: ArrivalsPoisson, ServiceCV: 1, RateCV: 0.5, CFSPeriodMS: 100, ActuationDelaySteps: 2,
 			MetricNoise: 0.05, MetricLagSteps: 1, CapacityJitter: 0.05,
 		}, nil
 	}

@@ -110,19 +110,27 @@ func (p *perEvent) step(stepIndex int, rate float64) {
 		s := &p.stages[i]
 		s.in, s.done, s.delayW = 0, 0, 0
 	}
+	if p.ph != nil {
+		p.ph.drawRates()
+	}
 	if p.ph != nil && p.ph.arrivalsRandom {
-		// A Poisson or gamma renewal process at the step's rate; the
-		// time to the next arrival is redrawn when the rate changes
-		// (memoryless for Poisson).
-		if p.next < t0 && rate > 0 {
-			p.next = t0 + p.ph.gap(rate)
-		}
-		for rate > 0 && p.next < T {
-			p.emit(p.next)
-			p.next += p.ph.gap(rate)
-		}
-		if rate <= 0 {
-			p.next = -1
+		// A Poisson or gamma renewal process at each slice's rate,
+		// restarted at every slice boundary (exact for Poisson, which is
+		// memoryless).
+		dt := 1 / float64(p.slices)
+		for j := 0; j < p.slices; j++ {
+			lo, hi := t0+float64(j)*dt, t0+float64(j+1)*dt
+			r := rate * p.ph.mult[j]
+			if !(r > 0) {
+				p.next = -1
+				continue
+			}
+			p.next = lo + p.ph.gap(r)
+			for p.next < hi {
+				p.emit(p.next)
+				p.next += p.ph.gap(r)
+			}
+			p.next = -1 // the next slice draws anew at its own rate
 		}
 	} else {
 		p.uniformArrivals(t0, rate)
@@ -269,7 +277,11 @@ func (p *perEvent) emit(at float64) {
 func (p *perEvent) uniformArrivals(t0, rate float64) {
 	dt := 1 / float64(p.slices)
 	for j := 0; j < p.slices; j++ {
-		p.rateAcc += rate * dt
+		r := rate
+		if p.ph != nil {
+			r *= p.ph.mult[j]
+		}
+		p.rateAcc += r * dt
 		n := math.Floor(p.rateAcc + 1e-9)
 		p.rateAcc -= n
 		start := t0 + float64(j)*dt

@@ -373,10 +373,18 @@ func (f *fluid) step(stepIndex int, rate float64) {
 		if w >= 1 {
 			pad = dt / (2 * w)
 		}
+		f.ph.drawRates()
 		for j := 0; j < f.slices; j++ {
 			start := t0 + float64(j)*dt
+			if f.ph.p.RateCV > 0 && !f.ph.arrivalsRandom {
+				w = rate * dt * f.ph.mult[j]
+				pad = dt / 2
+				if w >= 1 {
+					pad = dt / (2 * w)
+				}
+			}
 			if f.ph.arrivalsRandom {
-				w = f.ph.count(rate * dt)
+				w = f.ph.count(rate * dt * f.ph.mult[j])
 				if w <= 0 {
 					continue
 				}

@@ -147,7 +147,7 @@ func (e *Env) writePhysics(w *enc, f *fluid) error {
 	w.f(e.desired...)
 	w.i(e.pendHead, e.pendN)
 	w.f(e.pend...)
-	for _, src := range []*rand.PCG{&e.ph.arrSrc, &e.ph.svcSrc, &e.ph.jitSrc} {
+	for _, src := range []*rand.PCG{&e.ph.arrSrc, &e.ph.svcSrc, &e.ph.jitSrc, &e.ph.rateSrc} {
 		b, err := src.MarshalBinary()
 		if err != nil {
 			return fmt.Errorf("env: snapshot: %w", err)
@@ -168,7 +168,7 @@ func (e *Env) writePhysics(w *enc, f *fluid) error {
 type physicsState struct {
 	desired, pend, speed []float64
 	head, count          int
-	srcs                 [3][]byte
+	srcs                 [4][]byte
 	v, used              []float64
 }
 
@@ -227,7 +227,7 @@ func (e *Env) commitPhysics(ps physicsState, f *fluid) {
 	copy(e.desired, ps.desired)
 	copy(e.pend, ps.pend)
 	e.pendHead, e.pendN = ps.head, ps.count
-	for i, src := range []*rand.PCG{&e.ph.arrSrc, &e.ph.svcSrc, &e.ph.jitSrc} {
+	for i, src := range []*rand.PCG{&e.ph.arrSrc, &e.ph.svcSrc, &e.ph.jitSrc, &e.ph.rateSrc} {
 		_ = src.UnmarshalBinary(ps.srcs[i]) // checked by readPhysics
 	}
 	copy(e.ph.speed, ps.speed)

@@ -13,7 +13,11 @@ import (
 type physicsRun struct {
 	p                       Physics
 	arrSrc, svcSrc, jitSrc  rand.PCG
-	arr, svc, jit           *rand.Rand
+	rateSrc                 rand.PCG
+	arr, svc, jit, rate     *rand.Rand
+	mult                    []float64 // per source slice of the step: rate factor (RateCV), 1 without
+	multMean                float64   // their mean
+	rateSigma, rateMu       float64
 	speed                   []float64 // per server: capacity factor of the step (jitter), 1 without
 	arrC2                   float64   // squared coefficient of variation of inter-arrival times
 	svcSigma, svcMu         float64   // log-normal parameters of the service factor (mean 1)
@@ -22,9 +26,13 @@ type physicsRun struct {
 	cfsPeriod               float64 // seconds; 0: processor sharing
 }
 
-func newPhysicsRun(p Physics, servers int) *physicsRun {
-	ph := &physicsRun{p: p, speed: make([]float64, servers)}
-	ph.arr, ph.svc, ph.jit = rand.New(&ph.arrSrc), rand.New(&ph.svcSrc), rand.New(&ph.jitSrc)
+func newPhysicsRun(p Physics, servers, slices int) *physicsRun {
+	ph := &physicsRun{p: p, speed: make([]float64, servers), mult: make([]float64, slices), multMean: 1}
+	ph.arr, ph.svc, ph.jit, ph.rate = rand.New(&ph.arrSrc), rand.New(&ph.svcSrc), rand.New(&ph.jitSrc), rand.New(&ph.rateSrc)
+	for j := range ph.mult {
+		ph.mult[j] = 1
+	}
+	ph.rateSigma, ph.rateMu = lognormal(p.RateCV)
 	switch p.Arrivals {
 	case ArrivalsPoisson:
 		ph.arrC2, ph.arrivalsRandom = 1, true
@@ -34,7 +42,7 @@ func newPhysicsRun(p Physics, servers int) *physicsRun {
 	ph.svcSigma, ph.svcMu = lognormal(p.ServiceCV)
 	ph.jitSigma, ph.jitMu = lognormal(p.CapacityJitter)
 	ph.cfsPeriod = p.CFSPeriodMS / 1000
-	ph.tracing = ph.arrivalsRandom || p.ServiceCV > 0 || p.CFSPeriodMS > 0 || p.CapacityJitter > 0
+	ph.tracing = ph.arrivalsRandom || p.RateCV > 0 || p.ServiceCV > 0 || p.CFSPeriodMS > 0 || p.CapacityJitter > 0
 	for i := range ph.speed {
 		ph.speed[i] = 1
 	}
@@ -53,6 +61,7 @@ func (ph *physicsRun) reset(seed uint64) {
 	rng.Reseed(&ph.arrSrc, seed, rng.EnvArrivals)
 	rng.Reseed(&ph.svcSrc, seed, rng.EnvService)
 	rng.Reseed(&ph.jitSrc, seed, rng.EnvJitter)
+	rng.Reseed(&ph.rateSrc, seed, rng.EnvRates)
 	for i := range ph.speed {
 		ph.speed[i] = 1
 	}
@@ -66,6 +75,20 @@ func (ph *physicsRun) drawJitter() {
 	for i := range ph.speed {
 		ph.speed[i] = math.Exp(ph.jitMu + ph.jitSigma*ph.jit.NormFloat64())
 	}
+}
+
+// drawRates draws the rate factor of every source slice of the coming
+// step (RateCV).
+func (ph *physicsRun) drawRates() {
+	if ph.p.RateCV == 0 {
+		return
+	}
+	sum := 0.0
+	for j := range ph.mult {
+		ph.mult[j] = math.Exp(ph.rateMu + ph.rateSigma*ph.rate.NormFloat64())
+		sum += ph.mult[j]
+	}
+	ph.multMean = sum / float64(len(ph.mult))
 }
 
 // serviceFactor draws one event's service-time factor (mean 1).
@@ -145,14 +168,17 @@ type cpuOf struct {
 }
 
 // cpuModel returns replica execution parameters for service time svc
-// (seconds per event at the replica's effective cores eff) under ph.
+// (seconds per event at the replica's effective cores eff, its nominal
+// cores slowed by γ and the host's jitter) under ph. Under CFS the
+// replica runs on up to CFSThreads cores (at least its nominal share) at
+// the same efficiency while quota is left, and has a quota of its
+// effective cores times the period; it is throttled only when its nominal
+// share is below the cores it can use.
 func (ph *physicsRun) cpuModel(svc, eff, nominal float64) cpuOf {
 	c := cpuOf{service: svc, work: svc * eff, speed: eff, quota: math.Inf(1)}
-	if ph.cfsPeriod > 0 && nominal > 0 && nominal < 1 {
-		// CFS: full core speed (slowed as the share is by the host's
-		// jitter and γ), a quota of nominal·period of CPU time.
-		run := eff / nominal
-		c.speed, c.quota = run, eff*ph.cfsPeriod
+	threads := float64(max(ph.p.CFSThreads, 1))
+	if ph.cfsPeriod > 0 && nominal > 0 && nominal < threads {
+		c.speed, c.quota = eff/nominal*threads, eff*ph.cfsPeriod
 	}
 	return c
 }

@@ -186,6 +186,13 @@ func (t *tracer) step(f *fluid, t0 float64) {
 		row, qrow := t.vs[r*(tracerSub+1):(r+1)*(tracerSub+1)], t.qs[r*(tracerSub+1):(r+1)*(tracerSub+1)]
 		wsum := 0.0
 		for j := 0; j < tracerSub; j++ {
+			// The substep's share of the step's arrivals follows the
+			// sources' rate modulation (RateCV).
+			mj, sdj := m, sd
+			if ph.p.RateCV > 0 {
+				k := ph.mult[j*len(ph.mult)/tracerSub] / ph.multMean
+				mj, sdj = m*k, sd*math.Sqrt(k)
+			}
 			if P > 0 && !math.IsInf(c.quota, 1) {
 				at := t0 + float64(j)*dt
 				if math.Mod(at+1e-12, P) < dt-1e-12 { // a period starts in this substep
@@ -194,9 +201,9 @@ func (t *tracer) step(f *fluid, t0 float64) {
 			}
 			row[j], qrow[j] = v, c.quota-used
 			wsum += v
-			x := v + m
-			if sd > 0 {
-				x += sd * ph.svc.NormFloat64()
+			x := v + mj
+			if sdj > 0 {
+				x += sdj * ph.svc.NormFloat64()
 			}
 			x = max(x, 0)
 			capacity := min(dt*c.speed, c.quota-used)

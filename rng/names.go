@@ -9,12 +9,14 @@ const (
 	// EnvPlacement draws the random placement of a scenario's tasks on
 	// the servers (env.RandomPlacement; seed: the placement seed).
 	EnvPlacement = "env/placement"
-	// EnvArrivals, EnvService, EnvJitter and EnvMetrics draw an episode's
-	// stochastic physics (env.Physics: arrival counts and times, service
+	// EnvArrivals, EnvRates, EnvService, EnvJitter and EnvMetrics draw an episode's
+	// stochastic physics (env.Physics: arrival counts and times, the
+	// sub-second rate modulation, service
 	// times, capacity jitter, metric noise; seed: the seed passed to
 	// Env.Reset), one stream per option so that turning one on never
 	// shifts another.
 	EnvArrivals = "env/arrivals"
+	EnvRates    = "env/rates"
 	EnvService  = "env/service"
 	EnvJitter   = "env/jitter"
 	EnvMetrics  = "env/metrics"
