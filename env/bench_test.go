@@ -6,15 +6,22 @@ import "testing"
 // observation) with a fixed mid-size allocation on the taxi trace; etl-x100
 // runs ETL at 100× the trace rate with demands divided by 100, so the same
 // utilizations at a hundred times the events: its cost must not grow.
+//
+// The -realistic variants run the realistic physics (ScenarioPhysics):
+// random arrivals, rate modulation, service variability, CFS, jitter,
+// delay and measured metrics, with the tracer giving the latencies.
 func BenchmarkStep(b *testing.B) {
 	w := sharedTrace(b, "taxi_nab_5min_2015-01-01_3600pts.csv", 1)
+	realistic, _ := ScenarioPhysics(ScenarioRealistic)
 	for _, bc := range []struct {
 		name    string
 		profile string
 		mult    float64
-	}{{"pred", "pred", 1}, {"etl", "etl", 1}, {"etl-x100", "etl", 100}} {
+		physics Physics
+	}{{"pred", "pred", 1, Physics{}}, {"etl", "etl", 1, Physics{}}, {"etl-x100", "etl", 100, Physics{}},
+		{"pred-realistic", "pred", 1, realistic}, {"etl-realistic", "etl", 1, realistic}, {"etl-x100-realistic", "etl", 100, realistic}} {
 		b.Run(bc.name, func(b *testing.B) {
-			e := scaledScenario(b, bc.profile, w, 1/bc.mult, Fluid)
+			e := scaledPhysics(b, bc.profile, w, 1/bc.mult, Fluid, bc.physics)
 			e.Reset(1)
 			act := make([]int, e.NumTasks())
 			for k := range act {

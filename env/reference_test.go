@@ -10,6 +10,12 @@ import (
 // scenario while making the per-event core cheap.
 func scaledScenario(t testing.TB, profile string, w rates, div float64, mode Mode) *Env {
 	t.Helper()
+	return scaledPhysics(t, profile, w, div, mode, Physics{})
+}
+
+// scaledPhysics is scaledScenario with the given physics.
+func scaledPhysics(t testing.TB, profile string, w rates, div float64, mode Mode, ph Physics) *Env {
+	t.Helper()
 	small := make(rates, len(w))
 	for i, v := range w {
 		small[i] = v / div
@@ -23,6 +29,7 @@ func scaledScenario(t testing.TB, profile string, w rates, div float64, mode Mod
 		cfg.App.Tasks[k].OutBytes *= div
 	}
 	cfg.Mode = mode
+	cfg.Physics = ph
 	e, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ const (
 	tracerSub = 20
 	// tracerEvents is the number of events sampled per step for the
 	// latency percentiles.
-	tracerEvents = 64
+	tracerEvents = 48
 )
 
 // tracer gives the fast core stochastic latencies (Config.Physics): the
@@ -52,6 +52,7 @@ type tracer struct {
 	qs    []float64 // per replica stage × (tracerSub+1): quota left at the substep boundaries
 	wbar  []float64 // per replica stage: mean wait of the step, seconds
 	c2    []float64 // per stage: squared cv of arrivals this step
+	arr   []float64 // per stage × tracerSub: events arriving in each substep
 	num   []float64 // scratch: Σ rate·c² arriving per stage
 	den   []float64 // scratch: Σ rate arriving per stage
 	gain  []float64 // per stage: expected sink events per event at the stage
@@ -69,7 +70,7 @@ func newTracer(f *fluid, ph *physicsRun, nrep int) *tracer {
 	t := &tracer{ph: ph, nrep: nrep,
 		cpu: make([]cpuOf, nrep), v: make([]float64, nrep), used: make([]float64, nrep),
 		vs: make([]float64, nrep*(tracerSub+1)), qs: make([]float64, nrep*(tracerSub+1)), wbar: make([]float64, nrep),
-		c2: make([]float64, n), num: make([]float64, n), den: make([]float64, n), gain: make([]float64, n),
+		c2: make([]float64, n), arr: make([]float64, n*tracerSub), num: make([]float64, n), den: make([]float64, n), gain: make([]float64, n),
 		cum: make([][]float64, n), lat: make([]float64, tracerEvents),
 	}
 	for r := range t.cpu {
@@ -117,6 +118,9 @@ func (t *tracer) reset() {
 // uniform chooses a whole path in proportion to its probability
 // (stratified uniforms then give every path its share of the samples).
 func pick(c []float64, u *float64) int {
+	if len(c) == 1 {
+		return 0
+	}
 	total := c[len(c)-1]
 	x := *u * total
 	lo := 0.0
@@ -174,51 +178,83 @@ func (t *tracer) step(f *fluid, t0 float64) {
 			t.den[o] += out * x
 		}
 	}
-	// Workload processes.
+	// Workload processes, in topological order: each replica's arrivals
+	// per substep are what its predecessors' processes served in that
+	// substep (a burst is smoothed by the first queue it meets, as in the
+	// per-event core), the sources' by the rate modulation.
 	const dt = 1.0 / tracerSub
 	P := ph.cfsPeriod
-	for r := 0; r < t.nrep; r++ {
-		c := &t.cpu[r]
-		lam := f.stages[r].pushed
-		m := lam * dt * c.work
-		sd := math.Sqrt(lam*dt*(t.c2[r]+cs2)) * c.work
-		v, used := t.v[r], t.used[r]
-		row, qrow := t.vs[r*(tracerSub+1):(r+1)*(tracerSub+1)], t.qs[r*(tracerSub+1):(r+1)*(tracerSub+1)]
-		wsum := 0.0
-		for j := 0; j < tracerSub; j++ {
-			// The substep's share of the step's arrivals follows the
-			// sources' rate modulation (RateCV).
-			mj, sdj := m, sd
+	clear(t.arr)
+	// The substeps in which a CFS period starts.
+	var periodStart [tracerSub]bool
+	if P > 0 {
+		for j := range periodStart {
+			at := t0 + float64(j)*dt
+			periodStart[j] = at-P*math.Floor(at/P+1e-9) < dt-1e-12
+		}
+	}
+	for _, k := range f.sources {
+		row := t.arr[k*tracerSub : (k+1)*tracerSub]
+		x := f.stages[k].pushed
+		for j := range row {
 			if ph.p.RateCV > 0 {
-				k := ph.mult[j*len(ph.mult)/tracerSub] / ph.multMean
-				mj, sdj = m*k, sd*math.Sqrt(k)
+				row[j] = x * dt * ph.mult[j*len(ph.mult)/tracerSub] / ph.multMean
+			} else {
+				row[j] = x * dt
 			}
-			if P > 0 && !math.IsInf(c.quota, 1) {
-				at := t0 + float64(j)*dt
-				if math.Mod(at+1e-12, P) < dt-1e-12 { // a period starts in this substep
-					used = 0
+		}
+	}
+	for _, i := range f.order {
+		s := &f.stages[i]
+		in := t.arr[i*tracerSub : (i+1)*tracerSub]
+		if i >= t.nrep { // a network flow passes its arrivals on
+			for _, o := range s.out {
+				out := t.arr[o*tracerSub : (o+1)*tracerSub]
+				for j, x := range in {
+					out[j] += x
 				}
+			}
+			continue
+		}
+		c := &t.cpu[i]
+		var perWork float64 // departures per unit of work served
+		if c.work > 0 && !math.IsInf(c.work, 1) {
+			perWork = s.sel / c.work
+		}
+		v, used := t.v[i], t.used[i]
+		row, qrow := t.vs[i*(tracerSub+1):(i+1)*(tracerSub+1)], t.qs[i*(tracerSub+1):(i+1)*(tracerSub+1)]
+		wsum := 0.0
+		sdk := math.Sqrt(t.c2[i]+cs2) * c.work
+		for j := 0; j < tracerSub; j++ {
+			if periodStart[j] {
+				used = 0
 			}
 			row[j], qrow[j] = v, c.quota-used
 			wsum += v
-			x := v + mj
-			if sdj > 0 {
-				x += sdj * ph.svc.NormFloat64()
+			x := v
+			if a := in[j]; a > 0 && c.work > 0 && !math.IsInf(c.work, 1) {
+				x += a*c.work + math.Sqrt(a)*sdk*ph.svc.NormFloat64()
 			}
 			x = max(x, 0)
 			capacity := min(dt*c.speed, c.quota-used)
 			served := min(x, capacity)
 			v = x - served
 			used += served
+			if d := served * perWork; d > 0 {
+				for jj, o := range s.out {
+					t.arr[o*tracerSub+j] += d * s.outW[jj]
+				}
+			}
 		}
 		row[tracerSub], qrow[tracerSub] = v, c.quota-used
-		t.v[r], t.used[r] = v, used
-		t.wbar[r] = 0
+		t.v[i], t.used[i] = v, used
+		t.wbar[i] = 0
 		if c.speed > 0 {
-			t.wbar[r] = wsum / tracerSub / (c.speed * min(1, c.quota/(P*c.speed+1e-300)))
-			if math.IsInf(c.quota, 1) {
-				t.wbar[r] = wsum / tracerSub / c.speed
+			eff := c.speed
+			if !math.IsInf(c.quota, 1) && P > 0 {
+				eff = min(c.speed, c.quota/P)
 			}
+			t.wbar[i] = wsum / tracerSub / eff
 		}
 	}
 	// Sampled events.
@@ -235,13 +271,14 @@ func (t *tracer) step(f *fluid, t0 float64) {
 	sum := 0.0
 	for e := range t.lat {
 		q := (float64(e) + u1) / tracerEvents
-		start := math.Mod(u2+float64(e)*phi, 1)
+		start := u2 + float64(e)*phi
+		start -= math.Floor(start)
 		i := f.sources[pick(t.src, &q)]
 		at := start
 		for hop := 0; hop < 4*len(f.stages); hop++ {
 			s := &f.stages[i]
 			if i < t.nrep {
-				at += t.wait(i, t0, at, t.cpu[i].work*ph.serviceFactor())
+				at += t.wait(i, t0, at, t.cpu[i].work*ph.serviceFactorFast())
 			} else {
 				at += s.service + s.delay
 			}
@@ -287,7 +324,8 @@ func (t *tracer) wait(r int, t0, at, own float64) float64 {
 	}
 	P := t.ph.cfsPeriod
 	left := max(t.qs[base+j], 0)
-	phase := math.Mod(t0+at, P)
+	abs := t0 + at
+	phase := abs - P*math.Floor(abs/P)
 	toEnd := P - phase
 	if work <= left && work <= toEnd*c.speed {
 		return work / c.speed
