@@ -15,6 +15,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"streamscale/env"
 	"streamscale/eval/controllers"
 	"streamscale/eval/report"
 	"streamscale/eval/runner"
@@ -275,8 +276,13 @@ func TestRunParquetRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The command's default scenario is the realistic physics.
+	ph, err := env.ScenarioPhysics(env.ScenarioRealistic)
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err := runner.Run(context.Background(), runner.Spec{Profile: "etl", TraceName: testTrace, Workload: tr,
-		PlacementSeed: 9, Seed: 5, Steps: 90, Controller: spec})
+		PlacementSeed: 9, Seed: 5, Steps: 90, Controller: spec, Physics: ph, Scenario: env.ScenarioRealistic})
 	if err != nil {
 		t.Fatal(err)
 	}
