@@ -652,9 +652,6 @@ func (e *Env) remoteWork(r int) float64 {
 	return e.cfg.Migration.extraUS() * 1e-6 * missing / (b - a)
 }
 
-// service is task k's per-event service time at its primary replica.
-func (e *Env) service(k int) float64 { return e.svc[e.primary[k]] }
-
 // applyService sets, and caches in svc, every replica's service time.
 func (e *Env) applyService() {
 	for r := range e.topo.replicas {
