@@ -85,7 +85,11 @@ func TestTierBoundsQuantiles(t *testing.T) {
 		{"no quantiles: one tier", ramp, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tierBounds(tc.w, 0, tc.w.Len(), tc.qs)
+			xs := make([]float64, tc.w.Len())
+			for i := range xs {
+				xs[i] = tc.w.Rate(i)
+			}
+			got := quantileBounds(xs, tc.qs)
 			if len(got) != len(tc.want) {
 				t.Fatalf("bounds %v, want %v", got, tc.want)
 			}

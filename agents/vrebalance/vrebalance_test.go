@@ -66,6 +66,7 @@ func TestVRebalanceSchedule(t *testing.T) {
 	sc := predScenario(t, controllertest.Diurnal(steps))
 	cfg := vrebalance.DefaultConfig()
 	cfg.TierQuantiles = nil
+	cfg.ExplorationEvals = 16 // long enough for GP suggestions after the random points
 	v, err := vrebalance.New(cfg, sc)
 	if err != nil {
 		t.Fatal(err)
@@ -266,7 +267,8 @@ func TestVRebalanceTiers(t *testing.T) {
 		t.Errorf("tier bounds %v, want %v", got, cfg.TierBounds)
 	}
 
-	// Default: tertiles of the scenario workload.
+	// Default: running tertiles of the windows measured so far, never the
+	// workload itself: before any window, no bounds.
 	ramp := make(controllertest.Rates, 301)
 	for i := range ramp {
 		ramp[i] = float64(i) * 10
@@ -275,8 +277,11 @@ func TestVRebalanceTiers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := d.TierBounds(); len(got) != 2 || math.Abs(got[0]-1000) > 1e-6 || math.Abs(got[1]-2000) > 1e-6 {
-		t.Errorf("default tier bounds %v, want the tertiles [1000 2000] of a 0–3000 ramp", got)
+	if err := d.Reset(1); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.TierBounds(); len(got) != 0 {
+		t.Errorf("tier bounds %v before any window, want none (no foresight)", got)
 	}
 }
 
@@ -392,5 +397,49 @@ func TestVRebalanceSeeds(t *testing.T) {
 	}
 	if eq(a, c) {
 		t.Error("seeds 1 and 2 gave identical decisions")
+	}
+}
+
+// TestVRebalanceObjectiveForms: under the squared objective a window
+// slightly above the SLO scores better than a compliant one at the
+// network floor; under the violation objective never.
+func TestVRebalanceObjectiveForms(t *testing.T) {
+	sc := predScenario(t, controllertest.Diurnal(300))
+	for _, form := range []string{vrebalance.ObjectiveSquared, vrebalance.ObjectiveViolation} {
+		cfg := vrebalance.DefaultConfig()
+		cfg.Objective = form
+		cfg.TierQuantiles = nil
+		v, err := vrebalance.New(cfg, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		score := func(p95 float64) float64 {
+			if err := v.Reset(1); err != nil {
+				t.Fatal(err)
+			}
+			rows := make([]controllertest.TaskRow, 6)
+			for k := range rows {
+				rows[k] = controllertest.TaskRow{CPU: 500, Rho: 0.5, Ratio: 1}
+			}
+			obs := controllertest.Obs(rows, p95, 180, 2000)
+			for k := 0; k <= cfg.Interval; k++ {
+				if _, err := v.Act(obs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return v.Decisions()[0].Score.Objective
+		}
+		floor, over := score(40), score(190)
+		if form == vrebalance.ObjectiveSquared && !(over < floor) {
+			t.Errorf("squared: a window at 190 ms scores %v, not below the floor's %v", over, floor)
+		}
+		if form == vrebalance.ObjectiveViolation && !(over > floor) {
+			t.Errorf("violation: a window at 190 ms scores %v, not above the floor's %v", over, floor)
+		}
+	}
+	cfg := vrebalance.DefaultConfig()
+	cfg.Objective = "cubic"
+	if _, err := vrebalance.New(cfg, sc); err == nil {
+		t.Error("unknown objective accepted")
 	}
 }

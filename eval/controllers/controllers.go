@@ -106,7 +106,7 @@ type Registry struct {
 func New(opts Options) *Registry {
 	return &Registry{opts: opts, entries: []entry{
 		{name: "ppo", usage: "ppo[:DIR]", parse: ppoParser()},
-		{name: "vrebalance", usage: "vrebalance", parse: vrebalanceParser()},
+		{name: "vrebalance", usage: "vrebalance[:evals=N][:objective=squared|violation]", parse: vrebalanceParser()},
 		{name: "threshold", usage: "threshold", parse: thresholdParser()},
 		{name: "static", usage: "static:N", parse: parseStatic},
 		{name: "clasp", usage: "clasp", parse: claspParser()},

@@ -45,13 +45,18 @@ func TestParse(t *testing.T) {
 		{"static:NaN", "", "not a positive number"},
 		{"static:Inf", "", "not a positive number"},
 		{"threshold:3", "", "takes no argument"},
-		{"vrebalance:x", "", "takes no argument"},
+		{"vrebalance:x", "", "want KEY=VALUE"},
+		{"vrebalance:evals=16", "vrebalance:evals=16", ""},
+		{"vrebalance:objective=violation:evals=5", "vrebalance:evals=5:objective=violation", ""},
+		{"vrebalance:evals=0", "", "evals \"0\""},
+		{"vrebalance:objective=cubic", "", "objective \"cubic\""},
+		{"vrebalance:evals=3:evals=4", "", "repeated key"},
 		{"clasp", "clasp", ""},
 		{"clasp:2", "", "clasp takes no argument"},
 		{"clasp:", "", "empty argument"},
 		{"", "", "unknown controller"},
 		{"Static:5", "", "unknown controller"},
-		{"hpa", "", "known: ppo[:DIR], vrebalance, threshold, static:N, clasp"},
+		{"hpa", "", "known: ppo[:DIR], vrebalance[:evals=N][:objective=squared|violation], threshold, static:N, clasp"},
 	} {
 		s, err := reg.Parse(tc.spec)
 		switch {

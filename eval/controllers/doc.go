@@ -5,7 +5,8 @@
 //	threshold    the HPA-style utilization-band autoscaler with its
 //	             default configuration (agents.NewThreshold)
 //	vrebalance   VRebalance with its default configuration
-//	             (vrebalance.New)
+//	             (vrebalance.New); vrebalance:evals=N:objective=F sets
+//	             its exploration budget per tier and objective form
 //	ppo          the trained PPO policy of the scenario's profile,
 //	             <PoliciesDir>/<profile>/policy.{json,safetensors}
 //	ppo:DIR      the PPO policy in DIR/policy.{json,safetensors}

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 
 	"streamscale/agents"
@@ -32,10 +34,50 @@ func thresholdParser() func(string, Options) (Spec, error) {
 	}})
 }
 
+// vrebalanceParser parses "vrebalance" (the default configuration) and
+// "vrebalance:KEY=VALUE[:KEY=VALUE]" (colons, since controller lists are
+// comma-separated) with keys evals (the exploration
+// budget per tier, ExplorationEvals) and objective (squared or
+// violation); the canonical form lists the keys given, in that order.
 func vrebalanceParser() func(string, Options) (Spec, error) {
-	return noArg("vrebalance", Spec{build: func(sc env.Config) (agents.Controller, error) {
-		return vrebalance.New(vrebalance.DefaultConfig(), sc)
-	}})
+	return func(arg string, _ Options) (Spec, error) {
+		cfg := vrebalance.DefaultConfig()
+		canon := "vrebalance"
+		if arg != "" {
+			var evals, objective string
+			for _, kv := range strings.Split(arg, ":") {
+				k, v, ok := strings.Cut(kv, "=")
+				switch {
+				case !ok || v == "":
+					return Spec{}, fmt.Errorf("want KEY=VALUE, got %q (keys: evals, objective)", kv)
+				case k == "evals" && evals == "":
+					n, err := strconv.Atoi(v)
+					if err != nil || n < 1 {
+						return Spec{}, fmt.Errorf("evals %q is not a whole number ≥ 1", v)
+					}
+					cfg.ExplorationEvals, evals = n, strconv.Itoa(n)
+				case k == "objective" && objective == "":
+					if v != vrebalance.ObjectiveSquared && v != vrebalance.ObjectiveViolation {
+						return Spec{}, fmt.Errorf("objective %q, want %s or %s", v, vrebalance.ObjectiveSquared, vrebalance.ObjectiveViolation)
+					}
+					cfg.Objective, objective = v, v
+				default:
+					return Spec{}, fmt.Errorf("unknown or repeated key %q (keys: evals, objective)", k)
+				}
+			}
+			var parts []string
+			if evals != "" {
+				parts = append(parts, "evals="+evals)
+			}
+			if objective != "" {
+				parts = append(parts, "objective="+objective)
+			}
+			canon += ":" + strings.Join(parts, ":")
+		}
+		return Spec{spec: canon, build: func(sc env.Config) (agents.Controller, error) {
+			return vrebalance.New(cfg, sc)
+		}}, nil
+	}
 }
 
 // claspParser parses "clasp": the CLASP planner on the horizontal
