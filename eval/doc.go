@@ -12,7 +12,7 @@
 // every controller on every profile × workload × placement (seeds 101…110)
 // on shared episode seeds and judges a candidate against each baseline with
 // paired bootstrap confidence intervals, writing runs.parquet,
-// intervals.parquet, summary.json, report.md and five PNG figures into
+// intervals.parquet, summary.json, report.md and six PNG figures (with a CPU-against-violations Pareto picture) into
 // -out. `clasp` reproduces the CLASP paper's experiments in simulation
 // (eval/claspexp). `sweep` runs static:N for every N of a CPU grid on
 // placements 101…100+n and writes sweep.parquet (one row per run),

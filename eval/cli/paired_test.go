@@ -23,7 +23,7 @@ func pairedArgs(out string, extra ...string) []string {
 }
 
 var artifacts = []string{FileIntervals, FileRuns, FileSummary, FileReport,
-	report.FigP95Time, report.FigP95Paired, report.FigViolation, report.FigCPU, report.FigThroughpt}
+	report.FigP95Time, report.FigP95Paired, report.FigViolation, report.FigCPU, report.FigThroughpt, report.FigPareto}
 
 func TestPairedDeterminism(t *testing.T) {
 	a, b, c := t.TempDir(), t.TempDir(), t.TempDir()

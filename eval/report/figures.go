@@ -45,6 +45,7 @@ const (
 	FigViolation = "violation_rate.png"
 	FigCPU       = "cpu_boxes.png"
 	FigThroughpt = "throughput.png"
+	FigPareto    = "pareto.png"
 )
 
 // palette holds distinguishable colours (Okabe–Ito), one per controller.
@@ -102,7 +103,7 @@ func pointwiseMean(runs []Series, f func(Series) []float64) []float64 {
 	return m
 }
 
-// Figures writes the five PNG figures of a paired evaluation into dir,
+// Figures writes the six PNG figures of a paired evaluation into dir,
 // drawing them concurrently, and returns their file names in a fixed
 // order. Each figure has one panel per profile (rows) ×
 // workload (columns).
@@ -118,6 +119,7 @@ func Figures(dir string, sum paired.Summary, runs []Series) ([]string, error) {
 		{FigViolation, "SLO violation rate (bars: mean; points: placements; whiskers: 95% bootstrap CI)", violationPanel},
 		{FigCPU, "total CPU allocation per interval (all placements)", cpuPanel},
 		{FigThroughpt, fmt.Sprintf("offered load and achieved throughput (mean over placements, %d s moving average)", smoothWindow), throughputPanel},
+		{FigPareto, "reserved CPU against violation rate: each controller's mean (large) and placements (small); lower left dominates", paretoPanel},
 	}
 	// Each figure is drawn by its own goroutine into its own file.
 	var eg errgroup.Group
@@ -453,5 +455,50 @@ func throughputPanel(c paired.Combination, runs [][]Series) (*plot.Plot, error) 
 	}
 	p.Y.Min = 0
 	p.Y.Max *= 1.3 // room for the legend
+	return p, nil
+}
+
+// paretoPanel draws every controller's reserved CPU (x, log scale) against
+// its violation rate (y): the mean over placements as a large labelled
+// point and each placement as a small one, so a reader sees at once who
+// dominates whom (lower and further left is better on both).
+func paretoPanel(c paired.Combination, _ [][]Series) (*plot.Plot, error) {
+	p := newPanel("reserved CPU (millicores, log scale)", "violation rate (% of intervals)")
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Min = 0
+	lo, hi := math.Inf(1), 0.0
+	for k, cs := range c.Controllers {
+		pts := make(plotter.XYs, 0, len(cs.PerRun))
+		for _, rv := range cs.PerRun {
+			x := max(float64(rv.ReservedCPU), 1)
+			pts = append(pts, plotter.XY{X: x, Y: 100 * float64(rv.ViolationRate)})
+			lo, hi = min(lo, x), max(hi, x)
+		}
+		if len(pts) > 0 {
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return nil, err
+			}
+			sc.Color = lighten(colour(k))
+			sc.Shape = draw.CircleGlyph{}
+			sc.Radius = vg.Points(2)
+			p.Add(sc)
+		}
+		mean := plotter.XYs{{X: max(float64(cs.MeanReservedCPU), 1), Y: 100 * float64(cs.ViolationRateMean)}}
+		m, err := plotter.NewScatter(mean)
+		if err != nil {
+			return nil, err
+		}
+		m.Color = colour(k)
+		m.Shape = draw.CircleGlyph{}
+		m.Radius = vg.Points(5)
+		p.Add(m)
+		p.Legend.Add(cs.Controller, m)
+	}
+	if hi > 0 {
+		p.X.Min, p.X.Max = lo/1.5, hi*1.5
+	}
+	p.Legend.Top = true
 	return p, nil
 }

@@ -215,6 +215,7 @@ func Markdown(sum paired.Summary, figures []string) []byte {
 			FigViolation: "Violation rate: mean (bar), placements (points), 95% bootstrap CI (whiskers)",
 			FigCPU:       "Distribution of the total CPU allocation over all intervals and placements",
 			FigThroughpt: "Offered load and achieved throughput, pointwise mean over placements",
+			FigPareto:    "Reserved CPU against violation rate for every controller: lower left dominates",
 		}
 		for _, f := range figures {
 			pf("![%s](%s)\n\n*%s.*\n\n", captions[f], f, captions[f])
