@@ -131,6 +131,11 @@ type Config struct {
 	// Physics holds the stochastic and real-system options (zero: the
 	// deterministic physics; ScenarioPhysics gives the presets).
 	Physics Physics
+	// Randomize, if not nil, draws some of the physics anew at every
+	// Reset (domain randomisation; PhysicsRanges). Physics must then be
+	// stochastic (its tracer on), so that every draw runs on the same
+	// core.
+	Randomize *PhysicsRanges
 
 	// Mode selects the simulator core (Fluid by default).
 	Mode Mode
@@ -197,6 +202,14 @@ func (c *Config) validate() error {
 	}
 	if err := c.Physics.validate(max(c.Steps, 1)); err != nil {
 		return err
+	}
+	if r := c.Randomize; r != nil {
+		if err := r.validate(max(c.Steps, 1)); err != nil {
+			return err
+		}
+		if !newPhysicsRun(c.Physics, 0, 1).tracing {
+			return fmt.Errorf("env: physics ranges need stochastic base physics (arrivals, rate, service, CFS or jitter on)")
+		}
 	}
 	if m := c.Migration; !(m.LocalStateUS >= 0) || !(m.RemoteStateUS >= 0) || math.IsInf(m.LocalStateUS+m.RemoteStateUS, 0) || m.extraUS() < 0 {
 		return fmt.Errorf("env: state access costs %v µs local, %v µs remote: want finite, ≥ 0, remote ≥ local", m.LocalStateUS, m.RemoteStateUS)

@@ -121,6 +121,7 @@ type Env struct {
 	desired, pend   []float64
 	pendHead, pendN int
 	ph              *physicsRun
+	phys            Physics // the episode's physics (Config.Physics or its draw)
 	st              stepStats
 	obs             Observation
 	info            Info
@@ -180,7 +181,14 @@ func New(cfg Config) (*Env, error) {
 	e.taskGain, e.gain = reach(e.cfg.App, e.topo.order)
 	mk := func() []float64 { return make([]float64, e.n) }
 	e.alloc, e.req, e.next, e.desired = mk(), mk(), mk(), mk()
-	e.pend = make([]float64, e.n*cfg.Physics.ActuationDelaySteps)
+	maxDelay := cfg.Physics.ActuationDelaySteps
+	if cfg.Randomize != nil {
+		cfg.Randomize = new(*cfg.Randomize)
+		e.cfg.Randomize = cfg.Randomize
+		maxDelay = max(maxDelay, cfg.Randomize.ActuationDelaySteps[1])
+	}
+	e.phys = cfg.Physics
+	e.pend = make([]float64, e.n*maxDelay)
 	e.prevQueue, e.util, e.changed = mk(), mk(), mk()
 	e.raw, e.met = make([]float64, metricWidth(e.n)), newMetrics(cfg.Physics, e.n)
 	e.press, e.pressNow = make([]taskPressure, e.n), make([]taskPressure, e.n)
@@ -253,6 +261,7 @@ func (e *Env) Reset(seed uint64) (Observation, Info, error) {
 		e.replanned = false
 	}
 	e.migration = Migration{}
+	e.randomize(seed)
 	e.ph.reset(seed)
 	e.core.reset()
 	e.pendHead, e.pendN = 0, 0
@@ -679,7 +688,7 @@ func (e *Env) setCore(c simCore) {
 // Physics.ActuationDelaySteps steps ago (the current allocation until the
 // first one arrives).
 func (e *Env) actuate(next []float64) {
-	d := e.cfg.Physics.ActuationDelaySteps
+	d := e.phys.ActuationDelaySteps
 	if d == 0 {
 		return
 	}

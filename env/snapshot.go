@@ -144,6 +144,11 @@ func (e *Env) MarshalBinary() ([]byte, error) {
 // allocation and the actuation queue, the random streams, the servers'
 // capacity factors and the tracer's workload processes.
 func (e *Env) writePhysics(w *enc, f *fluid) error {
+	if e.cfg.Randomize != nil { // the episode's draw
+		p := e.phys
+		w.f(p.ServiceCV, p.RateCV, p.CapacityJitter, p.MetricNoise)
+		w.i(p.ActuationDelaySteps)
+	}
 	w.f(e.desired...)
 	w.i(e.pendHead, e.pendN)
 	w.f(e.pend...)
@@ -169,6 +174,7 @@ type physicsState struct {
 	desired, pend, speed []float64
 	head, count          int
 	srcs                 [4][]byte
+	phys                 Physics // the episode's physics
 	v, used              []float64
 }
 
@@ -180,6 +186,18 @@ func (e *Env) readPhysics(d *dec, f *fluid) (physicsState, error) {
 			x[i] = d.f()
 		}
 		return x
+	}
+	ps.phys = e.phys
+	if r := e.cfg.Randomize; r != nil {
+		p := e.cfg.Physics
+		p.ServiceCV, p.RateCV, p.CapacityJitter, p.MetricNoise = d.f(), d.f(), d.f(), d.f()
+		p.ActuationDelaySteps = d.i()
+		in := func(x float64, v [2]float64) bool { return x >= v[0] && x <= v[1] }
+		if d.err != nil || !in(p.ServiceCV, r.ServiceCV) || !in(p.RateCV, r.RateCV) || !in(p.CapacityJitter, r.CapacityJitter) ||
+			!in(p.MetricNoise, r.MetricNoise) || p.ActuationDelaySteps < r.ActuationDelaySteps[0] || p.ActuationDelaySteps > r.ActuationDelaySteps[1] {
+			return ps, fmt.Errorf("%w: episode physics outside the ranges", ErrSnapshot)
+		}
+		ps.phys = p
 	}
 	ps.desired = read(e.n)
 	ps.head, ps.count = d.i(), d.i()
@@ -208,7 +226,7 @@ func (e *Env) readPhysics(d *dec, f *fluid) (physicsState, error) {
 	if d.err != nil {
 		return ps, fmt.Errorf("%w: %w", ErrSnapshot, d.err)
 	}
-	dl := e.cfg.Physics.ActuationDelaySteps
+	dl := ps.phys.ActuationDelaySteps
 	if ps.head < 0 || ps.count < 0 || (dl > 0 && (ps.head >= dl || ps.count > dl)) || (dl == 0 && (ps.head != 0 || ps.count != 0)) {
 		return ps, fmt.Errorf("%w: actuation queue %d+%d of %d", ErrSnapshot, ps.head, ps.count, dl)
 	}
@@ -224,6 +242,9 @@ func (e *Env) readPhysics(d *dec, f *fluid) (physicsState, error) {
 
 // commitPhysics installs a decoded physics state.
 func (e *Env) commitPhysics(ps physicsState, f *fluid) {
+	if e.cfg.Randomize != nil {
+		e.setPhysics(ps.phys)
+	}
 	copy(e.desired, ps.desired)
 	copy(e.pend, ps.pend)
 	e.pendHead, e.pendN = ps.head, ps.count

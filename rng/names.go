@@ -20,6 +20,9 @@ const (
 	EnvService  = "env/service"
 	EnvJitter   = "env/jitter"
 	EnvMetrics  = "env/metrics"
+	// EnvDomain draws an episode's physics from Config.Randomize (domain
+	// randomisation; seed: the seed passed to Env.Reset).
+	EnvDomain = "env/domain"
 	// EnvVec + "<i>/<episode>" gives the Reset seed of one episode of
 	// environment i of a vector (seed: the vector's base seed).
 	EnvVec = "env/vec/"
