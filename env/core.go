@@ -41,7 +41,19 @@ type simCore interface {
 func (f *fluid) collect(st *stepStats) {
 	T := f.now
 	st.emitted, st.sinkEvents = f.emitted, f.sinkEvents
-	st.mean, st.p95, st.completed = quantileMixture(f.sinkLat, 0.95)
+	if f.tr != nil && f.tr.valid {
+		// The tracer gives the latencies (below); the fluid says only
+		// whether anything reached the sink.
+		st.mean, st.p95, st.completed = 0, 0, false
+		for _, l := range f.sinkLat {
+			if l.w > 0 {
+				st.completed = true
+				break
+			}
+		}
+	} else {
+		st.mean, st.p95, st.completed = quantileMixture(f.sinkLat, 0.95)
+	}
 	st.inFlight = 0
 	st.oldest = math.Inf(1)
 	clear(st.tasks)
