@@ -43,6 +43,8 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	fs.BoolVar(&opts.Resume, "resume", false, "continue from <out>/checkpoint.ckpt")
 	fs.BoolVar(&opts.JSON, "json", false, "print the run summary as JSON on stdout")
 	fs.IntVar(&opts.Workers, "workers", 0, "goroutines per update, 1 or 2 (0: automatic); results are identical")
+	fs.BoolVar(&opts.NormObs, "norm-obs", false, "normalise observations by their running mean and variance (SB3 VecNormalize norm_obs; off in the paper)")
+	fs.BoolVar(&opts.NormReward, "norm-reward", false, "scale rewards by the running std of the discounted return (SB3 VecNormalize norm_reward; off in the paper)")
 	if err := command.Parse(fs, synopsis, args, o); err != nil {
 		return run.Options{}, err
 	}
