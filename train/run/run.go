@@ -42,6 +42,10 @@ type Options struct {
 	Workers     int
 	NormObs     bool // ppo.Config.NormObs (-norm-obs)
 	NormReward  bool // ppo.Config.NormReward (-norm-reward)
+	// EntCoef and ClipRangeVF, when not nil, override ppo.Config's
+	// ent_coef and clip_range_vf (-ent-coef, -clip-range-vf); nil keeps
+	// the environment's default.
+	EntCoef, ClipRangeVF *float64
 }
 
 // Files in the output directory.
@@ -180,6 +184,12 @@ func prepare(o Options) (*setup, error) {
 	}
 	s.cfg.Seed = o.Seed
 	s.cfg.NormObs, s.cfg.NormReward = o.NormObs, o.NormReward
+	if o.EntCoef != nil {
+		s.cfg.EntCoef = *o.EntCoef
+	}
+	if o.ClipRangeVF != nil {
+		s.cfg.ClipRangeVF = *o.ClipRangeVF
+	}
 	if o.Steps > 0 {
 		s.cfg.TotalTimesteps = o.Steps
 	}

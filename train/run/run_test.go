@@ -226,3 +226,24 @@ func interruptThenResume(t *testing.T, o Options) (Options, Summary) {
 	}
 	return part, r
 }
+
+// TestConfigOverrides: -norm-obs, -norm-reward, -ent-coef and
+// -clip-range-vf reach the configuration; unset options keep defaults.
+func TestConfigOverrides(t *testing.T) {
+	s, err := prepare(Options{Env: "cartpole", Out: t.TempDir(), NormObs: true, NormReward: true, EntCoef: ptr(0.01), ClipRangeVF: ptr(0.3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.cfg; !c.NormObs || !c.NormReward || c.EntCoef != 0.01 || c.ClipRangeVF != 0.3 || c.ClipObs != 10 {
+		t.Errorf("config %+v", c)
+	}
+	s, err = prepare(Options{Env: "cartpole", Out: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := CartPoleConfig(); s.cfg.EntCoef != d.EntCoef || s.cfg.ClipRangeVF != d.ClipRangeVF || s.cfg.NormObs {
+		t.Errorf("defaults changed: %+v", s.cfg)
+	}
+}
+
+func ptr(v float64) *float64 { return &v }
