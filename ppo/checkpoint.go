@@ -40,12 +40,19 @@ type checkpointState struct {
 	LastStarts []bool
 	Episodes   []Episode
 	Env        []byte // StatefulVecEnv state; nil when the env has none
+
+	// VecNormalize state (zero when normalisation is off)
+	ObsMean, ObsVar           []float64
+	ObsCount                  float64
+	RetMean, RetVar, RetCount float64
+	Returns                   []float64
 }
 
 // WriteCheckpoint writes everything a run needs to continue at the next
 // iteration: weights, Adam moments and step, the random streams, the
-// last observations and episode window, and the environment's state when
-// it is a StatefulVecEnv. Call it between iterations (e.g. from
+// last observations and episode window, the normalisation statistics and
+// discounted returns, and the environment's state when it is a
+// StatefulVecEnv. Call it between iterations (e.g. from
 // AfterIteration).
 func (t *Trainer) WriteCheckpoint(w io.Writer) error {
 	st := checkpointState{
@@ -54,6 +61,10 @@ func (t *Trainer) WriteCheckpoint(w io.Writer) error {
 		Started: t.started,
 		Theta:   t.theta, AdamM: t.opt.m, AdamV: t.opt.v, AdamStep: t.opt.step,
 		LastObs: t.lastObs, LastStarts: t.lastStarts, Episodes: t.episodes,
+		RetMean: t.norm.ret.Mean[0], RetVar: t.norm.ret.Var[0], RetCount: t.norm.ret.Count, Returns: t.norm.returns,
+	}
+	if o := t.norm.obs; o != nil {
+		st.ObsMean, st.ObsVar, st.ObsCount = o.Mean, o.Var, o.Count
 	}
 	var err error
 	if st.Shuffle, err = t.shuffleSrc.MarshalBinary(); err != nil {
@@ -109,6 +120,22 @@ func Resume(cfg Config, env VecEnv, opts Options, r io.Reader) (*Trainer, error)
 		return nil, fmt.Errorf("%w: rollout state has the wrong size", ErrCorruptCheckpoint)
 	case st.Iteration < 0 || st.Iteration > cfg.Iterations():
 		return nil, fmt.Errorf("%w: iteration %d outside [0, %d]", ErrCorruptCheckpoint, st.Iteration, cfg.Iterations())
+	case t.norm.active() && len(st.Returns) != cfg.NumEnvs:
+		return nil, fmt.Errorf("%w: normalisation state has the wrong size", ErrCorruptCheckpoint)
+	case t.norm.obs != nil && (len(st.ObsMean) != a.Obs || len(st.ObsVar) != a.Obs):
+		return nil, fmt.Errorf("%w: observation statistics have the wrong size", ErrCorruptCheckpoint)
+	}
+	if t.norm.active() {
+		t.norm.ret.Mean[0], t.norm.ret.Var[0], t.norm.ret.Count = st.RetMean, st.RetVar, st.RetCount
+		copy(t.norm.returns, st.Returns)
+		if o := t.norm.obs; o != nil {
+			copy(o.Mean, st.ObsMean)
+			copy(o.Var, st.ObsVar)
+			o.Count = st.ObsCount
+		}
+		if err := t.syncNorm(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrCorruptCheckpoint, err)
+		}
 	}
 	copy(t.theta, st.Theta) // the graphs and policy view t.theta
 	t.policy.WeightsChanged()
@@ -138,6 +165,10 @@ func Resume(cfg Config, env VecEnv, opts Options, r io.Reader) (*Trainer, error)
 	}
 	if err := env.Reset(rng.Derive(cfg.Seed, rng.PPOResume+strconv.Itoa(st.Timesteps)), t.lastObs); err != nil {
 		return nil, fmt.Errorf("ppo: resetting environment: %w", err)
+	}
+	t.norm.reset(t.lastObs) // VecNormalize.reset: statistics updated, returns zeroed
+	if err := t.syncNorm(); err != nil {
+		return nil, err
 	}
 	for i := range t.lastStarts {
 		t.lastStarts[i] = true

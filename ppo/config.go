@@ -33,23 +33,50 @@ func (s Schedule) At(p float64) float64 { return s.End + (s.Start-s.End)*p }
 // Config holds every PPO hyperparameter (Stable-Baselines3 names in
 // brackets). DefaultConfig returns the paper's configuration.
 type Config struct {
-	TotalTimesteps int      `json:"total_timesteps"`     // env steps to collect, rounded up to whole iterations [total_timesteps] (500,000)
-	NumEnvs        int      `json:"n_envs"`              // environments stepped together [n_envs] (14)
-	NumSteps       int      `json:"n_steps"`             // steps per environment per rollout [n_steps] (2048)
-	BatchSize      int      `json:"batch_size"`          // minibatch size; the last minibatch of an epoch may be smaller [batch_size] (256)
-	Epochs         int      `json:"n_epochs"`            // passes over each rollout [n_epochs] (20)
-	Gamma          float64  `json:"gamma"`               // discount factor γ [gamma] (0.995)
-	Lambda         float64  `json:"gae_lambda"`          // GAE λ [gae_lambda] (0.95)
-	LearningRate   Schedule `json:"learning_rate"`       // Adam step size [learning_rate] (3e-4 constant)
-	ClipRange      Schedule `json:"clip_range"`          // policy ratio clip ε [clip_range] (0.2 constant)
-	ClipRangeVF    float64  `json:"clip_range_vf"`       // value clip around the rollout value; 0 disables (SB3's None) [clip_range_vf] (0.2)
-	EntCoef        float64  `json:"ent_coef"`            // entropy bonus weight [ent_coef] (0.05)
-	VFCoef         float64  `json:"vf_coef"`             // value loss weight [vf_coef] (0.5)
-	MaxGradNorm    float64  `json:"max_grad_norm"`       // global L2 norm gradients are clipped to [max_grad_norm] (0.5)
-	NormalizeAdv   bool     `json:"normalize_advantage"` // per-minibatch advantage normalisation [normalize_advantage] (true)
-	AdamEps        float64  `json:"adam_eps"`            // Adam ε; SB3 overrides PyTorch's 1e-8 [optimizer_kwargs.eps] (1e-5)
-	Hidden         []int    `json:"net_arch"`            // hidden layer widths of both the actor and the critic MLP, tanh [net_arch] ([64 64])
-	Seed           uint64   `json:"seed"`                // root seed of every random stream [seed] (284572)
+	TotalTimesteps int      `json:"total_timesteps"`       // env steps to collect, rounded up to whole iterations [total_timesteps] (500,000)
+	NumEnvs        int      `json:"n_envs"`                // environments stepped together [n_envs] (14)
+	NumSteps       int      `json:"n_steps"`               // steps per environment per rollout [n_steps] (2048)
+	BatchSize      int      `json:"batch_size"`            // minibatch size; the last minibatch of an epoch may be smaller [batch_size] (256)
+	Epochs         int      `json:"n_epochs"`              // passes over each rollout [n_epochs] (20)
+	Gamma          float64  `json:"gamma"`                 // discount factor γ [gamma] (0.995)
+	Lambda         float64  `json:"gae_lambda"`            // GAE λ [gae_lambda] (0.95)
+	LearningRate   Schedule `json:"learning_rate"`         // Adam step size [learning_rate] (3e-4 constant)
+	ClipRange      Schedule `json:"clip_range"`            // policy ratio clip ε [clip_range] (0.2 constant)
+	ClipRangeVF    float64  `json:"clip_range_vf"`         // value clip around the rollout value; 0 disables (SB3's None) [clip_range_vf] (0.2)
+	EntCoef        float64  `json:"ent_coef"`              // entropy bonus weight [ent_coef] (0.05)
+	VFCoef         float64  `json:"vf_coef"`               // value loss weight [vf_coef] (0.5)
+	MaxGradNorm    float64  `json:"max_grad_norm"`         // global L2 norm gradients are clipped to [max_grad_norm] (0.5)
+	NormalizeAdv   bool     `json:"normalize_advantage"`   // per-minibatch advantage normalisation [normalize_advantage] (true)
+	AdamEps        float64  `json:"adam_eps"`              // Adam ε; SB3 overrides PyTorch's 1e-8 [optimizer_kwargs.eps] (1e-5)
+	Hidden         []int    `json:"net_arch"`              // hidden layer widths of both the actor and the critic MLP, tanh [net_arch] ([64 64])
+	Seed           uint64   `json:"seed"`                  // root seed of every random stream [seed] (284572)
+	NormObs        bool     `json:"norm_obs,omitempty"`    // normalise observations by running mean/variance, as VecNormalize [norm_obs] (false: the paper has none)
+	NormReward     bool     `json:"norm_reward,omitempty"` // scale rewards by the running std of the γ-discounted return, as VecNormalize [norm_reward] (false)
+	ClipObs        float64  `json:"clip_obs,omitempty"`    // bound of a normalised observation, in standard deviations; used with NormObs [clip_obs] (10)
+	ClipReward     float64  `json:"clip_reward,omitempty"` // bound of a scaled reward; used with NormReward [clip_reward] (10)
+}
+
+// NormEpsilon is VecNormalize's epsilon, added to a variance under the
+// square root; RunningMeanStd starts its count at normCount0.
+const (
+	NormEpsilon = 1e-8
+	normCount0  = 1e-4
+)
+
+// MarshalJSON encodes c with SB3's names. ClipObs and ClipReward are left
+// out when the normalisation they bound is off, and NormObs and NormReward
+// when false, so the hash of a configuration without normalisation (the
+// paper's) is what it was before these options existed.
+func (c Config) MarshalJSON() ([]byte, error) {
+	type plain Config
+	p := plain(c)
+	if !p.NormObs {
+		p.ClipObs = 0
+	}
+	if !p.NormReward {
+		p.ClipReward = 0
+	}
+	return json.Marshal(p)
 }
 
 // DefaultConfig returns the configuration used in the paper.
@@ -72,6 +99,8 @@ func DefaultConfig() Config {
 		AdamEps:        1e-5,
 		Hidden:         []int{64, 64},
 		Seed:           284572,
+		ClipObs:        10,
+		ClipReward:     10,
 	}
 }
 
@@ -137,6 +166,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ppo: max grad norm must be positive, got %v", c.MaxGradNorm)
 	case bad(c.AdamEps) || c.AdamEps <= 0:
 		return fmt.Errorf("ppo: adam eps must be positive, got %v", c.AdamEps)
+	case c.NormObs && (bad(c.ClipObs) || c.ClipObs <= 0):
+		return fmt.Errorf("ppo: clip_obs must be positive with norm_obs, got %v", c.ClipObs)
+	case c.NormReward && (bad(c.ClipReward) || c.ClipReward <= 0):
+		return fmt.Errorf("ppo: clip_reward must be positive with norm_reward, got %v", c.ClipReward)
 	case len(c.Hidden) == 0:
 		return fmt.Errorf("ppo: net_arch needs at least one hidden layer")
 	}

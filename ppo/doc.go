@@ -13,8 +13,24 @@
 // Config in a policy.Card.
 //
 // The algorithm reads top to bottom in trainer.go: Learn → collect
-// (rollout, truncation bootstrap, gae) → update (epochs of shuffled
-// minibatches) → minibatch (loss graph, clip, Adam).
+// (rollout, normalisation, truncation bootstrap, gae) → update (epochs of
+// shuffled minibatches) → minibatch (loss graph, clip, Adam).
+//
+// # Normalisation
+//
+// Config.NormObs and Config.NormReward (off by default: the paper trains
+// on raw observations and rewards) reproduce SB3's VecNormalize in
+// training mode around the VecEnv (normalize.go): RunningMeanStd (count
+// from 1e-4, parallel-variance merge of each batch of N observations after
+// reset and after every step), observations normalised as
+// clip((x − μ)/√(σ² + 1e-8), ±ClipObs), rewards divided by √(var + 1e-8)
+// of the running γ-discounted return (reset where an episode ends) and
+// clipped to ±ClipReward, the truncation bootstrap added to the scaled
+// reward with the final observation normalised by the step's statistics.
+// The policy applies the observation statistics itself
+// (policy.Normalization): the trainer hands them to it after each update,
+// a Policy snapshot and a saved artifact carry them frozen, and the
+// checkpoint holds them with the per-env returns.
 //
 // # Numerics
 //

@@ -18,6 +18,15 @@ type Stats struct {
 	LearningRate       float64 // train/learning_rate
 	ClipRange          float64 // train/clip_range
 	GradientSteps      int     // Adam steps so far (not an SB3 metric; not in Metrics)
+	// EntropyFraction is the update's mean entropy as a share of its
+	// maximum Σ_d log nvec_d: −EntropyLoss / Σ log nvec (1 = uniform).
+	// train/entropy_fraction, not an SB3 metric.
+	EntropyFraction float64
+	// ChosenActionProb is the mean over the rollout of exp(log π(a|s)/D),
+	// the geometric mean of the sampled action's D per-dimension
+	// probabilities (1/nvec for a uniform policy). rollout/chosen_action_prob,
+	// not an SB3 metric.
+	ChosenActionProb float64
 }
 
 // Metric is one named value of a log row.
@@ -28,9 +37,9 @@ type Metric struct {
 
 // MetricNames lists the logged names in the order Metrics returns them.
 var MetricNames = []string{
-	"rollout/ep_len_mean", "rollout/ep_rew_mean",
+	"rollout/chosen_action_prob", "rollout/ep_len_mean", "rollout/ep_rew_mean",
 	"time/fps", "time/iterations", "time/total_timesteps",
-	"train/approx_kl", "train/clip_fraction", "train/clip_range", "train/entropy_loss",
+	"train/approx_kl", "train/clip_fraction", "train/clip_range", "train/entropy_fraction", "train/entropy_loss",
 	"train/explained_variance", "train/learning_rate", "train/loss", "train/n_updates",
 	"train/policy_gradient_loss", "train/value_loss",
 }
@@ -38,9 +47,9 @@ var MetricNames = []string{
 // Metrics returns the row under SB3's names, in MetricNames order.
 func (s Stats) Metrics() []Metric {
 	v := []float64{
-		s.EpLenMean, s.EpRewMean,
+		s.ChosenActionProb, s.EpLenMean, s.EpRewMean,
 		s.FPS, float64(s.Iteration), float64(s.Timesteps),
-		s.ApproxKL, s.ClipFraction, s.ClipRange, s.EntropyLoss,
+		s.ApproxKL, s.ClipFraction, s.ClipRange, s.EntropyFraction, s.EntropyLoss,
 		s.ExplainedVariance, s.LearningRate, s.Loss, float64(s.NUpdates),
 		s.PolicyGradientLoss, s.ValueLoss,
 	}

@@ -59,6 +59,8 @@ type Trainer struct {
 	lastStarts                              []bool
 	episodes                                []Episode // the last epWindow, oldest first
 
+	norm *normalizer // VecNormalize's running statistics
+
 	buf  *rollout
 	res  *StepResult
 	perm []int
@@ -108,6 +110,7 @@ func New(cfg Config, env VecEnv, opts Options) (*Trainer, error) {
 	t.shuffle, t.action = rand.New(t.shuffleSrc), rand.New(t.actionSrc)
 
 	n, d := cfg.NumEnvs, len(a.Nvec)
+	t.norm = newNormalizer(cfg, a.Obs)
 	t.buf = newRollout(cfg.NumSteps, n, a.Obs, d)
 	t.res = NewStepResult(n, a.Obs)
 	t.lastObs = make([]float64, n*a.Obs)
@@ -144,6 +147,10 @@ func (t *Trainer) Learn(ctx context.Context) error {
 		// first observation starts an episode.
 		if err := t.env.Reset(t.cfg.Seed, t.lastObs); err != nil {
 			return fmt.Errorf("ppo: resetting environment: %w", err)
+		}
+		t.norm.reset(t.lastObs)
+		if err := t.syncNorm(); err != nil {
+			return err
 		}
 		for i := range t.lastStarts {
 			t.lastStarts[i] = true
@@ -189,13 +196,29 @@ func (t *Trainer) Learn(ctx context.Context) error {
 	return nil
 }
 
+// syncNorm hands the policy the normaliser's current statistics.
+func (t *Trainer) syncNorm() error {
+	if !t.norm.active() {
+		return nil
+	}
+	if err := t.policy.SetNormalization(t.norm.state()); err != nil {
+		return fmt.Errorf("ppo: normalization: %w", err)
+	}
+	return nil
+}
+
 // collect fills the rollout buffer (SB3's collect_rollouts): one batched
-// policy evaluation per step, truncation bootstrapped as
-// r ← r + γ·V(final observation), then GAE over the buffer.
+// policy evaluation per step, rewards and statistics through the
+// normaliser (VecNormalize) when it is on, truncation bootstrapped as
+// r ← r + γ·V(final observation) on the (scaled) reward with the final
+// observation normalised by the step's statistics, then GAE over the
+// buffer. The buffer stores the observations as the policy saw them.
 func (t *Trainer) collect() error {
 	cfg, a, b := t.cfg, t.arch, t.buf
 	n, d := cfg.NumEnvs, len(a.Nvec)
 	for step := range cfg.NumSteps {
+		base := step * n
+		t.policy.NormalizeObs(b.observations[base*a.Obs:(base+n)*a.Obs], t.lastObs)
 		if err := t.policy.Step(t.lastObs, false, t.action, t.acts, t.vals, t.lps); err != nil {
 			return fmt.Errorf("ppo: policy at step %d: %w", t.timesteps, err)
 		}
@@ -206,6 +229,12 @@ func (t *Trainer) collect() error {
 		if err := t.res.check(n, a.Obs); err != nil {
 			return err
 		}
+		if t.norm.active() {
+			t.norm.step(t.res)
+			if err := t.syncNorm(); err != nil {
+				return err
+			}
+		}
 		t.timesteps += n
 		for _, ep := range t.res.Episodes {
 			t.episodes = append(t.episodes, ep)
@@ -215,10 +244,6 @@ func (t *Trainer) collect() error {
 		}
 		if err := t.bootstrap(); err != nil {
 			return err
-		}
-		base := step * n
-		for i, v := range t.lastObs {
-			b.observations[base*a.Obs+i] = float32(v)
 		}
 		copy(b.actions[base*d:(base+n)*d], t.acts)
 		copy(b.rewards[base:base+n], t.res.Rewards)
@@ -335,6 +360,8 @@ func (t *Trainer) update(progress float64) (Stats, error) {
 		ValueLoss:          vfSum / float64(nMinibatch),
 		Loss:               loss,
 		ExplainedVariance:  explainedVariance(b.values, b.returns),
+		EntropyFraction:    -entSum / float64(nMinibatch) / t.arch.MaxEntropy(),
+		ChosenActionProb:   chosenActionProb(b.logps, len(t.arch.Nvec)),
 		LearningRate:       lr,
 		ClipRange:          clip,
 	}, nil
@@ -413,4 +440,15 @@ func (t *Trainer) fill(g *lossGraph[float32], idx []int, clip float64) {
 		g.oldV[k] = float32(b.values[r])
 	}
 	g.setClip(clip, cfg.ClipRangeVF)
+}
+
+// chosenActionProb is the mean over the rollout of exp(log π(a|s)/D): the
+// geometric mean of the D per-dimension probabilities of the sampled
+// action.
+func chosenActionProb(logps []float64, dims int) float64 {
+	var s float64
+	for _, lp := range logps {
+		s += math.Exp(lp / float64(dims))
+	}
+	return s / float64(len(logps))
 }

@@ -111,9 +111,19 @@ func TestTrainDeterministic(t *testing.T) {
 }
 
 // TestResumeBitwise: 3 iterations, checkpoint, resume for the rest ends
-// with the same bits as 6 uninterrupted iterations.
+// with the same bits as 6 uninterrupted iterations, with and without
+// VecNormalize's statistics.
 func TestResumeBitwise(t *testing.T) {
-	cfg := smallConfig(3)
+	for _, norm := range []bool{false, true} {
+		t.Run(fmt.Sprintf("norm=%v", norm), func(t *testing.T) {
+			cfg := smallConfig(3)
+			cfg.NormObs, cfg.NormReward = norm, norm
+			testResumeBitwise(t, cfg)
+		})
+	}
+}
+
+func testResumeBitwise(t *testing.T, cfg Config) {
 	full, _ := train(t, cfg, 1)
 
 	var ckpt bytes.Buffer
@@ -146,6 +156,12 @@ func TestResumeBitwise(t *testing.T) {
 	}
 	if !sameBits(full.theta, res.theta) || !sameBits(full.opt.m, res.opt.m) {
 		t.Error("resumed run differs from the uninterrupted one")
+	}
+	if fmt.Sprint(full.norm.state()) != fmt.Sprint(res.norm.state()) || fmt.Sprint(full.norm.returns) != fmt.Sprint(res.norm.returns) {
+		t.Errorf("normalisation state differs: %v vs %v", full.norm.state(), res.norm.state())
+	}
+	if cfg.NormObs && full.Policy().Normalization() == nil {
+		t.Error("policy snapshot has no statistics")
 	}
 
 	// A flipped byte is refused; so is another config.

@@ -35,7 +35,9 @@ const FileName = "policy"
 //	critic.2.weight [h2, h1]     critic.2.bias [h2]
 //	critic.4.weight [1, h2]      critic.4.bias [1]
 //
-// all F32 (with other net_arch the indices continue 0, 2, 4, …).
+// all F32 (with other net_arch the indices continue 0, 2, 4, …). A policy
+// trained with observation normalisation (Card.Normalization.NormObs) also
+// has the F64 tensors obs_rms.mean [obs] and obs_rms.var [obs].
 
 // Card is the JSON sidecar of a saved policy.
 type Card struct {
@@ -60,6 +62,10 @@ type Card struct {
 	GoVersion       string          `json:"go_version"`      // toolchain that trained it
 	WeightsSHA256   string          `json:"weights_sha256"`  // hex SHA-256 of the .safetensors file
 	Tensors         []string        `json:"tensors"`         // tensor names, in file order
+	// Normalization is the VecNormalize state the policy applies (norm_obs,
+	// clip_obs, epsilon, …; the observation statistics are tensors);
+	// absent from cards of policies trained without it.
+	Normalization *Normalization `json:"normalization,omitempty"`
 }
 
 // NetArch returns the hidden layer widths recorded in the card's
@@ -93,6 +99,11 @@ func (p *Policy) Tensors() []safetensors.Tensor {
 			}
 		}
 		ts = append(ts, safetensors.F32(q.Name, []int{q.Cols, q.Rows}, t))
+	}
+	if p.norm != nil && p.norm.NormObs {
+		ts = append(ts,
+			safetensors.F64(ObsMeanTensor, []int{p.arch.Obs}, p.norm.ObsMean),
+			safetensors.F64(ObsVarTensor, []int{p.arch.Obs}, p.norm.ObsVar))
 	}
 	return ts
 }
@@ -142,8 +153,28 @@ func Load(weights []byte, card *Card) (*Policy, error) {
 	for _, t := range ts {
 		byName[t.Name] = t
 	}
-	if len(byName) != len(a.Params) {
-		return nil, fmt.Errorf("%w: file has %d tensors, layout needs %d", ErrMismatch, len(byName), len(a.Params))
+	want := len(a.Params)
+	norm := card.Normalization.clone()
+	if norm != nil && norm.NormObs {
+		want += 2
+		for _, st := range []struct {
+			name string
+			dst  *[]float64
+		}{{ObsMeanTensor, &norm.ObsMean}, {ObsVarTensor, &norm.ObsVar}} {
+			t, ok := byName[st.name]
+			if !ok {
+				return nil, fmt.Errorf("%w: tensor %s is missing", ErrMismatch, st.name)
+			}
+			if !slices.Equal(t.Shape, []int{obs}) {
+				return nil, fmt.Errorf("%w: tensor %s has shape %v, want [%d]", ErrMismatch, st.name, t.Shape, obs)
+			}
+			if *st.dst, err = t.Float64s(); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrMismatch, err)
+			}
+		}
+	}
+	if len(byName) != want {
+		return nil, fmt.Errorf("%w: file has %d tensors, layout needs %d", ErrMismatch, len(byName), want)
 	}
 	theta := make([]float32, a.Size)
 	for _, q := range a.Params {
@@ -173,7 +204,13 @@ func Load(weights []byte, card *Card) (*Policy, error) {
 			}
 		}
 	}
-	return newPolicy(a, theta), nil
+	p := newPolicy(a, theta)
+	if norm != nil {
+		if err := p.SetNormalization(norm); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrMismatch, err)
+		}
+	}
+	return p, nil
 }
 
 // flatSize checks a card's observation layout and returns its flat size.

@@ -22,6 +22,7 @@ type Controller struct {
 	rng           *rand.Rand
 	flat          []float64
 	act           []int
+	value         float64
 }
 
 var _ agents.Controller = (*Controller)(nil)
@@ -67,8 +68,15 @@ func (c *Controller) Act(obs env.Observation) (env.Action, error) {
 	if !c.deterministic && c.rng == nil {
 		return env.Action{}, fmt.Errorf("policy: controller must be Reset before sampling")
 	}
-	if _, err := c.p.Act(c.flat, c.deterministic, c.rng, c.act); err != nil {
+	v, err := c.p.Act(c.flat, c.deterministic, c.rng, c.act)
+	if err != nil {
 		return env.Action{}, err
 	}
+	c.value = v
 	return env.Action{Choices: slices.Clone(c.act)}, nil
 }
+
+// Value is the critic's value of the observation of the last Act, in the
+// policy's units (Normalization.RewardScale converts them to the
+// environment's); 0 before the first.
+func (c *Controller) Value() float64 { return c.value }

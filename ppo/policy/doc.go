@@ -8,7 +8,10 @@
 // recorded, seed, config hash, commit, Go version, weights SHA-256) —
 // with Read, Load and Policy.WriteSafetensors; inference (Policy: Step,
 // Act, Values, Evaluate, the per-dimension log-softmax of a MultiDiscrete
-// head); and Controller.
+// head); the frozen VecNormalize statistics a policy trained with
+// normalisation applies to every raw observation on entry (Normalization:
+// card fields plus the F64 tensors obs_rms.mean and obs_rms.var; a policy
+// without them behaves as before they existed); and Controller.
 //
 // # Numerics
 //

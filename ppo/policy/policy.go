@@ -29,6 +29,9 @@ type Policy struct {
 	packed []*sgemm.Packed // per net and layer (net·layers + l); nil when stale
 	direct bool            // multiply through sgemm.Gemm, repacking every call (the reference path)
 
+	norm *Normalization // VecNormalize statistics applied on entry; nil: none
+	std  []float64      // √(ObsVar + Epsilon) of norm
+
 	// scratch, grown on demand
 	x, h, h2, out []float32
 	logp          []float32
@@ -63,10 +66,14 @@ func newPolicy(a *nn.Arch, theta []float32) *Policy {
 // modify p and may be called concurrently.
 func (p *Policy) Clone() *Policy {
 	theta := append([]float32(nil), p.theta...)
+	var c *Policy
 	if p.packed == nil {
-		return newPolicy(p.arch, theta)
+		c = newPolicy(p.arch, theta)
+	} else {
+		c = &Policy{arch: p.arch, theta: theta, packed: p.packed}
 	}
-	return &Policy{arch: p.arch, theta: theta, packed: p.packed}
+	c.norm, c.std = p.norm.clone(), append([]float64(nil), p.std...)
+	return c
 }
 
 // pack packs every layer's weights into a new slice (never into the old
@@ -149,11 +156,10 @@ func (p *Policy) forward(net, n int) []float32 {
 	return out
 }
 
+// load converts (and, with statistics, normalises) the raw batch into p.x.
 func (p *Policy) load(obs []float64, n int) {
 	p.x = growF(p.x, n*p.arch.Obs)
-	for i, v := range obs {
-		p.x[i] = float32(v)
-	}
+	p.NormalizeObs(p.x, obs)
 }
 
 // logits runs the actor on the loaded batch and leaves the per-dimension

@@ -56,6 +56,27 @@ func (t Tensor) Float32s() ([]float32, error) {
 	return v, nil
 }
 
+// F64 returns a float64 tensor of the given shape.
+func F64(name string, shape []int, v []float64) Tensor {
+	b := make([]byte, 8*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(x))
+	}
+	return Tensor{Name: name, DType: "F64", Shape: append([]int(nil), shape...), Data: b}
+}
+
+// Float64s decodes an F64 tensor's data.
+func (t Tensor) Float64s() ([]float64, error) {
+	if t.DType != "F64" {
+		return nil, fmt.Errorf("safetensors: tensor %q is %s, want F64", t.Name, t.DType)
+	}
+	v := make([]float64, len(t.Data)/8)
+	for i := range v {
+		v[i] = math.Float64frombits(binary.LittleEndian.Uint64(t.Data[8*i:]))
+	}
+	return v, nil
+}
+
 type entry struct {
 	DType       string `json:"dtype"`
 	Shape       []int  `json:"shape"`

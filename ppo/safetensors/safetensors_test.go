@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -104,4 +105,29 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestF64RoundTrip: F64 tensors keep every bit; Float32s refuses them.
+func TestF64RoundTrip(t *testing.T) {
+	v := []float64{0, -1.5, math.Pi, math.SmallestNonzeroFloat64, math.MaxFloat64}
+	var buf bytes.Buffer
+	if err := Encode(&buf, []Tensor{F64("obs_rms.mean", []int{5}, v)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ts, _, err := Decode(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ts[0].Float64s()
+	if err != nil || len(got) != len(v) {
+		t.Fatalf("%v, %v", got, err)
+	}
+	for i := range v {
+		if math.Float64bits(got[i]) != math.Float64bits(v[i]) {
+			t.Errorf("element %d: %v, want %v", i, got[i], v[i])
+		}
+	}
+	if _, err := ts[0].Float32s(); err == nil {
+		t.Error("F64 tensor decoded as F32")
+	}
 }

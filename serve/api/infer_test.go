@@ -1,8 +1,11 @@
 package api
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -227,5 +230,98 @@ func TestProbabilities(t *testing.T) {
 		if len(got.Probabilities) != len(p.Nvec()) {
 			t.Fatalf("%d dimensions, want %d", len(got.Probabilities), len(p.Nvec()))
 		}
+	}
+}
+
+// writeNormalized writes a pred fixture policy that carries VecNormalize
+// observation statistics (mean and variance far from 0 and 1, so that
+// normalising matters) as <dir>/<name>.
+func writeNormalized(t *testing.T, dir, name string) {
+	t.Helper()
+	card, err := fixture.Write(dir, name, "pred", 64, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := readPolicy(t, dir, name)
+	rng := rand.New(rand.NewPCG(9, 9))
+	n := &policy.Normalization{NormObs: true, NormReward: true, ClipObs: 10, ClipReward: 10, Epsilon: 1e-8, Gamma: 0.995, ObsCount: 1e5, RetVar: 9, RetCount: 1e5}
+	for range p.ObsSize() {
+		n.ObsMean = append(n.ObsMean, rng.NormFloat64()*100)
+		n.ObsVar = append(n.ObsVar, rng.Float64()*50)
+	}
+	if err := p.SetNormalization(n); err != nil {
+		t.Fatal(err)
+	}
+	var wb bytes.Buffer
+	sha, err := p.WriteSafetensors(&wb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	card.WeightsSHA256, card.Normalization, card.Tensors = sha, p.Normalization(), nil
+	for _, ts := range p.Tensors() {
+		card.Tensors = append(card.Tensors, ts.Name)
+	}
+	slices.Sort(card.Tensors)
+	d := filepath.Join(dir, name)
+	if err := os.WriteFile(filepath.Join(d, policy.FileName+".safetensors"), wb.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, policy.FileName+".json"), mustJSON(t, card), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestActMatchesPolicyNormalized: for a policy with observation
+// statistics, serve's answer on a raw observation equals in-process Act
+// (deterministic, through the combiner, and sampled, like a Controller),
+// and the statistics change the answer.
+func TestActMatchesPolicyNormalized(t *testing.T) {
+	dir := t.TempDir()
+	writeNormalized(t, dir, "pred")
+	s := newTestServer(t, dir, "")
+	p, card := readPolicy(t, dir, "pred")
+	if card.Normalization == nil || p.Normalization() == nil {
+		t.Fatal("fixture lost its statistics")
+	}
+	plain := p.Clone()
+	if err := plain.SetNormalization(nil); err != nil {
+		t.Fatal(err)
+	}
+	differs := false
+	for i, o := range testObservations(t, "pred", card.Spaces, 12) {
+		want := make([]int, len(p.Nvec()))
+		v, err := p.Act(o.Flatten(nil), true, nil, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := do(s, "POST", "/v1/policies/pred/act", mustJSON(t, map[string]any{"observation": toWire(o)}))
+		okStatus(t, w)
+		got := decodeJSON[wireResult](t, w)
+		if !slices.Equal(got.Action, want) || math.Float64bits(got.Value) != math.Float64bits(v) {
+			t.Fatalf("obs %d: got %v %v, want %v %v", i, got.Action, got.Value, want, v)
+		}
+		if pv, _ := plain.Act(o.Flatten(nil), true, nil, make([]int, len(want))); pv != v {
+			differs = true
+		}
+
+		seed := uint64(2000 + i)
+		c, err := policy.NewController(p, card.Spaces)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeterministic(false)
+		c.Reset(seed)
+		ca, err := c.Act(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w = do(s, "POST", "/v1/policies/pred/act", mustJSON(t, map[string]any{"observation": toWire(o), "sample": true, "seed": seed}))
+		okStatus(t, w)
+		if got := decodeJSON[wireResult](t, w); !slices.Equal(got.Action, ca.Choices) || math.Float64bits(got.Value) != math.Float64bits(c.Value()) {
+			t.Fatalf("obs %d seed %d: sampled %v %v, controller %v %v", i, seed, got.Action, got.Value, ca.Choices, c.Value())
+		}
+	}
+	if !differs {
+		t.Error("the statistics never changed the value: the test cannot tell")
 	}
 }

@@ -41,12 +41,25 @@ func TestHelp(t *testing.T) {
 	if code := Main(context.Background(), []string{"-h"}, command.IO{Stdout: &out, Stderr: &errw}); code != 0 {
 		t.Fatalf("-h: exit %d, stderr %q", code, errw.String())
 	}
-	for _, f := range []string{"-env", "-profile", "-scenario", "-seed", "-steps", "-envs", "-out", "-resume", "-json", "-workers"} {
+	for _, f := range []string{"-env", "-profile", "-scenario", "-seed", "-steps", "-envs", "-out", "-resume", "-json", "-workers", "-norm-obs", "-norm-reward", "-ent-coef", "-clip-range-vf"} {
 		if !strings.Contains(out.String(), "  "+f+" ") && !strings.Contains(out.String(), "  "+f+"\n") {
 			t.Errorf("usage does not list %s:\n%s", f, out.String())
 		}
 	}
 	if errw.Len() != 0 {
 		t.Errorf("-h wrote %q to stderr", errw.String())
+	}
+}
+
+// TestNormFlags: -norm-obs and -norm-reward reach the run options, and
+// are off by default (the paper's configuration).
+func TestNormFlags(t *testing.T) {
+	o, err := parse(nil, command.IO{})
+	if err != nil || o.NormObs || o.NormReward || o.EntCoef != nil || o.ClipRangeVF != nil {
+		t.Fatalf("defaults: %+v, %v", o, err)
+	}
+	o, err = parse([]string{"-norm-obs", "-norm-reward", "-ent-coef", "0.01", "-clip-range-vf", "0"}, command.IO{})
+	if err != nil || !o.NormObs || !o.NormReward || *o.EntCoef != 0.01 || *o.ClipRangeVF != 0 {
+		t.Fatalf("flags: %+v, %v", o, err)
 	}
 }

@@ -59,6 +59,7 @@ func formatMetric(v float64) string {
 // ParquetRow is one row of the Parquet progress file; column names are
 // SB3's metric names.
 type ParquetRow struct {
+	ChosenActionProb   float64 `parquet:"rollout/chosen_action_prob"`
 	EpLenMean          float64 `parquet:"rollout/ep_len_mean"`
 	EpRewMean          float64 `parquet:"rollout/ep_rew_mean"`
 	FPS                float64 `parquet:"time/fps"`
@@ -67,6 +68,7 @@ type ParquetRow struct {
 	ApproxKL           float64 `parquet:"train/approx_kl"`
 	ClipFraction       float64 `parquet:"train/clip_fraction"`
 	ClipRange          float64 `parquet:"train/clip_range"`
+	EntropyFraction    float64 `parquet:"train/entropy_fraction"`
 	EntropyLoss        float64 `parquet:"train/entropy_loss"`
 	ExplainedVariance  float64 `parquet:"train/explained_variance"`
 	LearningRate       float64 `parquet:"train/learning_rate"`
@@ -79,10 +81,10 @@ type ParquetRow struct {
 // Row converts s to a ParquetRow.
 func Row(s ppo.Stats) ParquetRow {
 	return ParquetRow{
-		EpLenMean: s.EpLenMean, EpRewMean: s.EpRewMean, FPS: s.FPS,
+		ChosenActionProb: s.ChosenActionProb, EpLenMean: s.EpLenMean, EpRewMean: s.EpRewMean, FPS: s.FPS,
 		Iterations: int64(s.Iteration), TotalTimesteps: int64(s.Timesteps),
 		ApproxKL: s.ApproxKL, ClipFraction: s.ClipFraction, ClipRange: s.ClipRange,
-		EntropyLoss: s.EntropyLoss, ExplainedVariance: s.ExplainedVariance,
+		EntropyFraction: s.EntropyFraction, EntropyLoss: s.EntropyLoss, ExplainedVariance: s.ExplainedVariance,
 		LearningRate: s.LearningRate, Loss: s.Loss, NUpdates: int64(s.NUpdates),
 		PolicyGradientLoss: s.PolicyGradientLoss, ValueLoss: s.ValueLoss,
 	}

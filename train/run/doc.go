@@ -4,6 +4,14 @@
 // streamscale model selection on dev episodes), then saves the policy
 // artifact and a summary. All file I/O of training happens here.
 //
+// -norm-obs and -norm-reward turn on SB3's VecNormalize (ppo.Config
+// NormObs, NormReward); both are recorded in summary.json and the policy
+// card. summary.json also carries learning diagnostics (Summary's
+// comments define them): explained variance over the last quarter and at
+// the end, the final entropy as a share of its maximum, the mean
+// chosen-action probability of the last rollout, and the critic's error
+// against realised discounted returns on the development episodes.
+//
 // The streamscale simulator is plugged in through NewSimulator
 // (streamscale.go): the paper's four training scenarios per profile and
 // held-out development scenarios for model selection. Determinism: everything random derives from the -seed

@@ -40,6 +40,12 @@ type Options struct {
 	Resume      bool
 	JSON        bool
 	Workers     int
+	NormObs     bool // ppo.Config.NormObs (-norm-obs)
+	NormReward  bool // ppo.Config.NormReward (-norm-reward)
+	// EntCoef and ClipRangeVF, when not nil, override ppo.Config's
+	// ent_coef and clip_range_vf (-ent-coef, -clip-range-vf); nil keeps
+	// the environment's default.
+	EntCoef, ClipRangeVF *float64
 }
 
 // Files in the output directory.
@@ -71,6 +77,35 @@ type Summary struct {
 	Commit         string   `json:"commit"`
 	GoVersion      string   `json:"go_version"`
 	Resumed        bool     `json:"resumed"`
+	NormObs        bool     `json:"norm_obs"`    // observations normalised (VecNormalize)
+	NormReward     bool     `json:"norm_reward"` // rewards scaled (VecNormalize)
+
+	// Learning diagnostics, from the progress rows (ppo.Stats) of every
+	// iteration, those of a resumed run's first part included; null when
+	// undefined (NaN).
+	//
+	// ExplainedVarianceLastQuarter is the mean of train/explained_variance
+	// over the last ⌈iterations/4⌉ iterations; ExplainedVarianceFinal is
+	// the last iteration's.
+	ExplainedVarianceLastQuarter *float64 `json:"explained_variance_last_quarter"`
+	ExplainedVarianceFinal       *float64 `json:"explained_variance_final"`
+	// EntropyFractionFinal is the last iteration's mean entropy over its
+	// maximum Σ_d log nvec_d (train/entropy_fraction; 1 = uniform).
+	EntropyFractionFinal *float64 `json:"entropy_fraction_final"`
+	// ChosenActionProbMean is the mean over the last rollout of
+	// exp(log π(a|s)/D): the geometric mean of the sampled action's D
+	// per-dimension probabilities (rollout/chosen_action_prob; 1/nvec for
+	// a uniform policy).
+	ChosenActionProbMean *float64 `json:"chosen_action_prob_mean"`
+	// DevValueRMSE is the root mean square error of the saved policy's
+	// critic V(s_t) against the realised discounted return (γ of the run,
+	// truncation bootstrapped from the critic as in training) over every
+	// step of the development episodes, in the environment's reward units
+	// (values × √(ret_rms.var + ε) with reward normalisation);
+	// DevValueRelativeError is it over the root mean square of the
+	// returns. Streamscale only.
+	DevValueRMSE          *float64 `json:"dev_value_rmse"`
+	DevValueRelativeError *float64 `json:"dev_value_relative_error"`
 }
 
 // setup is everything Run needs, built and checked before any work.
@@ -148,6 +183,13 @@ func prepare(o Options) (*setup, error) {
 		s.cfg = ppo.DefaultConfig()
 	}
 	s.cfg.Seed = o.Seed
+	s.cfg.NormObs, s.cfg.NormReward = o.NormObs, o.NormReward
+	if o.EntCoef != nil {
+		s.cfg.EntCoef = *o.EntCoef
+	}
+	if o.ClipRangeVF != nil {
+		s.cfg.ClipRangeVF = *o.ClipRangeVF
+	}
 	if o.Steps > 0 {
 		s.cfg.TotalTimesteps = o.Steps
 	}
@@ -239,11 +281,15 @@ type run struct {
 	pqLog      *progress.ParquetLogger
 	loggers    ppo.Loggers
 	sel        *selector
+	rows       []ppo.Stats // this process's iterations, for the diagnostics
 }
 
 // Log implements ppo.Logger: every iteration goes to the progress files
 // (and bar).
-func (r *run) Log(st ppo.Stats) error { return r.loggers.Log(st) }
+func (r *run) Log(st ppo.Stats) error {
+	r.rows = append(r.rows, st)
+	return r.loggers.Log(st)
+}
 
 // afterIteration is the trainer's hook: model selection, then the
 // checkpoint. The best policy is saved before the checkpoint that
@@ -375,6 +421,15 @@ func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall floa
 	if wall > 0 {
 		sum.SPS = math.Round(float64(tr.Timesteps()-resumeTimesteps(r.s.cfg, r.resumeIter)) / wall)
 	}
+	sum.NormObs, sum.NormReward = r.s.cfg.NormObs, r.s.cfg.NormReward
+	r.diagnose(&sum)
+	if r.s.sim != nil {
+		rmse, rel, err := devValueError(r.s.sim, pol, r.s.spaces, o.Profile, o.Seed, r.s.cfg.Gamma)
+		if err != nil {
+			return Summary{}, fmt.Errorf("train: value error on dev episodes: %w", err)
+		}
+		sum.DevValueRMSE, sum.DevValueRelativeError = finite(rmse), finite(rel)
+	}
 	if o.Env == "cartpole" {
 		mean, std, err := EvalCartPole(pol, o.Seed, EvalEpisodes)
 		if err != nil {
@@ -405,6 +460,49 @@ func (r *run) report(sum Summary, w io.Writer) error {
 	}
 	_, err := fmt.Fprintln(w, line)
 	return err
+}
+
+// diagnose fills the learning diagnostics from the progress rows (those
+// of the run resumed from first).
+func (r *run) diagnose(sum *Summary) {
+	ev := make([]float64, 0, len(r.prior)+len(r.rows))
+	for _, p := range r.prior {
+		ev = append(ev, p.ExplainedVariance)
+	}
+	for _, st := range r.rows {
+		ev = append(ev, st.ExplainedVariance)
+	}
+	if len(ev) == 0 {
+		return
+	}
+	q := ev[len(ev)-(len(ev)+3)/4:]
+	var s float64
+	var n int
+	for _, v := range q {
+		if !math.IsNaN(v) {
+			s += v
+			n++
+		}
+	}
+	if n > 0 {
+		sum.ExplainedVarianceLastQuarter = finite(s / float64(n))
+	}
+	sum.ExplainedVarianceFinal = finite(ev[len(ev)-1])
+	var ent, prob float64
+	if len(r.rows) > 0 {
+		ent, prob = r.rows[len(r.rows)-1].EntropyFraction, r.rows[len(r.rows)-1].ChosenActionProb
+	} else {
+		ent, prob = r.prior[len(r.prior)-1].EntropyFraction, r.prior[len(r.prior)-1].ChosenActionProb
+	}
+	sum.EntropyFractionFinal, sum.ChosenActionProbMean = finite(ent), finite(prob)
+}
+
+// finite is &v, or nil for NaN and ±Inf (JSON null).
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
 }
 
 func resumeTimesteps(cfg ppo.Config, iter int) int { return iter * cfg.RolloutSize() }

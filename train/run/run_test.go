@@ -64,6 +64,9 @@ func TestStreamscaleShortRun(t *testing.T) {
 	if s.BestDevReward == nil || math.IsNaN(*s.BestDevReward) {
 		t.Fatalf("no dev reward in %+v", s)
 	}
+	if s.DevValueRMSE == nil || s.DevValueRelativeError == nil || *s.DevValueRMSE <= 0 || s.ExplainedVarianceLastQuarter == nil {
+		t.Fatalf("no value diagnostics in %+v", s)
+	}
 	b, err := os.ReadFile(filepath.Join(out, policy.FileName+".safetensors"))
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +102,14 @@ func runJSON(t *testing.T, ctx context.Context, o Options) (Summary, error) {
 // the artifact, and checks that a run interrupted after a checkpoint and
 // resumed ends with the same policy bytes.
 func TestCartPoleRunAndResume(t *testing.T) {
-	o := Options{Env: "cartpole", Seed: 7, Steps: 1536, Envs: 8, Workers: 1}
+	for _, norm := range []bool{false, true} {
+		t.Run(fmt.Sprintf("norm=%v", norm), func(t *testing.T) {
+			testCartPoleRunAndResume(t, Options{Env: "cartpole", Seed: 7, Steps: 1536, Envs: 8, Workers: 1, NormObs: norm, NormReward: norm})
+		})
+	}
+}
+
+func testCartPoleRunAndResume(t *testing.T, o Options) {
 	full := o
 	full.Out = t.TempDir()
 	s, err := runJSON(t, context.Background(), full)
@@ -121,8 +131,16 @@ func TestCartPoleRunAndResume(t *testing.T) {
 	if card.WeightsSHA256 != s.PolicySHA256 || card.Transitions != 1536 || card.Env != "cartpole" || p.ObsSize() != 4 {
 		t.Errorf("card %+v", card)
 	}
+	if s.NormObs != o.NormObs || s.NormReward != o.NormReward || (card.Normalization != nil) != o.NormObs || (o.NormObs && (!card.Normalization.NormObs || !card.Normalization.NormReward)) {
+		t.Errorf("normalisation: summary %v/%v, card %+v", s.NormObs, s.NormReward, card.Normalization)
+	}
+	if s.ExplainedVarianceLastQuarter == nil || s.ExplainedVarianceFinal == nil || s.EntropyFractionFinal == nil || s.ChosenActionProbMean == nil {
+		t.Errorf("diagnostics missing: %+v", s)
+	} else if f := *s.EntropyFractionFinal; f <= 0 || f > 1 || *s.ChosenActionProbMean <= 0.5 || *s.ChosenActionProbMean > 1 {
+		t.Errorf("entropy fraction %v, chosen-action probability %v", f, *s.ChosenActionProbMean)
+	}
 	csv, _ := os.ReadFile(filepath.Join(full.Out, CSVFile))
-	if lines := strings.Count(string(csv), "\n"); lines != 7 || !strings.HasPrefix(string(csv), "rollout/ep_len_mean,") {
+	if lines := strings.Count(string(csv), "\n"); lines != 7 || !strings.HasPrefix(string(csv), "rollout/chosen_action_prob,rollout/ep_len_mean,") {
 		t.Errorf("progress.csv has %d lines:\n%s", lines, csv)
 	}
 
@@ -130,6 +148,9 @@ func TestCartPoleRunAndResume(t *testing.T) {
 	part, r := interruptThenResume(t, o)
 	if r.PolicySHA256 != s.PolicySHA256 || !r.Resumed {
 		t.Errorf("resumed policy %s, uninterrupted %s", r.PolicySHA256, s.PolicySHA256)
+	}
+	if *r.ExplainedVarianceLastQuarter != *s.ExplainedVarianceLastQuarter || *r.EntropyFractionFinal != *s.EntropyFractionFinal {
+		t.Errorf("resumed diagnostics %v %v, uninterrupted %v %v", *r.ExplainedVarianceLastQuarter, *r.EntropyFractionFinal, *s.ExplainedVarianceLastQuarter, *s.EntropyFractionFinal)
 	}
 	csv2, _ := os.ReadFile(filepath.Join(part.Out, CSVFile))
 	if strings.Count(string(csv2), "\n") != 7 {
@@ -205,3 +226,24 @@ func interruptThenResume(t *testing.T, o Options) (Options, Summary) {
 	}
 	return part, r
 }
+
+// TestConfigOverrides: -norm-obs, -norm-reward, -ent-coef and
+// -clip-range-vf reach the configuration; unset options keep defaults.
+func TestConfigOverrides(t *testing.T) {
+	s, err := prepare(Options{Env: "cartpole", Out: t.TempDir(), NormObs: true, NormReward: true, EntCoef: ptr(0.01), ClipRangeVF: ptr(0.3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.cfg; !c.NormObs || !c.NormReward || c.EntCoef != 0.01 || c.ClipRangeVF != 0.3 || c.ClipObs != 10 {
+		t.Errorf("config %+v", c)
+	}
+	s, err = prepare(Options{Env: "cartpole", Out: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := CartPoleConfig(); s.cfg.EntCoef != d.EntCoef || s.cfg.ClipRangeVF != d.ClipRangeVF || s.cfg.NormObs {
+		t.Errorf("defaults changed: %+v", s.cfg)
+	}
+}
+
+func ptr(v float64) *float64 { return &v }

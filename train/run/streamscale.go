@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,7 +31,8 @@ type Simulator interface {
 	VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error)
 	// DevReward runs the profile's dev episodes with c and returns the
 	// mean episode reward, for model selection. seed is the run's root.
-	DevReward(c agents.Controller, profile string, seed uint64) (float64, error)
+	// observe, if not nil, sees every step of episode ep (0-based).
+	DevReward(c agents.Controller, profile string, seed uint64, observe func(ep int, s *agents.Step) error) (float64, error)
 }
 
 // NewSimulator returns the streamscale simulator on the given physics
@@ -58,7 +60,7 @@ func (s simulator) VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error
 
 // DevReward runs one deterministic episode of c on every development
 // scenario and returns the mean episode reward.
-func (s simulator) DevReward(c agents.Controller, profile string, seed uint64) (float64, error) {
+func (s simulator) DevReward(c agents.Controller, profile string, seed uint64, observe func(ep int, s *agents.Step) error) (float64, error) {
 	total := 0.0
 	scs := simvec.DevScenarios(profile, s.physics)
 	for i, sc := range scs {
@@ -73,6 +75,9 @@ func (s simulator) DevReward(c agents.Controller, profile string, seed uint64) (
 		epSeed := rng.Derive(seed, rng.TrainDev+strconv.Itoa(i))
 		err = agents.RunEpisode(context.Background(), e, agents.Vertical(c), epSeed, func(s *agents.Step) error {
 			total += s.Reward
+			if observe != nil {
+				return observe(i, s)
+			}
 			return nil
 		})
 		if err != nil {
@@ -105,7 +110,7 @@ func (sel *selector) consider(t *ppo.Trainer) (improved bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	r, err := sel.s.sim.DevReward(c, sel.s.o.Profile, sel.s.o.Seed)
+	r, err := sel.s.sim.DevReward(c, sel.s.o.Profile, sel.s.o.Seed, nil)
 	if err != nil {
 		return false, err
 	}
@@ -168,4 +173,67 @@ func (sel *selector) result(t *ppo.Trainer) (*policy.Policy, *float64) {
 		return sel.best, sel.reward
 	}
 	return t.Policy(), nil
+}
+
+// devValueError runs p's dev episodes (deterministic, as model selection
+// does) and compares the critic's V(s_t), converted to the environment's
+// reward units (× Normalization.RewardScale, 1 without reward
+// normalisation), with the realised discounted return of the raw rewards
+//
+//	G_t = r_t + γ·G_{t+1},  G_{T−1} = r_{T−1} + γ·V(s_T)
+//
+// where the last step is bootstrapped from the critic's value of the final
+// observation when the episode was truncated (the target training uses;
+// the dev scenarios have no terminal state), and not at all when it
+// terminated. It returns the RMSE of V − G over
+// every step of every dev episode and that RMSE relative to the root mean
+// square of G.
+func devValueError(sim Simulator, p *policy.Policy, spaces env.Spaces, profile string, seed uint64, gamma float64) (rmse, rel float64, err error) {
+	c, err := policy.NewController(p, spaces)
+	if err != nil {
+		return 0, 0, err
+	}
+	scale := p.Normalization().RewardScale()
+	eval := p.Clone()
+	var sse, ssg float64
+	var n int
+	var vals, rews []float64
+	flush := func(final float64) {
+		g := final
+		for t := len(rews) - 1; t >= 0; t-- {
+			g = rews[t] + gamma*g
+			d := vals[t] - g
+			sse += d * d
+			ssg += g * g
+			n++
+		}
+		vals, rews = vals[:0], rews[:0]
+	}
+	var flat []float64
+	v := make([]float64, 1)
+	_, err = sim.DevReward(c, profile, seed, func(_ int, s *agents.Step) error {
+		vals = append(vals, c.Value()*scale)
+		rews = append(rews, s.Reward)
+		if !s.Truncated && !s.Terminated {
+			return nil
+		}
+		final := 0.0
+		if s.Truncated && !s.Terminated {
+			flat = s.Obs.Flatten(flat[:0])
+			if err := eval.Values(flat, v); err != nil {
+				return err
+			}
+			final = v[0] * scale
+		}
+		flush(final)
+		return nil
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	if n == 0 || ssg == 0 {
+		return math.NaN(), math.NaN(), nil
+	}
+	rmse = math.Sqrt(sse / float64(n))
+	return rmse, rmse / math.Sqrt(ssg/float64(n)), nil
 }

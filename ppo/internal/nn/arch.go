@@ -117,3 +117,13 @@ func (a *Arch) CheckActions(actions []int) error {
 	}
 	return nil
 }
+
+// MaxEntropy is the largest entropy of the MultiDiscrete head, that of
+// uniform choices: Σ_d log nvec_d (nats).
+func (a *Arch) MaxEntropy() float64 {
+	var h float64
+	for _, k := range a.Nvec {
+		h += math.Log(float64(k))
+	}
+	return h
+}
