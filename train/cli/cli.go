@@ -36,6 +36,7 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	fs.StringVar(&opts.Env, "env", "streamscale", "environment: streamscale or cartpole")
 	fs.StringVar(&opts.Profile, "profile", "pred", "streamscale workload profile: pred or etl")
 	fs.StringVar(&opts.Scenario, "scenario", env.Scenarios()[0], "streamscale simulator physics preset: "+strings.Join(env.Scenarios(), " or "))
+	fs.BoolVar(&opts.Randomize, "randomize", false, "domain randomisation: draw service CV, rate CV, jitter, metric noise and actuation delay per training episode from env.DefaultRanges() (streamscale; development episodes keep the preset)")
 	fs.Uint64Var(&opts.Seed, "seed", 284572, "root seed of every random stream")
 	fs.IntVar(&opts.Steps, "steps", 0, "env steps to train for, rounded up to whole iterations (0: 500000 streamscale, 100000 cartpole)")
 	fs.IntVar(&opts.Envs, "envs", 0, "parallel environments (0: 14 streamscale, 8 cartpole)")

@@ -33,15 +33,18 @@ type Options struct {
 	// the default, the first); ScenarioSet says -scenario was given.
 	Scenario    string
 	ScenarioSet bool
-	Seed        uint64
-	Steps       int    // 0: environment default
-	Envs        int    // 0: environment default
-	Out         string // "" → runs/<env>-seed<seed>
-	Resume      bool
-	JSON        bool
-	Workers     int
-	NormObs     bool // ppo.Config.NormObs (-norm-obs)
-	NormReward  bool // ppo.Config.NormReward (-norm-reward)
+	// Randomize trains on per-episode physics drawn from
+	// env.DefaultRanges() around the preset (domain randomisation).
+	Randomize  bool
+	Seed       uint64
+	Steps      int    // 0: environment default
+	Envs       int    // 0: environment default
+	Out        string // "" → runs/<env>-seed<seed>
+	Resume     bool
+	JSON       bool
+	Workers    int
+	NormObs    bool // ppo.Config.NormObs (-norm-obs)
+	NormReward bool // ppo.Config.NormReward (-norm-reward)
 	// EntCoef and ClipRangeVF, when not nil, override ppo.Config's
 	// ent_coef and clip_range_vf (-ent-coef, -clip-range-vf); nil keeps
 	// the environment's default.
@@ -60,7 +63,8 @@ const (
 type Summary struct {
 	Env            string   `json:"env"`
 	Profile        string   `json:"profile,omitempty"`
-	Scenario       string   `json:"scenario,omitempty"` // streamscale physics preset
+	Scenario       string   `json:"scenario,omitempty"`  // streamscale physics preset
+	Randomize      bool     `json:"randomize,omitempty"` // domain randomisation of the training physics
 	Seed           uint64   `json:"seed"`
 	Transitions    int      `json:"transitions"`
 	Iterations     int      `json:"iterations"`
@@ -128,6 +132,9 @@ func (o *Options) check() error {
 	}
 	if o.Env == "cartpole" && o.ProfileSet {
 		return command.Usagef("train: -profile applies only to -env streamscale")
+	}
+	if o.Env == "cartpole" && o.Randomize {
+		return command.Usagef("train: -randomize applies only to -env streamscale")
 	}
 	if o.Env == "cartpole" && o.ScenarioSet {
 		return command.Usagef("train: -scenario applies only to -env streamscale")
@@ -219,7 +226,12 @@ func prepare(o Options) (*setup, error) {
 		if err != nil {
 			return nil, command.Usagef("train: -scenario: %v", err)
 		}
-		sim, err := NewSimulator(phys)
+		var ranges *env.PhysicsRanges
+		if o.Randomize {
+			r := env.DefaultRanges()
+			ranges = &r
+		}
+		sim, err := NewSimulator(phys, ranges)
 		if err != nil {
 			return nil, err
 		}
@@ -416,7 +428,7 @@ func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall floa
 		BestDevReward: best, ConfigHash: r.s.cfg.Hash(), Commit: r.build.Commit, GoVersion: r.build.GoVersion, Resumed: o.Resume,
 	}
 	if o.Env == "streamscale" {
-		sum.Profile, sum.Scenario = o.Profile, o.Scenario
+		sum.Profile, sum.Scenario, sum.Randomize = o.Profile, o.Scenario, o.Randomize
 	}
 	if wall > 0 {
 		sum.SPS = math.Round(float64(tr.Timesteps()-resumeTimesteps(r.s.cfg, r.resumeIter)) / wall)

@@ -40,10 +40,15 @@ type Simulator interface {
 // (taxi-train ×1 and ×2 on placements 42 and 37) and its development
 // scenarios (held-out placements) for model selection, all on those
 // physics. Traces come from traces.DefaultDir().
-var NewSimulator = func(physics env.Physics) (Simulator, error) { return simulator{physics: physics}, nil }
+var NewSimulator = func(physics env.Physics, randomize *env.PhysicsRanges) (Simulator, error) {
+	return simulator{physics: physics, randomize: randomize}, nil
+}
 
 type simulator struct {
 	physics env.Physics // of the training and the development environments
+	// randomize, if not nil, randomises the training environments' physics
+	// per episode (the development episodes keep the preset's).
+	randomize *env.PhysicsRanges
 }
 
 func (s simulator) Spaces(profile string) (env.Spaces, error) {
@@ -55,7 +60,11 @@ func (s simulator) Spaces(profile string) (env.Spaces, error) {
 }
 
 func (s simulator) VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error) {
-	return simvec.NewVec(simvec.TrainingScenarios(profile, s.physics), n, "", seed, 0, log.Printf)
+	scs := simvec.TrainingScenarios(profile, s.physics)
+	for i := range scs {
+		scs[i].Randomize = s.randomize
+	}
+	return simvec.NewVec(scs, n, "", seed, 0, log.Printf)
 }
 
 // DevReward runs one deterministic episode of c on every development

@@ -200,6 +200,9 @@ type EnvSpec struct {
 	RateMult      float64 // ×1, ×2, …
 	PlacementSeed uint64
 	Physics       env.Physics // simulator physics (env.Config.Physics; zero: deterministic)
+	// Randomize, if not nil, draws some physics anew at every episode
+	// (env.Config.Randomize: domain randomisation).
+	Randomize *env.PhysicsRanges
 }
 
 // TrainingPlacements are the paper's training placement seeds.
@@ -247,6 +250,7 @@ func (sc EnvSpec) Config(dir string, seed uint64, logf func(string, ...any)) (en
 		return env.Config{}, err
 	}
 	cfg.Physics = sc.Physics
+	cfg.Randomize = sc.Randomize
 	return cfg, nil
 }
 
