@@ -9,6 +9,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import struct
 import subprocess
 import threading
@@ -71,6 +72,10 @@ class Connection:
         for attempt in (0, 1):
             if self._conn is None:
                 self._conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
+                self._conn.connect()
+                # One small request per step: do not let Nagle's algorithm
+                # hold a segment back waiting for a delayed ACK.
+                self._conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             try:
                 self._conn.request(method, path, body=body, headers={"Content-Type": ctype} if body is not None else {})
                 resp = self._conn.getresponse()

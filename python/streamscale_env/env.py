@@ -158,12 +158,12 @@ class StreamscaleVectorEnv(_Remote, VectorEnv):
         secs = self._step_remote(self._actions, n)
         (_, obs), (_, rew), (_, flags), (_, final), (_, info) = secs
         term, trunc, ended = flags[:n].astype(bool), flags[n:2 * n].astype(bool), flags[2 * n:].astype(bool)
-        infos = {}
+        infos, mask = {}, np.ones(n, dtype=bool)
         for k, v in info.items():
             if k in ("episode_return", "episode_length"):
                 continue
             infos[k] = np.asarray(v)
-            infos["_" + k] = np.ones(n, dtype=bool)
+            infos["_" + k] = mask
         if ended.any():
             fo = np.empty(n, dtype=object)
             finals = self._split(final, (int(ended.sum()),))
