@@ -25,7 +25,8 @@ const TokenEnv = "STREAMSCALE_ADMIN_TOKEN"
 const usage = `usage:
   serve api     [-policies DIR] [-addr 127.0.0.1:8080] [-admin-token TOKEN] [-max-conns 1024] [-drain-delay 2s] ...
   serve loadgen [-addr 127.0.0.1:8080] -policy NAME [-duration 10s] [-concurrency 32] ...
-run "serve api -h" or "serve loadgen -h" for every flag
+  serve env     [-addr 127.0.0.1:8090] [-max-envs 64] [-max-envs-per-conn 32] [-idle-timeout 10m] ...
+run "serve api -h", "serve loadgen -h" or "serve env -h" for every flag
 `
 
 // Main runs the command with args (without the program name) and returns
@@ -34,6 +35,7 @@ func Main(ctx context.Context, args []string, o command.IO) int {
 	return command.Dispatch(ctx, "serve", usage, map[string]func(context.Context, []string, command.IO) error{
 		"api":     runAPI,
 		"loadgen": runLoadgen,
+		"env":     runEnv,
 	}, args, o)
 }
 

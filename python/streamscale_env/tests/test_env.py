@@ -1,0 +1,145 @@
+"""Checks of the client by Gymnasium's own checker and against the Go env.
+
+Run from the repository root:
+    PYTHONPATH=../shared/peers/python:python /usr/bin/python3 -m unittest discover -s python -t python
+One ``serve env`` is started for the suite ($STREAMSCALE_ENV_BIN, else go run).
+"""
+
+import json
+import os
+import unittest
+import warnings
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.utils.env_checker import check_env
+
+import streamscale_env
+from streamscale_env import LocalServer, ServerError, StreamscaleEnv, StreamscaleVectorEnv
+from streamscale_env._protocol import repo_root
+
+GOLDEN = os.path.join(repo_root(), "serve", "envserver", "testdata", "trajectory_{}.json")
+
+
+def flat(obs):
+    return np.concatenate([obs[k].ravel() for k in ("app", "server", "task")])
+
+
+class RemoteEnvTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = LocalServer()
+        cls.addr = cls.server.addr
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_check_env(self):
+        for env_id in ("streamscale/ETL-v0", "streamscale/PRED-v0"):
+            with self.subTest(env_id):
+                env = gym.make(env_id, addr=self.addr)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("error")  # a checker warning fails the test
+                    check_env(env.unwrapped, skip_render_check=True)
+                env.close()
+
+    def test_golden_trajectory(self):
+        """Same seed and actions as the Go env's recorded trajectory:
+        observations and rewards bit for bit."""
+        for profile in ("etl", "pred"):
+            with self.subTest(profile):
+                with open(GOLDEN.format(profile)) as f:
+                    g = json.load(f)
+                env = StreamscaleEnv(profile=profile, trace=g["trace"], scenario=g["scenario"],
+                                     placement_seed=g["placement_seed"], addr=self.addr)
+                if env.meta["trace_source"] != g["trace_source"]:
+                    env.close()
+                    self.skipTest(f"trace {env.meta['trace_source']} here, {g['trace_source']} in the golden file")
+                obs, _ = env.reset(seed=g["seed"])
+                np.testing.assert_array_equal(flat(obs).view(np.uint32), np.array(g["obs_bits"][0], dtype=np.uint32))
+                for t, a in enumerate(g["actions"]):
+                    obs, r, term, trunc, info = env.step(np.array(a))
+                    self.assertEqual(flat(obs).view(np.uint32).tolist(), g["obs_bits"][t + 1], f"step {t}")
+                    self.assertEqual(np.float64(r).view(np.uint64), np.uint64(g["reward_bits"][t]), f"step {t}")
+                    self.assertEqual(trunc, g["truncated"][t])
+                    self.assertFalse(term)
+                    self.assertEqual(info["reward_total"], r)
+                env.close()
+
+    def test_same_seed_same_bytes(self):
+        def run(seed):
+            env = StreamscaleEnv(profile="etl", addr=self.addr)
+            env.action_space.seed(5)
+            obs, _ = env.reset(seed=seed)
+            out = [flat(obs)]
+            for _ in range(10):
+                obs, r, *_ = env.step(env.action_space.sample())
+                out += [flat(obs), np.array([r])]
+            env.close()
+            return np.concatenate(out)
+        a, b, c = run(3), run(3), run(4)
+        self.assertEqual(a.tobytes(), b.tobytes())
+        self.assertNotEqual(a.tobytes(), c.tobytes())
+
+    def test_errors_change_nothing(self):
+        env = StreamscaleEnv(profile="pred", addr=self.addr)
+        ref = StreamscaleEnv(profile="pred", addr=self.addr)
+        env.reset(seed=9)
+        ref.reset(seed=9)
+        n = env.action_space.shape[0]
+        with self.assertRaises(ValueError):
+            env.step(np.zeros(n + 1, dtype=np.int64))
+        with self.assertRaises(ServerError) as cm:
+            env.step(np.full(n, 5))
+        self.assertEqual(cm.exception.code, "bad_action")
+        with self.assertRaises(ServerError) as cm:
+            env.step(np.full(n, -1))
+        self.assertEqual(cm.exception.code, "bad_action")
+        a = np.full(n, 3)
+        o1, r1, *_ = env.step(a)
+        o2, r2, *_ = ref.step(a)
+        self.assertEqual(flat(o1).tobytes(), flat(o2).tobytes())
+        self.assertEqual(r1, r2)
+        env.close()
+        ref.close()
+        with self.assertRaises(ServerError) as cm:
+            env.step(a)
+        self.assertEqual(cm.exception.code, "closed")
+
+    def test_vector(self):
+        def run():
+            v = StreamscaleVectorEnv(num_envs=4, steps=3, addr=self.addr)
+            v.action_space.seed(1)
+            obs, _ = v.reset(seed=2)
+            self.assertIn(obs["task"].shape[0], (4,))
+            self.assertTrue(v.observation_space.contains(obs))
+            rows, ended_at = [], []
+            for t in range(8):
+                obs, r, term, trunc, info = v.step(v.action_space.sample())
+                rows += [flat({k: x.reshape(-1) for k, x in obs.items()}), r]
+                if trunc.any():
+                    ended_at.append(t)
+                    self.assertTrue(info["_final_observation"].all())
+                    for i in range(4):
+                        np.testing.assert_array_equal(info["final_observation"][i]["task"], obs["task"][i])
+                    np.testing.assert_array_equal(info["episode"]["l"], [3] * 4)
+            v.close()
+            return np.concatenate(rows), ended_at
+        a, ends = run()
+        b, _ = run()
+        self.assertEqual(ends, [2, 6])  # next-step autoreset: step 3 resets
+        self.assertEqual(a.tobytes(), b.tobytes())
+
+    def test_starts_its_own_server(self):
+        env = StreamscaleEnv(profile="etl", addr=None) if os.environ.get("STREAMSCALE_ENV_ADDR") is None else None
+        if env is None:
+            self.skipTest("STREAMSCALE_ENV_ADDR is set")
+        proc = env._server.proc
+        env.reset(seed=1)
+        env.close()
+        self.assertIsNotNone(proc.poll(), "the server started by the env still runs after close()")
+
+
+if __name__ == "__main__":
+    unittest.main()

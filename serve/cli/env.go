@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"golang.org/x/net/netutil"
+
+	"streamscale/internal/command"
+	"streamscale/serve/envserver"
+)
+
+// runEnv serves the simulator as remote Gymnasium environments
+// (package envserver). It prints the listening address on stdout (one
+// line, "http://HOST:PORT"), so that a client starting it with -addr
+// 127.0.0.1:0 learns the port.
+func runEnv(ctx context.Context, args []string, o command.IO) error {
+	fs := command.NewFlagSet("serve env")
+	var cfg envserver.Config
+	addr := fs.String("addr", "127.0.0.1:8090", "listen address (host:port; port 0 picks a free one, printed on stdout)")
+	fs.IntVar(&cfg.MaxEnvs, "max-envs", envserver.DefaultMaxEnvs, "simulator environments alive in total (a vector of N counts N)")
+	fs.IntVar(&cfg.MaxEnvsPerConn, "max-envs-per-conn", 0, "environments alive per client connection (0: min(32, -max-envs))")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", envserver.DefaultIdleTimeout, "free an instance no request touched for this long")
+	fs.Int64Var(&cfg.MaxJSONBytes, "max-body", envserver.DefaultMaxJSONBytes, "JSON request body limit in bytes (step bodies are capped at their exact size)")
+	fs.StringVar(&cfg.TracesDir, "traces", "", "trace directory (default $STREAMSCALE_TRACES or ../shared/data/traces; synthetic traces if absent)")
+	fs.IntVar(&cfg.Workers, "workers", 0, "goroutines stepping one vector (0: GOMAXPROCS)")
+	maxConns := fs.Int("max-conns", 256, "open client connections at most; further ones wait in the kernel's accept queue")
+	if err := command.Parse(fs, "usage: serve env [flags]\nserves the simulator as remote Gymnasium environments over HTTP/1.1 and h2c", args, o); err != nil {
+		return err
+	}
+	switch {
+	case cfg.MaxEnvs < 1:
+		return command.Usagef("serve env: -max-envs %d, want ≥ 1", cfg.MaxEnvs)
+	case cfg.MaxEnvsPerConn < 0 || cfg.MaxEnvsPerConn > cfg.MaxEnvs:
+		return command.Usagef("serve env: -max-envs-per-conn %d, want 0..%d (-max-envs)", cfg.MaxEnvsPerConn, cfg.MaxEnvs)
+	case cfg.IdleTimeout <= 0:
+		return command.Usagef("serve env: -idle-timeout %v, want > 0", cfg.IdleTimeout)
+	case cfg.MaxJSONBytes < 1024:
+		return command.Usagef("serve env: -max-body %d, want ≥ 1024", cfg.MaxJSONBytes)
+	case *maxConns < 1:
+		return command.Usagef("serve env: -max-conns %d, want ≥ 1", *maxConns)
+	}
+	cfg.Logf = func(format string, args ...any) { fmt.Fprintf(o.Stderr, "serve: "+format+"\n", args...) }
+	s, err := envserver.New(cfg)
+	if err != nil {
+		return command.Usagef("serve env: %v", err)
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil && !ap.Addr().Unmap().IsLoopback() {
+		fmt.Fprintf(o.Stderr, "serve: note: listening on %s, which is not a loopback address\n", ap)
+	}
+	var protos http.Protocols
+	protos.SetHTTP1(true)
+	protos.SetUnencryptedHTTP2(true)
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		Protocols:         &protos,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		// A trainer's connection sits idle during its policy update;
+		// keep it as long as its environments live.
+		IdleTimeout:    cfg.IdleTimeout,
+		MaxHeaderBytes: maxHeaderBytes,
+		ConnContext:    s.ConnContext,
+		ErrorLog:       log.New(o.Stderr, "serve: http: ", 0),
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go s.Run(sctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(netutil.LimitListener(ln, *maxConns)) }()
+	fmt.Fprintf(o.Stdout, "http://%s\n", ln.Addr())
+	st := s.Stats()
+	fmt.Fprintf(o.Stderr, "serve: env: listening on http://%s (HTTP/1.1 and h2c; at most %d envs, %d per connection, idle timeout %v)\n",
+		ln.Addr(), st.MaxEnvs, st.MaxEnvsPerConn, cfg.IdleTimeout)
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	}
+	fmt.Fprintln(o.Stderr, "serve: shutting down")
+	shctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	if err := srv.Shutdown(shctx); err != nil {
+		srv.Close() //nolint:errcheck // cut what did not finish in time
+	}
+	<-served
+	return nil
+}

@@ -1,0 +1,76 @@
+// Package envserver serves streamscale's simulator (package env) as remote
+// Gymnasium environments: create, reset, step and close single
+// environments or vectors of them over HTTP, so that Python trainers
+// (Stable-Baselines3, CleanRL, RLlib; python/streamscale_env) can use it.
+//
+// # Protocol
+//
+//	GET    /v1/healthz          → JSON Stats (occupancy and limits)
+//	POST   /v1/envs             JSON CreateRequest → JSON CreateResponse (id, spaces, …)
+//	POST   /v1/envs/{id}/reset  JSON ResetRequest {"seed": s} → binary
+//	POST   /v1/envs/{id}/step   binary action → binary
+//	DELETE /v1/envs/{id}        → JSON {"closed": id}
+//
+// Observations and actions travel in a binary encoding; JSON carries only
+// metadata. A binary body is a sequence of sections, each
+// kind (1 byte) | n (uint32 little-endian) | n elements little-endian, of
+// kind 'f' float32, 'd' float64, 'i' int64, 'b' bool byte (0 or 1) or 'j'
+// JSON (n bytes). An observation is flattened in the Dict's key order
+// (app, server, task; row-major) and sent as float32, the dtype of the
+// Python spaces (the float64 value rounded to nearest, so bounds hold).
+// Rewards are float64, exactly the env's.
+//
+//	step body (client → server): 'i' n_envs×n_tasks choices in 0..4
+//	single reset:  'f' obs, 'j' info
+//	single step:   'f' obs, 'd' [reward], 'b' [terminated, truncated], 'j' info
+//	vector reset:  'f' N×obs, 'j' {"seed": [...], "step": [...]}
+//	vector step:   'f' N×obs, 'd' N rewards, 'b' 3N (terminated, truncated,
+//	               ended), 'f' final obs of the K ended envs in env order,
+//	               'j' infos column-wise (each key: a list of N values,
+//	               plus episode_return and episode_length)
+//
+// The info keys (infoFields) are step, seed, offered_rate,
+// next_offered_rate, throughput, sink_events (events/s), p95_ms, mean_ms,
+// completed, violated, total_cpu, in_flight, the reward terms reward_slo …
+// reward_total (env.RewardTerms) and applied (millicores per task).
+// Errors are JSON {"error": message, "code": code} with a status:
+// 400 malformed_body, bad_action, bad_request; 404 unknown_env; 410 closed
+// (closed or freed after the idle timeout); 409 not_reset, episode_over;
+// 413 body_too_large; 429 too_many_envs. A refused request changes nothing:
+// actions are decoded and checked (shape and range) before any env moves.
+//
+// A vector of N envs steps them in one call, in parallel (env.VecEnv).
+// Its autoreset is Gymnasium's next-step by default (the step that ends an
+// episode returns its final observation, also sent among the final
+// observations; the next step resets that env and ignores its action) or
+// same-step on request (the ended env restarts inside the step; the final
+// observation is only among the final observations).
+//
+// # Transport
+//
+// Plain HTTP/1.1 with keep-alive, and cleartext HTTP/2 (h2c) on the same
+// port through net/http's own Server.Protocols (Go ≥ 1.24; no extra
+// module). Not gRPC: Python's standard library speaks HTTP/1.1 and nothing
+// else, no package index is reachable here to install grpcio, and gRPC
+// would add a code generator and a large module for a five-route protocol
+// whose bodies are already flat little-endian arrays. One request per step
+// of a vector amortizes the round trip over its N envs.
+//
+// # Limits
+//
+// MaxEnvs bounds the simulator envs alive in total and MaxEnvsPerConn
+// those created over one client connection (a vector of N counts N); an
+// instance no request touched for IdleTimeout is freed (Run, Sweep); JSON
+// bodies are capped at MaxJSONBytes and a step body at its exact size.
+// Only named traces are served (no file is read on a client's behalf).
+//
+// # Concurrency and determinism
+//
+// A Server is safe for concurrent use: the registry has one mutex, each
+// instance another, so requests on one instance run one at a time and
+// requests on different instances in parallel. The envs are env's
+// deterministic state machines: the same create and reset requests and the
+// same actions give the same bytes, equal to what a local env.Env gives
+// (float32 observations rounded from the env's, rewards bit for bit). The
+// server's clock only drives the idle timeout (Config.Now).
+package envserver

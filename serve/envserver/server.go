@@ -1,0 +1,723 @@
+package envserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"streamscale/env"
+	"streamscale/traces"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxEnvs        = 64
+	DefaultMaxEnvsPerConn = 32
+	DefaultIdleTimeout    = 10 * time.Minute
+	DefaultMaxJSONBytes   = 64 << 10
+)
+
+// Config configures a Server. Zero fields take the defaults.
+type Config struct {
+	// MaxEnvs bounds the simulator environments alive in total (a vector
+	// instance of N envs counts N). Default 64.
+	MaxEnvs int
+	// MaxEnvsPerConn bounds the environments alive that were created over
+	// one client connection. Default 32, at most MaxEnvs.
+	MaxEnvsPerConn int
+	// IdleTimeout frees an instance no request touched for this long.
+	// Default 10 minutes.
+	IdleTimeout time.Duration
+	// MaxJSONBytes caps a JSON request body (create, reset), bytes.
+	// Default 64 KiB. Step bodies are capped at their exact size.
+	MaxJSONBytes int64
+	// TracesDir is where named traces are read ("": traces.DefaultDir(),
+	// ../shared/data/traces; a seeded synthetic trace when absent).
+	TracesDir string
+	// Workers is the goroutines stepping one vector instance (≤ 0:
+	// GOMAXPROCS).
+	Workers int
+	// Logf receives one line per notable event (nil: discarded).
+	Logf func(format string, args ...any)
+	// Now is the clock of the idle timeout (nil: time.Now).
+	Now func() time.Time
+}
+
+// Errors a request can get; responses carry the code in JSON.
+var (
+	ErrBadAction   = errors.New("envserver: bad action")
+	ErrUnknownEnv  = errors.New("envserver: unknown env")
+	ErrClosed      = errors.New("envserver: env is closed")
+	ErrLimit       = errors.New("envserver: environment limit reached")
+	ErrBadRequest  = errors.New("envserver: bad request")
+	ErrTooLarge    = errors.New("envserver: request body too large")
+	errEpisodeOver = errors.New("envserver: episode is over")
+	errNotReset    = errors.New("envserver: not reset")
+)
+
+// Server serves environment instances over HTTP. It is safe for
+// concurrent use; requests on one instance are serialized.
+type Server struct {
+	cfg Config
+
+	mu      sync.Mutex
+	envs    map[uint64]*instance
+	nextID  uint64 // last id given
+	alive   int    // simulator envs alive
+	perConn map[uint64]int
+
+	connSeq atomic.Uint64
+
+	traceMu sync.Mutex
+	traces  map[traceKey]*traces.Trace
+}
+
+type traceKey struct {
+	name string
+	mult float64
+	seed uint64
+}
+
+// New returns a server; it validates cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.MaxEnvs == 0 {
+		cfg.MaxEnvs = DefaultMaxEnvs
+	}
+	if cfg.MaxEnvsPerConn == 0 {
+		cfg.MaxEnvsPerConn = min(DefaultMaxEnvsPerConn, cfg.MaxEnvs)
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.MaxJSONBytes == 0 {
+		cfg.MaxJSONBytes = DefaultMaxJSONBytes
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	switch {
+	case cfg.MaxEnvs < 1:
+		return nil, fmt.Errorf("envserver: max envs %d, want ≥ 1", cfg.MaxEnvs)
+	case cfg.MaxEnvsPerConn < 1 || cfg.MaxEnvsPerConn > cfg.MaxEnvs:
+		return nil, fmt.Errorf("envserver: max envs per connection %d, want 1..%d", cfg.MaxEnvsPerConn, cfg.MaxEnvs)
+	case cfg.IdleTimeout < 0:
+		return nil, fmt.Errorf("envserver: idle timeout %v, want > 0", cfg.IdleTimeout)
+	case cfg.MaxJSONBytes < 1024:
+		return nil, fmt.Errorf("envserver: max JSON body %d bytes, want ≥ 1024", cfg.MaxJSONBytes)
+	}
+	return &Server{cfg: cfg, envs: map[uint64]*instance{}, perConn: map[uint64]int{}, traces: map[traceKey]*traces.Trace{}}, nil
+}
+
+type connKey struct{}
+
+// ConnContext is the http.Server.ConnContext hook that gives every client
+// connection its own number, for the per-connection limit. Without it all
+// requests count as one connection.
+func (s *Server) ConnContext(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, s.connSeq.Add(1))
+}
+
+func connOf(r *http.Request) uint64 {
+	c, _ := r.Context().Value(connKey{}).(uint64)
+	return c
+}
+
+// Run frees idle instances until ctx ends, checking every tenth of the
+// idle timeout (at most every second).
+func (s *Server) Run(ctx context.Context) {
+	t := time.NewTicker(max(s.cfg.IdleTimeout/10, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n := s.Sweep(s.cfg.Now()); n > 0 {
+				s.cfg.Logf("envserver: freed %d idle instances (idle > %v)", n, s.cfg.IdleTimeout)
+			}
+		}
+	}
+}
+
+// Sweep frees every instance idle for longer than the idle timeout at
+// time now (skipping one busy with a request) and returns how many it freed.
+func (s *Server) Sweep(now time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	freed := 0
+	for id, in := range s.envs {
+		if now.UnixNano()-in.last.Load() <= int64(s.cfg.IdleTimeout) || !in.mu.TryLock() {
+			continue
+		}
+		s.removeLocked(id, in)
+		in.release()
+		in.mu.Unlock()
+		freed++
+	}
+	return freed
+}
+
+// Stats is the server's occupancy.
+type Stats struct {
+	Instances      int   `json:"instances"`
+	Envs           int   `json:"envs"`
+	MaxEnvs        int   `json:"max_envs"`
+	MaxEnvsPerConn int   `json:"max_envs_per_conn"`
+	IdleTimeoutS   int64 `json:"idle_timeout_s"`
+}
+
+// Stats returns the current occupancy.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{Instances: len(s.envs), Envs: s.alive, MaxEnvs: s.cfg.MaxEnvs, MaxEnvsPerConn: s.cfg.MaxEnvsPerConn,
+		IdleTimeoutS: int64(s.cfg.IdleTimeout / time.Second)}
+}
+
+func (s *Server) removeLocked(id uint64, in *instance) {
+	delete(s.envs, id)
+	s.alive -= in.n
+	if s.perConn[in.owner] -= in.n; s.perConn[in.owner] <= 0 {
+		delete(s.perConn, in.owner)
+	}
+}
+
+// Handler returns the HTTP routes (see the package doc).
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.Stats())
+	})
+	mux.HandleFunc("POST /v1/envs", s.create)
+	mux.HandleFunc("POST /v1/envs/{id}/reset", s.withEnv(s.reset))
+	mux.HandleFunc("POST /v1/envs/{id}/step", s.withEnv(s.step))
+	mux.HandleFunc("DELETE /v1/envs/{id}", s.closeEnv)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, fmt.Errorf("%w: no route %s %s", ErrBadRequest, r.Method, r.URL.Path), http.StatusNotFound, "route_not_found")
+	})
+	return mux
+}
+
+// CreateRequest describes the environment(s) to create.
+type CreateRequest struct {
+	Profile  string `json:"profile"`  // "etl" or "pred" (required)
+	Trace    string `json:"trace"`    // a named trace (traces.Names); default "taxi-train"
+	Scenario string `json:"scenario"` // physics preset (env.Scenarios); default "realistic"
+	// PlacementSeed draws the random placement (env.EdgeConfig); default 42.
+	PlacementSeed *uint64 `json:"placement_seed"`
+	// PlacementSeeds, for a vector, gives env i placement seed
+	// PlacementSeeds[i mod len] instead.
+	PlacementSeeds []uint64 `json:"placement_seeds"`
+	RateMult       float64  `json:"rate_mult"`  // trace rate multiplier; default 1
+	TraceSeed      uint64   `json:"trace_seed"` // seed of the synthetic fallback trace; default 0
+	Steps          int      `json:"steps"`      // episode length, steps (seconds); 0: the trace's length
+	// NumEnvs is 0 for a single environment, N ≥ 1 for a vector of N
+	// stepped in one call.
+	NumEnvs int `json:"num_envs"`
+	// Autoreset of a vector: "next_step" (default; Gymnasium's
+	// NEXT_STEP) or "same_step" (the ended env restarts inside the step;
+	// Gymnasium 0.29's and Stable-Baselines3's convention).
+	Autoreset string `json:"autoreset"`
+}
+
+// CreateResponse describes a created instance.
+type CreateResponse struct {
+	ID             uint64     `json:"id"`
+	NumEnvs        int        `json:"num_envs"` // 0 for a single env
+	Autoreset      string     `json:"autoreset,omitempty"`
+	Spaces         env.Spaces `json:"spaces"`
+	FlatSize       int        `json:"flat_size"` // float32 values of one observation
+	Steps          int        `json:"steps"`     // episode length
+	SLOMS          float64    `json:"slo_ms"`
+	Tasks          []string   `json:"tasks"`
+	Profile        string     `json:"profile"`
+	Trace          string     `json:"trace"`
+	TraceSource    string     `json:"trace_source"` // "synthetic" or the file's base name
+	Scenario       string     `json:"scenario"`
+	PlacementSeeds []uint64   `json:"placement_seeds"`
+	RateMult       float64    `json:"rate_mult"`
+}
+
+// ResetRequest is the body of a reset.
+type ResetRequest struct {
+	// Seed of env.Env.Reset; for a vector, the base seed (env i's episode
+	// k gets env.VecSeed(seed, i, k)).
+	Seed uint64 `json:"seed"`
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	var req CreateRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	n := max(req.NumEnvs, 1)
+	owner := connOf(r)
+	if err := s.room(owner, n); err != nil {
+		writeErr(w, err)
+		return
+	}
+	in, resp, err := s.build(req)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	in.owner = owner
+	in.last.Store(s.cfg.Now().UnixNano())
+	s.mu.Lock()
+	if err := s.roomLocked(owner, n); err != nil {
+		s.mu.Unlock()
+		writeErr(w, err)
+		return
+	}
+	s.nextID++
+	in.id = s.nextID
+	s.envs[in.id] = in
+	s.alive += n
+	s.perConn[owner] += n
+	s.mu.Unlock()
+	resp.ID = in.id
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) room(owner uint64, n int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.roomLocked(owner, n)
+}
+
+func (s *Server) roomLocked(owner uint64, n int) error {
+	switch {
+	case s.alive+n > s.cfg.MaxEnvs:
+		return fmt.Errorf("%w: %d envs alive, %d more would exceed the server's %d", ErrLimit, s.alive, n, s.cfg.MaxEnvs)
+	case s.perConn[owner]+n > s.cfg.MaxEnvsPerConn:
+		return fmt.Errorf("%w: this connection has %d envs alive, %d more would exceed %d per connection", ErrLimit, s.perConn[owner], n, s.cfg.MaxEnvsPerConn)
+	}
+	return nil
+}
+
+// build validates req and builds the instance it describes.
+func (s *Server) build(req CreateRequest) (*instance, CreateResponse, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
+	}
+	if req.Trace == "" {
+		req.Trace = "taxi-train"
+	}
+	if req.Scenario == "" {
+		req.Scenario = env.ScenarioRealistic
+	}
+	if req.RateMult == 0 {
+		req.RateMult = 1
+	}
+	if req.NumEnvs > 0 && req.Autoreset == "" {
+		req.Autoreset = "next_step"
+	}
+	seeds := req.PlacementSeeds
+	switch {
+	case !slices.Contains(env.Profiles(), req.Profile):
+		return nil, CreateResponse{}, bad("profile %q, want %s", req.Profile, strings.Join(env.Profiles(), " or "))
+	case !slices.Contains(traces.Names(), req.Trace):
+		return nil, CreateResponse{}, bad("trace %q, want one of %s (files are not read on a client's behalf)", req.Trace, strings.Join(traces.Names(), ", "))
+	case !env.IsScenario(req.Scenario):
+		return nil, CreateResponse{}, bad("scenario %q, want %s", req.Scenario, strings.Join(env.Scenarios(), " or "))
+	case !(req.RateMult > 0) || req.RateMult > 1000:
+		return nil, CreateResponse{}, bad("rate_mult %v, want in (0, 1000]", req.RateMult)
+	case req.Steps < 0:
+		return nil, CreateResponse{}, bad("steps %d, want ≥ 0", req.Steps)
+	case req.NumEnvs < 0:
+		return nil, CreateResponse{}, bad("num_envs %d, want ≥ 0", req.NumEnvs)
+	case req.NumEnvs == 0 && req.Autoreset != "":
+		return nil, CreateResponse{}, bad("autoreset %q given for a single env (num_envs 0)", req.Autoreset)
+	case req.NumEnvs > 0 && req.Autoreset != "next_step" && req.Autoreset != "same_step":
+		return nil, CreateResponse{}, bad("autoreset %q, want next_step or same_step", req.Autoreset)
+	case req.PlacementSeed != nil && seeds != nil:
+		return nil, CreateResponse{}, bad("both placement_seed and placement_seeds given")
+	case seeds != nil && (len(seeds) == 0 || len(seeds) > max(req.NumEnvs, 1)):
+		return nil, CreateResponse{}, bad("placement_seeds has %d entries, want 1..%d", len(seeds), max(req.NumEnvs, 1))
+	}
+	if seeds == nil {
+		seeds = []uint64{42}
+		if req.PlacementSeed != nil {
+			seeds = []uint64{*req.PlacementSeed}
+		}
+	}
+	phys, err := env.ScenarioPhysics(req.Scenario)
+	if err != nil {
+		return nil, CreateResponse{}, bad("%v", err)
+	}
+	tr, err := s.trace(req.Trace, req.RateMult, req.TraceSeed)
+	if err != nil {
+		return nil, CreateResponse{}, bad("trace %q: %v", req.Trace, err)
+	}
+	if req.Steps > tr.Len() {
+		return nil, CreateResponse{}, bad("steps %d, longer than trace %s (%d steps)", req.Steps, req.Trace, tr.Len())
+	}
+	n := max(req.NumEnvs, 1)
+	cfgs := make([]env.Config, n)
+	used := make([]uint64, n)
+	for i := range cfgs {
+		used[i] = seeds[i%len(seeds)]
+		c, err := env.EdgeConfig(req.Profile, used[i], tr)
+		if err != nil {
+			return nil, CreateResponse{}, bad("%v", err)
+		}
+		c.Physics, c.Steps = phys, req.Steps
+		cfgs[i] = c
+	}
+	in := &instance{n: n, vector: req.NumEnvs > 0}
+	var e *env.Env
+	if in.vector {
+		mode := env.NextStep
+		if req.Autoreset == "same_step" {
+			mode = env.SameStep
+		}
+		if in.v, err = env.NewVec(cfgs, mode, s.cfg.Workers); err != nil {
+			return nil, CreateResponse{}, bad("%v", err)
+		}
+		e = in.v.Env(0)
+		in.acts = make([]env.Action, n)
+	} else {
+		if in.e, err = env.New(cfgs[0]); err != nil {
+			return nil, CreateResponse{}, bad("%v", err)
+		}
+		e = in.e
+	}
+	in.spaces = e.Spaces()
+	in.flat = in.spaces.FlatSize()
+	resp := CreateResponse{
+		NumEnvs: req.NumEnvs, Autoreset: req.Autoreset, Spaces: in.spaces, FlatSize: in.flat,
+		Steps: e.Config().Steps, SLOMS: e.SLOMS(), Profile: req.Profile, Trace: req.Trace,
+		TraceSource: traceSource(tr), Scenario: req.Scenario, PlacementSeeds: used, RateMult: req.RateMult,
+	}
+	for _, t := range e.Config().App.Tasks {
+		resp.Tasks = append(resp.Tasks, t.Name)
+	}
+	return in, resp, nil
+}
+
+// trace loads a named trace once per (name, multiplier, seed); traces are
+// read-only once loaded, so environments share them.
+func (s *Server) trace(name string, mult float64, seed uint64) (*traces.Trace, error) {
+	s.traceMu.Lock()
+	defer s.traceMu.Unlock()
+	k := traceKey{name, mult, seed}
+	if t, ok := s.traces[k]; ok {
+		return t, nil
+	}
+	t, err := traces.Load(name, traces.Options{Dir: s.cfg.TracesDir, RateMult: mult, Seed: seed, Logf: s.cfg.Logf})
+	if err != nil {
+		return nil, err
+	}
+	s.traces[k] = t
+	return t, nil
+}
+
+func traceSource(t *traces.Trace) string {
+	if t.Source == "synthetic" || t.Source == "" {
+		return t.Source
+	}
+	i := strings.LastIndexAny(t.Source, `/\`)
+	return t.Source[i+1:]
+}
+
+// lookup returns the instance id of the request, locked, or an error.
+func (s *Server) lookup(r *http.Request) (*instance, error) {
+	raw := r.PathValue("id")
+	id, err := strconv.ParseUint(raw, 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%w: env id %q is not a number", ErrUnknownEnv, raw)
+	}
+	s.mu.Lock()
+	in, ok := s.envs[id]
+	next := s.nextID
+	s.mu.Unlock()
+	if !ok {
+		if id >= 1 && id <= next {
+			return nil, fmt.Errorf("%w: env %d was closed or freed after %v idle", ErrClosed, id, s.cfg.IdleTimeout)
+		}
+		return nil, fmt.Errorf("%w: no env %d", ErrUnknownEnv, id)
+	}
+	in.mu.Lock()
+	if in.closed {
+		in.mu.Unlock()
+		return nil, fmt.Errorf("%w: env %d was closed", ErrClosed, id)
+	}
+	return in, nil
+}
+
+func (s *Server) withEnv(h func(http.ResponseWriter, *http.Request, *instance) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		in, err := s.lookup(r)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		in.last.Store(s.cfg.Now().UnixNano())
+		err = h(w, r, in)
+		in.last.Store(s.cfg.Now().UnixNano())
+		in.mu.Unlock()
+		if err != nil {
+			writeErr(w, err)
+		}
+	}
+}
+
+func (s *Server) closeEnv(w http.ResponseWriter, r *http.Request) {
+	in, err := s.lookup(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s.mu.Lock()
+	s.removeLocked(in.id, in)
+	s.mu.Unlock()
+	in.release()
+	in.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]uint64{"closed": in.id})
+}
+
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if r.ContentLength > s.cfg.MaxJSONBytes {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, r.ContentLength, s.cfg.MaxJSONBytes)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxJSONBytes))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return fmt.Errorf("%w: over %d bytes", ErrTooLarge, s.cfg.MaxJSONBytes)
+		}
+		return fmt.Errorf("%w: reading body: %v", ErrBadRequest, err)
+	}
+	if len(body) == 0 {
+		body = []byte("{}")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadRequest, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: trailing data after the JSON object", ErrBadRequest)
+	}
+	return nil
+}
+
+func (s *Server) reset(w http.ResponseWriter, r *http.Request, in *instance) error {
+	var req ResetRequest
+	if err := s.decodeJSON(w, r, &req); err != nil {
+		return err
+	}
+	b := in.out[:0]
+	if in.vector {
+		obs, err := in.v.Reset(req.Seed)
+		if err != nil {
+			return err
+		}
+		b = appendHeader(b, KindFloat32, in.n*in.flat)
+		for _, o := range obs {
+			b = appendObs(b, o)
+		}
+		in.js = appendVecResetInfo(in.js[:0], req.Seed, in.n)
+	} else {
+		obs, info, err := in.e.Reset(req.Seed)
+		if err != nil {
+			return err
+		}
+		b = appendObs(appendHeader(b, KindFloat32, in.flat), obs)
+		in.js = appendInfo(in.js[:0], &info)
+	}
+	in.out = AppendJSON(b, in.js)
+	in.reset = true
+	return writeBinary(w, in.out)
+}
+
+func (s *Server) step(w http.ResponseWriter, r *http.Request, in *instance) error {
+	want := int64(headerLen + 8*in.n*len(in.spaces.Nvec))
+	if r.ContentLength > want {
+		return fmt.Errorf("%w: step body of %d bytes, want %d", ErrTooLarge, r.ContentLength, want)
+	}
+	body, err := readUpTo(r.Body, in.in[:0], want)
+	in.in = body
+	if err != nil {
+		return err
+	}
+	in.choices, err = DecodeActions(body, in.n, in.spaces.Nvec, in.choices)
+	if err != nil {
+		return err
+	}
+	if !in.reset {
+		return fmt.Errorf("%w: env %d: step before reset", errNotReset, in.id)
+	}
+	nt := len(in.spaces.Nvec)
+	b := in.out[:0]
+	if !in.vector {
+		sr, err := in.e.Step(env.Action{Choices: in.choices})
+		switch {
+		case errors.Is(err, env.ErrEpisodeOver):
+			return fmt.Errorf("%w: env %d truncated at step %d; reset it", errEpisodeOver, in.id, in.e.StepIndex())
+		case err != nil:
+			return fmt.Errorf("%w: %v", ErrBadAction, err)
+		}
+		b = appendObs(appendHeader(b, KindFloat32, in.flat), sr.Obs)
+		b = AppendFloat64s(b, []float64{sr.Reward})
+		b = AppendBools(b, []bool{sr.Terminated, sr.Truncated})
+		in.js = appendInfo(in.js[:0], &sr.Info)
+		in.out = AppendJSON(b, in.js)
+		return writeBinary(w, in.out)
+	}
+	for i := range in.acts {
+		in.acts[i] = env.Action{Choices: in.choices[i*nt : (i+1)*nt]}
+	}
+	res, err := in.v.Step(in.acts)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrBadAction, err)
+	}
+	b = appendHeader(b, KindFloat32, in.n*in.flat)
+	for _, o := range res.Obs {
+		b = appendObs(b, o)
+	}
+	b = AppendFloat64s(b, res.Rewards)
+	b = appendHeader(b, KindBool, 3*in.n)
+	ended := 0
+	for _, part := range [2][]bool{res.Terminated, res.Truncated} {
+		for _, x := range part {
+			b = append(b, boolByte(x))
+		}
+	}
+	for i := range in.n {
+		e := res.Terminated[i] || res.Truncated[i]
+		b = append(b, boolByte(e))
+		if e {
+			ended++
+		}
+	}
+	b = appendHeader(b, KindFloat32, ended*in.flat)
+	for i := range in.n {
+		if res.Terminated[i] || res.Truncated[i] {
+			b = appendObs(b, res.FinalObs[i])
+		}
+	}
+	in.js = appendVecInfos(in.js[:0], res, in.ended(res))
+	in.out = AppendJSON(b, in.js)
+	return writeBinary(w, in.out)
+}
+
+func boolByte(x bool) byte {
+	if x {
+		return 1
+	}
+	return 0
+}
+
+// readUpTo reads all of r into dst, failing if it holds more than limit bytes.
+func readUpTo(r io.Reader, dst []byte, limit int64) ([]byte, error) {
+	if int64(cap(dst)) < limit+1 {
+		dst = make([]byte, 0, limit+1)
+	}
+	buf := dst[:limit+1]
+	n, err := io.ReadFull(r, buf)
+	switch {
+	case err == nil:
+		return dst[:0], fmt.Errorf("%w: step body over %d bytes", ErrTooLarge, limit)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return buf[:n], nil
+	}
+	return dst[:0], fmt.Errorf("%w: reading body: %v", ErrBadRequest, err)
+}
+
+// instance is one environment or vector of environments.
+type instance struct {
+	mu     sync.Mutex
+	id     uint64
+	owner  uint64 // connection that created it
+	n      int    // simulator envs
+	vector bool
+	e      *env.Env
+	v      *env.VecEnv
+	spaces env.Spaces
+	flat   int
+	closed bool
+	reset  bool
+	last   atomic.Int64 // Unix ns of the last request
+
+	acts    []env.Action
+	choices []int
+	in, out []byte
+	js      []byte
+	endBuf  []bool
+}
+
+func (in *instance) ended(res *env.VecResult) []bool {
+	in.endBuf = in.endBuf[:0]
+	for i := range res.Terminated {
+		in.endBuf = append(in.endBuf, res.Terminated[i] || res.Truncated[i])
+	}
+	return in.endBuf
+}
+
+// release drops the environments; the caller holds in.mu.
+func (in *instance) release() {
+	in.closed, in.e, in.v, in.acts, in.choices, in.in, in.out, in.js = true, nil, nil, nil, nil, nil, nil, nil
+}
+
+func writeBinary(w http.ResponseWriter, b []byte) error {
+	h := w.Header()
+	h["Content-Type"] = []string{"application/octet-stream"}
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	w.WriteHeader(http.StatusOK)
+	w.Write(b) //nolint:errcheck // the client went away
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"envserver: encoding the response failed","code":"internal"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n')) //nolint:errcheck // the client went away
+}
+
+func writeError(w http.ResponseWriter, err error, status int, code string) {
+	writeJSON(w, status, map[string]string{"error": err.Error(), "code": code})
+}
+
+// writeErr maps err to its status and code.
+func writeErr(w http.ResponseWriter, err error) {
+	for _, m := range []struct {
+		target error
+		status int
+		code   string
+	}{
+		{ErrMalformed, http.StatusBadRequest, "malformed_body"},
+		{ErrBadAction, http.StatusBadRequest, "bad_action"},
+		{ErrBadRequest, http.StatusBadRequest, "bad_request"},
+		{ErrUnknownEnv, http.StatusNotFound, "unknown_env"},
+		{ErrClosed, http.StatusGone, "closed"},
+		{ErrLimit, http.StatusTooManyRequests, "too_many_envs"},
+		{ErrTooLarge, http.StatusRequestEntityTooLarge, "body_too_large"},
+		{errEpisodeOver, http.StatusConflict, "episode_over"},
+		{errNotReset, http.StatusConflict, "not_reset"},
+	} {
+		if errors.Is(err, m.target) {
+			writeError(w, err, m.status, m.code)
+			return
+		}
+	}
+	writeError(w, err, http.StatusInternalServerError, "internal")
+}
