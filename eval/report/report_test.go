@@ -123,7 +123,7 @@ func TestFigures(t *testing.T) {
 	if _, err := Figures(dir2, sum, runs); err != nil {
 		t.Fatal(err)
 	}
-	if len(names) != 5 {
+	if len(names) != 6 {
 		t.Fatalf("figures %v", names)
 	}
 	for _, n := range names {
