@@ -31,7 +31,7 @@ type Method struct {
 // Methods returns every horizontal planner of the closed-loop experiments,
 // each with at most maxWorkers workers: CLASP, FaaSFlow, Zhang24, DS2, the
 // -SP variants (FaaSFlow's and Zhang24's worker counts with CLASP's
-// placement), HPA, clasp-paper: CLASP with the paper's projection
+// placement), HPA (every baseline behind CLASP's triggers), clasp-paper: CLASP with the paper's projection
 // s = λ_p/Λ alone (Config.Propagate and DrainS off), the ablation of our two
 // additions, and clasp-h90: CLASP packing to 90% of W̄ (Config.Headroom
 // 0.9) instead of the paper's L_w ≤ W̄.
@@ -51,7 +51,7 @@ func Methods(maxWorkers int) []Method {
 	return append(ms,
 		Method{"faasflow-sp", func() (clasp.Planner, error) { return clasp.NewFaaSFlowSP(c, ff) }},
 		Method{"zhang24-sp", func() (clasp.Planner, error) { return clasp.NewZhang24SP(c, zc) }},
-		Method{"hpa", func() (clasp.Planner, error) { return clasp.NewHPA(hc) }},
+		Method{"hpa", func() (clasp.Planner, error) { return gated(clasp.NewHPA(hc)) }},
 		Method{"clasp-paper", func() (clasp.Planner, error) {
 			cp := c
 			cp.Propagate, cp.DrainS = false, 0

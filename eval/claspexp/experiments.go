@@ -274,13 +274,19 @@ func roundRobin(ops, n int) [][]float64 {
 	return s
 }
 
-// planFor asks a fresh planner for its initial plan at rate.
-func planFor(mk func() (clasp.Planner, error), app clasp.App, rate float64) (clasp.Plan, error) {
+// planFor asks a fresh planner for its initial plan at rate, with n idle
+// workers up (FaaSFlow, which assumes no capacity before it has seen one
+// saturated, keeps the workers it finds).
+func planFor(mk func() (clasp.Planner, error), app clasp.App, rate float64, n int) (clasp.Plan, error) {
 	p, err := mk()
 	if err != nil {
 		return clasp.Plan{}, err
 	}
-	return p.Plan(0, clasp.Observation{App: app, InputRate: rate, Bandwidth: BandwidthBytes})
+	ob := clasp.Observation{App: app, InputRate: rate, Bandwidth: BandwidthBytes}
+	for w := range n {
+		ob.Workers = append(ob.Workers, clasp.WorkerObs{ID: w})
+	}
+	return p.Plan(0, ob)
 }
 
 // planWithWorkers finds, by bisection on a log scale of the input rate, the
@@ -288,13 +294,13 @@ func planFor(mk func() (clasp.Planner, error), app clasp.App, rate float64) (cla
 // and returns that plan.
 func planWithWorkers(mk func() (clasp.Planner, error), app clasp.App, n int) (clasp.Plan, error) {
 	lo, hi := 1.0, 1e7
-	best, err := planFor(mk, app, lo)
+	best, err := planFor(mk, app, lo, n)
 	if err != nil {
 		return clasp.Plan{}, err
 	}
 	for range 60 {
 		mid := math.Sqrt(lo * hi)
-		p, err := planFor(mk, app, mid)
+		p, err := planFor(mk, app, mid, n)
 		if err == nil && p.NumWorkers() <= n {
 			lo, best = mid, p
 		} else {
@@ -304,8 +310,19 @@ func planWithWorkers(mk func() (clasp.Planner, error), app clasp.App, n int) (cl
 	return best, nil
 }
 
+// gated puts a baseline behind CLASP's triggers under its own name: the
+// paper applies its triggers (input rate changed consistently for 2 s, or
+// throughput short of input for 3 s) to every method.
+func gated(p clasp.Planner, err error) (clasp.Planner, error) {
+	if err != nil {
+		return nil, err
+	}
+	return clasp.NewGatedNamed(p, p.Name(), clasp.DefaultTriggerConfig(), TrueModel())
+}
+
 // Baselines are the planners compared with CLASP, by name, each with at
-// most maxWorkers workers.
+// most maxWorkers workers; every baseline runs behind the same triggers as
+// CLASP (gated).
 func Baselines(maxWorkers int) []struct {
 	Name string
 	New  func() (clasp.Planner, error)
@@ -322,17 +339,17 @@ func Baselines(maxWorkers int) []struct {
 		{"faasflow", func() (clasp.Planner, error) {
 			c := clasp.DefaultFaaSFlowConfig()
 			c.MaxWorkers = maxWorkers
-			return clasp.NewFaaSFlow(c)
+			return gated(clasp.NewFaaSFlow(c))
 		}},
 		{"zhang24", func() (clasp.Planner, error) {
 			c := clasp.DefaultZhang24Config()
 			c.MaxWorkers = maxWorkers
-			return clasp.NewZhang24(c)
+			return gated(clasp.NewZhang24(c))
 		}},
 		{"ds2", func() (clasp.Planner, error) {
 			c := clasp.DefaultDS2Config()
 			c.MaxWorkers = maxWorkers
-			return clasp.NewDS2(c)
+			return gated(clasp.NewDS2(c))
 		}},
 	}
 }
