@@ -199,9 +199,14 @@ type CoefResult struct {
 // placement sustains nominally) over several placements that vary the
 // request mix — all on one worker, CLASP's packing on n workers, and one
 // operator per worker round-robin — and feeds every step's worker metrics
-// to one clasp.Estimator (default configuration).
+// to one clasp.Estimator. The estimator starts away from the simulated
+// model, at α₀ = 100 µs, β₀ = 1,000 µs, γ₀ = 100,000 µs, W₀ = 10⁶ µs/s
+// (CoefStart), so the result measures estimation rather than the start;
+// the closed-loop runs start from the paper's values (the default).
 func Coefficients(apps []clasp.App, steps int) (CoefResult, error) {
-	est, err := clasp.NewEstimator(clasp.DefaultEstimatorConfig())
+	ec := clasp.DefaultEstimatorConfig()
+	ec.Initial = CoefStart
+	est, err := clasp.NewEstimator(ec)
 	if err != nil {
 		return CoefResult{}, err
 	}
@@ -261,6 +266,9 @@ func Coefficients(apps []clasp.App, steps int) (CoefResult, error) {
 	res.MaxRelError = max(res.RelError["alpha"], res.RelError["beta"], res.RelError["budget"])
 	return res, nil
 }
+
+// CoefStart is the estimator's start in the coefficient experiment.
+var CoefStart = clasp.CostModel{Alpha: 100, Beta: 1000, Gamma: 100000, Budget: 1e6}
 
 // roundRobin puts operator o wholly on worker o mod n.
 func roundRobin(ops, n int) [][]float64 {
