@@ -281,7 +281,7 @@ func TestHPA(t *testing.T) {
 // TestHPACountsRequestCPU: with the workers' CPU counters reported, the
 // request CPU of an operator's sends counts toward its utilization.
 func TestHPACountsRequestCPU(t *testing.T) {
-	app := WC()
+	app := wc9()
 	// split: 100/s × 450 µs = 45,000; count: 900/s × 350 µs = 315,000;
 	// the worker's counter reads 405,000, so 45,000 µs/s went to split's
 	// 900 requests/s.
@@ -407,4 +407,12 @@ func TestGatedHolds(t *testing.T) {
 	if !p2.Changed || p2.Parallelism[0] != 29 {
 		t.Errorf("after 2 s at double rate: changed %v P %v, want true [29]", p2.Changed, p2.Parallelism)
 	}
+}
+
+// wc9 is word count with the 9-word sentences of the hand-worked examples
+// (WC itself splits into 12, the paper's "more than 10").
+func wc9() App {
+	a := WC()
+	a.Edges[0].Ratio = 9
+	return a
 }
