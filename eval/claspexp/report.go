@@ -62,9 +62,9 @@ type Report struct {
 
 	// MigrationRuns are experiment (7)'s moves; Migration[app][transition]
 	// their figures as the paper reports them (stop-and-copy).
-	MigrationRuns []MigrationRow                          `json:"migration_runs"`
+	MigrationRuns []MigrationRow                         `json:"migration_runs"`
 	Migration     map[string]map[string]MigrationFigures `json:"migration"`
-	Notes         []string                                `json:"notes"`
+	Notes         []string                               `json:"notes"`
 }
 
 // Options selects what Reproduce runs.
@@ -102,7 +102,7 @@ func DefaultOptions() Options {
 		MigrateApps: []clasp.App{clasp.WC(), clasp.SD(), clasp.AA(), clasp.PL(), clasp.NWM(), clasp.ETL()},
 		Transition:  DefaultTransitionOptions(),
 		Probe:       DefaultProbe(), CoefSteps: 40,
-		ModeSeeds:   []uint64{1, 2, 3, 4, 5}, MigrateFillS: 100,
+		ModeSeeds: []uint64{1, 2, 3, 4, 5}, MigrateFillS: 100,
 	}
 }
 
