@@ -23,47 +23,68 @@ func measuredObs(app App, in, thr float64, exec, edge []float64, par []int) Obse
 	return Observation{App: app, InputRate: in, Throughput: thr, Bandwidth: 1e8, Parallelism: par, Workers: []WorkerObs{w}}
 }
 
-func TestFaaSFlowWorkerCount(t *testing.T) {
+// onWorkers spreads every operator of ob evenly over n workers (IDs 0…n−1)
+// that report nothing else.
+func onWorkers(ob Observation, n int) Observation {
+	ob.Workers = nil
+	for w := range n {
+		sh := make([]float64, len(ob.App.Operators))
+		for o := range sh {
+			sh[o] = 1 / float64(n)
+		}
+		ob.Workers = append(ob.Workers, WorkerObs{ID: w, Share: sh})
+	}
+	return ob
+}
+
+// TestFaaSFlowPaperExample is the CLASP paper's own example of FaaSFlow's
+// linear extrapolation: one worker delivering 100/s of 500/s asks for 5
+// workers; five workers then delivering 250/s (50 each) ask for 10.
+func TestFaaSFlowPaperExample(t *testing.T) {
 	f, err := NewFaaSFlow(DefaultFaaSFlowConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := WC()
-	// No saturated history: nominal slot capacity, 10 slots ×10⁶ µs over
-	// 450 + 9·350 = 3,600 µs per request = 2,777.8 requests/s per worker.
-	ob := Observation{App: app, InputRate: 6000, Bandwidth: 1e8}
-	p, err := f.Plan(0, ob)
+	app := oneOp()
+	// Nothing to extrapolate from yet: the current count, no prior.
+	p, err := f.Plan(0, Observation{App: app, InputRate: 500, Bandwidth: 1e8})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.NumWorkers() != 3 {
-		t.Errorf("nominal: %d workers, want ⌈6000/2777.8⌉ = 3", p.NumWorkers())
+	if p.NumWorkers() != 1 {
+		t.Errorf("before any saturation: %d workers, want 1 (no assumed capacity)", p.NumWorkers())
 	}
-	// Saturated: 2 workers deliver 2,000/s of 3,000/s → 1,000/s each → 3.
-	sat := measuredObs(app, 3000, 2000, []float64{2000, 18000}, []float64{18000}, []int{10, 10})
-	sat.Workers = append(sat.Workers, WorkerObs{ID: 1})
-	sat.Workers[0].Share = []float64{1, 1}
-	if p, _ = f.Plan(1, sat); p.NumWorkers() != 3 {
-		t.Errorf("saturated: %d workers, want 3", p.NumWorkers())
+	ob := onWorkers(Observation{App: app, InputRate: 500, Throughput: 100, Bandwidth: 1e8, Parallelism: []int{10}}, 1)
+	if p, _ = f.Plan(1, ob); p.NumWorkers() != 5 {
+		t.Errorf("1 worker at 100/s of 500/s: %d workers, want 5", p.NumWorkers())
 	}
-	// Not saturated: T̄ stays the mean of saturated samples (1,000/s).
-	ok := measuredObs(app, 5000, 5000, []float64{5000, 45000}, []float64{45000}, []int{10, 10})
-	if p, _ = f.Plan(2, ok); p.NumWorkers() != 5 {
-		t.Errorf("later: %d workers, want 5", p.NumWorkers())
+	ob = onWorkers(Observation{App: app, InputRate: 500, Throughput: 250, Bandwidth: 1e8, Parallelism: []int{50}}, 5)
+	if p, _ = f.Plan(2, ob); p.NumWorkers() != 10 {
+		t.Errorf("5 workers at 250/s of 500/s: %d workers, want 10 (a running mean would give 7)", p.NumWorkers())
+	}
+	// Keeping up at a lower rate: the latest saturated T = 50/s extrapolates.
+	ob = onWorkers(Observation{App: app, InputRate: 200, Throughput: 200, Bandwidth: 1e8, Parallelism: []int{100}}, 10)
+	if p, _ = f.Plan(3, ob); p.NumWorkers() != 4 {
+		t.Errorf("10 workers keeping up with 200/s: %d workers, want 200/50 = 4", p.NumWorkers())
 	}
 	var inst int
 	for _, x := range p.Parallelism {
 		inst += x
 	}
-	if inst != 5*DefaultSlots {
-		t.Errorf("%d instances, want N·Slots = %d", inst, 5*DefaultSlots)
+	if inst != 4*DefaultSlots {
+		t.Errorf("%d instances, want N·Slots = %d", inst, 4*DefaultSlots)
+	}
+	f.Reset()
+	if p, _ = f.Plan(4, ob); p.NumWorkers() != 10 {
+		t.Errorf("after Reset: %d workers, want the current 10", p.NumWorkers())
 	}
 }
 
 func TestFaaSFlowGroupsHeaviestEdge(t *testing.T) {
 	f, _ := NewFaaSFlow(DefaultFaaSFlowConfig())
 	app := NWM()
-	ob := Observation{App: app, InputRate: 9000, Bandwidth: 1e8}
+	// One worker delivering 3,000/s of 9,000/s: 3 workers.
+	ob := onWorkers(Observation{App: app, InputRate: 9000, Throughput: 3000, Bandwidth: 1e8}, 1)
 	p, err := f.Plan(0, ob)
 	if err != nil {
 		t.Fatal(err)
@@ -119,14 +140,31 @@ func checkSlots(t *testing.T, p Plan, slots int) {
 
 func TestZhang24Parallelism(t *testing.T) {
 	z, _ := NewZhang24(DefaultZhang24Config())
-	// τ̄ = 400 µs: 2,500/s per instance. Prior r(2) = 0.0893, r(3) = 0.1245:
-	// 2 instances give 2·2500·0.9107·0.9 = 4,098/s < 5,000; 3 give 5,909.
+	// No samples, no prior: r ≡ 0. An instance is one slot, S = 85,000
+	// µs/s, so 212.5/s at 400 µs; at Util 0.9, 191.25/s. 5,000/s needs
+	// ⌈26.1⌉ = 27 instances, over-provisioned on ⌈27/(0.5·10)⌉ = 6 workers.
 	p, err := z.Plan(0, Observation{App: oneOp(), InputRate: 5000, Bandwidth: 1e8})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(p.Parallelism, []int{3}) {
-		t.Errorf("P = %v, want [3]", p.Parallelism)
+	if !slices.Equal(p.Parallelism, []int{27}) || p.NumWorkers() != 6 {
+		t.Errorf("P = %v on %d workers, want [27] on 6", p.Parallelism, p.NumWorkers())
+	}
+	// Every worker holds about half its slots (the balance score spreads).
+	for _, w := range p.Workers {
+		if inst := w.Share[0] * 27; inst < 4 || inst > 5 {
+			t.Errorf("worker %d holds %.0f instances, want 4–5 of 10 slots", w.ID, inst)
+		}
+	}
+	// The count stops at MaxWorkers: with 10, SYN at 60% of its 10-worker
+	// rate (775/s) already needs all 10.
+	cfg := DefaultZhang24Config()
+	cfg.MaxWorkers = 10
+	z, _ = NewZhang24(cfg)
+	for _, rate := range []float64{775, 1300} {
+		if p, _ := z.Plan(0, Observation{App: SYN(), InputRate: rate, Bandwidth: 1e8}); p.NumWorkers() != 10 {
+			t.Errorf("SYN at %v/s: %d workers, want 10", rate, p.NumWorkers())
+		}
 	}
 }
 
@@ -142,8 +180,8 @@ func TestZhang24Fit(t *testing.T) {
 	if math.Abs(got.B-0.5) > 0.03 || math.Abs(got.K-0.3)/0.3 > 0.15 {
 		t.Errorf("fit %+v, want k ≈ 0.3, b ≈ 0.5", got)
 	}
-	if prior := z.Fit("other"); prior.K != 0.155 || prior.B != 0.335 {
-		t.Errorf("no samples: %+v, want the prior", prior)
+	if none := z.Fit("other"); none.R(10) != 0 {
+		t.Errorf("no samples: %+v, want r ≡ 0 (no prior)", none)
 	}
 	if h.R(1000) > 0.95 || (Overhead{K: 1, B: 0.95, RMax: 0.95}).R(1000) > 0.95 {
 		t.Error("r(p) exceeds RMax")
@@ -243,7 +281,7 @@ func TestHPA(t *testing.T) {
 // TestHPACountsRequestCPU: with the workers' CPU counters reported, the
 // request CPU of an operator's sends counts toward its utilization.
 func TestHPACountsRequestCPU(t *testing.T) {
-	app := WC()
+	app := wc9()
 	// split: 100/s × 450 µs = 45,000; count: 900/s × 350 µs = 315,000;
 	// the worker's counter reads 405,000, so 45,000 µs/s went to split's
 	// 900 requests/s.
@@ -312,6 +350,42 @@ func TestSPWorkerCounts(t *testing.T) {
 	}
 }
 
+// TestGatedNamed: every baseline runs behind the triggers under its own
+// name.
+func TestGatedNamed(t *testing.T) {
+	ff, _ := NewFaaSFlow(DefaultFaaSFlowConfig())
+	g, err := NewGatedNamed(ff, "faasflow", DefaultTriggerConfig(), DefaultCostModel())
+	if err != nil || g.Name() != "faasflow" {
+		t.Fatalf("name %q, err %v", g.Name(), err)
+	}
+	if _, err := NewGatedNamed(ff, "", DefaultTriggerConfig(), DefaultCostModel()); err == nil {
+		t.Error("empty name accepted")
+	}
+	// The paper's example behind the trigger: the lag must hold 3 s before
+	// FaaSFlow's extrapolation (5 workers) is applied.
+	app := oneOp()
+	if _, err := g.Plan(0, Observation{App: app, InputRate: 500, Bandwidth: 1e8}); err != nil {
+		t.Fatal(err)
+	}
+	ob := onWorkers(Observation{App: app, InputRate: 500, Throughput: 100, Bandwidth: 1e8, Parallelism: []int{10}}, 1)
+	var changedAt []float64
+	for now := 1.0; now <= 4; now++ {
+		p, err := g.Plan(now, ob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Changed {
+			changedAt = append(changedAt, now)
+			if p.NumWorkers() != 5 {
+				t.Errorf("applied %d workers, want 5", p.NumWorkers())
+			}
+		}
+	}
+	if !slices.Equal(changedAt, []float64{3}) {
+		t.Errorf("plans applied at %v, want [3] (lag held for 3 s since t = 0)", changedAt)
+	}
+}
+
 func TestGatedHolds(t *testing.T) {
 	ds2, _ := NewDS2(DefaultDS2Config())
 	g, err := NewGated(ds2, DefaultTriggerConfig(), DefaultCostModel())
@@ -333,4 +407,12 @@ func TestGatedHolds(t *testing.T) {
 	if !p2.Changed || p2.Parallelism[0] != 29 {
 		t.Errorf("after 2 s at double rate: changed %v P %v, want true [29]", p2.Changed, p2.Parallelism)
 	}
+}
+
+// wc9 is word count with the 9-word sentences of the hand-worked examples
+// (WC itself splits into 12, the paper's "more than 10").
+func wc9() App {
+	a := WC()
+	a.Edges[0].Ratio = 9
+	return a
 }

@@ -107,8 +107,9 @@ type Sample struct {
 // EstimatorConfig configures the online estimation of α, β, γ and W.
 type EstimatorConfig struct {
 	// Initial is the RLS starting point, which also fixes the scaling (see
-	// Estimator). Default α₀ = 100 µs, β₀ = 1,000 µs, γ₀ = 100,000 µs,
-	// W₀ = 10⁶ µs/s; every field > 0.
+	// Estimator). Default the paper's start for its end-to-end runs,
+	// α₀ = 38.5 µs, β₀ = 275 µs, γ₀ = 51,500 µs, with W₀ = 850,000 µs/s
+	// (DefaultCostModel); every field > 0.
 	Initial CostModel
 	// Fallback is the model used until MinSamples saturated samples were
 	// absorbed. Default DefaultCostModel (the paper's measurements).
@@ -132,7 +133,7 @@ type EstimatorConfig struct {
 // DefaultEstimatorConfig returns the defaults documented on the fields.
 func DefaultEstimatorConfig() EstimatorConfig {
 	return EstimatorConfig{
-		Initial:    CostModel{Alpha: 100, Beta: 1000, Gamma: 100000, Budget: 1e6},
+		Initial:    DefaultCostModel(),
 		Fallback:   DefaultCostModel(),
 		PriorVar:   100,
 		Forget:     0.995,
@@ -163,8 +164,13 @@ func (c EstimatorConfig) validate() error {
 //
 //	Σ_o N_{w,o}·τ̄_{w,o} = W − α·R^l_w − β·R^r_w − γ·δ_w.
 //
+// This levels form with an intercept W is equivalent to the paper's
+// differenced Eq. 2 (consecutive saturated samples, W cancels) followed by
+// Eq. 3 (W from the estimated α, β, γ) when W is constant; a test checks it.
+//
 // Scaling: the regression runs on θ̃_j = θ_j/θ₀_j, each parameter divided by
-// its initial value θ₀ = (W₀, α₀, β₀, γ₀) = (10⁶, 100, 1,000, 100,000), with
+// its initial value θ₀ = (W₀, α₀, β₀, γ₀) (by default the paper's start
+// (850,000, 38.5, 275, 51,500)), with
 // response y/W₀ and regressors (1, −R^l·α₀, −R^r·β₀, −δ·γ₀)/W₀. All scaled
 // parameters start at 1 with the same prior variance, and at typical rates
 // (10³–10⁴ requests/s, a few destinations) every regressor is O(0.1–1), so

@@ -7,7 +7,7 @@ import (
 )
 
 // truth is a capacity model unlike both the RLS start and the fallback.
-var truth = CostModel{Alpha: 38.5, Beta: 275, Gamma: 51500, Budget: 850000}
+var truth = CostModel{Alpha: 52, Beta: 340, Gamma: 70000, Budget: 800000}
 
 // saturatedSample draws a saturated worker's second under m: random request
 // mix, execution work filling the rest of the budget, plus noise (relative
@@ -76,6 +76,9 @@ func obsWorker(id int, s Sample, queue float64) WorkerObs {
 // workers are saturated (queue growing) and half are idle-ish (no queue,
 // working well below W, which would drag Ŵ down if used).
 func TestEstimatorExcludesUnsaturated(t *testing.T) {
+	// The RLS start: the test is about which workers count, not about
+	// moving the estimate.
+	truth := DefaultCostModel()
 	e, _ := NewEstimator(DefaultEstimatorConfig())
 	r := rand.New(rand.NewPCG(3, 4))
 	app := App{Name: "one", Operators: []Operator{{Name: "o", ExecUS: 400}}}
@@ -185,5 +188,72 @@ func TestEstimatorFallbackAndReset(t *testing.T) {
 	bad.Forget = 1.5
 	if _, err := NewEstimator(bad); err == nil {
 		t.Error("forget 1.5 accepted")
+	}
+}
+
+// TestLevelsEqualsDifferenced: on samples with a constant budget W, the
+// levels-with-intercept regression of Estimator gives the same α, β, γ and
+// W as the paper's differenced Eq. 2 (consecutive samples, W cancels,
+// solved by least squares) followed by Eq. 3 (W as the mean of Σ N·τ̄ +
+// α·R^l + β·R^r + γ·δ).
+func TestLevelsEqualsDifferenced(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var ss []Sample
+	for range 60 {
+		ss = append(ss, saturatedSample(r, truth, 0))
+	}
+	cfg := DefaultEstimatorConfig()
+	cfg.Forget, cfg.PriorVar = 1, 1e6
+	e, _ := NewEstimator(cfg)
+	if err := e.Absorb(ss...); err != nil {
+		t.Fatal(err)
+	}
+	levels := e.Raw()
+
+	// Eq. 2: Δ(Σ N·τ̄) = −α·ΔR^l − β·ΔR^r − γ·Δδ, normal equations.
+	var a [3][3]float64
+	var b [3]float64
+	for i := 1; i < len(ss); i++ {
+		x := [3]float64{ss[i].LocalRate - ss[i-1].LocalRate, ss[i].RemoteRate - ss[i-1].RemoteRate, ss[i].RemoteDests - ss[i-1].RemoteDests}
+		y := -(ss[i].ExecWork - ss[i-1].ExecWork)
+		for j := range 3 {
+			for k := range 3 {
+				a[j][k] += x[j] * x[k]
+			}
+			b[j] += x[j] * y
+		}
+	}
+	// Gaussian elimination without pivoting (a is positive definite).
+	for j := range 3 {
+		for k := j + 1; k < 3; k++ {
+			f := a[k][j] / a[j][j]
+			for c := j; c < 3; c++ {
+				a[k][c] -= f * a[j][c]
+			}
+			b[k] -= f * b[j]
+		}
+	}
+	var th [3]float64
+	for j := 2; j >= 0; j-- {
+		th[j] = b[j]
+		for c := j + 1; c < 3; c++ {
+			th[j] -= a[j][c] * th[c]
+		}
+		th[j] /= a[j][j]
+	}
+	// Eq. 3.
+	var w float64
+	for _, s := range ss {
+		w += s.ExecWork + th[0]*s.LocalRate + th[1]*s.RemoteRate + th[2]*s.RemoteDests
+	}
+	w /= float64(len(ss))
+	diff := CostModel{Alpha: th[0], Beta: th[1], Gamma: th[2], Budget: w}
+	for _, p := range []struct {
+		name             string
+		lev, dif, target float64
+	}{{"alpha", levels.Alpha, diff.Alpha, truth.Alpha}, {"beta", levels.Beta, diff.Beta, truth.Beta}, {"gamma", levels.Gamma, diff.Gamma, truth.Gamma}, {"budget", levels.Budget, diff.Budget, truth.Budget}} {
+		if relErr(p.lev, p.dif) > 1e-3 || relErr(p.dif, p.target) > 1e-6 {
+			t.Errorf("%s: levels %.4f, differenced %.4f, true %.4f", p.name, p.lev, p.dif, p.target)
+		}
 	}
 }

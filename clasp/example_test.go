@@ -26,7 +26,7 @@ func ExampleCLASP_Plan() {
 	}
 	// Output:
 	// initial placement | order [1 0] | P [1 1]
-	// worker 0: split 0.000 count 0.899 load 850000 µs/s (0 remote destinations)
-	// worker 1: split 0.865 count 0.101 load 850000 µs/s (1 remote destinations)
-	// worker 2: split 0.135 count 0.000 load 221474 µs/s (2 remote destinations)
+	// worker 0: split 0.000 count 0.675 load 850000 µs/s (0 remote destinations)
+	// worker 1: split 0.458 count 0.325 load 850000 µs/s (1 remote destinations)
+	// worker 2: split 0.542 count 0.000 load 712570 µs/s (2 remote destinations)
 }

@@ -27,13 +27,18 @@ func (c FaaSFlowConfig) validate() error {
 }
 
 // FaaSFlow is the FaaSFlow baseline (Li et al., ASPLOS 2022) as the CLASP
-// paper evaluates it: a worker's capacity is its executor slots only.
+// paper evaluates it: a worker's capacity is its executor slots only, and
+// the worker count is extrapolated linearly from the throughput currently
+// observed and revised at the next round.
 //
-//   - Worker count N = ⌈λ_p / T̄⌉, where T̄ is the mean throughput per
-//     worker, the running mean of Λ/n over the observations in which the
-//     system was saturated (Λ < (1−LagTolerance)·λ_p). Before any, T̄ is
-//     the slot-based nominal capacity Slots·10⁶ / Σ_o (D_o/λ_p)·τ̄_o:
-//     external requests/s that keep every slot of a worker busy.
+//   - Worker count N = ⌈λ_p / T⌉, where T = Λ/n is the throughput per
+//     worker of the latest observation in which the system was saturated
+//     (Λ < (1−LagTolerance)·λ_p) on n active workers. The paper's example:
+//     one worker delivering 100/s of 500/s gives N = 5; five workers then
+//     delivering 250/s give T = 50 and N = 10. T is replaced by every new
+//     saturated observation (never averaged). Before any saturated
+//     observation there is nothing to extrapolate from, so N is the current
+//     worker count (1 at the start): no prior capacity is assumed.
 //   - Parallelism: the N·Slots instances are split over operators in
 //     proportion to D_o·τ̄_o (one each at least, largest remainder);
 //     N grows if there are more operators than slots.
@@ -43,8 +48,7 @@ func (c FaaSFlowConfig) validate() error {
 //     slot (the fewest workers).
 type FaaSFlow struct {
 	cfg       FaaSFlowConfig
-	sum       float64
-	n         int
+	perWorker float64 // T, requests/s; 0 before the first saturated observation
 	lastTime  float64
 	haveFirst bool
 }
@@ -61,48 +65,46 @@ func NewFaaSFlow(cfg FaaSFlowConfig) (*FaaSFlow, error) {
 func (f *FaaSFlow) Name() string { return "faasflow" }
 
 // Reset implements Planner.
-func (f *FaaSFlow) Reset() { f.sum, f.n, f.lastTime, f.haveFirst = 0, 0, 0, false }
+func (f *FaaSFlow) Reset() { f.perWorker, f.lastTime, f.haveFirst = 0, 0, false }
 
-// observe records Λ/n when saturated (once per time instant).
+// activeWorkers is the number of workers holding a share of some operator,
+// or, when nothing is placed, the number of workers observed (at least 1).
+func activeWorkers(ob *Observation) int {
+	n := 0
+	for _, w := range ob.Workers {
+		for _, s := range w.Share {
+			if s > 0 {
+				n++
+				break
+			}
+		}
+	}
+	if n == 0 {
+		n = len(ob.Workers)
+	}
+	return max(1, n)
+}
+
+// observe replaces T by Λ/n when saturated (once per time instant).
 func (f *FaaSFlow) observe(now float64, ob *Observation) {
 	if f.haveFirst && now <= f.lastTime {
 		return
 	}
 	f.haveFirst, f.lastTime = true, now
-	if len(ob.Workers) > 0 && ob.Throughput > 0 && ob.Throughput < (1-f.cfg.LagTolerance)*ob.InputRate {
-		f.sum += ob.Throughput / float64(len(ob.Workers))
-		f.n++
+	if ob.placed() && ob.Throughput > 0 && ob.Throughput < (1-f.cfg.LagTolerance)*ob.InputRate {
+		f.perWorker = ob.Throughput / float64(activeWorkers(ob))
 	}
-}
-
-// perWorker is T̄, requests/s.
-func (f *FaaSFlow) perWorker(ob *Observation, d Demand) float64 {
-	if f.n > 0 {
-		return f.sum / float64(f.n)
-	}
-	if ob.InputRate <= 0 {
-		return math.Inf(1)
-	}
-	var work float64 // µs per external request
-	for o := range d.Exec {
-		work += d.Work(o) / ob.InputRate
-	}
-	if work <= 0 {
-		return math.Inf(1)
-	}
-	return float64(f.cfg.Slots) * 1e6 / work
 }
 
 // workers implements workerCounter (FaaSFlow-SP).
-func (f *FaaSFlow) workers(ob *Observation, d Demand) (int, []Score) {
-	t := f.perWorker(ob, d)
-	n := 1
-	if ob.InputRate > 0 && !math.IsInf(t, 1) {
-		n = max(1, int(math.Ceil(ob.InputRate/t-1e-9)))
+func (f *FaaSFlow) workers(ob *Observation, _ Demand) (int, []Score) {
+	n := activeWorkers(ob)
+	if f.perWorker > 0 && ob.InputRate > 0 {
+		n = max(1, int(math.Ceil(ob.InputRate/f.perWorker-1e-9)))
 	}
 	n = max(n, (len(ob.App.Operators)+f.cfg.Slots-1)/f.cfg.Slots)
 	n = min(n, f.cfg.MaxWorkers)
-	return n, []Score{score("throughput-per-worker", -1, -1, t), score("workers", -1, -1, float64(n))}
+	return n, []Score{score("throughput-per-worker", -1, -1, f.perWorker), score("workers", -1, -1, float64(n))}
 }
 
 // Plan implements Planner.

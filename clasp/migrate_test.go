@@ -37,7 +37,7 @@ func TestMigrationHandExample(t *testing.T) {
 	// worker 1. Worker 0 queues 1,000 requests, split by executions
 	// (split 1,000/s, count 9,000/s → 900 for count), so a quarter of
 	// count's queue there, 225 requests, moves with 16 MiB of state.
-	app := WC()
+	app := wc9()
 	ob := placedObs(app, []int{0}, [][]float64{{1, 1}}, 1000)
 	d := Derive(&ob)
 	mig := Migrate(&ob, d, []int{0, 1}, [][]float64{{1, 0.75}, {0, 0.25}})

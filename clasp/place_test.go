@@ -291,7 +291,7 @@ func TestPlaceN(t *testing.T) {
 
 func TestPlaceErrors(t *testing.T) {
 	m := DefaultCostModel()
-	app := WC()
+	app := wc9()
 	d := nominal(app, 1000)
 	if _, err := Place(&app, d, m, 0, 10); !errors.Is(err, ErrInvalid) {
 		t.Errorf("zero budget: %v", err)
@@ -348,7 +348,7 @@ func TestLoadsHandExample(t *testing.T) {
 	// split on worker 0 (whole), count 40% on 0 and 60% on 1: of split's
 	// 9,000 requests/s to count, 3,600 stay local, 5,400 go to worker 1.
 	m := DefaultCostModel()
-	app := WC()
+	app := wc9()
 	d := nominal(app, 1000)
 	l := m.Loads(&app, d, [][]float64{{1, 0.4}, {0, 0.6}})
 	w0 := LoadParts{Exec: 1000*450 + 0.4*9000*350, LocalRate: 3600, RemoteRate: 5400, RemoteDests: 1}

@@ -28,9 +28,10 @@ func NewZhang24SP(cfg Config, zc Zhang24Config) (*CLASP, error) {
 // holds the current configuration. It lets a baseline re-plan on CLASP's
 // schedule.
 type Gated struct {
-	p Planner
-	t *Trigger
-	m CostModel
+	name string
+	p    Planner
+	t    *Trigger
+	m    CostModel
 }
 
 // NewGated wraps p. Held plans report loads under model.
@@ -45,11 +46,26 @@ func NewGated(p Planner, cfg TriggerConfig, model CostModel) (*Gated, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Gated{p: p, t: t, m: model}, nil
+	return &Gated{name: p.Name() + "+trigger", p: p, t: t, m: model}, nil
 }
 
-// Name implements Planner: the wrapped planner's name with "+trigger".
-func (g *Gated) Name() string { return g.p.Name() + "+trigger" }
+// NewGatedNamed is NewGated with another Name: the experiments run every
+// baseline behind the triggers, as the paper does, under its own name.
+func NewGatedNamed(p Planner, name string, cfg TriggerConfig, model CostModel) (*Gated, error) {
+	if name == "" {
+		return nil, invalidf("gated: empty planner name")
+	}
+	g, err := NewGated(p, cfg, model)
+	if err != nil {
+		return nil, err
+	}
+	g.name = name
+	return g, nil
+}
+
+// Name implements Planner: the wrapped planner's name with "+trigger"
+// unless NewGatedNamed set another.
+func (g *Gated) Name() string { return g.name }
 
 // Reset implements Planner.
 func (g *Gated) Reset() {

@@ -5,16 +5,15 @@ import "math"
 // Zhang24Config configures the Zhang24 baseline.
 type Zhang24Config struct {
 	SlotConfig
-	// K0 and B0 are the prior of the overhead model r(p) = b·(1 − e^{−k·p}).
-	// Defaults 0.155 and 0.335.
-	K0, B0 float64
 	// RMax caps r(p), in (0, 1). Default 0.95.
 	RMax float64
 	// Util is the target utilization of an instance, in (0, 1]. Default 0.9.
 	Util float64
-	// PriorWeight is the ridge weight pulling the fit toward the prior,
-	// > 0 (in units of squared overhead samples). Default 2.
-	PriorWeight float64
+	// Provision is the share of a worker's slots the instances fill, in
+	// (0, 1]: N = ⌈Σ_o P_o/(Provision·Slots)⌉. Default 0.5, the
+	// over-provisioning the CLASP paper reports for Zhang24 (every worker
+	// at about 50%, the count saturating past 60% load).
+	Provision float64
 	// MaxSamples is the number of recent samples kept per operator, ≥ 1.
 	// Default 64.
 	MaxSamples int
@@ -24,22 +23,22 @@ type Zhang24Config struct {
 	// worker hosting it saturated).
 	Saturation SaturationConfig
 	// AffinityWeight weighs data affinity against load balance in the
-	// placement score, in [0, 1]. Default 0.5.
+	// placement score, in [0, 1]. Default 0.5 (the paper's 0.5/0.5).
 	AffinityWeight float64
 }
 
 // DefaultZhang24Config returns the defaults documented on the fields.
 func DefaultZhang24Config() Zhang24Config {
 	return Zhang24Config{
-		SlotConfig: DefaultSlotConfig(), K0: 0.155, B0: 0.335, RMax: 0.95, Util: 0.9,
-		PriorWeight: 2, MaxSamples: 64, MaxParallelism: 1000,
+		SlotConfig: DefaultSlotConfig(), RMax: 0.95, Util: 0.9, Provision: 0.5,
+		MaxSamples: 64, MaxParallelism: 1000,
 		Saturation: DefaultSaturationConfig(), AffinityWeight: 0.5,
 	}
 }
 
 func (c Zhang24Config) validate() error {
-	if !positive(c.K0) || !(c.B0 >= 0 && c.B0 <= c.RMax) || !(c.RMax > 0 && c.RMax < 1) || !(c.Util > 0 && c.Util <= 1) ||
-		!positive(c.PriorWeight) || c.MaxSamples < 1 || c.MaxParallelism < 1 || !(c.AffinityWeight >= 0 && c.AffinityWeight <= 1) {
+	if !(c.RMax > 0 && c.RMax < 1) || !(c.Util > 0 && c.Util <= 1) || !(c.Provision > 0 && c.Provision <= 1) ||
+		c.MaxSamples < 1 || c.MaxParallelism < 1 || !(c.AffinityWeight >= 0 && c.AffinityWeight <= 1) {
 		return invalidf("zhang24: configuration %+v out of range", c)
 	}
 	if err := c.Saturation.validate(); err != nil {
@@ -63,19 +62,22 @@ type zSample struct{ p, r float64 }
 // it:
 //
 //   - per operator, an overhead model r(p) = b·(1 − e^{−k·p}), r ≤ RMax,
-//     fitted to the overheads observed when the operator is at capacity
-//     (every worker hosting it saturated), r = 1 − N_o·τ̄_o/(P_o·10⁶); the
+//     fitted by least squares to the overheads observed when the operator
+//     is at capacity (every worker hosting it saturated), r = 1 −
+//     N_o·τ̄_o/(P_o·S) with S = W/Slots the CPU of one executor slot; the
 //     fit is a grid search over k (log-spaced, 0.005–2) with b in closed
-//     form, ridge-regularized toward the prior (k₀, b₀) = (0.155, 0.335);
-//   - parallelism P_o, the smallest p with p·(10⁶/τ̄_o)·(1 − r(p))·Util ≥
-//     D_o (the operator's projected input rate);
-//   - N = ⌈Σ P_o / Slots⌉ workers;
+//     form. There is no prior: without samples r ≡ 0;
+//   - parallelism P_o, the smallest p with p·(S/τ̄_o)·(1 − r(p))·Util ≥
+//     D_o (the operator's projected input rate): an instance is one slot,
+//     not a full core;
+//   - the over-provisioning model: N = ⌈Σ P_o/(Provision·Slots)⌉ workers,
+//     so the instances fill only Provision of the slots;
 //   - placement instance by instance (operators in topological order):
 //     feasible workers have a free slot; among them the highest score
-//     AffinityWeight·affinity + (1−AffinityWeight)·balance wins (lowest
-//     index on ties), where affinity is the share of the operator's edge
-//     traffic whose other end already sits on the worker and balance is the
-//     worker's free share of slots.
+//     AffinityWeight·affinity + (1−AffinityWeight)·balance wins (0.5/0.5;
+//     lowest index on ties), where affinity is the share of the operator's
+//     edge traffic whose other end already sits on the worker and balance is
+//     the worker's free share of slots.
 type Zhang24 struct {
 	cfg     Zhang24Config
 	sat     *saturation
@@ -124,7 +126,7 @@ func (z *Zhang24) observe(now float64, ob *Observation) {
 		if !hosted || !all || work <= 0 {
 			continue
 		}
-		r := math.Min(z.cfg.RMax, math.Max(0, 1-work/(float64(p)*1e6)))
+		r := math.Min(z.cfg.RMax, math.Max(0, 1-work/(float64(p)*z.cfg.slotUS())))
 		z.AddSample(op.Name, p, r)
 	}
 }
@@ -139,15 +141,16 @@ func (z *Zhang24) AddSample(op string, p int, r float64) {
 	z.samples[op] = s
 }
 
-// Fit returns the overhead model fitted for the named operator (the prior
-// without samples).
+// Fit returns the overhead model fitted for the named operator by least
+// squares (r ≡ 0 without samples). Where the samples do not identify k
+// (one parallelism only), the smallest k of the grid that fits best wins.
 func (z *Zhang24) Fit(op string) Overhead {
 	c := z.cfg
 	ss := z.samples[op]
+	best := Overhead{K: 1, B: 0, RMax: c.RMax}
 	if len(ss) == 0 {
-		return Overhead{K: c.K0, B: c.B0, RMax: c.RMax}
+		return best
 	}
-	best := Overhead{K: c.K0, B: c.B0, RMax: c.RMax}
 	bestJ := math.Inf(1)
 	const grid = 200
 	lo, hi := math.Log(0.005), math.Log(2)
@@ -159,16 +162,16 @@ func (z *Zhang24) Fit(op string) Overhead {
 			sf += s.r * f
 			sff += f * f
 		}
-		b := (sf + c.PriorWeight*c.B0) / (sff + c.PriorWeight)
-		b = math.Min(c.RMax, math.Max(0, b))
-		j := c.PriorWeight * (b - c.B0) * (b - c.B0)
-		lk := math.Log(k / c.K0)
-		j += 0.01 * c.PriorWeight * lk * lk
+		b := 0.0
+		if sff > 0 {
+			b = math.Min(c.RMax, math.Max(0, sf/sff))
+		}
+		var j float64
 		for _, s := range ss {
 			e := s.r - math.Min(c.RMax, b*(1-math.Exp(-k*s.p)))
 			j += e * e
 		}
-		if j < bestJ {
+		if j < bestJ-1e-15 {
 			best, bestJ = Overhead{K: k, B: b, RMax: c.RMax}, j
 		}
 	}
@@ -182,7 +185,7 @@ func (z *Zhang24) parallelism(ob *Observation, d Demand) ([]int, []Overhead) {
 	for o, op := range ob.App.Operators {
 		h := z.Fit(op.Name)
 		fits[o] = h
-		rate := 1e6 / d.ExecUS[o]
+		rate := z.cfg.slotUS() / d.ExecUS[o]
 		par[o] = z.cfg.MaxParallelism
 		for p := 1; p <= z.cfg.MaxParallelism; p++ {
 			if float64(p)*rate*(1-h.R(p))*z.cfg.Util >= d.Exec[o] {
@@ -197,8 +200,19 @@ func (z *Zhang24) parallelism(ob *Observation, d Demand) ([]int, []Overhead) {
 // workers implements workerCounter (Zhang24-SP).
 func (z *Zhang24) workers(ob *Observation, d Demand) (int, []Score) {
 	par, _ := z.parallelism(ob, d)
-	n := min(z.cfg.slotWorkers(par), z.cfg.MaxWorkers)
+	n := z.provisioned(par)
 	return n, []Score{score("workers", -1, -1, float64(n))}
+}
+
+// provisioned is the over-provisioned worker count ⌈Σ P_o/(Provision·Slots)⌉,
+// at most MaxWorkers.
+func (z *Zhang24) provisioned(par []int) int {
+	var tot int
+	for _, p := range par {
+		tot += p
+	}
+	n := int(math.Ceil(float64(tot)/(z.cfg.Provision*float64(z.cfg.Slots)) - 1e-9))
+	return min(max(1, n, z.cfg.slotWorkers(par)), z.cfg.MaxWorkers)
 }
 
 // Plan implements Planner.
@@ -212,7 +226,7 @@ func (z *Zhang24) Plan(now float64, ob Observation) (Plan, error) {
 	z.observe(now, &ob)
 	d := Derive(&ob)
 	par, fits := z.parallelism(&ob, d)
-	n := min(z.cfg.slotWorkers(par), z.cfg.MaxWorkers)
+	n := z.provisioned(par)
 	var scores []Score
 	for o, h := range fits {
 		scores = append(scores, score("k", o, -1, h.K), score("b", o, -1, h.B), score("r(p)", o, -1, h.R(par[o])))

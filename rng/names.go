@@ -74,6 +74,10 @@ const (
 	// cluster.
 	ClaspHarnessNoise = "clasp/harness/noise"
 
+	// ClaspexpModes draws the stage lengths and levels of the CLASP
+	// experiment's burst and gradual load modes (seed: the mode seed).
+	ClaspexpModes = "claspexp/modes"
+
 	// ServeFixture draws the weights of serve's test policies.
 	ServeFixture = "serve/fixture"
 )

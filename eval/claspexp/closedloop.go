@@ -8,9 +8,11 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"streamscale/agents"
 	"streamscale/agents/horizontal"
 	"streamscale/clasp"
 	"streamscale/env"
+	"streamscale/rng"
 )
 
 // Trace is a workload given point by point, events/s per step.
@@ -31,7 +33,7 @@ type Method struct {
 // Methods returns every horizontal planner of the closed-loop experiments,
 // each with at most maxWorkers workers: CLASP, FaaSFlow, Zhang24, DS2, the
 // -SP variants (FaaSFlow's and Zhang24's worker counts with CLASP's
-// placement), HPA, clasp-paper: CLASP with the paper's projection
+// placement), HPA (every baseline behind CLASP's triggers), clasp-paper: CLASP with the paper's projection
 // s = λ_p/Λ alone (Config.Propagate and DrainS off), the ablation of our two
 // additions, and clasp-h90: CLASP packing to 90% of W̄ (Config.Headroom
 // 0.9) instead of the paper's L_w ≤ W̄.
@@ -51,7 +53,7 @@ func Methods(maxWorkers int) []Method {
 	return append(ms,
 		Method{"faasflow-sp", func() (clasp.Planner, error) { return clasp.NewFaaSFlowSP(c, ff) }},
 		Method{"zhang24-sp", func() (clasp.Planner, error) { return clasp.NewZhang24SP(c, zc) }},
-		Method{"hpa", func() (clasp.Planner, error) { return clasp.NewHPA(hc) }},
+		Method{"hpa", func() (clasp.Planner, error) { return gated(clasp.NewHPA(hc)) }},
 		Method{"clasp-paper", func() (clasp.Planner, error) {
 			cp := c
 			cp.Propagate, cp.DrainS = false, 0
@@ -67,8 +69,9 @@ func Methods(maxWorkers int) []Method {
 
 // closedLoop runs method's planner on app over trace on servers workers
 // (every task starts on worker 0) and returns the step records and the
-// controller.
-func closedLoop(m Method, app clasp.App, servers int, trace Trace) ([]StepRecord, *horizontal.Adapter, error) {
+// controller. With warm > 0 the planner's first decision (the initial
+// placement) is followed by warm steps without remapping.
+func closedLoop(m Method, app clasp.App, servers int, trace Trace, warm int) ([]StepRecord, *horizontal.Adapter, error) {
 	cfg, err := ClusterConfig(app, servers, 0, len(trace), nil)
 	if err != nil {
 		return nil, nil, err
@@ -82,7 +85,11 @@ func closedLoop(m Method, app clasp.App, servers int, trace Trace) ([]StepRecord
 	if err != nil {
 		return nil, nil, err
 	}
-	recs, err := run(cfg, ctrl, 1, nil)
+	var c agents.HorizontalController = ctrl
+	if warm > 0 {
+		c = &warmup{c: ctrl, steps: warm}
+	}
+	recs, err := run(cfg, c, 1, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("claspexp: %s on %s: %w", m.Name, app.Name, err)
 	}
@@ -167,7 +174,7 @@ func WorkerTransitions(app clasp.App, maxRate []float64, methods []Method, o Tra
 			for range o.After {
 				trace = append(trace, row.To)
 			}
-			_, ctrl, err := closedLoop(byName[row.Method], app, len(maxRate), trace)
+			_, ctrl, err := closedLoop(byName[row.Method], app, len(maxRate), trace, 0)
 			if err != nil {
 				return err
 			}
@@ -195,21 +202,27 @@ func MeanAbsWorkerError(rows []TransitionRow) map[string]float64 {
 	return sum
 }
 
-// ModeRow is one method's closed-loop run in one load mode (experiment 6).
+// ModeRow is one method's closed-loop run in one load mode with one seed
+// (experiment 6).
 type ModeRow struct {
 	App    string `json:"app"`
 	Mode   string `json:"mode"` // "burst" or "gradual"
 	Method string `json:"method"`
+	Seed   uint64 `json:"seed"`
+	// WarmSteps are the steps of the warm-up (WarmupRequests at the
+	// trace's first rate on the initial placement, no remapping), excluded
+	// from every figure below.
+	WarmSteps int `json:"warm_steps"`
 	// Offered and Delivered are the totals over the run, events.
 	Offered   float64 `json:"offered"`
 	Delivered float64 `json:"delivered"`
 	// ThroughputRatio is Delivered/Offered.
 	ThroughputRatio float64 `json:"throughput_ratio"`
-	// MedianMeanMS is the median over steps of the per-step mean
-	// end-to-end latency; P95P95MS the 95th percentile over steps of the
-	// per-step p95 (the simulator reports a mean and a p95 per step).
-	MedianMeanMS float64 `json:"median_latency_ms"`
-	P95P95MS     float64 `json:"p95_latency_ms"`
+	// MedianMS and P95MS are latency percentiles pooled over all requests
+	// (PooledLatency: the per-step distributions, weighted by delivered
+	// events).
+	MedianMS float64 `json:"median_latency_ms"`
+	P95MS    float64 `json:"p95_latency_ms"`
 	// MeanWorkers and MaxWorkers are the active workers over the steps.
 	MeanWorkers float64 `json:"mean_workers"`
 	MaxWorkers  int     `json:"max_workers"`
@@ -218,43 +231,151 @@ type ModeRow struct {
 	Plans      int   `json:"plans"`
 	Infeasible int   `json:"infeasible"`
 	Workers    []int `json:"workers_per_step"`
-	// P95MS is the per-step p95, ms.
-	P95MS []float64 `json:"p95_ms_per_step"`
+	// StepP95MS is the per-step p95, ms.
+	StepP95MS []float64 `json:"p95_ms_per_step"`
 	// Offered rate per step, events/s.
 	Rates []float64 `json:"rates_per_step"`
 }
 
-// ModeTraces returns the two load modes of paper §5.6 as rate traces
-// relative to top (the 10-worker sustained rate): burst holds 25% for 20 s,
-// jumps to 75% for 20 s and drops back for 20 s; gradual ramps linearly
-// from 15% to 85% over 45 s and back down over 45 s.
-func ModeTraces(top float64) map[string]Trace {
-	var burst, gradual Trace
-	for t := range 60 {
-		f := 0.25
-		if t >= 20 && t < 40 {
-			f = 0.75
+// WarmupRequests is the warm-up before the planner may remap, in requests
+// (executions, every chained request counted), as in the paper.
+const WarmupRequests = 10000
+
+// ModeTraces returns the two load modes of the paper as rate traces
+// relative to top (the 10-worker sustained rate), one value per second,
+// drawn from rng.ClaspexpModes with seed:
+//
+//   - gradual: 10% → 100% → 10% of top in 10% steps, each held for a
+//     uniformly drawn 5–10 s;
+//   - burst: stages of 5–10 s alternating between a low rate (uniform in
+//     10–30%) and a high one (70–100%), starting low, until its volume
+//     equals the gradual trace's (the last stage is cut to match).
+//
+// Both carry the same total volume (to within one step's worth).
+func ModeTraces(top float64, seed uint64) map[string]Trace {
+	r := rng.New(seed, rng.ClaspexpModes)
+	stage := func() int { return 5 + r.IntN(6) }
+	var gradual Trace
+	var volume float64
+	for k := 1; k <= 19; k++ {
+		f := float64(min(k, 20-k)) / 10
+		for range stage() {
+			gradual = append(gradual, f*top)
+			volume += f * top
 		}
-		burst = append(burst, f*top)
 	}
-	for t := range 90 {
-		x := float64(t) / 45
-		if t >= 45 {
-			x = float64(90-t) / 45
+	var burst Trace
+	var sum float64
+	for high := false; sum < volume; high = !high {
+		f := 0.1 + 0.2*r.Float64()
+		if high {
+			f = 0.7 + 0.3*r.Float64()
 		}
-		gradual = append(gradual, (0.15+0.7*x)*top)
+		for range stage() {
+			if sum >= volume {
+				break
+			}
+			burst = append(burst, f*top)
+			sum += f * top
+		}
 	}
 	return map[string]Trace{"burst": burst, "gradual": gradual}
 }
 
-// Modes runs every method closed loop on app over both load modes, on
-// servers workers, concurrently; rows come back in (mode, method) order.
-func Modes(app clasp.App, top float64, servers int, methods []Method) ([]ModeRow, error) {
-	traces := ModeTraces(top)
+// warmSteps is the number of steps at rate that carry WarmupRequests.
+func warmSteps(app clasp.App, rate float64) int {
+	d := nominal(&app, 1)
+	var perEvent float64
+	for _, x := range d.Exec {
+		perEvent += x
+	}
+	if rate <= 0 || perEvent <= 0 {
+		return 0
+	}
+	return int(math.Ceil(WarmupRequests / (rate * perEvent)))
+}
+
+// warmup passes the first decision (the initial placement) to the
+// controller, then holds for steps steps, then delegates.
+type warmup struct {
+	c     agents.HorizontalController
+	steps int
+	n     int
+}
+
+func (w *warmup) Reset(seed uint64) error { w.n = 0; return w.c.Reset(seed) }
+
+func (w *warmup) Act(now float64, info env.Info) (env.Action, error) {
+	w.n++
+	if w.n > 1 && w.n <= 1+w.steps {
+		return env.Action{Hold: true}, nil
+	}
+	return w.c.Act(now, info)
+}
+
+// PooledLatency returns the q-quantile of latency pooled over all requests,
+// ms. The simulator reports per step a mean m and a p95 only, so each
+// step's distribution is taken as a shifted exponential with that mean and
+// p95 (scale (p95 − m)/(ln 20 − 1), clamped to a plain exponential of
+// mean m where the shift would be negative), weighted by the events the
+// step delivered; the quantile of the mixture is found by bisection.
+func PooledLatency(recs []StepRecord, q float64) float64 {
+	type comp struct{ w, shift, scale float64 }
+	var cs []comp
+	var tot, hi float64
+	for _, r := range recs {
+		if r.Throughput <= 0 || r.MeanMS <= 0 {
+			continue
+		}
+		scale := (r.P95MS - r.MeanMS) / (math.Log(20) - 1)
+		shift := r.MeanMS - scale
+		if scale <= 0 || shift < 0 {
+			shift, scale = 0, r.MeanMS
+		}
+		cs = append(cs, comp{r.Throughput, shift, scale})
+		tot += r.Throughput
+		hi = max(hi, shift+40*scale)
+	}
+	if tot == 0 {
+		return 0
+	}
+	cdf := func(x float64) float64 {
+		var c float64
+		for _, k := range cs {
+			if x > k.shift {
+				c += k.w * (1 - math.Exp(-(x-k.shift)/k.scale))
+			}
+		}
+		return c / tot
+	}
+	lo := 0.0
+	for range 60 {
+		mid := (lo + hi) / 2
+		if cdf(mid) < q {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// Modes runs every method closed loop on app over both load modes drawn
+// with each seed, on servers workers, concurrently; rows come back in
+// (mode, seed, method) order. Each run starts with the warm-up.
+func Modes(app clasp.App, top float64, servers int, methods []Method, seeds []uint64) ([]ModeRow, error) {
+	traces := make([]map[string]Trace, len(seeds))
+	for i, sd := range seeds {
+		traces[i] = ModeTraces(top, sd)
+	}
 	var rows []ModeRow
+	var which []int
 	for _, mode := range []string{"burst", "gradual"} {
-		for _, m := range methods {
-			rows = append(rows, ModeRow{App: app.Name, Mode: mode, Method: m.Name})
+		for i, sd := range seeds {
+			for _, m := range methods {
+				rows = append(rows, ModeRow{App: app.Name, Mode: mode, Method: m.Name, Seed: sd})
+				which = append(which, i)
+			}
 		}
 	}
 	var g errgroup.Group
@@ -263,16 +384,22 @@ func Modes(app clasp.App, top float64, servers int, methods []Method) ([]ModeRow
 		g.Go(func() error {
 			row := &rows[i]
 			m := methods[i%len(methods)]
-			recs, ctrl, err := closedLoop(m, app, servers, traces[row.Mode])
+			tr := traces[which[i]][row.Mode]
+			row.WarmSteps = warmSteps(app, tr[0])
+			full := make(Trace, 0, row.WarmSteps+len(tr))
+			for range row.WarmSteps {
+				full = append(full, tr[0])
+			}
+			full = append(full, tr...)
+			recs, ctrl, err := closedLoop(m, app, servers, full, row.WarmSteps)
 			if err != nil {
 				return err
 			}
-			var means []float64
+			recs = recs[row.WarmSteps:]
 			for _, r := range recs {
 				row.Offered += r.Offered
 				row.Delivered += r.Throughput
-				means = append(means, r.MeanMS)
-				row.P95MS = append(row.P95MS, r.P95MS)
+				row.StepP95MS = append(row.StepP95MS, r.P95MS)
 				row.Workers = append(row.Workers, r.Active)
 				row.Rates = append(row.Rates, r.Offered)
 				row.MeanWorkers += float64(r.Active) / float64(len(recs))
@@ -281,8 +408,8 @@ func Modes(app clasp.App, top float64, servers int, methods []Method) ([]ModeRow
 			if row.Offered > 0 {
 				row.ThroughputRatio = row.Delivered / row.Offered
 			}
-			row.MedianMeanMS = quantile(means, 0.5)
-			row.P95P95MS = quantile(row.P95MS, 0.95)
+			row.MedianMS = PooledLatency(recs, 0.5)
+			row.P95MS = PooledLatency(recs, 0.95)
 			row.Plans, row.Infeasible = ctrl.Replans(), ctrl.Infeasible()
 			return nil
 		})
@@ -291,6 +418,67 @@ func Modes(app clasp.App, top float64, servers int, methods []Method) ([]ModeRow
 		return nil, err
 	}
 	return rows, nil
+}
+
+// ModeSummary is one method's figures in one app and mode: the mean over
+// seeds, with the smallest and largest seed's value as the spread.
+type ModeSummary struct {
+	Delivered    float64    `json:"delivered"` // delivered/offered
+	MedianMS     float64    `json:"median_ms"`
+	P95MS        float64    `json:"p95_ms"`
+	Workers      float64    `json:"workers"` // mean active workers
+	Seeds        int        `json:"seeds"`
+	DeliveredMin float64    `json:"delivered_min"`
+	DeliveredMax float64    `json:"delivered_max"`
+	MedianRange  [2]float64 `json:"median_ms_range"`
+	P95Range     [2]float64 `json:"p95_ms_range"`
+	WorkersRange [2]float64 `json:"workers_range"`
+}
+
+// SummarizeModes groups rows by "<app>/<mode>" and method.
+func SummarizeModes(rows []ModeRow) map[string]map[string]ModeSummary {
+	out := map[string]map[string]ModeSummary{}
+	upd := func(r *[2]float64, x float64, first bool) {
+		if first {
+			*r = [2]float64{x, x}
+			return
+		}
+		r[0], r[1] = min(r[0], x), max(r[1], x)
+	}
+	for _, r := range rows {
+		k := r.App + "/" + r.Mode
+		if out[k] == nil {
+			out[k] = map[string]ModeSummary{}
+		}
+		s := out[k][r.Method]
+		first := s.Seeds == 0
+		s.Delivered += r.ThroughputRatio
+		s.MedianMS += r.MedianMS
+		s.P95MS += r.P95MS
+		s.Workers += r.MeanWorkers
+		var d [2]float64
+		if !first {
+			d = [2]float64{s.DeliveredMin, s.DeliveredMax}
+		}
+		upd(&d, r.ThroughputRatio, first)
+		s.DeliveredMin, s.DeliveredMax = d[0], d[1]
+		upd(&s.MedianRange, r.MedianMS, first)
+		upd(&s.P95Range, r.P95MS, first)
+		upd(&s.WorkersRange, r.MeanWorkers, first)
+		s.Seeds++
+		out[k][r.Method] = s
+	}
+	for _, byM := range out {
+		for m, s := range byM {
+			n := float64(s.Seeds)
+			s.Delivered /= n
+			s.MedianMS /= n
+			s.P95MS /= n
+			s.Workers /= n
+			byM[m] = s
+		}
+	}
+	return out
 }
 
 // quantile is the q-quantile of xs by linear interpolation between order

@@ -83,7 +83,7 @@ func TestModesSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := pick(Methods(4), "clasp", "hpa")
-	rows, err := Modes(app, top, 4, ms)
+	rows, err := Modes(app, top, 4, ms, []uint64{1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestModesSmall(t *testing.T) {
 		t.Fatalf("rows %v", rows)
 	}
 	for _, r := range rows {
-		if len(r.Workers) != len(ModeTraces(top)[r.Mode]) || r.MaxWorkers > 4 || r.MaxWorkers < 1 {
+		if len(r.Workers) != len(ModeTraces(top, 1)[r.Mode]) || r.MaxWorkers > 4 || r.MaxWorkers < 1 {
 			t.Errorf("%s/%s: %d steps, max %d workers", r.Mode, r.Method, len(r.Workers), r.MaxWorkers)
 		}
 		if r.Delivered > r.Offered*(1+1e-9) || r.ThroughputRatio <= 0 {
@@ -101,11 +101,54 @@ func TestModesSmall(t *testing.T) {
 	if rows[0].Plans < 2 {
 		t.Errorf("CLASP applied %d plans over a burst", rows[0].Plans)
 	}
-	again, err := Modes(app, top, 4, ms)
+	if rows[0].WarmSteps < 1 || rows[0].MedianMS <= 0 || rows[0].P95MS < rows[0].MedianMS {
+		t.Errorf("warm-up %d steps, pooled median %v, p95 %v", rows[0].WarmSteps, rows[0].MedianMS, rows[0].P95MS)
+	}
+	again, err := Modes(app, top, 4, ms, []uint64{1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(rows, again) {
 		t.Error("two runs differ")
+	}
+}
+
+// TestModeTraces: the paper's load modes, equal volume, the stage levels
+// in their ranges, one seed reproducible and another different.
+func TestModeTraces(t *testing.T) {
+	tr := ModeTraces(100, 1)
+	var vb, vg float64
+	for _, x := range tr["burst"] {
+		vb += x
+		if !(x >= 10 && x <= 30 || x >= 70 && x <= 100) {
+			t.Errorf("burst level %v outside 10–30%% and 70–100%%", x)
+		}
+	}
+	peak := 0.0
+	for _, x := range tr["gradual"] {
+		vg += x
+		peak = max(peak, x)
+	}
+	if math.Abs(vb-vg) > 100 || peak != 100 || tr["gradual"][0] != 10 {
+		t.Errorf("volumes %v and %v, gradual from %v to peak %v", vb, vg, tr["gradual"][0], peak)
+	}
+	if n := len(tr["gradual"]); n < 19*5 || n > 19*10 {
+		t.Errorf("gradual lasts %d s, want 19 stages of 5–10 s", n)
+	}
+	if !reflect.DeepEqual(tr, ModeTraces(100, 1)) || reflect.DeepEqual(tr, ModeTraces(100, 2)) {
+		t.Error("seed 1 not reproducible or seed 2 identical")
+	}
+}
+
+// TestPooledLatency: steps of one exponential distribution pool to it;
+// weights follow delivered events.
+func TestPooledLatency(t *testing.T) {
+	exp := StepRecord{Throughput: 100, MeanMS: 10, P95MS: 10 * math.Log(20)}
+	if got := PooledLatency([]StepRecord{exp, exp}, 0.5); math.Abs(got-10*math.Ln2) > 1e-6 {
+		t.Errorf("median %v, want 10·ln 2", got)
+	}
+	slow := StepRecord{Throughput: 1, MeanMS: 1000, P95MS: 1000 * math.Log(20)}
+	if got := PooledLatency([]StepRecord{exp, slow}, 0.5); got > 10 {
+		t.Errorf("median %v: a step delivering 1%% moved it", got)
 	}
 }

@@ -17,7 +17,7 @@ func TestEnvApp(t *testing.T) {
 	want := env.App{
 		Name: "wc", SLOMS: 500, Sources: []int{0}, Sinks: []int{1},
 		Tasks: []env.Task{
-			{Name: "split", MIPSPerEvent: 0.45, Selectivity: 9, OutBytes: 256, MemoryMB: 1},
+			{Name: "split", MIPSPerEvent: 0.45, Selectivity: 12, OutBytes: 256, MemoryMB: 1},
 			{Name: "count", MIPSPerEvent: 0.35, Selectivity: 1, OutBytes: 256, MemoryMB: 64, StateMB: 64, Keys: 50000},
 		},
 		Edges: []env.Edge{{From: 0, To: 1}},
@@ -31,7 +31,7 @@ func TestEnvApp(t *testing.T) {
 	if err != nil || len(notes) != 0 {
 		t.Fatal(err, notes)
 	}
-	if !reflect.DeepEqual(etl.Sinks, []int{7, 8}) || etl.Tasks[0].Selectivity != 10 || etl.Tasks[4].Selectivity != 0.1 || etl.Tasks[5].Selectivity != 1 || etl.Tasks[0].OutBytes != 90 {
+	if !reflect.DeepEqual(etl.Sinks, []int{9}) || etl.Tasks[0].Selectivity != 10 || etl.Tasks[4].Selectivity != 0.1 || etl.Tasks[5].Selectivity != 1 || etl.Tasks[0].OutBytes != 90 {
 		t.Fatalf("ETL converted to %+v", etl)
 	}
 	// Differing ratios of one operator's edges are averaged, with a note.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -27,6 +28,33 @@ func nominal(app *clasp.App, rate float64) clasp.Demand {
 func CLASPPlacer(n int) Placer {
 	return func(app clasp.App, rate float64) ([]int, [][]float64, error) {
 		m := TrueModel()
+		pl, _, err := clasp.PlaceN(&app, nominal(&app, rate), m, m.Budget, n, n)
+		if err != nil {
+			return nil, nil, err
+		}
+		return seq(len(pl.Shares)), pl.Shares, nil
+	}
+}
+
+// PaperPlacer is the placement the paper's experiment (1) uses on n
+// workers: SYN's chain split evenly into n contiguous runs of operators;
+// every other app bin-packed on execution cost alone (clasp.PlaceN with
+// α = β = γ = 0, so the packing balances the executions and ignores the
+// request costs).
+func PaperPlacer(n int) Placer {
+	return func(app clasp.App, rate float64) ([]int, [][]float64, error) {
+		if app.Name == "syn" {
+			ops := len(app.Operators)
+			shares := make([][]float64, n)
+			for w := range shares {
+				shares[w] = make([]float64, ops)
+			}
+			for o := range ops {
+				shares[o*n/ops][o] = 1
+			}
+			return seq(n), shares, nil
+		}
+		m := clasp.CostModel{Budget: TrueModel().Budget}
 		pl, _, err := clasp.PlaceN(&app, nominal(&app, rate), m, m.Budget, n, n)
 		if err != nil {
 			return nil, nil, err
@@ -151,7 +179,7 @@ func PredictedRate(app clasp.App, n int) (float64, error) {
 }
 
 // ScalingRow is one application's maximum sustained throughput per worker
-// count under CLASP's placement.
+// count under the paper's placement (PaperPlacer).
 type ScalingRow struct {
 	App       string             `json:"app"`
 	Workers   []int              `json:"workers"`
@@ -161,7 +189,8 @@ type ScalingRow struct {
 }
 
 // Scaling measures the maximum sustained throughput of every app at each
-// worker count (paper Fig. sub-linear scaling). workers must start with 1.
+// worker count (paper Fig. sub-linear scaling) with the paper's placements
+// (PaperPlacer). workers must start with 1.
 func Scaling(apps []clasp.App, workers []int, pr Probe) ([]ScalingRow, error) {
 	var rows []ScalingRow
 	for _, app := range apps {
@@ -171,7 +200,7 @@ func Scaling(apps []clasp.App, workers []int, pr Probe) ([]ScalingRow, error) {
 			if err != nil {
 				return nil, err
 			}
-			r, err := MaxRate(app, n, CLASPPlacer(n), pred, pr)
+			r, err := MaxRate(app, n, PaperPlacer(n), pred, pr)
 			if err != nil {
 				return nil, fmt.Errorf("claspexp: %s on %d workers: %w", app.Name, n, err)
 			}
@@ -199,9 +228,14 @@ type CoefResult struct {
 // placement sustains nominally) over several placements that vary the
 // request mix — all on one worker, CLASP's packing on n workers, and one
 // operator per worker round-robin — and feeds every step's worker metrics
-// to one clasp.Estimator (default configuration).
+// to one clasp.Estimator. The estimator starts away from the simulated
+// model, at α₀ = 100 µs, β₀ = 1,000 µs, γ₀ = 100,000 µs, W₀ = 10⁶ µs/s
+// (CoefStart), so the result measures estimation rather than the start;
+// the closed-loop runs start from the paper's values (the default).
 func Coefficients(apps []clasp.App, steps int) (CoefResult, error) {
-	est, err := clasp.NewEstimator(clasp.DefaultEstimatorConfig())
+	ec := clasp.DefaultEstimatorConfig()
+	ec.Initial = CoefStart
+	est, err := clasp.NewEstimator(ec)
 	if err != nil {
 		return CoefResult{}, err
 	}
@@ -262,6 +296,9 @@ func Coefficients(apps []clasp.App, steps int) (CoefResult, error) {
 	return res, nil
 }
 
+// CoefStart is the estimator's start in the coefficient experiment.
+var CoefStart = clasp.CostModel{Alpha: 100, Beta: 1000, Gamma: 100000, Budget: 1e6}
+
 // roundRobin puts operator o wholly on worker o mod n.
 func roundRobin(ops, n int) [][]float64 {
 	s := make([][]float64, n)
@@ -274,13 +311,19 @@ func roundRobin(ops, n int) [][]float64 {
 	return s
 }
 
-// planFor asks a fresh planner for its initial plan at rate.
-func planFor(mk func() (clasp.Planner, error), app clasp.App, rate float64) (clasp.Plan, error) {
+// planFor asks a fresh planner for its initial plan at rate, with n idle
+// workers up (FaaSFlow, which assumes no capacity before it has seen one
+// saturated, keeps the workers it finds).
+func planFor(mk func() (clasp.Planner, error), app clasp.App, rate float64, n int) (clasp.Plan, error) {
 	p, err := mk()
 	if err != nil {
 		return clasp.Plan{}, err
 	}
-	return p.Plan(0, clasp.Observation{App: app, InputRate: rate, Bandwidth: BandwidthBytes})
+	ob := clasp.Observation{App: app, InputRate: rate, Bandwidth: BandwidthBytes}
+	for w := range n {
+		ob.Workers = append(ob.Workers, clasp.WorkerObs{ID: w})
+	}
+	return p.Plan(0, ob)
 }
 
 // planWithWorkers finds, by bisection on a log scale of the input rate, the
@@ -288,13 +331,13 @@ func planFor(mk func() (clasp.Planner, error), app clasp.App, rate float64) (cla
 // and returns that plan.
 func planWithWorkers(mk func() (clasp.Planner, error), app clasp.App, n int) (clasp.Plan, error) {
 	lo, hi := 1.0, 1e7
-	best, err := planFor(mk, app, lo)
+	best, err := planFor(mk, app, lo, n)
 	if err != nil {
 		return clasp.Plan{}, err
 	}
 	for range 60 {
 		mid := math.Sqrt(lo * hi)
-		p, err := planFor(mk, app, mid)
+		p, err := planFor(mk, app, mid, n)
 		if err == nil && p.NumWorkers() <= n {
 			lo, best = mid, p
 		} else {
@@ -304,8 +347,19 @@ func planWithWorkers(mk func() (clasp.Planner, error), app clasp.App, n int) (cl
 	return best, nil
 }
 
+// gated puts a baseline behind CLASP's triggers under its own name: the
+// paper applies its triggers (input rate changed consistently for 2 s, or
+// throughput short of input for 3 s) to every method.
+func gated(p clasp.Planner, err error) (clasp.Planner, error) {
+	if err != nil {
+		return nil, err
+	}
+	return clasp.NewGatedNamed(p, p.Name(), clasp.DefaultTriggerConfig(), TrueModel())
+}
+
 // Baselines are the planners compared with CLASP, by name, each with at
-// most maxWorkers workers.
+// most maxWorkers workers; every baseline runs behind the same triggers as
+// CLASP (gated).
 func Baselines(maxWorkers int) []struct {
 	Name string
 	New  func() (clasp.Planner, error)
@@ -322,17 +376,17 @@ func Baselines(maxWorkers int) []struct {
 		{"faasflow", func() (clasp.Planner, error) {
 			c := clasp.DefaultFaaSFlowConfig()
 			c.MaxWorkers = maxWorkers
-			return clasp.NewFaaSFlow(c)
+			return gated(clasp.NewFaaSFlow(c))
 		}},
 		{"zhang24", func() (clasp.Planner, error) {
 			c := clasp.DefaultZhang24Config()
 			c.MaxWorkers = maxWorkers
-			return clasp.NewZhang24(c)
+			return gated(clasp.NewZhang24(c))
 		}},
 		{"ds2", func() (clasp.Planner, error) {
 			c := clasp.DefaultDS2Config()
 			c.MaxWorkers = maxWorkers
-			return clasp.NewDS2(c)
+			return gated(clasp.NewDS2(c))
 		}},
 	}
 }
@@ -402,91 +456,97 @@ func Placements(apps []clasp.App, n int, pr Probe) ([]PlacementRow, error) {
 	return rows, nil
 }
 
+// MigrationFigures are one move's figures as the paper reports them.
+type MigrationFigures struct {
+	// PlannerMS is the planner's decision time, wall clock, ms: CLASP's
+	// placement for the new worker count and the migration diff (0 when
+	// the run had no clock). No fixed planning time is added.
+	PlannerMS float64 `json:"planner_ms"`
+	// PauseMSMax is the longest worker pause, ms: a receiver waiting for
+	// its state and queued requests, or a sender transmitting.
+	PauseMSMax float64 `json:"pause_ms_max"`
+	// MovedMB is the state and queued requests the simulator moved.
+	MovedMB float64 `json:"moved_mb"`
+}
+
 // MigrationRow is one scaling step's migration cost.
 type MigrationRow struct {
 	App      string  `json:"app"`
 	From, To int     `json:"-"`
 	Step     string  `json:"step"` // "1->5"
 	Rate     float64 `json:"rate"`
-	// Mode is "stop-and-copy" (CLASP's: receivers wait for their state,
-	// senders pause while they transmit) or "remote-access" (receivers
-	// start at once and read state in flight remotely).
-	Mode string `json:"mode"`
 	// StateMB is the state of the stateful operators at the move (it grows
-	// with the keys seen during the warm-up).
+	// with the keys seen during the fill).
 	StateMB float64 `json:"state_mb"`
-	// PlanDurationS is the plan's DurationS (planning time + the estimated
-	// migration makespan, clasp.Migrate); PlanMovedMB what it moves.
-	PlanDurationS float64 `json:"plan_duration_s"`
+	// PlannerMS is the planner's decision time (MigrationFigures).
+	PlannerMS float64 `json:"planner_ms"`
+	// PlanMakespanS is clasp.Migrate's estimated makespan (no planning
+	// time added); PlanMovedMB what it moves.
+	PlanMakespanS float64 `json:"plan_makespan_s"`
 	PlanMovedMB   float64 `json:"plan_moved_mb"`
 	// EnvMaxPauseS and EnvMovedMB are the simulator's Info.Migration:
 	// the longest receiver wait and what moved; EnvSenderPauseS the
-	// longest sender pause, EnvRemoteS the longest remote-read window.
+	// longest sender pause.
 	EnvMaxPauseS    float64 `json:"env_max_pause_s"`
 	EnvMovedMB      float64 `json:"env_moved_mb"`
 	EnvSenderPauseS float64 `json:"env_sender_pause_s"`
-	EnvRemoteS      float64 `json:"env_remote_s"`
 	// P95AfterMS is the worst p95 of the 5 steps after the move.
 	P95AfterMS float64 `json:"p95_after_ms"`
 }
 
 // Migrations moves app between CLASP placements of from and to workers at
-// rate (which the smaller must sustain), after warm steps on the first,
-// under stop-and-copy and under remote state access.
-func Migrations(app clasp.App, pairs [][2]int, rate float64, warm int) ([]MigrationRow, error) {
+// rate (which the smaller must sustain) under CLASP's stop-and-copy, after
+// fill steps of state growth on the first. clock, if not nil, times the
+// planner's decision.
+func Migrations(app clasp.App, pairs [][2]int, rate float64, fill int, clock func() time.Time) ([]MigrationRow, error) {
 	var rows []MigrationRow
 	const servers = 10
-	for _, mode := range []string{"stop-and-copy", "remote-access"} {
-		for _, pair := range pairs {
-			from, to := pair[0], pair[1]
-			ids0, sh0, err := CLASPPlacer(from)(app, rate)
-			if err != nil {
-				return nil, err
-			}
-			ids1, sh1, err := CLASPPlacer(to)(app, rate)
-			if err != nil {
-				return nil, err
-			}
-			reps, err := horizontal.ReplicasFromShares(ids0, sh0, servers)
-			if err != nil {
-				return nil, err
-			}
-			cfg, err := ClusterConfig(app, servers, rate, warm+6, reps)
-			if err != nil {
-				return nil, err
-			}
-			cfg.Migration.RemoteAccess = mode == "remote-access"
-			row := MigrationRow{App: app.Name, From: from, To: to, Step: fmt.Sprintf("%d->%d", from, to), Rate: rate, Mode: mode}
-			q0 := horizontal.QuantizeShares(sh0)
-			ctrl := &scriptedMove{at: warm, app: app, ids0: ids0, q0: q0, ids1: ids1, sh1: sh1, row: &row}
-			recs, err := run(cfg, ctrl, 1, nil)
-			if err != nil {
-				return nil, err
-			}
-			if ctrl.err != nil {
-				return nil, ctrl.err
-			}
-			mig := recs[warm].Migration
-			row.EnvMaxPauseS, row.EnvMovedMB = mig.MaxPauseS, mig.MovedMB
-			row.EnvSenderPauseS, row.EnvRemoteS = mig.MaxSenderPauseS, mig.MaxRemoteS
-			for _, r := range recs[warm:] {
-				row.P95AfterMS = max(row.P95AfterMS, r.P95MS)
-			}
-			rows = append(rows, row)
+	for _, pair := range pairs {
+		from, to := pair[0], pair[1]
+		ids0, sh0, err := CLASPPlacer(from)(app, rate)
+		if err != nil {
+			return nil, err
 		}
+		reps, err := horizontal.ReplicasFromShares(ids0, sh0, servers)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := ClusterConfig(app, servers, rate, fill+6, reps)
+		if err != nil {
+			return nil, err
+		}
+		row := MigrationRow{App: app.Name, From: from, To: to, Step: fmt.Sprintf("%d->%d", from, to), Rate: rate}
+		q0 := horizontal.QuantizeShares(sh0)
+		ctrl := &scriptedMove{at: fill, to: to, app: app, ids0: ids0, q0: q0, row: &row, clock: clock}
+		recs, err := run(cfg, ctrl, 1, nil)
+		if err != nil {
+			return nil, err
+		}
+		if ctrl.err != nil {
+			return nil, ctrl.err
+		}
+		mig := recs[fill].Migration
+		row.EnvMaxPauseS, row.EnvMovedMB = mig.MaxPauseS, mig.MovedMB
+		row.EnvSenderPauseS = mig.MaxSenderPauseS
+		for _, r := range recs[fill:] {
+			row.P95AfterMS = max(row.P95AfterMS, r.P95MS)
+		}
+		rows = append(rows, row)
 	}
 	return rows, nil
 }
 
-// scriptedMove holds, then at step at applies the new placement, recording
-// CLASP's migration estimate from the observation of the previous step.
+// scriptedMove holds, then at step at plans CLASP's placement on to
+// workers for the observed demand (timed by clock) with its migration, and
+// applies it.
 type scriptedMove struct {
-	at         int
-	app        clasp.App
-	ids0, ids1 []int
-	q0, sh1    [][]float64
-	row        *MigrationRow
-	err        error
+	at, to int
+	app    clasp.App
+	ids0   []int
+	q0     [][]float64
+	row    *MigrationRow
+	clock  func() time.Time
+	err    error
 }
 
 func (s *scriptedMove) Reset(uint64) error { return nil }
@@ -499,19 +559,32 @@ func (s *scriptedMove) Act(now float64, info env.Info) (env.Action, error) {
 	if err != nil {
 		return env.Action{}, err
 	}
-	d := clasp.Derive(&ob)
 	for o, b := range ob.StateBytes {
 		if s.app.Operators[o].Stateful {
 			s.row.StateMB += b / (1 << 20)
 		}
 	}
-	q1 := horizontal.QuantizeShares(s.sh1)
-	mig := clasp.Migrate(&ob, d, s.ids1, q1)
-	s.row.PlanDurationS = clasp.DefaultConfig().ComputeS + mig.MakespanS
+	var t0 time.Time
+	if s.clock != nil {
+		t0 = s.clock()
+	}
+	d := clasp.Derive(&ob)
+	m := TrueModel()
+	pl, _, err := clasp.PlaceN(&s.app, d, m, m.Budget, s.to, s.to)
+	if err != nil {
+		return env.Action{}, err
+	}
+	ids1 := seq(s.to)
+	q1 := horizontal.QuantizeShares(pl.Shares)
+	mig := clasp.Migrate(&ob, d, ids1, q1)
+	if s.clock != nil {
+		s.row.PlannerMS = float64(s.clock().Sub(t0).Microseconds()) / 1000
+	}
+	s.row.PlanMakespanS = mig.MakespanS
 	for _, t := range mig.Transfers {
 		s.row.PlanMovedMB += t.Bytes / (1 << 20)
 	}
-	reps, err := horizontal.ReplicasFromShares(s.ids1, s.sh1, len(info.Workers))
+	reps, err := horizontal.ReplicasFromShares(ids1, pl.Shares, len(info.Workers))
 	if err != nil {
 		return env.Action{}, err
 	}

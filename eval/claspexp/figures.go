@@ -54,7 +54,7 @@ func Figures(dir string, r *Report) ([]string, error) {
 		}
 		names = append(names, FigPlacement)
 	}
-	if len(r.Modes) > 0 {
+	if len(r.ModeRuns) > 0 {
 		grid, err := modePlots(r)
 		if err != nil {
 			return nil, err
@@ -149,7 +149,7 @@ func modePlots(r *Report) ([][]*plot.Plot, error) {
 	type key struct{ app, mode string }
 	var keys []key
 	seen := map[key]bool{}
-	for _, m := range r.Modes {
+	for _, m := range r.ModeRuns {
 		k := key{m.App, m.Mode}
 		if !seen[k] {
 			seen[k] = true
@@ -163,16 +163,16 @@ func modePlots(r *Report) ([][]*plot.Plot, error) {
 		lp.Y.Scale = plot.LogScale{}
 		lp.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		i := 0
-		for _, m := range r.Modes {
-			if m.App != k.app || m.Mode != k.mode {
-				continue
+		for _, m := range r.ModeRuns {
+			if m.App != k.app || m.Mode != k.mode || m.Seed != r.ModeRuns[0].Seed {
+				continue // the first seed only
 			}
-			ws, ls := make(plotter.XYs, len(m.Workers)), make(plotter.XYs, len(m.P95MS))
+			ws, ls := make(plotter.XYs, len(m.Workers)), make(plotter.XYs, len(m.StepP95MS))
 			for t := range m.Workers {
 				ws[t].X, ws[t].Y = float64(t), float64(m.Workers[t])
 			}
-			for t := range m.P95MS {
-				ls[t].X, ls[t].Y = float64(t), math.Max(m.P95MS[t], 1)
+			for t := range m.StepP95MS {
+				ls[t].X, ls[t].Y = float64(t), math.Max(m.StepP95MS[t], 1)
 			}
 			for _, pl := range []struct {
 				p  *plot.Plot

@@ -12,9 +12,9 @@ func TestFigures(t *testing.T) {
 	r := &Report{
 		Scaling:    []ScalingRow{{App: "syn", Workers: []int{1, 5, 10}, MaxRate: []float64{200, 750, 1300}}},
 		Placements: []PlacementRow{{App: "syn", Workers: 10, MaxRate: map[string]float64{"clasp": 1300, "faasflow": 1200, "zhang24": 600}}},
-		Modes: []ModeRow{
-			{App: "wc", Mode: "burst", Method: "clasp", Workers: []int{1, 2, 3}, P95MS: []float64{5, 50, 0}},
-			{App: "wc", Mode: "burst", Method: "hpa", Workers: []int{1, 1, 1}, P95MS: []float64{5, 500, 5000}},
+		ModeRuns: []ModeRow{
+			{App: "wc", Mode: "burst", Method: "clasp", Workers: []int{1, 2, 3}, StepP95MS: []float64{5, 50, 0}},
+			{App: "wc", Mode: "burst", Method: "hpa", Workers: []int{1, 1, 1}, StepP95MS: []float64{5, 500, 5000}},
 		},
 	}
 	var first [][]byte

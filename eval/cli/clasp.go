@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"streamscale/clasp"
 	"streamscale/eval/claspexp"
@@ -32,6 +33,7 @@ func claspCmd(ctx context.Context, args []string, o Options) error {
 	}
 	opt := claspexp.DefaultOptions()
 	opt.Probe.Iters = *iters
+	opt.Clock = time.Now // the planner's decision time of each move (experiment 7)
 	if *apps != "" {
 		names, err := splitList("apps", *apps)
 		if err != nil {
