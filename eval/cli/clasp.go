@@ -22,6 +22,7 @@ func claspCmd(ctx context.Context, args []string, o Options) error {
 	apps := fs.String("apps", "", "comma-separated apps for every experiment (default: all seven for scaling, coefficients and placement; syn,wc,aa for worker counts and load modes; wc,aa for migration)")
 	iters := fs.Int("iters", claspexp.DefaultProbe().Iters, "bisection steps of the sustained-rate search, 1…30")
 	seed := fs.Uint64("seed", 1, "root seed (recorded; the scenarios draw no randomness)")
+	timePlanner := fs.Bool("time-planner", false, "measure the planner's decision time of each move with the wall clock (experiment 7's planner_ms; off: 0, and the same flags give identical bytes)")
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
 	}
@@ -33,7 +34,9 @@ func claspCmd(ctx context.Context, args []string, o Options) error {
 	}
 	opt := claspexp.DefaultOptions()
 	opt.Probe.Iters = *iters
-	opt.Clock = time.Now // the planner's decision time of each move (experiment 7)
+	if *timePlanner {
+		opt.Clock = time.Now // the planner's decision time of each move (experiment 7)
+	}
 	if *apps != "" {
 		names, err := splitList("apps", *apps)
 		if err != nil {
