@@ -48,6 +48,7 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	fs.BoolVar(&opts.NormReward, "norm-reward", false, "scale rewards by the running std of the discounted return (SB3 VecNormalize norm_reward; off in the paper)")
 	entCoef := fs.Float64("ent-coef", 0, "entropy bonus weight ent_coef (default: 0.05 streamscale, 0 cartpole)")
 	clipVF := fs.Float64("clip-range-vf", 0, "value clip clip_range_vf, 0 disables (default: 0.2 streamscale, 0 cartpole)")
+	gamma := fs.Float64("gamma", 0, "discount factor γ in (0, 1] (default: 0.995 streamscale, 0.98 cartpole)")
 	if err := command.Parse(fs, synopsis, args, o); err != nil {
 		return run.Options{}, err
 	}
@@ -56,6 +57,12 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	}
 	if command.Set(fs, "clip-range-vf") {
 		opts.ClipRangeVF = clipVF
+	}
+	if command.Set(fs, "gamma") {
+		if !(*gamma > 0 && *gamma <= 1) {
+			return run.Options{}, command.Usagef("train: -gamma %v, want a number in (0, 1]", *gamma)
+		}
+		opts.Gamma = gamma
 	}
 	opts.ProfileSet = command.Set(fs, "profile")
 	opts.ScenarioSet = command.Set(fs, "scenario")

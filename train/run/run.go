@@ -49,6 +49,8 @@ type Options struct {
 	// ent_coef and clip_range_vf (-ent-coef, -clip-range-vf); nil keeps
 	// the environment's default.
 	EntCoef, ClipRangeVF *float64
+	// Gamma, when not nil, overrides the discount factor (-gamma).
+	Gamma *float64
 }
 
 // Files in the output directory.
@@ -196,6 +198,9 @@ func prepare(o Options) (*setup, error) {
 	}
 	if o.ClipRangeVF != nil {
 		s.cfg.ClipRangeVF = *o.ClipRangeVF
+	}
+	if o.Gamma != nil {
+		s.cfg.Gamma = *o.Gamma
 	}
 	if o.Steps > 0 {
 		s.cfg.TotalTimesteps = o.Steps
