@@ -347,3 +347,71 @@ func TestMaxConns(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 }
+
+// TestEnvCommand: serve env refuses bad flags with one line naming the
+// flag, lists every flag on -h, and serves: it prints its address, answers
+// /v1/healthz and creates an environment, then stops cleanly when its
+// context is cancelled.
+func TestEnvCommand(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"env", "-max-envs", "0"}, "-max-envs 0, want ≥ 1"},
+		{[]string{"env", "-max-envs", "4", "-max-envs-per-conn", "5"}, "-max-envs-per-conn 5, want 0..4"},
+		{[]string{"env", "-idle-timeout", "0s"}, "-idle-timeout 0s, want > 0"},
+		{[]string{"env", "-max-body", "10"}, "-max-body 10, want ≥ 1024"},
+		{[]string{"env", "-max-conns", "0"}, "-max-conns 0, want ≥ 1"},
+		{[]string{"env", "-bogus"}, "flag provided but not defined: -bogus"},
+	} {
+		code, _, stderr := run(t, context.Background(), c.args, nil)
+		if code != 2 || !strings.Contains(stderr, c.msg) || strings.Count(strings.TrimSuffix(stderr, "\n"), "\n") > 0 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line with %q", c.args, code, stderr, c.msg)
+		}
+	}
+	code, stdout, _ := run(t, context.Background(), []string{"env", "-h"}, nil)
+	for _, f := range []string{"-addr", "-max-envs", "-max-envs-per-conn", "-idle-timeout", "-max-body", "-traces", "-workers", "-max-conns"} {
+		if code != 0 || !strings.Contains(stdout, f) {
+			t.Errorf("env -h: exit %d, flag %s missing from %q", code, f, stdout)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"env", "-addr", "127.0.0.1:0", "-traces", t.TempDir()}, command.IO{Stdout: &out, Stderr: &errb})
+	}()
+	var base string
+	for i := 0; i < 200 && base == ""; i++ {
+		if s := strings.TrimSpace(out.String()); strings.HasPrefix(s, "http://") {
+			base = strings.Fields(s)[0]
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if base == "" {
+		t.Fatalf("no address printed; stderr %q", errb.String())
+	}
+	if c := status(t, "GET", base+"/v1/healthz", ""); c != 200 {
+		t.Fatalf("healthz %d", c)
+	}
+	resp, err := http.Post(base+"/v1/envs", "application/json", strings.NewReader(`{"profile": "pred", "trace": "taxi", "scenario": "paper", "placement_seed": 3}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 && resp.StatusCode != 201 {
+		t.Fatalf("create: %d", resp.StatusCode)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("serve env did not stop")
+	}
+}
