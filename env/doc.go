@@ -46,6 +46,13 @@
 // building an Env. VecEnv runs many environments in parallel with
 // autoreset.
 //
+// Physics. Config.Physics (physics.go) holds the stochastic and
+// real-system options, ScenarioPhysics the presets "paper" (all off) and
+// "realistic"; Config.Randomize draws some of them anew at every Reset
+// (domain.go). Under stochastic physics the fast core keeps the fluid for
+// the mass and samples latencies with a tracer (tracer.go); the per-event
+// core simulates the same options event by event (reference.go).
+//
 // # Units
 //
 // Time in seconds inside the simulator and milliseconds in Info and in the
