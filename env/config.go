@@ -207,7 +207,7 @@ func (c *Config) validate() error {
 		if err := r.validate(max(c.Steps, 1)); err != nil {
 			return err
 		}
-		if !newPhysicsRun(c.Physics, 0, 1).tracing {
+		if !c.Physics.traced() {
 			return fmt.Errorf("env: physics ranges need stochastic base physics (arrivals, rate, service, CFS or jitter on)")
 		}
 	}

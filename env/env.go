@@ -606,39 +606,26 @@ func (e *Env) shareCPU() {
 	}
 }
 
-// replicaService is replica r's per-event service time at its current
-// allocation, seconds: the work of one event (h_k at the host's per-core
-// speed plus the requests it sends, paper Eq. 1 and CLASP Eq. 1) over the
-// replica's cores, slowed by the share of each second it spends holding
-// remote destinations (γ). A replica without CPU never serves (+Inf).
-func (e *Env) replicaService(r int) float64 {
+// replicaCPUModel is replica r's execution under the episode's physics.
+// Its service time, seconds per event, is the work of one event (h_k at
+// the host's per-core speed plus the requests it sends, paper Eq. 1 and
+// CLASP Eq. 1) over the replica's cores, slowed by the share of each
+// second it spends holding remote destinations (γ) and by the host's
+// capacity factor; a replica without CPU never serves (+Inf). For the
+// stochastic core it adds the work per event, speed and CFS quota
+// (physicsRun.cpuModel).
+func (e *Env) replicaCPUModel(r int) cpuOf {
 	rep := e.topo.replicas[r]
 	mc := e.replicaCPU(r)
 	if !(mc > 0) {
-		return math.Inf(1)
+		return cpuOf{service: math.Inf(1), work: math.Inf(1), quota: math.Inf(1)}
 	}
 	cores := mc / 1000
 	work := e.cfg.App.Tasks[rep.task].MIPSPerEvent/(e.mipsPerM[r]*1000) + e.reqUS[r]*1e-6 + e.remoteWork(r)
-	usable := 1 - e.gammaUS[r]*1e-6/cores
-	if usable < 0.01 {
-		usable = 0.01
-	}
-	return work / cores / usable / e.ph.speed[rep.server]
-}
-
-// replicaCPUModel is replica r's execution under the episode's physics:
-// its service time (replicaService) and, for the stochastic core, its
-// work per event, speed and CFS quota (physicsRun.cpuModel).
-func (e *Env) replicaCPUModel(r int) cpuOf {
-	svc := e.replicaService(r)
-	mc := e.replicaCPU(r)
-	if math.IsInf(svc, 1) || !(mc > 0) {
-		return cpuOf{service: svc, work: math.Inf(1), quota: math.Inf(1)}
-	}
-	cores := mc / 1000
 	usable := max(1-e.gammaUS[r]*1e-6/cores, 0.01)
-	eff := cores * usable * e.ph.speed[e.topo.replicas[r].server]
-	return e.ph.cpuModel(svc, eff, cores)
+	speed := e.ph.speed[rep.server]
+	svc := work / cores / usable / speed
+	return e.ph.cpuModel(svc, cores*usable*speed, cores)
 }
 
 // remoteWork is replica r's extra work per event, seconds, in the coming

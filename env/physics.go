@@ -84,6 +84,13 @@ func (p Physics) Stochastic() bool {
 	return (p.Arrivals != "" && p.Arrivals != ArrivalsUniform) || p.RateCV > 0 || p.ServiceCV > 0 || p.MetricNoise > 0 || p.CapacityJitter > 0
 }
 
+// traced reports whether p needs the fast core's tracer: any option that
+// changes latencies event by event (everything but the observation's
+// metric noise and lag and the actuation delay).
+func (p Physics) traced() bool {
+	return (p.Arrivals != "" && p.Arrivals != ArrivalsUniform) || p.RateCV > 0 || p.ServiceCV > 0 || p.CFSPeriodMS > 0 || p.CapacityJitter > 0
+}
+
 // validate checks p for an episode of steps steps.
 func (p Physics) validate(steps int) error {
 	switch p.Arrivals {

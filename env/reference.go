@@ -293,17 +293,7 @@ func (p *perEvent) uniformArrivals(t0, rate float64) {
 
 func (p *perEvent) process(i int, T float64) {
 	s := &p.stages[i]
-	s.queue = append(s.queue, s.inbox...)
-	s.inbox = s.inbox[:0]
-	// Keep the queue in arrival order; the head in service stays first.
-	lo := 0
-	if s.headRem < 1 {
-		lo = 1
-	}
-	tail := s.queue[lo:]
-	if !sort.SliceIsSorted(tail, func(a, b int) bool { return tail[a].a < tail[b].a }) {
-		sort.SliceStable(tail, func(a, b int) bool { return tail[a].a < tail[b].a })
-	}
+	p.merge(s)
 	n := 0
 	for n < len(s.queue) {
 		ev := s.queue[n]
@@ -320,25 +310,7 @@ func (p *perEvent) process(i int, T float64) {
 		s.free = fin
 		s.headRem = 1
 		n++
-		s.done++
-		s.cumDeparted++
-		s.delayW += fin - ev.a
-		s.selAcc += s.sel
-		outs := math.Floor(s.selAcc + 1e-9)
-		s.selAcc -= outs
-		for o := 0; o < int(outs); o++ {
-			if s.sink {
-				p.sinkEvents++
-				p.lat = append(p.lat, fin-ev.o)
-			}
-			for j, d := range s.out {
-				s.outAcc[j] += s.outW[j]
-				if s.outAcc[j] >= 1-1e-9 {
-					s.outAcc[j]--
-					p.push(d, event{a: fin + s.delay, o: ev.o})
-				}
-			}
-		}
+		p.finish(s, ev, fin)
 	}
 	s.queue = slices.Delete(s.queue, 0, n)
 }

@@ -56,7 +56,7 @@ func newPhysicsRun(p Physics, servers, slices int) *physicsRun {
 	}
 	ph.jitSigma, ph.jitMu = lognormal(p.CapacityJitter)
 	ph.cfsPeriod = p.CFSPeriodMS / 1000
-	ph.tracing = ph.arrivalsRandom || p.RateCV > 0 || p.ServiceCV > 0 || p.CFSPeriodMS > 0 || p.CapacityJitter > 0
+	ph.tracing = p.traced()
 	for i := range ph.speed {
 		ph.speed[i] = 1
 	}

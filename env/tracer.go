@@ -145,8 +145,7 @@ func (t *tracer) step(f *fluid, t0 float64) {
 	// Arrival variability along the DAG.
 	clear(t.num)
 	clear(t.den)
-	for si, k := range f.sources {
-		_ = si
+	for _, k := range f.sources {
 		t.num[k] += f.stages[k].pushed * ph.arrC2
 		t.den[k] += f.stages[k].pushed
 	}

@@ -100,6 +100,38 @@ var scenarioUsage = "simulator physics preset: " + strings.Join(env.Scenarios(),
 
 // scenarioPhysics returns the physics of the -scenario preset name, or a
 // usage error naming the flag and listing the presets.
+// workloadFlags are the flags `eval run` and `eval sweep` share: one
+// profile on one workload under one physics preset.
+type workloadFlags struct {
+	profile, trace, dir, scenario *string
+	mult                          *float64
+}
+
+func addWorkloadFlags(fs *flag.FlagSet) workloadFlags {
+	return workloadFlags{
+		profile:  fs.String("profile", "pred", "application profile: pred or etl"),
+		trace:    fs.String("trace", "taxi", "workload: taxi, taxi-train, intel, or a .csv/.parquet trace file"),
+		dir:      fs.String("traces", traces.DefaultDir(), "trace data directory (env STREAMSCALE_TRACES)"),
+		mult:     fs.Float64("rate-mult", 1, "arrival-rate multiplier, > 0"),
+		scenario: fs.String("scenario", env.Scenarios()[0], scenarioUsage),
+	}
+}
+
+// check validates the flags (usage errors naming the flag) and returns
+// the preset's physics.
+func (w workloadFlags) check() (env.Physics, error) {
+	if err := checkProfile(*w.profile); err != nil {
+		return env.Physics{}, err
+	}
+	if err := checkTrace(*w.trace); err != nil {
+		return env.Physics{}, err
+	}
+	if err := checkRateMult(*w.mult); err != nil {
+		return env.Physics{}, err
+	}
+	return scenarioPhysics(*w.scenario)
+}
+
 func scenarioPhysics(name string) (env.Physics, error) {
 	if !env.IsScenario(name) {
 		return env.Physics{}, usagef("eval: -scenario %q, want %s", name, strings.Join(env.Scenarios(), " or "))

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"os"
 
-	"streamscale/env"
 	"streamscale/eval/controllers"
 	"streamscale/eval/report"
 	"streamscale/eval/runner"
 	"streamscale/internal/command"
-	"streamscale/traces"
 )
 
 // RunReport is what `eval run -json` prints: the run's key and scenario,
@@ -33,14 +31,11 @@ type RunReport struct {
 
 func runCmd(ctx context.Context, args []string, o Options) error {
 	fs := command.NewFlagSet("eval run")
-	profile := fs.String("profile", "pred", "application profile: pred or etl")
-	trace := fs.String("trace", "taxi", "workload: taxi, taxi-train, intel, or a .csv/.parquet trace file")
-	dir := fs.String("traces", traces.DefaultDir(), "trace data directory (env STREAMSCALE_TRACES)")
-	mult := fs.Float64("rate-mult", 1, "arrival-rate multiplier, > 0")
+	wf := addWorkloadFlags(fs)
+	profile, trace, dir, mult, scenario := wf.profile, wf.trace, wf.dir, wf.mult, wf.scenario
 	placement := fs.Uint64("placement-seed", 101, "seed of the random task placement")
 	seed := fs.Uint64("seed", 1, "episode and controller seed")
 	steps := fs.Int("steps", 0, "intervals to run (0 = the full trace)")
-	scenario := fs.String("scenario", env.Scenarios()[0], scenarioUsage)
 	ctrl := fs.String("controller", "static:2000", "controller: static:N (millicores per task), threshold, vrebalance, ppo, ppo:DIR, clasp")
 	policies := fs.String("policies", "policies", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors")
 	out := fs.String("out", "", "write per-interval metrics to this Parquet file")
@@ -48,21 +43,12 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
 	}
-	if err := checkProfile(*profile); err != nil {
-		return err
-	}
-	if err := checkTrace(*trace); err != nil {
-		return err
-	}
-	if err := checkRateMult(*mult); err != nil {
+	phys, err := wf.check()
+	if err != nil {
 		return err
 	}
 	if *steps < 0 {
 		return usagef("eval: -steps %d, want ≥ 0 (0 = the full trace)", *steps)
-	}
-	phys, err := scenarioPhysics(*scenario)
-	if err != nil {
-		return err
 	}
 	spec, err := controllers.New(controllers.Options{PoliciesDir: *policies}).Parse(*ctrl)
 	if err != nil {

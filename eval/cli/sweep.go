@@ -17,7 +17,6 @@ import (
 	"streamscale/eval/runner"
 	"streamscale/eval/sweep"
 	"streamscale/internal/command"
-	"streamscale/traces"
 )
 
 // Artifact names of `eval sweep` in the -out directory.
@@ -30,11 +29,8 @@ const (
 func sweepCmd(ctx context.Context, args []string, o Options) error {
 	start := time.Now()
 	fs := command.NewFlagSet("eval sweep")
-	profile := fs.String("profile", "pred", "application profile: pred or etl")
-	trace := fs.String("trace", "taxi", "workload: taxi, taxi-train, intel, or a .csv/.parquet trace file")
-	dir := fs.String("traces", traces.DefaultDir(), "trace data directory (env STREAMSCALE_TRACES)")
-	mult := fs.Float64("rate-mult", 1, "arrival-rate multiplier, > 0")
-	scenario := fs.String("scenario", env.Scenarios()[0], scenarioUsage)
+	wf := addWorkloadFlags(fs)
+	profile, trace, dir, mult, scenario := wf.profile, wf.trace, wf.dir, wf.mult, wf.scenario
 	outDir := fs.String("out", "out/sweep", "output directory (created if missing)")
 	gridF := fs.String("grid", formatGrid(sweep.DefaultGrid()), "comma-separated CPU allocations per task, millicores, strictly ascending")
 	nPlace := fs.Int("placements", 3, "number of placement seeds, taken from 101, 102, …")
@@ -44,16 +40,7 @@ func sweepCmd(ctx context.Context, args []string, o Options) error {
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
 	}
-	if err := checkProfile(*profile); err != nil {
-		return err
-	}
-	if err := checkTrace(*trace); err != nil {
-		return err
-	}
-	if err := checkRateMult(*mult); err != nil {
-		return err
-	}
-	phys, err := scenarioPhysics(*scenario)
+	phys, err := wf.check()
 	if err != nil {
 		return err
 	}
