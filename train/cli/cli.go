@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"runtime/pprof"
 	"strings"
 
 	"streamscale/env"
@@ -26,7 +29,27 @@ func Main(ctx context.Context, args []string, o command.IO) int {
 	if err != nil {
 		return command.Exit(err, o)
 	}
+	if opts.CPUProfile != "" {
+		stop, err := startProfile(opts.CPUProfile)
+		if err != nil {
+			return command.Exit(err, o)
+		}
+		defer stop()
+	}
 	return command.Exit(run.Run(ctx, opts, o), o)
+}
+
+// startProfile starts a CPU profile written to path; stop ends it.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("train: -cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("train: -cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // parse reads the flags into run.Options.
@@ -48,6 +71,7 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	fs.BoolVar(&opts.NormReward, "norm-reward", false, "scale rewards by the running std of the discounted return (SB3 VecNormalize norm_reward; off in the paper)")
 	entCoef := fs.Float64("ent-coef", 0, "entropy bonus weight ent_coef (default: 0.05 streamscale, 0 cartpole)")
 	clipVF := fs.Float64("clip-range-vf", 0, "value clip clip_range_vf, 0 disables (default: 0.2 streamscale, 0 cartpole)")
+	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file (diagnostics; does not change results)")
 	gamma := fs.Float64("gamma", 0, "discount factor γ in (0, 1] (default: 0.995 streamscale, 0.98 cartpole)")
 	if err := command.Parse(fs, synopsis, args, o); err != nil {
 		return run.Options{}, err

@@ -51,6 +51,9 @@ type Options struct {
 	EntCoef, ClipRangeVF *float64
 	// Gamma, when not nil, overrides the discount factor (-gamma).
 	Gamma *float64
+	// CPUProfile, when set, is where the command writes a CPU profile;
+	// Run ignores it.
+	CPUProfile string
 }
 
 // Files in the output directory.

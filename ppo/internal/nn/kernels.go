@@ -79,19 +79,7 @@ func ElemApply[T Scalar](y, x []T, fn int) {
 			}
 			return
 		}
-		// tanh x = (e−1)/(e+1), e = exp(2x), accurate to float32 precision
-		// (|error| < 1e-15 before rounding); e overflows to +Inf above
-		// x ≈ 354, giving NaN, fixed to 1 in a second pass (a branch in
-		// the first loop makes it ~4× slower).
-		for i, v := range x {
-			e := math.Exp(2 * float64(v))
-			y[i] = float32((e - 1) / (e + 1))
-		}
-		for i, v := range y {
-			if v != v && x[i] > 0 {
-				y[i] = 1
-			}
-		}
+		tanh32(y, x)
 	case []float64:
 		y := any(y).([]float64)
 		if fn == Exp {
@@ -113,5 +101,45 @@ func BiasApply[T Scalar](y, x, b []T) {
 		for j, v := range b {
 			y[r+j] = x[r+j] + v
 		}
+	}
+}
+
+// tanhClamp is where tanh32 saturates: tanh(9) = 1 − 3.0e-8 rounds to
+// 1 in float32.
+const tanhClamp = 9
+
+// Coefficients of tanh x ≈ x·P(x²)/Q(x²) on [−9, 9], P of degree 5 and Q
+// of degree 4 in x². This package fitted them (weighted least squares on
+// the relative error over 10⁵ points, reweighted towards the worst
+// points); in float64 the fit's relative error is below 1.3e-9, so the
+// result rounded to float32 is within 1 ulp of tanh for every float32
+// input (correctly rounded for 89% of a dense grid on [−10, 10]:
+// TestTanh32).
+var (
+	tanhP = [...]float64{0x1.fffffff54471ep-1, 0x1.182e101993ec1p-3, 0x1.fb26e5e75cea8p-9, 0x1.d6342af2454f2p-16, 0x1.071d3b7cb4d34p-25, -0x1.ae90c57347088p-37}
+	tanhQ = [...]float64{1, 0x1.e16c5c8db9aebp-2, 0x1.be73accc26a43p-6, 0x1.9d2b1045e4118p-12, 0x1.59eddaaa178afp-20}
+)
+
+// tanh32 writes tanh(x) into y: a rational function evaluated in float64
+// without branches (the clamp compiles to min/max), about 5× faster than
+// through math.Exp. PyTorch's float32 tanh is a vectorised approximation
+// too, not correctly rounded. The explicit float64 conversions keep the
+// compiler from fusing multiply-adds, so the bits do not depend on the
+// target's FMA support. NaN stays NaN.
+func tanh32(y, x []float32) {
+	y = y[:len(x)]
+	for i, v := range x {
+		t := min(max(float64(v), -tanhClamp), tanhClamp)
+		t2 := t * t
+		p := float64(tanhP[5]*t2) + tanhP[4]
+		p = float64(p*t2) + tanhP[3]
+		p = float64(p*t2) + tanhP[2]
+		p = float64(p*t2) + tanhP[1]
+		p = float64(p*t2) + tanhP[0]
+		q := float64(tanhQ[4]*t2) + tanhQ[3]
+		q = float64(q*t2) + tanhQ[2]
+		q = float64(q*t2) + tanhQ[1]
+		q = float64(q*t2) + tanhQ[0]
+		y[i] = float32(t * p / q)
 	}
 }
