@@ -37,6 +37,7 @@ func TestParse(t *testing.T) {
 		{"vrebalance", "vrebalance", ""},
 		{"ppo", "ppo", ""},
 		{"ppo:runs/x/", "ppo:runs/x", ""},
+		{"ppo-sample:runs/x/", "ppo-sample:runs/x", ""},
 		{"static", "", "want static:N"},
 		{"static:", "", "empty argument"},
 		{"static:abc", "", `"abc" is not a positive number`},
@@ -56,7 +57,7 @@ func TestParse(t *testing.T) {
 		{"clasp:", "", "empty argument"},
 		{"", "", "unknown controller"},
 		{"Static:5", "", "unknown controller"},
-		{"hpa", "", "known: ppo[:DIR], vrebalance[:evals=N][:objective=squared|violation], threshold, static:N, clasp"},
+		{"hpa", "", "known: ppo[:DIR], ppo-sample[:DIR], vrebalance[:evals=N][:objective=squared|violation], threshold, static:N, clasp"},
 	} {
 		s, err := reg.Parse(tc.spec)
 		switch {

@@ -10,6 +10,8 @@
 //	ppo          the trained PPO policy of the scenario's profile,
 //	             <PoliciesDir>/<profile>/policy.{json,safetensors}
 //	ppo:DIR      the PPO policy in DIR/policy.{json,safetensors}
+//	ppo-sample[:DIR] the same policy sampling its actions (seeded by the
+//	             episode seed) instead of taking the argmax
 //	clasp        CLASP (horizontal scaling) with its default configuration
 //	             on the horizontal counterpart of the edge scenario
 //	             (agents/horizontal: Scenario, NewEdge)
@@ -24,7 +26,8 @@
 // it. A Spec satisfies eval/runner's Factory. Registry.Select parses an
 // evaluation's controller list and picks its candidate.
 //
-// PPO policies act deterministically (argmax). A policy that does not
+// PPO policies act deterministically (argmax) unless named ppo-sample.
+// A policy that does not
 // exist makes Spec.Build fail with an error wrapping ErrNoPolicy.
 //
 // Units: allocations in millicores. Concurrency: a Registry and a Spec are

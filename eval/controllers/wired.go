@@ -94,17 +94,20 @@ func claspParser() func(string, Options) (Spec, error) {
 
 // ppoParser parses "ppo" (the policy for the scenario's profile, from
 // <PoliciesDir>/<profile>/policy.*) and "ppo:DIR" (the policy in DIR, for
-// whichever profile it was trained on). Policies are read once per
-// directory and shared read-only; each controller acts on a private copy,
-// deterministically (argmax).
-func ppoParser() func(string, Options) (Spec, error) {
+// whichever profile it was trained on), and the same under the name
+// "ppo-sample". Policies are read once per directory and shared
+// read-only; each controller acts on a private copy, by the per-dimension
+// argmax (deterministic) or, for ppo-sample, by sampling each dimension
+// from the policy's distribution on the stream rng.PPOAction of the
+// episode seed (so the same seed gives the same run).
+func ppoParser(name string, deterministic bool) func(string, Options) (Spec, error) {
 	return func(arg string, o Options) (Spec, error) {
 		cache := &policyCache{m: map[string]policyEntry{}}
-		canon := "ppo"
+		canon := name
 		dirOf := func(profile string) string { return filepath.Join(o.PoliciesDir, profile) }
 		if arg != "" {
 			dir := filepath.Clean(arg)
-			canon = "ppo:" + dir
+			canon = name + ":" + dir
 			dirOf = func(string) string { return dir }
 		}
 		return Spec{spec: canon, build: func(sc env.Config) (agents.Controller, error) {
@@ -116,7 +119,12 @@ func ppoParser() func(string, Options) (Spec, error) {
 			if card.Profile != "" && card.Profile != profile {
 				return nil, fmt.Errorf("policy in %s was trained on profile %q, scenario is %q", dirOf(profile), card.Profile, profile)
 			}
-			return policy.NewController(p, sc.Spaces())
+			c, err := policy.NewController(p, sc.Spaces())
+			if err != nil {
+				return nil, err
+			}
+			c.SetDeterministic(deterministic)
+			return c, nil
 		}}, nil
 	}
 }

@@ -60,6 +60,7 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	fs.StringVar(&opts.Profile, "profile", "pred", "streamscale workload profile: pred or etl")
 	fs.StringVar(&opts.Scenario, "scenario", env.Scenarios()[0], "streamscale simulator physics preset: "+strings.Join(env.Scenarios(), " or "))
 	fs.BoolVar(&opts.Randomize, "randomize", false, "domain randomisation: draw service CV, rate CV, jitter, metric noise and actuation delay per training episode from env.DefaultRanges() (streamscale; development episodes keep the preset)")
+	fs.IntVar(&opts.TrainPlacements, "train-placements", 0, "training placements (streamscale): 0 = the paper's two (seeds 42, 37); N > 2 adds seeds 2001… (not the dev 1001–1003 or eval 101–110 ones)")
 	fs.Uint64Var(&opts.Seed, "seed", 284572, "root seed of every random stream")
 	fs.IntVar(&opts.Steps, "steps", 0, "env steps to train for, rounded up to whole iterations (0: 500000 streamscale, 100000 cartpole)")
 	fs.IntVar(&opts.Envs, "envs", 0, "parallel environments (0: 14 streamscale, 8 cartpole)")

@@ -35,16 +35,19 @@ type Options struct {
 	ScenarioSet bool
 	// Randomize trains on per-episode physics drawn from
 	// env.DefaultRanges() around the preset (domain randomisation).
-	Randomize  bool
-	Seed       uint64
-	Steps      int    // 0: environment default
-	Envs       int    // 0: environment default
-	Out        string // "" → runs/<env>-seed<seed>
-	Resume     bool
-	JSON       bool
-	Workers    int
-	NormObs    bool // ppo.Config.NormObs (-norm-obs)
-	NormReward bool // ppo.Config.NormReward (-norm-reward)
+	Randomize bool
+	// TrainPlacements is the number of training placements (0: the
+	// paper's two, 42 and 37; more adds 2001, 2002, …; -train-placements).
+	TrainPlacements int
+	Seed            uint64
+	Steps           int    // 0: environment default
+	Envs            int    // 0: environment default
+	Out             string // "" → runs/<env>-seed<seed>
+	Resume          bool
+	JSON            bool
+	Workers         int
+	NormObs         bool // ppo.Config.NormObs (-norm-obs)
+	NormReward      bool // ppo.Config.NormReward (-norm-reward)
 	// EntCoef and ClipRangeVF, when not nil, override ppo.Config's
 	// ent_coef and clip_range_vf (-ent-coef, -clip-range-vf); nil keeps
 	// the environment's default.
@@ -66,28 +69,29 @@ const (
 
 // Summary is what -json prints and summary.json holds.
 type Summary struct {
-	Env            string   `json:"env"`
-	Profile        string   `json:"profile,omitempty"`
-	Scenario       string   `json:"scenario,omitempty"`  // streamscale physics preset
-	Randomize      bool     `json:"randomize,omitempty"` // domain randomisation of the training physics
-	Seed           uint64   `json:"seed"`
-	Transitions    int      `json:"transitions"`
-	Iterations     int      `json:"iterations"`
-	Updates        int      `json:"updates"` // Adam steps
-	WallSeconds    float64  `json:"wall_seconds"`
-	SPS            float64  `json:"sps"`
-	PolicyPath     string   `json:"policy_path"`
-	PolicySHA256   string   `json:"policy_sha256"`
-	EvalEpisodes   int      `json:"eval_episodes"`
-	EvalMeanReturn *float64 `json:"eval_mean_return"`
-	EvalStdReturn  *float64 `json:"eval_std_return"`
-	BestDevReward  *float64 `json:"best_dev_reward"`
-	ConfigHash     string   `json:"config_hash"`
-	Commit         string   `json:"commit"`
-	GoVersion      string   `json:"go_version"`
-	Resumed        bool     `json:"resumed"`
-	NormObs        bool     `json:"norm_obs"`    // observations normalised (VecNormalize)
-	NormReward     bool     `json:"norm_reward"` // rewards scaled (VecNormalize)
+	Env             string   `json:"env"`
+	Profile         string   `json:"profile,omitempty"`
+	Scenario        string   `json:"scenario,omitempty"`         // streamscale physics preset
+	Randomize       bool     `json:"randomize,omitempty"`        // domain randomisation of the training physics
+	TrainPlacements int      `json:"train_placements,omitempty"` // training placements beyond the paper's two, if set
+	Seed            uint64   `json:"seed"`
+	Transitions     int      `json:"transitions"`
+	Iterations      int      `json:"iterations"`
+	Updates         int      `json:"updates"` // Adam steps
+	WallSeconds     float64  `json:"wall_seconds"`
+	SPS             float64  `json:"sps"`
+	PolicyPath      string   `json:"policy_path"`
+	PolicySHA256    string   `json:"policy_sha256"`
+	EvalEpisodes    int      `json:"eval_episodes"`
+	EvalMeanReturn  *float64 `json:"eval_mean_return"`
+	EvalStdReturn   *float64 `json:"eval_std_return"`
+	BestDevReward   *float64 `json:"best_dev_reward"`
+	ConfigHash      string   `json:"config_hash"`
+	Commit          string   `json:"commit"`
+	GoVersion       string   `json:"go_version"`
+	Resumed         bool     `json:"resumed"`
+	NormObs         bool     `json:"norm_obs"`    // observations normalised (VecNormalize)
+	NormReward      bool     `json:"norm_reward"` // rewards scaled (VecNormalize)
 
 	// Learning diagnostics, from the progress rows (ppo.Stats) of every
 	// iteration, those of a resumed run's first part included; null when
@@ -138,8 +142,11 @@ func (o *Options) check() error {
 	if o.Env == "cartpole" && o.ProfileSet {
 		return command.Usagef("train: -profile applies only to -env streamscale")
 	}
-	if o.Env == "cartpole" && o.Randomize {
-		return command.Usagef("train: -randomize applies only to -env streamscale")
+	if o.TrainPlacements < 0 || o.TrainPlacements > 64 {
+		return command.Usagef("train: -train-placements %d, want 0 (the paper's two) to 64", o.TrainPlacements)
+	}
+	if o.Env == "cartpole" && (o.Randomize || o.TrainPlacements != 0) {
+		return command.Usagef("train: -randomize and -train-placements apply only to -env streamscale")
 	}
 	if o.Env == "cartpole" && o.ScenarioSet {
 		return command.Usagef("train: -scenario applies only to -env streamscale")
@@ -239,7 +246,7 @@ func prepare(o Options) (*setup, error) {
 			r := env.DefaultRanges()
 			ranges = &r
 		}
-		sim, err := NewSimulator(phys, ranges)
+		sim, err := NewSimulator(phys, ranges, o.TrainPlacements)
 		if err != nil {
 			return nil, err
 		}
@@ -436,7 +443,7 @@ func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall floa
 		BestDevReward: best, ConfigHash: r.s.cfg.Hash(), Commit: r.build.Commit, GoVersion: r.build.GoVersion, Resumed: o.Resume,
 	}
 	if o.Env == "streamscale" {
-		sum.Profile, sum.Scenario, sum.Randomize = o.Profile, o.Scenario, o.Randomize
+		sum.Profile, sum.Scenario, sum.Randomize, sum.TrainPlacements = o.Profile, o.Scenario, o.Randomize, o.TrainPlacements
 	}
 	if wall > 0 {
 		sum.SPS = math.Round(float64(tr.Timesteps()-resumeTimesteps(r.s.cfg, r.resumeIter)) / wall)

@@ -40,8 +40,13 @@ type Simulator interface {
 // (taxi-train ×1 and ×2 on placements 42 and 37) and its development
 // scenarios (held-out placements) for model selection, all on those
 // physics. Traces come from traces.DefaultDir().
-var NewSimulator = func(physics env.Physics, randomize *env.PhysicsRanges) (Simulator, error) {
-	return simulator{physics: physics, randomize: randomize}, nil
+// placements is the number of training placements (simvec.Placements;
+// 0 or 2: the paper's two).
+var NewSimulator = func(physics env.Physics, randomize *env.PhysicsRanges, placements int) (Simulator, error) {
+	if placements == 0 {
+		placements = len(simvec.TrainingPlacements)
+	}
+	return simulator{physics: physics, randomize: randomize, placements: simvec.Placements(placements)}, nil
 }
 
 type simulator struct {
@@ -49,6 +54,8 @@ type simulator struct {
 	// randomize, if not nil, randomises the training environments' physics
 	// per episode (the development episodes keep the preset's).
 	randomize *env.PhysicsRanges
+	// placements are the training placement seeds.
+	placements []uint64
 }
 
 func (s simulator) Spaces(profile string) (env.Spaces, error) {
@@ -60,7 +67,7 @@ func (s simulator) Spaces(profile string) (env.Spaces, error) {
 }
 
 func (s simulator) VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error) {
-	scs := simvec.TrainingScenarios(profile, s.physics)
+	scs := simvec.TrainingScenariosOn(profile, s.physics, s.placements)
 	for i := range scs {
 		scs[i].Randomize = s.randomize
 	}

@@ -213,17 +213,42 @@ var TrainingPlacements = []uint64{42, 37}
 // evaluation placements).
 var DevPlacements = []uint64{1001, 1002, 1003}
 
-// TrainingScenarios returns the paper's four training scenarios of a
-// profile on the given physics: trace taxi-train at ×1 and ×2, each with
-// placements 42 and 37.
-func TrainingScenarios(profile string, physics env.Physics) []EnvSpec {
+// ExtraPlacementBase is where the training placement seeds beyond the
+// paper's two start (2001, 2002, …): apart from the development seeds
+// 1001–1003 and the evaluation seeds 101–110.
+const ExtraPlacementBase = 2000
+
+// Placements returns n training placement seeds: the paper's 42 and 37
+// first, then ExtraPlacementBase+1, +2, …
+func Placements(n int) []uint64 {
+	out := make([]uint64, 0, n)
+	for i := range n {
+		if i < len(TrainingPlacements) {
+			out = append(out, TrainingPlacements[i])
+		} else {
+			out = append(out, uint64(ExtraPlacementBase+i-len(TrainingPlacements)+1))
+		}
+	}
+	return out
+}
+
+// TrainingScenariosOn returns the training scenarios on the given
+// placement seeds: taxi-train at ×1 and ×2 on each.
+func TrainingScenariosOn(profile string, physics env.Physics, placements []uint64) []EnvSpec {
 	var out []EnvSpec
 	for _, m := range []float64{1, 2} {
-		for _, p := range TrainingPlacements {
+		for _, p := range placements {
 			out = append(out, EnvSpec{Profile: profile, Trace: "taxi-train", RateMult: m, PlacementSeed: p, Physics: physics})
 		}
 	}
 	return out
+}
+
+// TrainingScenarios returns the paper's four training scenarios of a
+// profile on the given physics: trace taxi-train at ×1 and ×2, each with
+// placements 42 and 37.
+func TrainingScenarios(profile string, physics env.Physics) []EnvSpec {
+	return TrainingScenariosOn(profile, physics, TrainingPlacements)
 }
 
 // DevScenarios returns the development scenarios of a profile on the given

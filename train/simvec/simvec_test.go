@@ -115,3 +115,25 @@ func TestEnvSeedsAreNamedStreams(t *testing.T) {
 		t.Fatal("environments or roots share a seed")
 	}
 }
+
+// TestPlacements: the paper's two seeds first, then seeds that no
+// development or evaluation scenario uses.
+func TestPlacements(t *testing.T) {
+	got := Placements(5)
+	want := []uint64{42, 37, 2001, 2002, 2003}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Placements(5) = %v, want %v", got, want)
+	}
+	if got := Placements(1); !slices.Equal(got, []uint64{42}) {
+		t.Errorf("Placements(1) = %v", got)
+	}
+	for _, p := range got {
+		if slices.Contains(DevPlacements, p) || (p >= 101 && p <= 110) {
+			t.Errorf("training placement %d is a development or evaluation placement", p)
+		}
+	}
+	scs := TrainingScenariosOn("pred", env.Physics{}, got)
+	if len(scs) != 10 || scs[0].RateMult != 1 || scs[5].RateMult != 2 || scs[6].PlacementSeed != 37 {
+		t.Errorf("TrainingScenariosOn: %+v", scs)
+	}
+}
