@@ -122,15 +122,15 @@ func mlp(x *G.Node, params []*G.Node) (*G.Node, error) {
 	h := x
 	n := len(params) / 2
 	for l := range n {
-		z, err := G.ApplyOp(matMul{noGradA: l == 0}, h, params[2*l])
+		z, err := G.ApplyOp(matMul{noGradA: l == 0, buf: new(outBuf)}, h, params[2*l])
 		if err != nil {
 			return nil, err
 		}
-		if z, err = G.ApplyOp(addBias{}, z, params[2*l+1]); err != nil {
+		if z, err = G.ApplyOp(addBias{buf: new(outBuf)}, z, params[2*l+1]); err != nil {
 			return nil, err
 		}
 		if l < n-1 {
-			if z, err = G.ApplyOp(elemOp{nn.Tanh}, z); err != nil {
+			if z, err = G.ApplyOp(elemOp{fn: nn.Tanh, buf: new(outBuf)}, z); err != nil {
 				return nil, err
 			}
 		}
@@ -171,10 +171,10 @@ func (lg *lossGraph[T]) buildActor(theta []T, entCoef T) (err error) {
 
 	logits := must(mlp(obs, h.params))
 	// Log-probabilities of every choice, per action dimension.
-	logpAll := must(G.ApplyOp(catLogSoftmax{a.Nvec}, logits))
+	logpAll := must(G.ApplyOp(catLogSoftmax{nvec: a.Nvec, buf: new(outBuf)}, logits))
 	// log π(a|s) = Σ_d log p_d(a_d); −mean(H) = Σ_{b,d,k} p·log p / B.
 	logp := must(G.Sum(must(G.HadamardProd(logpAll, onehot)), 1))
-	plogp := must(G.Sum(must(G.HadamardProd(must(G.ApplyOp(elemOp{nn.Exp}, logpAll)), logpAll))))
+	plogp := must(G.Sum(must(G.HadamardProd(must(G.ApplyOp(elemOp{fn: nn.Exp, buf: new(outBuf)}, logpAll)), logpAll))))
 	ent := must(G.Div(plogp, G.NewConstant(T(B))))
 	ratio := must(G.Exp(must(G.Sub(logp, oldLogp))))
 	s1 := must(G.HadamardProd(adv, ratio))

@@ -26,7 +26,10 @@ import (
 // reshaping around it aliases memory that the tape machine's in-place ops
 // then overwrite (a wrong gradient that TestLossGradientFiniteDifference
 // catches). Its gradient is catLogSoftmaxDiff.
-type catLogSoftmax struct{ nvec []int }
+type catLogSoftmax struct {
+	nvec []int
+	buf  *outBuf
+}
 
 func (op catLogSoftmax) Arity() int { return 1 }
 func (op catLogSoftmax) Type() hm.Type {
@@ -38,7 +41,7 @@ func (op catLogSoftmax) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 }
 func (op catLogSoftmax) Do(vals ...G.Value) (G.Value, error) {
 	x := vals[0].(tensor.Tensor)
-	out := tensor.New(tensor.Of(x.Dtype()), tensor.WithShape(x.Shape().Clone()...))
+	out := op.buf.get(x.Dtype(), x.Shape()...)
 	return op.UsePreallocDo(out, vals...)
 }
 func (op catLogSoftmax) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
@@ -60,13 +63,16 @@ func (op catLogSoftmax) Hashcode() uint32      { return hashOp(op) }
 func (op catLogSoftmax) String() string        { return fmt.Sprintf("CatLogSoftmax%v", op.nvec) }
 func (op catLogSoftmax) DiffWRT(int) []bool    { return []bool{true} }
 func (op catLogSoftmax) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
-	dx, err := G.ApplyOp(catLogSoftmaxDiff(op), output, grad)
+	dx, err := G.ApplyOp(catLogSoftmaxDiff{nvec: op.nvec, buf: op.buf.sibling()}, output, grad)
 	return G.Nodes{dx}, err
 }
 
 // catLogSoftmaxDiff maps (y, ∂L/∂y) to ∂L/∂x = ∂L/∂y − exp(y)·Σ_s ∂L/∂y,
 // block by block.
-type catLogSoftmaxDiff struct{ nvec []int }
+type catLogSoftmaxDiff struct {
+	nvec []int
+	buf  *outBuf
+}
 
 func (op catLogSoftmaxDiff) Arity() int { return 2 }
 func (op catLogSoftmaxDiff) Type() hm.Type {
@@ -78,7 +84,7 @@ func (op catLogSoftmaxDiff) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 }
 func (op catLogSoftmaxDiff) Do(vals ...G.Value) (G.Value, error) {
 	y := vals[0].(tensor.Tensor)
-	out := tensor.New(tensor.Of(y.Dtype()), tensor.WithShape(y.Shape().Clone()...))
+	out := op.buf.get(y.Dtype(), y.Shape()...)
 	return op.UsePreallocDo(out, vals...)
 }
 func (op catLogSoftmaxDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
@@ -144,7 +150,10 @@ func logSoftmaxGrad[T scalar](dx, y, g []T, nvec []int) {
 // elemOp is tanh or exp, element-wise, evaluated through float64 math.Exp
 // (gorgonia's float32 versions go through a slow software exp). Its
 // gradient is elemDiff, computed from the output: tanh′ = 1 − y², exp′ = y.
-type elemOp struct{ fn int }
+type elemOp struct {
+	fn  int
+	buf *outBuf
+}
 
 func (op elemOp) name() string { return [...]string{"Tanh", "Exp"}[op.fn] }
 
@@ -156,7 +165,7 @@ func (op elemOp) Type() hm.Type {
 func (op elemOp) InferShape(in ...G.DimSizer) (tensor.Shape, error) { return shapeOf(in[0]) }
 func (op elemOp) Do(vals ...G.Value) (G.Value, error) {
 	x := vals[0].(tensor.Tensor)
-	out := tensor.New(tensor.Of(x.Dtype()), tensor.WithShape(x.Shape().Clone()...))
+	out := op.buf.get(x.Dtype(), x.Shape()...)
 	return op.UsePreallocDo(out, vals...)
 }
 func (op elemOp) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
@@ -178,11 +187,14 @@ func (op elemOp) Hashcode() uint32      { return hashOp(op) }
 func (op elemOp) String() string        { return "Fast" + op.name() }
 func (op elemOp) DiffWRT(int) []bool    { return []bool{true} }
 func (op elemOp) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
-	dx, err := G.ApplyOp(elemDiff(op), output, grad)
+	dx, err := G.ApplyOp(elemDiff{fn: op.fn, buf: op.buf.sibling()}, output, grad)
 	return G.Nodes{dx}, err
 }
 
-type elemDiff struct{ fn int }
+type elemDiff struct {
+	fn  int
+	buf *outBuf
+}
 
 func (op elemDiff) Arity() int { return 2 }
 func (op elemDiff) Type() hm.Type {
@@ -192,7 +204,7 @@ func (op elemDiff) Type() hm.Type {
 func (op elemDiff) InferShape(in ...G.DimSizer) (tensor.Shape, error) { return shapeOf(in[0]) }
 func (op elemDiff) Do(vals ...G.Value) (G.Value, error) {
 	y := vals[0].(tensor.Tensor)
-	out := tensor.New(tensor.Of(y.Dtype()), tensor.WithShape(y.Shape().Clone()...))
+	out := op.buf.get(y.Dtype(), y.Shape()...)
 	return op.UsePreallocDo(out, vals...)
 }
 func (op elemDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
@@ -229,7 +241,7 @@ func elemGrad[T scalar](dx, y, g []T, fn int) {
 // gradient is the upstream gradient for the matrix and the column sums
 // (colSum) for the bias. It replaces gorgonia's BroadcastAdd, which
 // materialises the repeated bias.
-type addBias struct{}
+type addBias struct{ buf *outBuf }
 
 func (op addBias) Arity() int { return 2 }
 func (op addBias) Type() hm.Type {
@@ -239,7 +251,7 @@ func (op addBias) Type() hm.Type {
 func (op addBias) InferShape(in ...G.DimSizer) (tensor.Shape, error) { return shapeOf(in[0]) }
 func (op addBias) Do(vals ...G.Value) (G.Value, error) {
 	x := vals[0].(tensor.Tensor)
-	out := tensor.New(tensor.Of(x.Dtype()), tensor.WithShape(x.Shape().Clone()...))
+	out := op.buf.get(x.Dtype(), x.Shape()...)
 	return op.UsePreallocDo(out, vals...)
 }
 func (op addBias) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
@@ -261,13 +273,13 @@ func (op addBias) Hashcode() uint32      { return hashOp(op) }
 func (op addBias) String() string        { return "AddBias" }
 func (op addBias) DiffWRT(int) []bool    { return []bool{true, true} }
 func (op addBias) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
-	db, err := G.ApplyOp(colSum{}, grad)
+	db, err := G.ApplyOp(colSum{buf: op.buf.sibling()}, grad)
 	return G.Nodes{grad, db}, err
 }
 
 // colSum sums a [B, n] matrix over its rows into [1, n], row by row in
 // order.
-type colSum struct{}
+type colSum struct{ buf *outBuf }
 
 func (op colSum) Arity() int { return 1 }
 func (op colSum) Type() hm.Type {
@@ -283,7 +295,7 @@ func (op colSum) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
 }
 func (op colSum) Do(vals ...G.Value) (G.Value, error) {
 	x := vals[0].(tensor.Tensor)
-	out := tensor.New(tensor.Of(x.Dtype()), tensor.WithShape(1, x.Shape()[1]))
+	out := op.buf.get(x.Dtype(), 1, x.Shape()[1])
 	return op.UsePreallocDo(out, vals...)
 }
 func (op colSum) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
@@ -320,6 +332,7 @@ func colSumApply[T scalar](s, x []T) {
 // product whose left operand is data (the observation batch), which
 // gorgonia's Mul would compute anyway (a quarter of the update's FLOPs).
 type matMul struct {
+	buf            *outBuf
 	transA, transB bool
 	noGradA        bool
 }
@@ -364,7 +377,7 @@ func (op matMul) Do(vals ...G.Value) (G.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	return op.UsePreallocDo(tensor.New(tensor.Of(a.Dtype()), tensor.WithShape(m, n)), vals...)
+	return op.UsePreallocDo(op.buf.get(a.Dtype(), m, n), vals...)
 }
 func (op matMul) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
 	a, b := vals[0].(tensor.Tensor), vals[1].(tensor.Tensor)
@@ -405,10 +418,40 @@ func (op matMul) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) 
 	if op.transA || op.transB {
 		return nil, fmt.Errorf("ppo: matMul: only the plain product is differentiable")
 	}
-	db, err := G.ApplyOp(matMul{transA: true}, inputs[0], grad)
+	db, err := G.ApplyOp(matMul{transA: true, buf: op.buf.sibling()}, inputs[0], grad)
 	if err != nil || op.noGradA {
 		return G.Nodes{nil, db}, err
 	}
-	da, err := G.ApplyOp(matMul{transB: true}, grad, inputs[1])
+	da, err := G.ApplyOp(matMul{transB: true, buf: op.buf.sibling()}, grad, inputs[1])
 	return G.Nodes{da, db}, err
+}
+
+// outBuf holds one graph node's output tensor across runs. The trainer
+// re-runs one TapeMachine per minibatch size, and Reset clears the
+// machine's registers, so without it every op's Do allocated its output
+// anew each run (≈ 6% of a training run's CPU in allocation and GC). Each
+// node needs its own outBuf (a shared one would alias two nodes' outputs);
+// a nil *outBuf allocates every time. Every op overwrites its whole
+// output, so reusing the memory does not change results.
+type outBuf struct{ t *tensor.Dense }
+
+// get returns the cached tensor if it has this dtype and shape, or a new
+// one (cached from then on).
+func (b *outBuf) get(dt tensor.Dtype, shape ...int) *tensor.Dense {
+	if b == nil {
+		return tensor.New(tensor.Of(dt), tensor.WithShape(shape...))
+	}
+	if b.t == nil || b.t.Dtype() != dt || !b.t.Shape().Eq(tensor.Shape(shape)) {
+		b.t = tensor.New(tensor.Of(dt), tensor.WithShape(shape...))
+	}
+	return b.t
+}
+
+// sibling returns a fresh outBuf for a node derived from b's (its
+// gradient), or nil if b is nil, so graphs built without buffers stay so.
+func (b *outBuf) sibling() *outBuf {
+	if b == nil {
+		return nil
+	}
+	return new(outBuf)
 }
