@@ -835,14 +835,14 @@ func nwmReport(in Record, _ State, _ Emitter) error {
 const DefaultSYNWork = 400 * time.Microsecond
 
 // synItersPerMicrosecond converts SYN's work to iterations of synWork's
-// loop. It is a constant, determined by BenchmarkSynWork on the build
-// machine (2-core AMD "Turin-like" VM: 5.03 ns per iteration, the fastest
-// of six runs of 200,000×1,000 iterations on the shared machine; loaded
-// runs were up to 14.7 ns), not a start-up calibration, so the work and
-// its result never depend on the load at start-up. On another machine the
+// loop. It is a constant, determined by BenchmarkSynWork's thread CPU time
+// on the build machine (2-core AMD "Turin-like" VM: 1.74 CPU-ns per
+// iteration, the fastest of five runs on the shared machine; loaded runs
+// measured up to 3.0 ns), not a start-up calibration, so the work and its
+// result never depend on the load at start-up. On another machine the
 // work is the same arithmetic and takes proportionally less or more time;
 // costs.md records what an execution measured.
-const synItersPerMicrosecond = 200
+const synItersPerMicrosecond = 575
 
 // synWork runs n rounds of real arithmetic (a 64-bit LCG feeding a
 // floating-point accumulation) seeded by x and returns the folded result.

@@ -90,9 +90,6 @@ func (r *reader) done(what string) error {
 func putU64(b []byte, v uint64) []byte  { return binary.LittleEndian.AppendUint64(b, v) }
 func putF64(b []byte, v float64) []byte { return putU64(b, math.Float64bits(v)) }
 func putBytes(b, v []byte) []byte       { return append(binary.AppendUvarint(b, uint64(len(v))), v...) }
-func putString(b []byte, v string) []byte {
-	return append(binary.AppendUvarint(b, uint64(len(v))), v...)
-}
 
 // scratch is a reusable output buffer. Operators take one from a pool per
 // Process call, so an instance needs no lock and does not allocate in the

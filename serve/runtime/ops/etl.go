@@ -106,19 +106,13 @@ func etlParse(in Record, _ State, out Emitter) error {
 	return nil
 }
 
-// etlRecord decodes, lets f update the record and sends it to to with the
-// key key(r).
-func etlRecord(in Record, out Emitter, op string, to int, f func(*fieldRec), key func(*fieldRec) uint64) error {
-	var r fieldRec
-	if err := r.decode(in.Payload); err != nil {
-		return opErr("etl", op, err)
-	}
-	f(&r)
+// etlForward sends a filtered field record on with the key of
+// Interpolation's partition.
+func etlForward(r *fieldRec, out Emitter, to int) {
 	sc := getScratch()
 	defer putScratch(sc)
 	sc.b = r.append(sc.b)
-	out.Emit(to, key(&r), sc.b)
-	return nil
+	out.Emit(to, interpKey(r), sc.b)
 }
 
 func msgKey(r *fieldRec) uint64 { return mix(r.msg) }
@@ -127,11 +121,15 @@ func msgKey(r *fieldRec) uint64 { return mix(r.msg) }
 func interpKey(r *fieldRec) uint64 { return mix(r.key ^ uint64(r.field)<<56) }
 
 func etlRangeFilter(in Record, _ State, out Emitter) error {
-	return etlRecord(in, out, "RangeFilter", 2, func(r *fieldRec) {
-		if lim := etlRange[r.field]; !(r.v >= lim[0] && r.v <= lim[1]) {
-			r.flags |= flagRange
-		}
-	}, interpKey)
+	var r fieldRec
+	if err := r.decode(in.Payload); err != nil {
+		return opErr("etl", "RangeFilter", err)
+	}
+	if lim := etlRange[r.field]; !(r.v >= lim[0] && r.v <= lim[1]) {
+		r.flags |= flagRange
+	}
+	etlForward(&r, out, 2)
+	return nil
 }
 
 // bloom is a Bloom filter (Bloom, "Space/time trade-offs in hash coding
@@ -187,12 +185,15 @@ var registry = sync.OnceValue(func() *bloom {
 })
 
 func etlBloomFilter(in Record, _ State, out Emitter) error {
-	reg := registry()
-	return etlRecord(in, out, "BloomFilter", 3, func(r *fieldRec) {
-		if !reg.has(r.id) {
-			r.flags |= flagUnregistered
-		}
-	}, interpKey)
+	var r fieldRec
+	if err := r.decode(in.Payload); err != nil {
+		return opErr("etl", "BloomFilter", err)
+	}
+	if !registry().has(r.id) {
+		r.flags |= flagUnregistered
+	}
+	etlForward(&r, out, 3)
+	return nil
 }
 
 // etlInterpolate keeps the last valid value of each taxi × field and

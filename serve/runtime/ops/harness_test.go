@@ -84,7 +84,7 @@ func newRun(app App) *run {
 	return r
 }
 
-func (r *run) feed(t *testing.T, seed uint64, n int) {
+func (r *run) feed(t testing.TB, seed uint64, n int) {
 	t.Helper()
 	src := r.app.NewSource(seed)
 	var buf []byte
