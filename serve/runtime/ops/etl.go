@@ -417,8 +417,8 @@ var csvUnits = [csvColumns]string{
 // csvNumeric marks the columns written as "v" (numbers checked).
 func csvNumeric(i int) bool { return i >= 4 && i <= 13 || i == 15 || i == 16 }
 
-// etlCsvToSenML converts an annotated CSV row to a SenML message (one entry
-// per column, numbers checked).
+// etlCsvToSenML converts an annotated CSV row to a SenML message: one
+// entry per column (numbers checked), bt the pickup time in ms.
 func etlCsvToSenML(in Record, _ State, out Emitter) error {
 	var cols [csvColumns][]byte
 	if !splitCSV(in.Payload, cols[:]) {
@@ -428,17 +428,21 @@ func etlCsvToSenML(in Record, _ State, out Emitter) error {
 	if err != nil {
 		return opErr("etl", "CsvToSenML", errors.New("bad msgid"))
 	}
+	pickup, ok := parseDateTime(cols[2])
+	if !ok {
+		return opErr("etl", "CsvToSenML", errors.New("bad pickup_datetime"))
+	}
 	sc := getScratch()
 	defer putScratch(sc)
 	b := append(sc.b, `{"e":[`...)
-	for i := 1; i < csvColumns; i++ {
+	for i := range csvColumns {
 		c := cols[i]
 		for _, ch := range c {
 			if ch == '"' || ch == '\\' || ch < 0x20 {
 				return opErr("etl", "CsvToSenML", errors.New("column needs escaping"))
 			}
 		}
-		if i > 1 {
+		if i > 0 {
 			b = append(b, ',')
 		}
 		if csvNumeric(i) {
@@ -463,7 +467,7 @@ func etlCsvToSenML(in Record, _ State, out Emitter) error {
 		}
 	}
 	b = append(b, `],"bt":`...)
-	b = strconv.AppendUint(b, msg, 10)
+	b = strconv.AppendInt(b, pickup*1000, 10)
 	b = append(b, '}')
 	sc.b = b
 	out.Emit(7, mix(msg), b)
@@ -476,8 +480,9 @@ func appendAck(b []byte, msg uint64, branch byte, n int, sum uint64) []byte {
 	return putU64(putU64(append(putU64(b, msg), branch), uint64(n)), sum)
 }
 
-// etlPublish wraps the SenML message in an MQTT PUBLISH packet on topic
-// etl/senml.
+// etlPublish checks the SenML message is JSON and wraps it in an MQTT
+// PUBLISH packet on topic etl/senml; its acknowledgement names the message
+// by Record.Input (ETL's message id).
 func etlPublish(in Record, _ State, out Emitter) error {
 	s := jscan{b: in.Payload}
 	if !s.skip(0) {
@@ -486,20 +491,15 @@ func etlPublish(in Record, _ State, out Emitter) error {
 	if s.ws(); s.i != len(s.b) {
 		return opErr("etl", "MQTTPublish", errors.New("trailing data after JSON"))
 	}
-	bt := bytes.LastIndex(in.Payload, []byte(`"bt":`))
-	if bt < 0 {
-		return opErr("etl", "MQTTPublish", errors.New("no bt"))
-	}
-	msg, err := strconv.ParseUint(string(bytes.TrimSuffix(in.Payload[bt+5:], []byte("}"))), 10, 64)
-	if err != nil {
-		return opErr("etl", "MQTTPublish", errors.New("bad bt"))
+	if len(in.Payload) > 1<<20 {
+		return opErr("etl", "MQTTPublish", errors.New("message over 1 MiB"))
 	}
 	sc := getScratch()
 	defer putScratch(sc)
 	pkt := appendMQTTPublish(sc.b, []byte("etl/senml"), in.Payload)
 	n := len(pkt)
-	sc.b = appendAck(pkt, msg, 1, n, hashBytes(pkt))
-	out.Emit(9, mix(msg), sc.b[n:])
+	sc.b = appendAck(pkt, in.Input, 1, n, hashBytes(pkt))
+	out.Emit(9, mix(in.Input), sc.b[n:])
 	return nil
 }
 
