@@ -161,6 +161,9 @@ func sdAverage(in Record, st State, out Emitter) error {
 		return opErr("sd", "moving-average", errors.New("bad temperature"))
 	}
 	key := mix(mote)
+	if key != in.Key {
+		return opErr("sd", "moving-average", errKey)
+	}
 	old, ok := st.Get(key)
 	const n = 2 + 8*SDWindow
 	if ok && (len(old) != n || old[0] > SDWindow || old[1] >= SDWindow) {
@@ -400,6 +403,9 @@ func aaJoin(in Record, st State, out Emitter) error {
 		return opErr("aa", "join", err)
 	}
 	key := hashBytes(ad)
+	if key != in.Key {
+		return opErr("aa", "join", errKey)
+	}
 	var camp, views uint64
 	if old, ok := st.Get(key); ok {
 		sr := reader{b: old}
@@ -437,6 +443,9 @@ func aaCount(in Record, st State, _ Emitter) error {
 		return opErr("aa", "campaign-count", errors.New("unknown campaign"))
 	}
 	key := mix(camp)
+	if key != in.Key {
+		return opErr("aa", "campaign-count", errKey)
+	}
 	w := t / WindowMS
 	var s [4]uint64
 	old, ok := st.Get(key)
@@ -550,6 +559,9 @@ func plJoin(in Record, st State, out Emitter) error {
 		return opErr("pl", "join", err)
 	}
 	key := mix(t.item)
+	if key != in.Key {
+		return opErr("pl", "join", errKey)
+	}
 	var n, rev uint64
 	old, ok := st.Get(key)
 	if ok {
@@ -587,6 +599,9 @@ func plAggregate(in Record, st State, out Emitter) error {
 		return opErr("pl", "aggregate", err)
 	}
 	key := mix(t.cat)
+	if key != in.Key {
+		return opErr("pl", "aggregate", errKey)
+	}
 	var n, rev uint64
 	old, ok := st.Get(key)
 	if ok {
@@ -763,6 +778,9 @@ func nwmCount(name string, kind byte) opFunc {
 			return opErr("nwm", name, err)
 		}
 		key := mix(host)
+		if key != in.Key {
+			return opErr("nwm", name, errKey)
+		}
 		n, err := readCount(st, key)
 		if err != nil {
 			return opErr("nwm", name, err)
@@ -787,6 +805,9 @@ func nwmJoin(in Record, st State, out Emitter) error {
 		return opErr("nwm", "join-by-host", errors.New("bad host count"))
 	}
 	key := mix(host)
+	if key != in.Key {
+		return opErr("nwm", "join-by-host", errKey)
+	}
 	pending, err := readCount(st, key)
 	if err != nil {
 		return opErr("nwm", "join-by-host", err)

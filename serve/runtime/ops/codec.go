@@ -13,6 +13,10 @@ import (
 // byte strings, in an order each operator documents. Readers check every
 // bound and report a truncated or malformed tuple as an error.
 
+// errKey is the error of a record whose key is not its partition key (the
+// key its payload names): the state it would touch is not the record's.
+var errKey = errors.New("record key is not the key of its payload")
+
 // errShort is the error of a tuple that ends early.
 var errShort = errors.New("truncated tuple")
 

@@ -205,6 +205,9 @@ func etlInterpolate(in Record, st State, out Emitter) error {
 		return opErr("etl", "Interpolation", err)
 	}
 	k := interpKey(&r)
+	if k != in.Key {
+		return opErr("etl", "Interpolation", errKey)
+	}
 	old, ok := st.Get(k)
 	if ok && len(old) != 8 {
 		return opErr("etl", "Interpolation", errors.New("corrupt state"))
@@ -270,6 +273,9 @@ func etlJoin(in Record, st State, out Emitter) error {
 		return opErr("etl", "Join", err)
 	}
 	k := msgKey(&r)
+	if k != in.Key {
+		return opErr("etl", "Join", errKey)
+	}
 	old, ok := st.Get(k)
 	var j joined
 	if ok {

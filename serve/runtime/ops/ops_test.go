@@ -497,6 +497,14 @@ func TestBadInput(t *testing.T) {
 					bad = append(bad, c)
 				}
 				bad = append(bad, append(slices.Clone(p), 0))
+				if s.Stateful { // the right payload under another key
+					before := st.clone()
+					rec := in
+					rec.Key++
+					if err := op.Process(rec, st, &collector{}); err == nil || !st.equal(before) {
+						t.Errorf("%s/%s: a record under a key not its own: err %v, state changed %v", name, s.Name, err, !st.equal(before))
+					}
+				}
 				for _, b := range bad {
 					before := st.clone()
 					var c collector

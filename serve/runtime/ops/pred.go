@@ -188,6 +188,9 @@ func predRegression(in Record, st State, out Emitter) error {
 	if err := t.decode(in.Payload); err != nil {
 		return opErr("pred", "LinearRegression", err)
 	}
+	if t.key != in.Key {
+		return opErr("pred", "LinearRegression", errKey)
+	}
 	var s [5]float64
 	old, ok := st.Get(t.key)
 	if ok && !decodeFloats(old, s[:]) {
@@ -224,6 +227,9 @@ func predWindow(in Record, st State, out Emitter) error {
 	var t taxiTuple
 	if err := t.decode(in.Payload); err != nil {
 		return opErr("pred", "BlockWindowAverage", err)
+	}
+	if t.key != in.Key {
+		return opErr("pred", "BlockWindowAverage", errKey)
 	}
 	var s [2]float64
 	old, ok := st.Get(t.key)
