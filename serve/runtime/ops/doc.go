@@ -21,8 +21,12 @@
 // Keys: an operator chooses the key of each record it emits by its
 // successor's partitioning — word (WC), sensor (SD), ad and campaign (AA),
 // item and category (PL), host (NWM), taxi (PRED), taxi × field and
-// message id (ETL) — and keyed state is always the state of in.Key.
-// Counters are uvarints, so a key group moves as bytes.
+// message id (ETL) — and keyed state is always the state of in.Key: a
+// stateful operator refuses (with an error) a record whose Key is not the
+// key its payload names, so a routing mistake cannot corrupt state. ETL's
+// message id is Record.Input, so the worker must give every record the
+// Input of the ingress input it descends from. Counters are uvarints, so
+// a key group moves as bytes.
 //
 // Concurrency: every operator instance is safe for concurrent use by
 // several executor slots. Stateless operators keep nothing between calls
@@ -34,7 +38,6 @@
 // Determinism: NewSource(seed) draws from the rng stream
 // rng.OpsSource+app, so a seed gives the same payload sequence; processing
 // is a function of the record (payload, key, Input) and the key's state.
-// ETL's message id is Record.Input.
 //
 // Costs: costs.md beside this file lists each operator's measured CPU cost
 // per record; regenerate it with
