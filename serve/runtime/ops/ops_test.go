@@ -163,6 +163,9 @@ func TestPipelines(t *testing.T) {
 		a := appFor(t, name)
 		r1, r2, r3 := newRun(a), newRun(a), newRun(a)
 		n := testInputs(name)
+		if raceEnabled {
+			n = min(n, 500)
+		}
 		r1.feed(t, 1, n)
 		r2.feed(t, 1, n)
 		r3.feed(t, 2, n)
