@@ -80,4 +80,8 @@ const (
 
 	// ServeFixture draws the weights of serve's test policies.
 	ServeFixture = "serve/fixture"
+
+	// OpsSource + app name ("wc", "pred", …) draws the input payloads of
+	// the runtime's application (serve/runtime/ops; seed: the source's).
+	OpsSource = "ops/source/"
 )

@@ -1,13 +1,3 @@
-// Package ops holds the runtime's operators, implemented for real, and the
-// applications built from them (RIoTBench PRED and ETL, and the CLASP apps
-// WC, SD, AA, PL, NWM, SYN). An application's topology is the one the
-// simulator's profiles (package env) and the CLASP planner's apps (package
-// clasp) describe; a test holds them equal.
-//
-// The worker (package serve/runtime/worker) owns queues, placement, state
-// stores and CPU limits; an operator only turns one record into zero or
-// more records for its successors, reading and writing the keyed state of
-// the record's key.
 package ops
 
 // KeyGroups is the number of key groups of every partitioned operator
@@ -35,6 +25,14 @@ type Record struct {
 
 // State is the keyed state an operator instance sees for the keys it owns.
 // Values are opaque bytes so that a key group can be moved as bytes.
+//
+// Ownership: Put hands value to the store, which may keep it; the
+// operators here never touch a slice after passing it to Put. The slice
+// Get returns may be updated in place by the operator and then passed to
+// Put for the same key (an operator never does so for another key), so a
+// store must not share one value between keys or with a reader running
+// at the same time (a migration snapshot is taken with executions
+// drained).
 type State interface {
 	Get(key uint64) ([]byte, bool)
 	Put(key uint64, value []byte)
@@ -42,7 +40,9 @@ type State interface {
 }
 
 // Emitter receives the records an operator sends to its successors: to is
-// the successor's operator index in the App.
+// the successor's operator index in the App. The payload is valid only
+// during the call (as io.Writer's p): operators reuse their buffers, so an
+// Emitter that queues a record must copy the payload.
 type Emitter interface {
 	Emit(to int, key uint64, payload []byte)
 }

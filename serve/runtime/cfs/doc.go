@@ -1,0 +1,25 @@
+// Package cfs enforces per-task CPU allocations inside a worker process the
+// way Linux CFS bandwidth control does (Documentation/scheduler/sched-bwc.rst):
+// a task allotted c millicores may use c/1000 × period of CPU time per
+// period, measured with the executing threads' CPU clocks
+// (CLOCK_THREAD_CPUTIME_ID); once its quota is spent it waits for the next
+// period boundary.
+//
+// Units: allocations in millicores (1000 = one core), periods and CPU time
+// as time.Duration. Inputs are clamped, never rejected: a period ≤ 0 means
+// DefaultPeriod and millicores are clamped into [MinMillicores,
+// MaxMillicores].
+//
+// Concurrency: a Quota is safe for concurrent use; every executor slot that
+// runs the task's work calls Run on the same Quota and the slots share the
+// quota. Run does not allocate.
+//
+// Determinism: periods are aligned on the instant New was called, so which
+// calls wait, and for how long, is a function of the monotonic clock and the
+// CPU each call used.
+//
+// Kernel enforcement (cgroup v2 cpu.max) is not offered here: the build
+// machine has a cgroup v1 hierarchy with a hybrid unified mount that holds no
+// cpu controller, so an option running each task under cpu.max could not be
+// tested.
+package cfs
