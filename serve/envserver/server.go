@@ -603,33 +603,38 @@ func (s *Server) step(w http.ResponseWriter, r *http.Request, in *instance) erro
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrBadAction, err)
 	}
-	b = appendHeader(b, KindFloat32, in.n*in.flat)
+	in.out = appendVecStep(b, res, in.ended(res), in.flat, nt)
+	return writeBinary(w, in.out)
+}
+
+// appendVecStep appends a vector step's response: observations, rewards,
+// flags, final observations and infos (see the package doc).
+func appendVecStep(b []byte, res *env.VecResult, ended []bool, flat, tasks int) []byte {
+	n := len(res.Obs)
+	b = appendHeader(b, KindFloat32, n*flat)
 	for _, o := range res.Obs {
 		b = appendObs(b, o)
 	}
 	b = AppendFloat64s(b, res.Rewards)
-	b = appendHeader(b, KindBool, 3*in.n)
-	ended := 0
-	for _, part := range [2][]bool{res.Terminated, res.Truncated} {
+	b = appendHeader(b, KindBool, 3*n)
+	k := 0
+	for _, part := range [3][]bool{res.Terminated, res.Truncated, ended} {
 		for _, x := range part {
 			b = append(b, boolByte(x))
 		}
 	}
-	for i := range in.n {
-		e := res.Terminated[i] || res.Truncated[i]
-		b = append(b, boolByte(e))
+	for _, e := range ended {
 		if e {
-			ended++
+			k++
 		}
 	}
-	b = appendHeader(b, KindFloat32, ended*in.flat)
-	for i := range in.n {
-		if res.Terminated[i] || res.Truncated[i] {
+	b = appendHeader(b, KindFloat32, k*flat)
+	for i, e := range ended {
+		if e {
 			b = appendObs(b, res.FinalObs[i])
 		}
 	}
-	in.out = appendVecInfo(b, res.Infos, in.ended(res), res.EpisodeReturn, res.EpisodeLength, nt)
-	return writeBinary(w, in.out)
+	return appendVecInfo(b, res.Infos, ended, res.EpisodeReturn, res.EpisodeLength, tasks)
 }
 
 func boolByte(x bool) byte {
