@@ -9,6 +9,7 @@ from ._protocol import ServerError, connect, decode, encode_actions
 
 _SEED_HIGH = 2**63 - 1
 _EPISODE_KEYS = ("episode_return", "episode_length")
+_INFO_KINDS = (b"d", b"i", b"b", b"d")  # a vector's info sections (serve/envserver doc)
 
 
 def _spaces(meta):
@@ -42,6 +43,10 @@ class _Remote:
         self._ntasks = len(self.meta["spaces"]["nvec"])
         self._nvec = np.array(self.meta["spaces"]["nvec"], dtype=np.int64)
         self._layout = self.meta.get("info_layout")
+        if request.get("num_envs") and self._layout is None:
+            self._shutdown()
+            raise RuntimeError(f"streamscale_env: the server at {self._conn.addr} sends no info_layout for a vector "
+                               "(an older serve env); rebuild it")
         return obs_space, act_space
 
     def _split(self, flat, n=None):
@@ -85,19 +90,25 @@ class _Remote:
                 info["_" + k] = mask
         return info
 
-    def _post(self, verb, body, ctype):
+    def _post(self, verb, body, ctype, kinds):
         if self._id is None:
             raise ServerError(410, "closed", "streamscale_env: the environment is closed")
-        return decode(self._conn.request("POST", f"/v1/envs/{self._id}/{verb}", body, ctype))
+        secs = decode(self._conn.request("POST", f"/v1/envs/{self._id}/{verb}", body, ctype))
+        if [k for k, _ in secs] != kinds:
+            raise ValueError(f"streamscale_env: {verb} response has sections {b''.join(k for k, _ in secs)!r}, "
+                             f"want {b''.join(kinds)!r}")
+        return secs
 
-    def _reset_remote(self, seed):
-        return self._post("reset", f'{{"seed":{int(seed)}}}'.encode(), "application/json")
+    def _reset_remote(self, seed, vector):
+        kinds = [b"f", *_INFO_KINDS] if vector else [b"f", b"j"]
+        return self._post("reset", f'{{"seed":{int(seed)}}}'.encode(), "application/json", kinds)
 
-    def _step_remote(self, actions, n):
+    def _step_remote(self, actions, n, vector):
         a = np.asarray(actions)
         if a.size != n * self._ntasks:
             raise ValueError(f"streamscale_env: action has {a.size} entries, want {n * self._ntasks}")
-        return self._post("step", encode_actions(a), "application/octet-stream")
+        kinds = [b"f", b"d", b"b", b"f", *_INFO_KINDS] if vector else [b"f", b"d", b"b", b"j"]
+        return self._post("step", encode_actions(a), "application/octet-stream", kinds)
 
     def _shutdown(self):
         try:
@@ -136,11 +147,11 @@ class StreamscaleEnv(_Remote, gym.Env):
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         s = seed if seed is not None else int(self.np_random.integers(0, _SEED_HIGH))
-        (_, obs), (_, info) = self._reset_remote(s)
+        (_, obs), (_, info) = self._reset_remote(s, False)
         return self._split(obs), info
 
     def step(self, action):
-        (_, obs), (_, rew), (_, flags), (_, info) = self._step_remote(action, 1)
+        (_, obs), (_, rew), (_, flags), (_, info) = self._step_remote(action, 1, False)
         return self._split(obs), float(rew[0]), bool(flags[0]), bool(flags[1]), info
 
     def close(self):
@@ -185,7 +196,7 @@ class StreamscaleVectorEnv(_Remote, VectorEnv):
         elif self._rng is None:
             self._rng = np.random.default_rng()
         base = seed if seed is not None else int(self._rng.integers(0, _SEED_HIGH))
-        secs = self._reset_remote(base)
+        secs = self._reset_remote(base, True)
         info = self._vec_info(secs[1:], self.num_envs)
         for k in _EPISODE_KEYS:
             del info[k]
@@ -196,7 +207,7 @@ class StreamscaleVectorEnv(_Remote, VectorEnv):
 
     def step_wait(self, **kwargs):
         n = self.num_envs
-        secs = self._step_remote(self._actions, n)
+        secs = self._step_remote(self._actions, n, True)
         flags = secs[2][1].view(np.bool_)
         term, trunc, ended = flags[:n], flags[n:2 * n], flags[2 * n:]
         infos = self._vec_info(secs[4:], n)
