@@ -141,7 +141,7 @@ class Connection:
             buf += b
         lines = buf[:end].decode("latin-1").split("\r\n")
         parts = lines[0].split(" ", 2)
-        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+        if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not (parts[1].isascii() and parts[1].isdigit()):
             raise ConnectionError(f"streamscale_env: bad status line {lines[0][:100]!r}")
         status, headers = int(parts[1]), {}
         for line in lines[1:]:
@@ -152,7 +152,7 @@ class Connection:
             body, rest = self._chunked(rest)
         elif "content-length" in headers:
             n = headers["content-length"]
-            if not n.isdigit():
+            if not (n.isascii() and n.isdigit()):
                 raise ConnectionError(f"streamscale_env: bad Content-Length {n[:40]!r}")
             n = int(n)
             body = bytearray(n)

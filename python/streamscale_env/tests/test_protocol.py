@@ -112,6 +112,33 @@ class ConnectionTest(unittest.TestCase):
                 self.run_script([("cut", reply)], [lambda c: c.request("GET", "/")])
 
 
+    def test_mutated_responses(self):
+        """Corrupted responses (bytes flipped, cut short) end in a returned
+        body or one of the client's errors, never another exception or a
+        hang: a seeded stand-in for fuzzing the HTTP parser."""
+        rng = np.random.default_rng(14)
+        valid = [ok(b"0123456789" * 30), b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n0\r\n\r\n",
+                 b"HTTP/1.1 404 Not Found\r\nContent-Length: 30\r\n\r\n{\"error\":\"no\",\"code\":\"unknown\"}"]
+        replies = []
+        for i in range(150):
+            b = bytearray(valid[i % len(valid)])
+            for _ in range(int(rng.integers(1, 4))):
+                b[int(rng.integers(0, len(b)))] = int(rng.integers(0, 256))
+            replies.append(("cut", bytes(b[:int(rng.integers(1, len(b) + 1))])))
+        srv = Scripted(replies)
+        try:
+            for _ in replies:
+                conn = Connection(srv.addr, timeout=10)
+                try:
+                    conn.request("GET", "/")
+                except (ConnectionError, ServerError):
+                    pass
+                finally:
+                    conn.close()
+        finally:
+            srv.close()
+
+
 class DecodeTest(unittest.TestCase):
     def test_round_trip_and_errors(self):
         body = bytearray(encode_actions([[1, 2], [3, 4]]) + b"d\x01\x00\x00\x00" + np.float64(2.5).tobytes()
