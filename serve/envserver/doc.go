@@ -63,7 +63,9 @@
 // else, no package index is reachable here to install grpcio, and gRPC
 // would add a code generator and a large module for a five-route protocol
 // whose bodies are already flat little-endian arrays. One request per step
-// of a vector amortizes the round trip over its N envs.
+// of a vector amortizes the round trip over its N envs. Every response
+// carries a Content-Length (never chunked), so a client's framing is one
+// header read and one body read.
 //
 // # Limits
 //
