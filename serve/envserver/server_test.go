@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -543,4 +547,35 @@ func bits32(v []float32) []uint32 {
 		out[i] = math.Float32bits(x)
 	}
 	return out
+}
+
+// TestContentLength: JSON responses too carry a Content-Length, also
+// above net/http's chunking threshold (2 KiB), so a client's framing is
+// always one header and one body read.
+func TestContentLength(t *testing.T) {
+	_, ts := newTestServer(t, Config{})
+	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"x": strings.Repeat("y", 10_000)})
+	}))
+	defer big.Close()
+	for _, tc := range []struct{ method, url, body string }{
+		{"POST", ts.URL + "/v1/envs", `{"profile":"etl","num_envs":2}`},
+		{"POST", ts.URL + "/v1/envs", `{"profile":"nope"}`},
+		{"GET", ts.URL + "/v1/healthz", ""},
+		{"GET", big.URL, ""},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.ContentLength != n || len(resp.TransferEncoding) > 0 {
+			t.Errorf("%s %s: Content-Length %d, transfer encoding %v, body %d bytes", tc.method, tc.url, resp.ContentLength, resp.TransferEncoding, n)
+		}
+	}
 }
