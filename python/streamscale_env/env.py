@@ -8,6 +8,8 @@ from gymnasium.vector.utils import batch_space
 from ._protocol import ServerError, connect, decode, encode_actions
 
 _SEED_HIGH = 2**63 - 1
+_EPISODE_KEYS = ("episode_return", "episode_length")
+_INFO_KINDS = (b"d", b"i", b"b", b"d")  # a vector's info sections (serve/envserver doc)
 
 
 def _spaces(meta):
@@ -40,29 +42,73 @@ class _Remote:
         self._flat = self.meta["flat_size"]
         self._ntasks = len(self.meta["spaces"]["nvec"])
         self._nvec = np.array(self.meta["spaces"]["nvec"], dtype=np.int64)
+        self._layout = self.meta.get("info_layout")
+        if request.get("num_envs") and self._layout is None:
+            self._shutdown()
+            raise RuntimeError(f"streamscale_env: the server at {self._conn.addr} sends no info_layout for a vector "
+                               "(an older serve env); rebuild it")
         return obs_space, act_space
 
-    def _split(self, flat, lead=()):
+    def _split(self, flat, n=None):
+        """Views of one flat float32 observation (n None) or of n of them
+        (env-major) per Dict key: no copy, the arrays share the response's
+        buffer (writable, its own per response)."""
         out, off = {}, 0
-        flat = flat.reshape(*lead, self._flat)
+        if n is None:
+            for k, shape, size in zip(self._keys, self._shapes, self._sizes):
+                out[k] = flat[off:off + size].reshape(shape)
+                off += size
+            return out
+        rows = flat.reshape(n, self._flat)
         for k, shape, size in zip(self._keys, self._shapes, self._sizes):
-            out[k] = np.array(flat[..., off:off + size]).reshape(*lead, *shape)
+            out[k] = rows[:, off:off + size].reshape(n, *shape)
             off += size
         return out
 
-    def _post(self, verb, body, ctype):
+    def _vec_info(self, secs, n):
+        """The infos of a vector response from its four info sections
+        (layout in the create response): Gymnasium's vector convention, a
+        dict of arrays (one entry per env) each with its "_key" mask, in the
+        single env's key order; plus episode_return and episode_length."""
+        (_, f), (_, ints), (_, b), (_, per_task) = secs
+        lay = self._layout
+        f = f.reshape(len(lay["float64"]), n)
+        ints = ints.reshape(len(lay["int64"]), n)
+        b = b.view(np.bool_).reshape(len(lay["bool"]), n)
+        mask = np.ones(n, dtype=np.bool_)
+        info = {}
+        for r, k in enumerate(lay["int64"]):
+            info[k] = ints[r].view(np.uint64) if k in lay["uint64"] else ints[r]
+        for r, k in enumerate(lay["float64"]):
+            info[k] = f[r]
+        for r, k in enumerate(lay["bool"]):
+            info[k] = b[r]
+        (k,) = lay["per_task"]
+        info[k] = per_task.reshape(n, self._ntasks)
+        for k in list(info):
+            if k not in _EPISODE_KEYS:
+                info["_" + k] = mask
+        return info
+
+    def _post(self, verb, body, ctype, kinds):
         if self._id is None:
             raise ServerError(410, "closed", "streamscale_env: the environment is closed")
-        return decode(self._conn.request("POST", f"/v1/envs/{self._id}/{verb}", body, ctype))
+        secs = decode(self._conn.request("POST", f"/v1/envs/{self._id}/{verb}", body, ctype))
+        if [k for k, _ in secs] != kinds:
+            raise ValueError(f"streamscale_env: {verb} response has sections {b''.join(k for k, _ in secs)!r}, "
+                             f"want {b''.join(kinds)!r}")
+        return secs
 
-    def _reset_remote(self, seed):
-        return self._post("reset", f'{{"seed":{int(seed)}}}'.encode(), "application/json")
+    def _reset_remote(self, seed, vector):
+        kinds = [b"f", *_INFO_KINDS] if vector else [b"f", b"j"]
+        return self._post("reset", f'{{"seed":{int(seed)}}}'.encode(), "application/json", kinds)
 
-    def _step_remote(self, actions, n):
+    def _step_remote(self, actions, n, vector):
         a = np.asarray(actions)
         if a.size != n * self._ntasks:
             raise ValueError(f"streamscale_env: action has {a.size} entries, want {n * self._ntasks}")
-        return self._post("step", encode_actions(a), "application/octet-stream")
+        kinds = [b"f", b"d", b"b", b"f", *_INFO_KINDS] if vector else [b"f", b"d", b"b", b"j"]
+        return self._post("step", encode_actions(a), "application/octet-stream", kinds)
 
     def _shutdown(self):
         try:
@@ -101,11 +147,11 @@ class StreamscaleEnv(_Remote, gym.Env):
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
         s = seed if seed is not None else int(self.np_random.integers(0, _SEED_HIGH))
-        (_, obs), (_, info) = self._reset_remote(s)
+        (_, obs), (_, info) = self._reset_remote(s, False)
         return self._split(obs), info
 
     def step(self, action):
-        (_, obs), (_, rew), (_, flags), (_, info) = self._step_remote(action, 1)
+        (_, obs), (_, rew), (_, flags), (_, info) = self._step_remote(action, 1, False)
         return self._split(obs), float(rew[0]), bool(flags[0]), bool(flags[1]), info
 
     def close(self):
@@ -120,11 +166,14 @@ class StreamscaleVectorEnv(_Remote, VectorEnv):
     that ends an episode returns its final observation; the next step
     resets that env, ignores its action and returns reward 0.
     "same_step" (Gymnasium 0.29's SyncVectorEnv and SB3 convention): the
-    ended env restarts inside the step. Either way infos carry
-    "final_observation" (object array, None where no episode ended) and
-    "episode" {"r", "l"} with their "_" masks. Env i of placement_seeds
-    (cycled) gets that placement. Reset seeds are a base: env i's episode
-    k is reset with env.VecSeed(base, i, k).
+    ended env restarts inside the step. Infos follow Gymnasium's vector
+    convention: every key of the single env's info (reset's and step's)
+    as an array with one entry per env and its "_key" mask; the step that
+    ends an episode adds "final_observation" (object array, None where no
+    episode ended) and "episode" {"r", "l"} with their "_" masks.
+    Observation arrays are views of one buffer per response (no copy).
+    Env i of placement_seeds (cycled) gets that placement. Reset seeds are
+    a base: env i's episode k is reset with env.VecSeed(base, i, k).
     """
 
     metadata = {"render_modes": [], "autoreset_mode": "next_step"}
@@ -147,33 +196,31 @@ class StreamscaleVectorEnv(_Remote, VectorEnv):
         elif self._rng is None:
             self._rng = np.random.default_rng()
         base = seed if seed is not None else int(self._rng.integers(0, _SEED_HIGH))
-        (_, obs), (_, info) = self._reset_remote(base)
-        return self._split(obs, (self.num_envs,)), {k: np.asarray(v) for k, v in info.items()}
+        secs = self._reset_remote(base, True)
+        info = self._vec_info(secs[1:], self.num_envs)
+        for k in _EPISODE_KEYS:
+            del info[k]
+        return self._split(secs[0][1], self.num_envs), info
 
     def step_async(self, actions):
         self._actions = actions
 
     def step_wait(self, **kwargs):
         n = self.num_envs
-        secs = self._step_remote(self._actions, n)
-        (_, obs), (_, rew), (_, flags), (_, final), (_, info) = secs
-        term, trunc, ended = flags[:n].astype(bool), flags[n:2 * n].astype(bool), flags[2 * n:].astype(bool)
-        infos, mask = {}, np.ones(n, dtype=bool)
-        for k, v in info.items():
-            if k in ("episode_return", "episode_length"):
-                continue
-            infos[k] = np.asarray(v)
-            infos["_" + k] = mask
+        secs = self._step_remote(self._actions, n, True)
+        flags = secs[2][1].view(np.bool_)
+        term, trunc, ended = flags[:n], flags[n:2 * n], flags[2 * n:]
+        infos = self._vec_info(secs[4:], n)
+        ep_return, ep_length = infos.pop("episode_return"), infos.pop("episode_length")
         if ended.any():
             fo = np.empty(n, dtype=object)
-            finals = self._split(final, (int(ended.sum()),))
+            finals = self._split(secs[3][1], int(ended.sum()))
             for j, i in enumerate(np.flatnonzero(ended)):
                 fo[i] = {k: v[j] for k, v in finals.items()}
             infos["final_observation"], infos["_final_observation"] = fo, ended
-            infos["episode"] = {"r": np.where(ended, info["episode_return"], 0.0),
-                                "l": np.where(ended, info["episode_length"], 0)}
+            infos["episode"] = {"r": ep_return, "l": ep_length}
             infos["_episode"] = ended
-        return self._split(obs, (n,)), np.array(rew, dtype=np.float64), term, trunc, infos
+        return self._split(secs[0][1], n), secs[1][1], term, trunc, infos
 
     def close_extras(self, **kwargs):
         self._shutdown()

@@ -23,16 +23,25 @@
 //	step body (client → server): 'i' n_envs×n_tasks choices in 0..4
 //	single reset:  'f' obs, 'j' info
 //	single step:   'f' obs, 'd' [reward], 'b' [terminated, truncated], 'j' info
-//	vector reset:  'f' N×obs, 'j' {"seed": [...], "step": [...]}
+//	vector reset:  'f' N×obs, infos
 //	vector step:   'f' N×obs, 'd' N rewards, 'b' 3N (terminated, truncated,
 //	               ended), 'f' final obs of the K ended envs in env order,
-//	               'j' infos column-wise (each key: a list of N values,
-//	               plus episode_return and episode_length)
+//	               infos
 //
-// The info keys (infoFields) are step, seed, offered_rate,
-// next_offered_rate, throughput, sink_events (events/s), p95_ms, mean_ms,
-// completed, violated, total_cpu, in_flight, the reward terms reward_slo …
-// reward_total (env.RewardTerms) and applied (millicores per task).
+// A single env's info is a JSON object: step, seed, the float keys
+// offered_rate, next_offered_rate, throughput, sink_events (events/s),
+// p95_ms, mean_ms, total_cpu, in_flight, the reward terms reward_slo …
+// reward_total (env.RewardTerms), the booleans completed and violated,
+// and applied (millicores per task). A vector's infos carry the same keys
+// for every env, in binary (CreateResponse.InfoLayout names the rows):
+// 'd' float keys × N (row-major: key r of env i at r·N+i) ending with
+// episode_return, 'i' [step, seed (uint64 bits), episode_length] × N,
+// 'b' [completed, violated] × N, 'd' N × tasks applied. episode_return
+// and episode_length are those of the episode env i ended in this step,
+// 0 where none ended (and after a reset). A vector reset's infos are the
+// single env's reset info of each env (step −1, its episode seed
+// env.VecSeed(seed, i, 0), …).
+//
 // Errors are JSON {"error": message, "code": code} with a status:
 // 400 malformed_body, bad_action, bad_request; 404 unknown_env; 410 closed
 // (closed or freed after the idle timeout); 409 not_reset, episode_over;
@@ -54,7 +63,9 @@
 // else, no package index is reachable here to install grpcio, and gRPC
 // would add a code generator and a large module for a five-route protocol
 // whose bodies are already flat little-endian arrays. One request per step
-// of a vector amortizes the round trip over its N envs.
+// of a vector amortizes the round trip over its N envs. Every response
+// carries a Content-Length (never chunked), so a client's framing is one
+// header read and one body read.
 //
 // # Limits
 //

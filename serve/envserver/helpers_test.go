@@ -90,7 +90,7 @@ func (c *client) reset(id, seed uint64) ([]Section, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Decode(b, 8)
+	return Decode(b, 16)
 }
 
 func (c *client) step(id uint64, choices []int64) ([]Section, error) {
@@ -102,7 +102,7 @@ func (c *client) stepRaw(id uint64, body []byte) ([]Section, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Decode(b, 8)
+	return Decode(b, 16)
 }
 
 func (c *client) close(id uint64) error {

@@ -249,6 +249,8 @@ type CreateResponse struct {
 	Scenario       string     `json:"scenario"`
 	PlacementSeeds []uint64   `json:"placement_seeds"`
 	RateMult       float64    `json:"rate_mult"`
+	// InfoLayout names the rows of a vector's binary infos (vectors only).
+	InfoLayout *InfoLayout `json:"info_layout,omitempty"`
 }
 
 // ResetRequest is the body of a reset.
@@ -406,6 +408,9 @@ func (s *Server) build(req CreateRequest) (*instance, CreateResponse, error) {
 	for _, t := range e.Config().App.Tasks {
 		resp.Tasks = append(resp.Tasks, t.Name)
 	}
+	if in.vector {
+		resp.InfoLayout = &infoLayout
+	}
 	return in, resp, nil
 }
 
@@ -531,15 +536,27 @@ func (s *Server) reset(w http.ResponseWriter, r *http.Request, in *instance) err
 		for _, o := range obs {
 			b = appendObs(b, o)
 		}
-		in.js = appendVecResetInfo(in.js[:0], req.Seed, in.n)
-	} else {
-		obs, info, err := in.e.Reset(req.Seed)
-		if err != nil {
-			return err
+		// env.VecEnv.Reset returns only the observations; env i's reset
+		// info is that of the same deterministic Reset, redone here (it
+		// leaves the env in the state the first one did, obs included).
+		in.infos = in.infos[:0]
+		for i := range in.n {
+			_, info, err := in.v.Env(i).Reset(env.VecSeed(req.Seed, i, 0))
+			if err != nil {
+				return err
+			}
+			in.infos = append(in.infos, info)
 		}
-		b = appendObs(appendHeader(b, KindFloat32, in.flat), obs)
-		in.js = appendInfo(in.js[:0], &info)
+		in.out = appendVecInfo(b, in.infos, nil, nil, nil, len(in.spaces.Nvec))
+		in.reset = true
+		return writeBinary(w, in.out)
 	}
+	obs, info, err := in.e.Reset(req.Seed)
+	if err != nil {
+		return err
+	}
+	b = appendObs(appendHeader(b, KindFloat32, in.flat), obs)
+	in.js = appendInfo(in.js[:0], &info)
 	in.out = AppendJSON(b, in.js)
 	in.reset = true
 	return writeBinary(w, in.out)
@@ -586,34 +603,38 @@ func (s *Server) step(w http.ResponseWriter, r *http.Request, in *instance) erro
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrBadAction, err)
 	}
-	b = appendHeader(b, KindFloat32, in.n*in.flat)
+	in.out = appendVecStep(b, res, in.ended(res), in.flat, nt)
+	return writeBinary(w, in.out)
+}
+
+// appendVecStep appends a vector step's response: observations, rewards,
+// flags, final observations and infos (see the package doc).
+func appendVecStep(b []byte, res *env.VecResult, ended []bool, flat, tasks int) []byte {
+	n := len(res.Obs)
+	b = appendHeader(b, KindFloat32, n*flat)
 	for _, o := range res.Obs {
 		b = appendObs(b, o)
 	}
 	b = AppendFloat64s(b, res.Rewards)
-	b = appendHeader(b, KindBool, 3*in.n)
-	ended := 0
-	for _, part := range [2][]bool{res.Terminated, res.Truncated} {
+	b = appendHeader(b, KindBool, 3*n)
+	k := 0
+	for _, part := range [3][]bool{res.Terminated, res.Truncated, ended} {
 		for _, x := range part {
 			b = append(b, boolByte(x))
 		}
 	}
-	for i := range in.n {
-		e := res.Terminated[i] || res.Truncated[i]
-		b = append(b, boolByte(e))
+	for _, e := range ended {
 		if e {
-			ended++
+			k++
 		}
 	}
-	b = appendHeader(b, KindFloat32, ended*in.flat)
-	for i := range in.n {
-		if res.Terminated[i] || res.Truncated[i] {
+	b = appendHeader(b, KindFloat32, k*flat)
+	for i, e := range ended {
+		if e {
 			b = appendObs(b, res.FinalObs[i])
 		}
 	}
-	in.js = appendVecInfos(in.js[:0], res, in.ended(res))
-	in.out = AppendJSON(b, in.js)
-	return writeBinary(w, in.out)
+	return appendVecInfo(b, res.Infos, ended, res.EpisodeReturn, res.EpisodeLength, tasks)
 }
 
 func boolByte(x bool) byte {
@@ -659,6 +680,7 @@ type instance struct {
 	in, out []byte
 	js      []byte
 	endBuf  []bool
+	infos   []env.Info
 }
 
 func (in *instance) ended(res *env.VecResult) []bool {
@@ -671,7 +693,7 @@ func (in *instance) ended(res *env.VecResult) []bool {
 
 // release drops the environments; the caller holds in.mu.
 func (in *instance) release() {
-	in.closed, in.e, in.v, in.acts, in.choices, in.in, in.out, in.js = true, nil, nil, nil, nil, nil, nil, nil
+	in.closed, in.e, in.v, in.acts, in.choices, in.in, in.out, in.js, in.infos = true, nil, nil, nil, nil, nil, nil, nil, nil
 }
 
 func writeBinary(w http.ResponseWriter, b []byte) error {
@@ -688,9 +710,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":"envserver: encoding the response failed","code":"internal"}`)
 	}
-	w.Header().Set("Content-Type", "application/json")
+	b = append(b, '\n')
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	// A length rather than chunked encoding, whatever the size: one
+	// framing for clients to parse.
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(status)
-	w.Write(append(b, '\n')) //nolint:errcheck // the client went away
+	w.Write(b) //nolint:errcheck // the client went away
 }
 
 func writeError(w http.ResponseWriter, err error, status int, code string) {

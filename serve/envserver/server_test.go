@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,7 +179,20 @@ func TestVectorMatchesLocalVec(t *testing.T) {
 			if !sameBits(secs[0].Float32s(nil), want) {
 				t.Fatal("vector reset observation differs")
 			}
+			// Reset infos: env i's is a single env's Reset(VecSeed(11, i, 0)) info.
 			nt := len(cr.Spaces.Nvec)
+			got := decodeVecInfo(t, *cr.InfoLayout, secs[1:], n, nt)
+			for i := range n {
+				single, err := env.New(cfgs[i])
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, info, _ := single.Reset(env.VecSeed(11, i, 0))
+				got.check(t, "reset", i, &info, 0, 0)
+				if info.Step != -1 || info.NextOfferedRate <= 0 {
+					t.Fatalf("reset info of env %d: step %d, next_offered_rate %v", i, info.Step, info.NextOfferedRate)
+				}
+			}
 			ended := 0
 			for step := range 3 * steps {
 				var a []int64
@@ -213,6 +230,14 @@ func TestVectorMatchesLocalVec(t *testing.T) {
 				}
 				if !sameBits(secs[3].Float32s(nil), wantFinal) {
 					t.Fatalf("step %d: final observations differ", step)
+				}
+				got := decodeVecInfo(t, *cr.InfoLayout, secs[4:], n, nt)
+				for i := range n {
+					r, l := 0.0, 0
+					if res.Terminated[i] || res.Truncated[i] {
+						r, l = res.EpisodeReturn[i], res.EpisodeLength[i]
+					}
+					got.check(t, fmt.Sprintf("step %d", step), i, &res.Infos[i], r, l)
 				}
 			}
 			if ended == 0 {
@@ -287,6 +312,78 @@ func TestRefusedChangesNothing(t *testing.T) {
 		if err := call(); code(err) != "closed" {
 			t.Errorf("after close: %v, want closed", err)
 		}
+	}
+}
+
+// vecInfo is a vector response's infos decoded by its layout.
+type vecInfo struct {
+	f       map[string][]float64
+	i       map[string][]int64
+	b       map[string][]bool
+	applied []float64 // env-major
+	tasks   int
+}
+
+func decodeVecInfo(t *testing.T, l InfoLayout, secs []Section, n, tasks int) vecInfo {
+	t.Helper()
+	if len(secs) != infoSections || len(l.PerTask) != 1 {
+		t.Fatalf("%d info sections, layout %+v", len(secs), l)
+	}
+	for k, want := range []struct {
+		kind byte
+		n    int
+	}{{KindFloat64, len(l.Float64) * n}, {KindInt64, len(l.Int64) * n}, {KindBool, len(l.Bool) * n}, {KindFloat64, n * tasks}} {
+		if secs[k].Kind != want.kind || secs[k].N != want.n {
+			t.Fatalf("info section %d: kind %q of %d, want %q of %d", k, secs[k].Kind, secs[k].N, want.kind, want.n)
+		}
+	}
+	v := vecInfo{f: map[string][]float64{}, i: map[string][]int64{}, b: map[string][]bool{}, applied: secs[3].Float64s(nil), tasks: tasks}
+	fs, is, bs := secs[0].Float64s(nil), secs[1].Int64s(nil), secs[2].Bools(nil)
+	for r, name := range l.Float64 {
+		v.f[name] = fs[r*n : (r+1)*n]
+	}
+	for r, name := range l.Int64 {
+		v.i[name] = is[r*n : (r+1)*n]
+	}
+	for r, name := range l.Bool {
+		v.b[name] = bs[r*n : (r+1)*n]
+	}
+	return v
+}
+
+// check compares env k's infos with the env's Info and episode figures.
+func (v vecInfo) check(t *testing.T, at string, k int, want *env.Info, epReturn float64, epLen int) {
+	t.Helper()
+	same := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"p95_ms", v.f["p95_ms"][k], want.P95MS},
+		{"next_offered_rate", v.f["next_offered_rate"][k], want.NextOfferedRate},
+		{"total_cpu", v.f["total_cpu"][k], want.TotalCPU},
+		{"reward_total", v.f["reward_total"][k], want.Reward.Total},
+		{"reward_slo", v.f["reward_slo"][k], want.Reward.SLO},
+		{"episode_return", v.f["episode_return"][k], epReturn},
+	} {
+		if !same(c.got, c.want) {
+			t.Fatalf("%s env %d: %s %v, want %v", at, k, c.name, c.got, c.want)
+		}
+	}
+	for _, f := range infoFloats {
+		if !same(v.f[f.name][k], f.val(want)) {
+			t.Fatalf("%s env %d: %s %v, want %v", at, k, f.name, v.f[f.name][k], f.val(want))
+		}
+	}
+	if v.i["step"][k] != int64(want.Step) || uint64(v.i["seed"][k]) != want.Seed || v.i["episode_length"][k] != int64(epLen) {
+		t.Fatalf("%s env %d: step %d seed %d episode_length %d, want %d %d %d", at, k,
+			v.i["step"][k], uint64(v.i["seed"][k]), v.i["episode_length"][k], want.Step, want.Seed, epLen)
+	}
+	if v.b["completed"][k] != want.Completed || v.b["violated"][k] != want.Violated {
+		t.Fatalf("%s env %d: completed %v violated %v, want %v %v", at, k, v.b["completed"][k], v.b["violated"][k], want.Completed, want.Violated)
+	}
+	if got := v.applied[k*v.tasks : (k+1)*v.tasks]; !slices.Equal(got, want.Applied) {
+		t.Fatalf("%s env %d: applied %v, want %v", at, k, got, want.Applied)
 	}
 }
 
@@ -450,4 +547,35 @@ func bits32(v []float32) []uint32 {
 		out[i] = math.Float32bits(x)
 	}
 	return out
+}
+
+// TestContentLength: JSON responses too carry a Content-Length, also
+// above net/http's chunking threshold (2 KiB), so a client's framing is
+// always one header and one body read.
+func TestContentLength(t *testing.T) {
+	_, ts := newTestServer(t, Config{})
+	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"x": strings.Repeat("y", 10_000)})
+	}))
+	defer big.Close()
+	for _, tc := range []struct{ method, url, body string }{
+		{"POST", ts.URL + "/v1/envs", `{"profile":"etl","num_envs":2}`},
+		{"POST", ts.URL + "/v1/envs", `{"profile":"nope"}`},
+		{"GET", ts.URL + "/v1/healthz", ""},
+		{"GET", big.URL, ""},
+	} {
+		req, err := http.NewRequest(tc.method, tc.url, strings.NewReader(tc.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.ContentLength != n || len(resp.TransferEncoding) > 0 {
+			t.Errorf("%s %s: Content-Length %d, transfer encoding %v, body %d bytes", tc.method, tc.url, resp.ContentLength, resp.TransferEncoding, n)
+		}
+	}
 }

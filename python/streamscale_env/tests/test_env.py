@@ -131,6 +131,53 @@ class RemoteEnvTest(unittest.TestCase):
         self.assertEqual(ends, [2, 6])  # next-step autoreset: step 3 resets
         self.assertEqual(a.tobytes(), b.tobytes())
 
+    def test_vector_infos_are_the_single_envs(self):
+        """Reset and step infos of the vector form carry, for env i, what a
+        single env with env i's placement and episode seed carries (the
+        same keys, values bit for bit), as arrays with "_key" masks."""
+        n, placements = 3, (42, 37)
+        v = StreamscaleVectorEnv(num_envs=n, placement_seeds=placements, addr=self.addr)
+        obs, info = v.reset(seed=5)
+        singles = [StreamscaleEnv(profile="etl", placement_seed=placements[i % 2], addr=self.addr) for i in range(n)]
+        try:
+            self.assertEqual(info["step"].tolist(), [-1] * n)
+            self.assertEqual(info["seed"].dtype, np.uint64)
+            self.assertEqual(info["violated"].dtype, np.bool_)
+            self.assertEqual(len(set(info["seed"].tolist())), n)
+            self.assertTrue(np.all(info["next_offered_rate"] > 0))
+            ref = []
+            for i, e in enumerate(singles):
+                o, si = e.reset(seed=int(info["seed"][i]))
+                ref.append(si)
+                self.assertEqual(flat(o).tobytes(), flat({k: x[i] for k, x in obs.items()}).tobytes())
+            self.assert_infos(info, ref, n, "reset")
+            acts = np.stack([np.arange(v.single_action_space.shape[0]) % 5] * n)
+            for t in range(3):
+                acts = (acts + 1 + np.arange(n)[:, None]) % 5
+                obs, rew, _, _, info = v.step(acts)
+                ref = [e.step(acts[i]) for i, e in enumerate(singles)]
+                self.assertEqual(rew.tolist(), [r[1] for r in ref], f"step {t}")
+                self.assert_infos(info, [r[4] for r in ref], n, f"step {t}")
+        finally:
+            v.close()
+            for e in singles:
+                e.close()
+
+    def assert_infos(self, info, ref, n, at):
+        for k in ref[0]:
+            self.assertIn(k, info, at)
+            self.assertEqual(info["_" + k].tolist(), [True] * n, f"{at}: _{k}")
+            for i in range(n):
+                got, want = info[k][i], ref[i][k]
+                if isinstance(want, list):
+                    self.assertEqual(np.asarray(got).tolist(), want, f"{at}: {k}[{i}]")
+                elif want is None:  # JSON null: not finite
+                    self.assertFalse(np.isfinite(got), f"{at}: {k}[{i}]")
+                else:
+                    self.assertEqual(got, want, f"{at}: {k}[{i}]")
+                    self.assertEqual(isinstance(got, np.bool_), isinstance(want, bool), f"{at}: {k}[{i}]")
+        self.assertEqual({k for k in info if not k.startswith("_")}, set(ref[0]), at)
+
     def test_starts_its_own_server(self):
         env = StreamscaleEnv(profile="etl", addr=None) if os.environ.get("STREAMSCALE_ENV_ADDR") is None else None
         if env is None:
