@@ -1,6 +1,9 @@
 package wire
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // NoID is the worker ID of a Hello that asks the planner to assign one.
 const NoID = ^uint32(0)
@@ -540,4 +543,60 @@ func DecodeMigrated(p []byte) (Migrated, error) {
 
 func putU32(b []byte, v uint32) {
 	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}
+
+// ExpWeight returns 2^(MaxExp−e), the completion weight of a record of
+// exponent e ≤ MaxExp.
+func ExpWeight(e uint8) Weight {
+	s := MaxExp - uint(e)
+	if s >= 64 {
+		return Weight{Hi: 1 << (s - 64)}
+	}
+	return Weight{Lo: 1 << s}
+}
+
+// Total is the weight of a whole input, 2^MaxExp.
+var Total = ExpWeight(0)
+
+// Add returns a + b (mod 2^128) and whether it overflowed.
+func (a Weight) Add(b Weight) (Weight, bool) {
+	lo, c := bits.Add64(a.Lo, b.Lo, 0)
+	hi, c2 := bits.Add64(a.Hi, b.Hi, c)
+	return Weight{Hi: hi, Lo: lo}, c2 != 0
+}
+
+// Cmp compares a and b: −1, 0 or +1.
+func (a Weight) Cmp(b Weight) int {
+	switch {
+	case a.Hi < b.Hi || (a.Hi == b.Hi && a.Lo < b.Lo):
+		return -1
+	case a == b:
+		return 0
+	}
+	return 1
+}
+
+// Split divides the weight of a record of exponent e among k children:
+// each child gets exponent e + ⌈log₂ k⌉ and the parent returns
+// back = 2^(MaxExp−e) − k·2^(MaxExp−e−⌈log₂ k⌉) ≥ 0; with k = 0 it
+// returns its whole weight. ok is false when the children's exponent would
+// exceed MaxExp (the children must then be dropped and back is the whole
+// weight). This is credit-recovery termination detection (Mattern 1989):
+// weight is conserved, so an input's returned weight reaches Total exactly
+// when every descendant has executed.
+func Split(e uint8, k int) (childExp uint8, back Weight, ok bool) {
+	whole := ExpWeight(e)
+	if k <= 0 {
+		return 0, whole, true
+	}
+	m := bits.Len(uint(k - 1)) // ⌈log₂ k⌉
+	if int(e)+m > MaxExp {
+		return 0, whole, false
+	}
+	ce := e + uint8(m)
+	c := ExpWeight(ce)
+	f := uint64(1)<<m - uint64(k)
+	hi, lo := bits.Mul64(c.Lo, f)
+	hi += c.Hi * f
+	return ce, Weight{Hi: hi, Lo: lo}, true
 }

@@ -194,3 +194,42 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestSplitConserves checks Split against the obvious sum: a parent's kept
+// weight plus its children's equals its own, for every fan-out up to 300.
+func TestSplitConserves(t *testing.T) {
+	for _, e := range []uint8{0, 1, 60, 63, 64, 65, 100, 120} {
+		for k := 0; k <= 300; k++ {
+			ce, back, ok := Split(e, k)
+			if !ok {
+				if int(e)+bitsLen(k-1) <= MaxExp {
+					t.Fatalf("e=%d k=%d refused", e, k)
+				}
+				continue
+			}
+			sum := back
+			for range k {
+				var of bool
+				sum, of = sum.Add(ExpWeight(ce))
+				if of {
+					t.Fatalf("overflow")
+				}
+			}
+			if sum != ExpWeight(e) {
+				t.Fatalf("e=%d k=%d: back+children = %v, want %v", e, k, sum, ExpWeight(e))
+			}
+		}
+	}
+	if _, _, ok := Split(125, 5); ok {
+		t.Error("Split(125, 5) needs exponent 128 but was accepted")
+	}
+}
+
+func bitsLen(x int) int {
+	n := 0
+	for x > 0 {
+		n++
+		x >>= 1
+	}
+	return n
+}
