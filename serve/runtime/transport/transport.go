@@ -119,12 +119,19 @@ func (c *Client) Dial(ctx context.Context, addr string) (*Stream, error) {
 		pw.Close()
 		return nil, fmt.Errorf("transport: dial %s: status %s", addr, resp.Status)
 	}
+	shut := func() {
+		pw.Close()
+		resp.Body.Close()
+	}
+	// A blocked read of the response body or a blocked write into the
+	// request body ends when ctx does.
+	stopWatch := context.AfterFunc(ctx, shut)
 	return &Stream{
 		R: bufio.NewReaderSize(resp.Body, readBuffer),
 		w: pw,
 		close: func() {
-			pw.Close()
-			resp.Body.Close()
+			stopWatch()
+			shut()
 			cancel()
 		},
 	}, nil
@@ -157,6 +164,7 @@ func Serve(ctx context.Context, ln net.Listener, handle func(context.Context, *S
 		}
 		sctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
+		defer context.AfterFunc(sctx, func() { r.Body.Close() })()
 		s := &Stream{R: bufio.NewReaderSize(r.Body, readBuffer), w: w, flush: rc.Flush, close: cancel}
 		handle(sctx, s)
 	})

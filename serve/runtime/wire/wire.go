@@ -156,8 +156,8 @@ func bytesField(b []byte, p []byte) []byte {
 
 // dec reads fields from a payload; the first error sticks.
 type dec struct {
-	b   []byte
-	err error
+	b    []byte
+	err  error
 	what string
 }
 
