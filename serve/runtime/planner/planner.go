@@ -235,19 +235,19 @@ type Planner struct {
 
 // Migration is one reconfiguration's measurements.
 type Migration struct {
-	Epoch        uint64  `json:"epoch"`
-	AtS          float64 `json:"at_s"`
-	From         int     `json:"from_workers"`
-	To           int     `json:"to_workers"`
-	Reason       string  `json:"reason"`
-	Moves        int     `json:"moves"`
-	PlannerMS    float64 `json:"planner_ms"`
-	PauseMSMax   float64 `json:"worker_pause_ms_max"`
-	WaitMSMax    float64 `json:"worker_wait_ms_max"`
-	MovedKeys    uint64  `json:"moved_keys"`
-	MovedBytes   uint64  `json:"moved_bytes"`
-	MovedQueued  uint64  `json:"moved_queued"`
-	Complete     bool    `json:"complete"`
+	Epoch       uint64  `json:"epoch"`
+	AtS         float64 `json:"at_s"`
+	From        int     `json:"from_workers"`
+	To          int     `json:"to_workers"`
+	Reason      string  `json:"reason"`
+	Moves       int     `json:"moves"`
+	PlannerMS   float64 `json:"planner_ms"`
+	PauseMSMax  float64 `json:"worker_pause_ms_max"`
+	WaitMSMax   float64 `json:"worker_wait_ms_max"`
+	MovedKeys   uint64  `json:"moved_keys"`
+	MovedBytes  uint64  `json:"moved_bytes"`
+	MovedQueued uint64  `json:"moved_queued"`
+	Complete    bool    `json:"complete"`
 }
 
 // New returns a planner or an error for a bad configuration.

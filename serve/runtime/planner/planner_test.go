@@ -202,7 +202,7 @@ func wordCounts(ws []*worker.Worker) map[uint64]uint64 {
 func TestScaleUnderLoad(t *testing.T) {
 	var violations, dupes atomic.Int64
 	app := checkedWC(&violations, &dupes)
-	cfg := Config{App: app, Seed: 7, Rate: 2000, Duration: 4 * time.Second, Workers: 1,
+	cfg := Config{App: app, Seed: 7, Rate: 2000, Duration: 4 * time.Second, Workers: 1, Miss: 50,
 		Steps: []Step{{At: 1 * time.Second, Workers: 3}, {At: 2 * time.Second, Workers: 2}, {At: 3 * time.Second, Workers: 4}}}
 	res, prov := runPlanner(t, cfg, worker.Config{Interval: 5 * time.Millisecond, Check: time.Millisecond, Slots: 4})
 	defer prov.Close()

@@ -18,13 +18,14 @@ type emit struct {
 
 // slot is one executor: it runs a batch of one task outside the lock.
 type slot struct {
-	w      *Worker
-	t      *task
-	batch  []rec
-	outs   []emit
-	buf    []byte
-	cur    int32
-	failed []bool
+	w       *Worker
+	t       *task
+	batch   []rec
+	outs    []emit
+	buf     []byte
+	cur     int32
+	failed  []bool
+	elapsed time.Duration
 }
 
 // Emit implements ops.Emitter.
@@ -110,8 +111,7 @@ func (s *slot) execute() {
 			s.failed = append(s.failed, failed)
 		}
 	})
-	el := time.Since(begin)
-	t.c.execNS += uint64(el)
+	s.elapsed = time.Since(begin)
 }
 
 // finish routes the batch's outputs and returns completion weight (w.mu
@@ -120,6 +120,7 @@ func (s *slot) finish() {
 	w, t := s.w, s.t
 	now := w.now()
 	t.c.execs += uint64(len(s.batch))
+	t.c.execNS += uint64(s.elapsed)
 	w.stats.Executed += uint64(len(s.batch))
 	j := 0
 	for i := range s.batch {

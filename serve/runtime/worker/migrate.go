@@ -418,12 +418,16 @@ func (w *Worker) collect(interval float64) wire.Metrics {
 		cpu := t.quota.Stats().Used
 		tm := wire.TaskMetrics{Arrived: t.c.arrived, Execs: t.c.execs, ExecNS: t.c.execNS, LatencyNS: t.c.latencyNS, CPUNS: uint64(cpu - t.cpuLast), Queue: uint64(t.len()), Millicores: uint32(t.quota.Millicores())}
 		t.cpuLast = cpu
-		for _, g := range t.state {
-			tm.StateKeys += uint64(len(g))
-			for _, v := range g {
-				tm.StateBytes += uint64(8 + len(v))
+		if !t.running { // a running task's state belongs to its slot
+			t.stateKeys, t.stateBytes = 0, 0
+			for _, g := range t.state {
+				t.stateKeys += uint64(len(g))
+				for _, v := range g {
+					t.stateBytes += uint64(8 + len(v))
+				}
 			}
 		}
+		tm.StateKeys, tm.StateBytes = t.stateKeys, t.stateBytes
 		m.Queue += tm.Queue
 		m.LoadNS += tm.ExecNS
 		m.Tasks = append(m.Tasks, tm)

@@ -131,6 +131,8 @@ type task struct {
 	state   [ops.KeyGroups]map[uint64][]byte
 	c       taskCounters
 	cpuLast time.Duration
+	// state size at the last report taken while the task was idle
+	stateKeys, stateBytes uint64
 }
 
 type taskCounters struct {
@@ -294,7 +296,8 @@ func (w *Worker) Stats() Stats {
 }
 
 // StateOf returns a copy of operator op's keyed state on this worker (tests
-// and checks; not for the hot path).
+// and checks; not for the hot path). Call it when the worker is idle or
+// stopped: a running task's state belongs to its executor.
 func (w *Worker) StateOf(op int) map[uint64][]byte {
 	w.mu.Lock()
 	defer w.mu.Unlock()

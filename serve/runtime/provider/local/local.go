@@ -190,4 +190,3 @@ func (p *Provider) Close() error {
 	p.procs = nil
 	return nil
 }
-
