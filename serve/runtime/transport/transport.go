@@ -61,6 +61,15 @@ func (s *Stream) Write(b []byte) error {
 	return nil
 }
 
+// CloseWrite ends the dialer's direction only (the peer reads EOF); it is
+// a no-op on the listener's side.
+func (s *Stream) CloseWrite() error {
+	if c, ok := s.w.(io.Closer); ok && s.flush == nil {
+		return c.Close()
+	}
+	return nil
+}
+
 // Close ends the stream in both directions.
 func (s *Stream) Close() { s.once.Do(s.close) }
 

@@ -411,7 +411,7 @@ func (w *Worker) handlePeer(ctx context.Context, s *transport.Stream) {
 	}
 	// A new member may dial before this worker has its placement: wait a
 	// little for the membership to include it.
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(w.cfg.JoinWait)
 	for !w.isMember(h.ID) {
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			w.refuse(fmt.Sprintf("peer %d", h.ID), errors.New("worker: not a member of the current placement"))

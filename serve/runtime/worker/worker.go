@@ -55,6 +55,10 @@ type Config struct {
 	Report, Heartbeat time.Duration
 	// MigrationTimeout bounds each wait of a migration (default 10 s).
 	MigrationTimeout time.Duration
+	// JoinWait is how long a stream from a peer not (yet) in the
+	// membership waits for a placement that includes it before it is
+	// refused (default 2 s).
+	JoinWait time.Duration
 	// Log receives one line per notable event (nil: discarded).
 	Log io.Writer
 }
@@ -94,6 +98,7 @@ func (c *Config) fill() error {
 	def(&c.Report, time.Second)
 	def(&c.Heartbeat, 200*time.Millisecond)
 	def(&c.MigrationTimeout, 10*time.Second)
+	def(&c.JoinWait, 2*time.Second)
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
