@@ -158,7 +158,10 @@ func (p *Planner) scale(ctx context.Context, n int, shares [][]float64, reason s
 	p.reconf.Lock()
 	defer p.reconf.Unlock()
 	p.mu.Lock()
-	cur := p.liveIDs()
+	cur := p.placedIDs()
+	if reason != "rejoin" {
+		p.target = n
+	}
 	p.mu.Unlock()
 	if n == len(cur) && shares == nil {
 		return nil

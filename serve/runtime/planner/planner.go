@@ -231,6 +231,8 @@ type Planner struct {
 	refused   uint64
 	rows      []Row
 	failures  int
+	placed    map[uint32]bool // members of the last placement
+	target    int             // the worker count asked for last
 }
 
 // Migration is one reconfiguration's measurements.
@@ -317,6 +319,7 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	}
 	p.mu.Lock()
 	ids := p.liveIDs()
+	p.target = len(ids)
 	p.owners = assign(nil, len(p.cfg.App.Operators), ids, nil)
 	p.broadcastPlacement(nil)
 	p.mu.Unlock()
@@ -332,6 +335,7 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	wg.Go(func() { p.watchHeartbeats(lctx) })
 	wg.Go(func() { p.control(lctx) })
 	wg.Go(func() { p.steps(lctx) })
+	wg.Go(func() { p.rejoin(lctx) })
 	select {
 	case <-loadDone:
 	case <-ctx.Done():
@@ -402,13 +406,49 @@ func (p *Planner) broadcastPlacement(moves []wire.Move) wire.Placement {
 		}
 	}
 	slices.Sort(ids)
+	p.placed = map[uint32]bool{}
 	for _, id := range ids {
 		pl.Members = append(pl.Members, wire.Member{ID: id, Addr: p.members[id].addr})
+		p.placed[id] = true
 	}
 	for _, id := range ids {
 		p.members[id].out.frame(pl.Append)
 	}
 	return pl
+}
+
+// placedIDs returns the live, non-leaving members of the last placement
+// (p.mu held).
+func (p *Planner) placedIDs() []uint32 {
+	var ids []uint32
+	for _, id := range p.liveIDs() {
+		if p.placed[id] {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// rejoin places workers that joined after a failure while the cluster is
+// below its target size.
+func (p *Planner) rejoin(ctx context.Context) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		placed, live, target := len(p.placedIDs()), len(p.liveIDs()), p.target
+		p.mu.Unlock()
+		if live > placed && placed < target {
+			if err := p.scale(ctx, min(live, target), nil, "rejoin"); err != nil {
+				p.logf("rejoin: %v", err)
+			}
+		}
+	}
 }
 
 // handleWorker serves one worker's stream.
@@ -649,13 +689,20 @@ func (p *Planner) send(idx int) {
 	}
 }
 
-// generate is the open-loop load generator.
+// generate is the open-loop load generator. Input k of a segment of
+// constant rate r starting at s has the intended time s + k/r (computed,
+// not accumulated, so no rounding drift); a segment is one trace point, or
+// the whole run for a constant rate.
 func (p *Planner) generate(ctx context.Context) {
 	src := p.cfg.App.NewSource(p.cfg.Seed)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	next := 0.0 // intended time of the next input, seconds after start
 	end := p.cfg.Duration.Seconds()
+	step := math.Inf(1)
+	if p.cfg.Trace != nil {
+		step = p.cfg.TraceStep.Seconds()
+	}
+	segStart, segRate, k := 0.0, p.rateAt(0), 0
 	var buf []byte
 	for {
 		select {
@@ -665,25 +712,31 @@ func (p *Planner) generate(ctx context.Context) {
 		}
 		now := time.Since(p.start).Seconds()
 		p.mu.Lock()
-		for next <= now && next < end {
-			r := p.rateAt(next)
-			if r <= 0 {
-				// skip to the next trace point
-				step := p.cfg.TraceStep.Seconds()
-				next = (math.Floor(next/step) + 1) * step
+		for {
+			segEnd := (math.Floor(segStart/step) + 1) * step
+			t := segEnd
+			if segRate > 0 {
+				t = segStart + float64(k)/segRate
+			}
+			if t >= segEnd { // next trace point
+				segStart, k = segEnd, 0
+				segRate = p.rateAt(segStart)
 				continue
+			}
+			if t > now || t >= end {
+				break
 			}
 			var key uint64
 			key, buf = src.Next(buf)
 			seq := p.seqs[key]
 			p.seqs[key] = seq + 1
-			p.ins = append(p.ins, input{key: key, seq: seq, intended: int64(next * 1e9), payload: slices.Clone(buf)})
+			p.ins = append(p.ins, input{key: key, seq: seq, intended: int64(t * 1e9), payload: slices.Clone(buf)})
 			p.secOffer++
 			p.send(len(p.ins) - 1)
-			next += 1 / r
+			k++
 		}
 		p.mu.Unlock()
-		if next >= end {
+		if segStart >= end || (segRate == 0 && math.IsInf(step, 1)) || segStart+float64(k)/segRate >= end {
 			return
 		}
 	}
