@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -78,6 +79,12 @@ func runWorker(ctx context.Context, args []string, o command.IO) error {
 	}
 	if *verbose {
 		cfg.Log = o.Stderr
+	}
+	if o.Getenv != nil && o.Env("GOGC") == "" {
+		// A worker's live heap is its state; at GOGC=100 collections land
+		// in migration pauses (BenchmarkMigrationPause: a few ms without
+		// GC, tens of ms with it on a loaded machine).
+		debug.SetGCPercent(gcPercent)
 	}
 	w, err := worker.New(cfg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"streamscale/serve/runtime/ops"
@@ -167,7 +168,7 @@ func spin(d time.Duration) {
 			x = x*6364136223846793005 + 1442695040888963407
 		}
 	}
-	sink = x
+	sink.Store(x) // keep the loop from being optimized away
 }
 
-var sink uint64
+var sink atomic.Uint64

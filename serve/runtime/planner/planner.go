@@ -77,6 +77,9 @@ type Config struct {
 	Controller string
 	Control    time.Duration
 	MaxWorkers int
+	// Shares, if set, places the initial workers by share: Shares[i][o]
+	// is worker i's share of operator o (as CLASP's φ); nil: even.
+	Shares [][]float64
 	// Allocate, if set, runs every Control: the vertical loop.
 	Allocate Allocator
 	// Heartbeat is the workers' beat interval (default 200 ms); a worker
@@ -233,6 +236,7 @@ type Planner struct {
 	failures  int
 	placed    map[uint32]bool // members of the last placement
 	target    int             // the worker count asked for last
+	lastDone  time.Duration   // last completion, after the start
 }
 
 // Migration is one reconfiguration's measurements.
@@ -320,7 +324,7 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	p.mu.Lock()
 	ids := p.liveIDs()
 	p.target = len(ids)
-	p.owners = assign(nil, len(p.cfg.App.Operators), ids, nil)
+	p.owners = assign(nil, len(p.cfg.App.Operators), ids, p.cfg.Shares)
 	p.broadcastPlacement(nil)
 	p.mu.Unlock()
 	p.logf("placed %s on %d workers", p.cfg.App.Name, len(ids))
@@ -639,6 +643,7 @@ func (p *Planner) complete(es []wire.DoneEntry) {
 			in.done = true
 			in.payload = nil
 			p.completed++
+			p.lastDone = now
 			ms := float64(now.Nanoseconds()-in.intended) / 1e6
 			p.lat = append(p.lat, ms)
 			p.allLat = append(p.allLat, ms)
@@ -811,7 +816,9 @@ type Result struct {
 	// migrations (0 without migrations).
 	MigrationPlannerMS        float64 `json:"migration_planner_ms"`
 	MigrationWorkerPauseMSMax float64 `json:"migration_worker_pause_ms_max"`
-	Rows                      []Row   `json:"-"`
+	// ElapsedS is the time from the load's start to the last completion.
+	ElapsedS float64 `json:"elapsed_s"`
+	Rows     []Row   `json:"-"`
 }
 
 func (p *Planner) result() Result {
@@ -819,6 +826,7 @@ func (p *Planner) result() Result {
 	defer p.mu.Unlock()
 	r := Result{App: p.cfg.App.Name, Inputs: uint64(len(p.ins)), Completed: p.completed, Duplicated: p.dup, Workers: len(p.liveIDs()), Failures: p.failures, Refused: p.refused, Migrations: slices.Clone(p.migs), Rows: slices.Clone(p.rows)}
 	r.Lost = r.Inputs - r.Completed
+	r.ElapsedS = p.lastDone.Seconds()
 	lat := slices.Clone(p.allLat)
 	slices.Sort(lat)
 	r.P50MS, r.P95MS, r.P99MS = quantile(lat, 0.5), quantile(lat, 0.95), quantile(lat, 0.99)

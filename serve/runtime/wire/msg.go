@@ -600,3 +600,48 @@ func Split(e uint8, k int) (childExp uint8, back Weight, ok bool) {
 	hi += c.Hi * f
 	return ce, Weight{Hi: hi, Lo: lo}, true
 }
+
+// StateWriter builds a State frame entry by entry (the migration encodes
+// straight from the state store): Begin, any number of AddKey, then
+// Queued, any number of AddQueued, Finish.
+type StateWriter struct {
+	at, countAt int
+	n           uint32
+}
+
+// Begin starts a state frame at the end of b.
+func (w *StateWriter) Begin(b []byte, epoch uint64, from uint32, op, kg uint16) []byte {
+	b, w.at = begin(b, KindState)
+	b = u64(b, epoch)
+	b = u32(b, from)
+	b = u16(b, op)
+	b = u16(b, kg)
+	w.countAt, w.n = len(b), 0
+	return u32(b, 0)
+}
+
+// AddKey appends one key and its value.
+func (w *StateWriter) AddKey(b []byte, key uint64, value []byte) []byte {
+	w.n++
+	b = u64(b, key)
+	return bytesField(b, value)
+}
+
+// Queued ends the keys and starts the queued records.
+func (w *StateWriter) Queued(b []byte) []byte {
+	putU32(b[w.countAt:], w.n)
+	w.countAt, w.n = len(b), 0
+	return u32(b, 0)
+}
+
+// AddQueued appends one queued record.
+func (w *StateWriter) AddQueued(b []byte, r *Record) []byte {
+	w.n++
+	return appendRecord(b, r)
+}
+
+// Finish patches the record count and the frame length.
+func (w *StateWriter) Finish(b []byte) []byte {
+	putU32(b[w.countAt:], w.n)
+	return end(b, w.at)
+}

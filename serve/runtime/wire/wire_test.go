@@ -233,3 +233,18 @@ func bitsLen(x int) int {
 	}
 	return n
 }
+
+func TestStateWriter(t *testing.T) {
+	want := State{Epoch: 3, From: 2, Op: 1, KG: 5, Keys: []uint64{5, 133}, Values: [][]byte{[]byte("ab"), {}}, Queued: []Record{{Op: 1, Key: 261, Payload: []byte("q")}}}
+	var w StateWriter
+	b := w.Begin(nil, 3, 2, 1, 5)
+	for i, k := range want.Keys {
+		b = w.AddKey(b, k, want.Values[i])
+	}
+	b = w.Queued(b)
+	b = w.AddQueued(b, &want.Queued[0])
+	b = w.Finish(b)
+	if !bytes.Equal(b, want.Append(nil)) {
+		t.Fatal("StateWriter and State.Append differ")
+	}
+}

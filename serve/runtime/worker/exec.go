@@ -165,7 +165,9 @@ func (s *slot) finish() {
 				}
 			}
 		}
-		w.addDone(r.Input, back)
+		if back != (wire.Weight{}) {
+			w.addDone(r.Input, back)
+		}
 	}
 	w.inFlight -= len(s.batch)
 	w.space.Broadcast()

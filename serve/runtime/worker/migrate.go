@@ -233,64 +233,58 @@ func (w *Worker) waitFor(ctx context.Context, deadline time.Time, cond func() bo
 }
 
 // handOver takes a moving key group's state and queued requests and
-// appends them to the new owner's stream (w.mu held, executions drained).
+// encodes them straight into the new owner's send buffer (w.mu held,
+// executions drained), in frames of at most about MaxFrame/2 bytes.
 func (w *Worker) handOver(m wire.Move, rep *wire.Migrated) {
 	t := w.tasks[m.Op]
-	st := wire.State{Epoch: w.epoch, From: w.id, Op: m.Op, KG: m.KG}
 	state := t.state[m.KG]
 	t.state[m.KG] = map[uint64][]byte{}
-	st.Keys = make([]uint64, 0, len(state))
-	for k := range state {
-		st.Keys = append(st.Keys, k)
-	}
-	slices.Sort(st.Keys)
-	st.Values = make([][]byte, len(st.Keys))
-	for i, k := range st.Keys {
-		st.Values[i] = state[k]
-		rep.MovedBytes += uint64(len(state[k]) + 8)
-	}
-	rep.MovedKeys += uint64(len(st.Keys))
-	rep.MovedGroups++
 	// Split the queue: requests of the moving group leave in order.
+	var queued []wire.Record
 	kept := t.q[t.head:t.head]
 	for _, r := range t.q[t.head:] {
 		if ops.KeyGroup(r.Key) == int(m.KG) {
-			st.Queued = append(st.Queued, r.Record)
+			queued = append(queued, r.Record)
 			continue
 		}
 		kept = append(kept, r)
 	}
 	clear(t.q[t.head+len(kept):])
 	t.q = t.q[:t.head+len(kept)]
-	w.inFlight -= len(st.Queued)
-	rep.MovedQueued += uint64(len(st.Queued))
+	w.inFlight -= len(queued)
+	rep.MovedQueued += uint64(len(queued))
+	rep.MovedGroups++
+	rep.MovedKeys += uint64(len(state))
 	p := w.peers[m.To]
 	if p == nil {
 		w.logf("epoch %d: no stream to worker %d; key group %d/%d lost", w.epoch, m.To, m.Op, m.KG)
 		return
 	}
-	// Large groups go in several frames, each under MaxFrame.
-	for len(st.Keys) > 0 || len(st.Queued) > 0 {
-		part := st
-		n, size := 0, 64
-		for n < len(st.Keys) && size+12+len(st.Values[n]) < wire.MaxFrame/2 {
-			size += 12 + len(st.Values[n])
-			n++
+	p.closeBatch()
+	const limit = wire.MaxFrame / 2
+	var sw wire.StateWriter
+	b := sw.Begin(p.buf, w.epoch, w.id, m.Op, m.KG)
+	start := len(b)
+	for k, v := range state { // order is irrelevant: the receiver installs a map
+		if len(b)-start > limit {
+			b = sw.Finish(sw.Queued(b))
+			b = sw.Begin(b, w.epoch, w.id, m.Op, m.KG)
+			start = len(b)
 		}
-		part.Keys, part.Values = st.Keys[:n], st.Values[:n]
-		st.Keys, st.Values = st.Keys[n:], st.Values[n:]
-		q := 0
-		for q < len(st.Queued) && size+wire.RecordOverhead+len(st.Queued[q].Payload) < wire.MaxFrame/2 {
-			size += wire.RecordOverhead + len(st.Queued[q].Payload)
-			q++
-		}
-		part.Queued = st.Queued[:q]
-		st.Queued = st.Queued[q:]
-		p.frame(part.Append)
-		if n == 0 && q == 0 {
-			break // a single value larger than a frame cannot happen (MaxPayload)
-		}
+		b = sw.AddKey(b, k, v)
+		rep.MovedBytes += uint64(len(v) + 8)
 	}
+	b = sw.Queued(b)
+	for i := range queued {
+		if len(b)-start > limit {
+			b = sw.Finish(b)
+			b = sw.Queued(sw.Begin(b, w.epoch, w.id, m.Op, m.KG))
+			start = len(b)
+		}
+		b = sw.AddQueued(b, &queued[i])
+	}
+	p.buf = sw.Finish(b)
+	p.wake()
 }
 
 // onState applies a key group handed over by a peer, or keeps it if it is

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/bits"
@@ -215,11 +214,9 @@ type Worker struct {
 	migCh    chan struct{} // kicks the migration goroutine on marks and ends
 	edges    []wire.EdgeMetrics
 	dests    map[uint32]bool
-	loadNS   uint64
 	stats    Stats
 	arena    []byte
 	planner  *peer
-	lastRep  time.Time
 	placeCh  chan placeReq
 	ready    chan struct{} // closed at the first placement
 	readyOne sync.Once
@@ -453,5 +450,3 @@ func (w *Worker) addDone(input uint64, wt wire.Weight) {
 	hi, _ := bits.Add64(cur.Hi, wt.Hi, c)
 	w.done[input] = wire.Weight{Hi: hi, Lo: lo}
 }
-
-var errClosed = errors.New("worker: closed")
