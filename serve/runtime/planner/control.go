@@ -43,7 +43,7 @@ func (p *Planner) seconds(ctx context.Context) {
 		lat := p.lat
 		p.lat = nil
 		slices.Sort(lat)
-		r := Row{T: math.Round(time.Since(p.start).Seconds()), Offered: int64(p.secOffer), Completed: int64(len(lat)),
+		r := Row{T: float64(len(p.rows) + 1), Offered: int64(p.secOffer), Completed: int64(len(lat)),
 			P50MS: quantile(lat, 0.5), P95MS: quantile(lat, 0.95), P99MS: quantile(lat, 0.99),
 			Workers: int32(len(p.liveIDs())), Epoch: int64(p.epoch)}
 		p.secOffer = 0
@@ -301,6 +301,7 @@ func (p *Planner) control(ctx context.Context) {
 	}
 	t := time.NewTicker(p.cfg.Control)
 	defer t.Stop()
+	deployed := false // CLASP has made its initial placement
 	for {
 		select {
 		case <-ctx.Done():
@@ -312,11 +313,21 @@ func (p *Planner) control(ctx context.Context) {
 			p.mu.Lock()
 			ob, ok := p.observation()
 			p.mu.Unlock()
+			if ok && !deployed {
+				// CLASP's first decision is the initial placement, from an
+				// observation with nothing placed (the workers started
+				// with -workers only carry the load until then).
+				ob.Workers, ob.Parallelism = nil, nil
+				ok = ob.InputRate > 0
+			}
 			if ok {
+				deployed = true
 				plan, err := cl.Plan(now, ob)
 				switch {
 				case err != nil:
 					p.logf("clasp: %v", err)
+				case !plan.Changed:
+					p.logf("clasp: hold (%s; input %.0f/s, throughput %.0f/s)", plan.Reason, ob.InputRate, ob.Throughput)
 				case plan.Changed:
 					if err := p.scale(ctx, plan.NumWorkers(), plan.Shares(), "clasp: "+plan.Reason); err != nil {
 						p.logf("clasp plan: %v", err)
