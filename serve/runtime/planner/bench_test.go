@@ -16,14 +16,23 @@ import (
 	"streamscale/serve/runtime/worker"
 )
 
-// workerEnv makes the test binary run as a worker process of the app
-// chain2 (two no-op operators), for the benchmarks between processes.
+// workerEnv makes the test binary run as a worker process of the app its
+// value names (chain2: two no-op operators; or a runtime.Apps name), for
+// the tests and benchmarks between processes.
 const workerEnv = "STREAMSCALE_RT_TEST_WORKER"
 
 var chain2 = runtime.Chain("chain2", 2, 0)
 
 func TestMain(m *testing.M) {
-	if os.Getenv(workerEnv) == "1" {
+	if name := os.Getenv(workerEnv); name != "" {
+		app := chain2
+		if name != "chain2" {
+			var err error
+			if app, err = runtime.Apps(name); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+		}
 		fs := flag.NewFlagSet("worker", flag.ExitOnError)
 		pl := fs.String("planner", "", "")
 		addr := fs.String("addr", "", "")
@@ -31,7 +40,7 @@ func TestMain(m *testing.M) {
 		fs.Parse(os.Args[1:]) //nolint:errcheck // ExitOnError
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		w, err := worker.New(worker.Config{ID: uint32(*id), Addr: *addr, Planner: *pl, App: chain2, Interval: -1, Batch: 256})
+		w, err := worker.New(worker.Config{ID: uint32(*id), Addr: *addr, Planner: *pl, App: app, Interval: -1, Batch: 256})
 		if err == nil {
 			err = w.Run(ctx, nil)
 		}
@@ -54,7 +63,7 @@ func BenchmarkRemoteDispatch(b *testing.B) {
 	for _, rate := range []float64{100_000, 200_000} {
 		b.Run(fmt.Sprintf("offered=%.0f", rate), func(b *testing.B) {
 			for b.Loop() {
-				res := runProcesses(b, Config{App: chain2, Rate: rate, Duration: 3 * time.Second, Workers: 2, Shares: [][]float64{{1, 0}, {0, 1}}, Miss: 25})
+				res := runProcesses(b, "chain2", nil, Config{App: chain2, Rate: rate, Duration: 3 * time.Second, Workers: 2, Shares: [][]float64{{1, 0}, {0, 1}}, Miss: 25})
 				b.ReportMetric(float64(res.Completed)/res.ElapsedS, "requests/s")
 				b.ReportMetric(res.P95MS, "p95-ms")
 				if res.Completed != res.Inputs {
@@ -65,15 +74,20 @@ func BenchmarkRemoteDispatch(b *testing.B) {
 	}
 }
 
-func runProcesses(b *testing.B, cfg Config) Result {
+// runProcesses runs a planner here and its workers as processes of this
+// test binary running app; during, if set, runs beside the load.
+func runProcesses(b testing.TB, app string, during func(*local.Provider), cfg Config) Result {
 	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
-	lp := &local.Provider{Bin: os.Args[0], Args: []string{}, Planner: ln.Addr().String(), Env: []string{workerEnv + "=1"}}
+	lp := &local.Provider{Bin: os.Args[0], Args: []string{}, Planner: ln.Addr().String(), Env: []string{workerEnv + "=" + app}}
 	defer lp.Close()
 	cfg.Provider = lp
+	if during != nil {
+		go during(lp)
+	}
 	p, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"streamscale/serve/runtime"
 	"streamscale/serve/runtime/ops"
+	"streamscale/serve/runtime/provider/local"
 	"streamscale/serve/runtime/wire"
 	"streamscale/serve/runtime/worker"
 )
@@ -353,5 +354,32 @@ func TestWorkerFailure(t *testing.T) {
 	}
 	if checked < len(want)/2 {
 		t.Fatalf("only %d of %d words checked", checked, len(want))
+	}
+}
+
+// TestSIGKILL: a worker process killed with SIGKILL under load. The planner
+// notices by heartbeat (its stream is cut), gives its key groups to the
+// live workers and replays the inputs not yet complete; the restarted
+// process rejoins and is placed again. Every input completes.
+func TestSIGKILL(t *testing.T) {
+	app, _ := runtime.Apps("wc")
+	res := runProcesses(t, "wc", func(lp *local.Provider) {
+		time.Sleep(1500 * time.Millisecond)
+		if err := lp.Kill(1); err != nil {
+			t.Error(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		if _, err := lp.Scale(context.Background(), 3); err != nil { // restart it
+			t.Error(err)
+		}
+	}, Config{App: app, Seed: 3, Rate: 1000, Duration: 4 * time.Second, Workers: 3, Miss: 10})
+	t.Logf("inputs %d completed %d dup %d failures %d workers %d", res.Inputs, res.Completed, res.Duplicated, res.Failures, res.Workers)
+	rejoined := false
+	for _, m := range res.Migrations {
+		t.Logf("  %+v", m)
+		rejoined = rejoined || (m.Reason == "rejoin" && m.Complete)
+	}
+	if res.Failures != 1 || res.Inputs != 4000 || res.Completed != res.Inputs || !rejoined || res.Workers != 3 {
+		t.Fatalf("failures %d, inputs %d, completed %d, rejoined %v, workers %d", res.Failures, res.Inputs, res.Completed, rejoined, res.Workers)
 	}
 }
