@@ -17,6 +17,7 @@ import (
 	"streamscale/serve/runtime/provider/local"
 	"streamscale/serve/runtime/wire"
 	"streamscale/serve/runtime/worker"
+	"streamscale/traces"
 )
 
 // inproc is a provider running workers in this process on loopback.
@@ -381,5 +382,78 @@ func TestSIGKILL(t *testing.T) {
 	}
 	if res.Failures != 1 || res.Inputs != 4000 || res.Completed != res.Inputs || !rejoined || res.Workers != 3 {
 		t.Fatalf("failures %d, inputs %d, completed %d, rejoined %v, workers %d", res.Failures, res.Inputs, res.Completed, rejoined, res.Workers)
+	}
+}
+
+// TestTraceAllocAndMetrics: a compressed trace drives the load (one point
+// per 500 ms: 400/s, 0/s, 800/s → 200 + 0 + 400 inputs), the allocation
+// hook's decision reaches every task, and the workers' reports make a
+// valid CLASP observation (Table 2) with the placement's shares.
+func TestTraceAllocAndMetrics(t *testing.T) {
+	app := runtime.WordCount()
+	tr := &traces.Trace{Counts: []float64{400, 0, 800}, Scale: 1}
+	var calls atomic.Int64
+	cfg := Config{App: app, Seed: 5, Trace: tr, TraceStep: 500 * time.Millisecond, Duration: 1500 * time.Millisecond, Drain: 3 * time.Second, Workers: 2, Miss: 25,
+		Control: 300 * time.Millisecond,
+		Allocate: func(_ float64, tasks []TaskObs) map[uint32][]int {
+			calls.Add(1)
+			out := map[uint32][]int{}
+			for _, tk := range tasks {
+				out[tk.Worker] = append(out[tk.Worker], 321)
+			}
+			return out
+		}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &inproc{t: t, planner: ln.Addr().String(), app: app, cfg: worker.Config{Report: 200 * time.Millisecond}}
+	defer prov.Close()
+	cfg.Provider = prov
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Serve(context.Background(), ln, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Inputs != 600 || res.Completed != 600 {
+		t.Fatalf("inputs %d completed %d, want 600", res.Inputs, res.Completed)
+	}
+	if calls.Load() == 0 {
+		t.Fatal("the allocation hook never ran")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, m := range p.members {
+		for o, tk := range m.metrics.Tasks {
+			if tk.Millicores != 321 {
+				t.Errorf("worker %d task %d reports %d millicores, want 321", id, o, tk.Millicores)
+			}
+		}
+	}
+	ob, ok := p.observation()
+	if !ok {
+		t.Fatal("no observation")
+	}
+	if err := ob.Validate(); err != nil {
+		t.Fatalf("observation: %v", err)
+	}
+	if len(ob.Workers) != 2 || ob.Workers[0].Share[1] != 0.5 || ob.Parallelism[1] != 2 {
+		t.Fatalf("observation workers %+v, parallelism %v", ob.Workers, ob.Parallelism)
+	}
+}
+
+func TestThreshold(t *testing.T) {
+	rule := Threshold(0.5, 0.9, 100, 100)
+	got := rule(0, []TaskObs{
+		{Worker: 0, Op: 0, CPUCores: 0.95, Millicores: 1000}, // hot: +100
+		{Worker: 0, Op: 1, CPUCores: 0.3, Millicores: 1000},  // cold: −100
+		{Worker: 1, Op: 0, CPUCores: 0.7, Millicores: 1000},  // fine
+		{Worker: 1, Op: 1, CPUCores: 0.7, Millicores: 1000},  // fine
+	})
+	if len(got) != 1 || got[0][0] != 1100 || got[0][1] != 900 {
+		t.Fatalf("threshold rule: %v", got)
 	}
 }
