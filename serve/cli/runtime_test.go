@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
+
 	"streamscale/internal/command"
+	"streamscale/serve/runtime/planner"
 )
 
 // reexecEnv makes the test binary act as the serve command, so that
@@ -33,7 +37,8 @@ func TestLocalCommand(t *testing.T) {
 	t.Setenv(reexecEnv, "1")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	code, out, errOut := run(t, ctx, []string{"local", "-app", "wc", "-workers", "2", "-rate", "2000", "-duration", "3s", "-scale-at", "1s:3,2s:1", "-json"}, os.Getenv)
+	pq := filepath.Join(t.TempDir(), "rows.parquet")
+	code, out, errOut := run(t, ctx, []string{"local", "-app", "wc", "-workers", "2", "-rate", "2000", "-duration", "3s", "-scale-at", "1s:3,2s:1", "-json", "-parquet", pq}, os.Getenv)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -57,6 +62,17 @@ func TestLocalCommand(t *testing.T) {
 	}
 	if !(res.P95MS > 0 && res.PlannerMS > 0 && res.PauseMS >= 0) {
 		t.Fatalf("p95 %v ms, planner %v ms, pause %v ms", res.P95MS, res.PlannerMS, res.PauseMS)
+	}
+	rows, err := parquet.ReadFile[planner.Row](pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offered := int64(0)
+	for _, r := range rows {
+		offered += r.Offered
+	}
+	if len(rows) < 3 || offered != int64(res.Inputs) || rows[0].T != 1 {
+		t.Fatalf("%d Parquet rows offering %d inputs (first at t=%v), want ≥ 3 rows offering %d", len(rows), offered, rows[0].T, res.Inputs)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 // Row is one second of a run (the Parquet schema; times in seconds after
 // the load started, latencies in milliseconds).
 type Row struct {
-	T            float64 `parquet:"t_s" json:"t_s"`                     // end of the second
+	T            float64 `parquet:"t_s" json:"t_s"`                     // end of the second (the last row may be partial: the run's end)
 	Offered      int64   `parquet:"offered" json:"offered"`             // inputs whose intended time fell in the second
 	Completed    int64   `parquet:"completed" json:"completed"`         // inputs completed in the second
 	P50MS        float64 `parquet:"p50_ms" json:"p50_ms"`               // latency quantiles of those inputs (0: none)
@@ -38,28 +38,33 @@ func (p *Planner) seconds(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			p.closeRow(float64(len(p.rows) + 1))
 		}
-		p.mu.Lock()
-		lat := p.lat
-		p.lat = nil
-		slices.Sort(lat)
-		r := Row{T: float64(len(p.rows) + 1), Offered: int64(p.secOffer), Completed: int64(len(lat)),
-			P50MS: quantile(lat, 0.5), P95MS: quantile(lat, 0.95), P99MS: quantile(lat, 0.99),
-			Workers: int32(len(p.liveIDs())), Epoch: int64(p.epoch)}
-		p.secOffer = 0
-		for _, id := range p.sortedMembers() {
-			m := p.members[id]
-			r.PlannerQueue += int64(m.out.queued)
-			r.WorkerQueue += int64(m.metrics.Queue)
-			if m.metrics.IntervalS > 0 {
-				r.CPUCores += float64(m.metrics.LoadNS) / 1e9 / m.metrics.IntervalS
-			}
+	}
+}
+
+// closeRow closes the Row ending at t seconds.
+func (p *Planner) closeRow(t float64) {
+	p.mu.Lock()
+	lat := p.lat
+	p.lat = nil
+	slices.Sort(lat)
+	r := Row{T: t, Offered: int64(p.secOffer), Completed: int64(len(lat)),
+		P50MS: quantile(lat, 0.5), P95MS: quantile(lat, 0.95), P99MS: quantile(lat, 0.99),
+		Workers: int32(len(p.liveIDs())), Epoch: int64(p.epoch)}
+	p.secOffer = 0
+	for _, id := range p.sortedMembers() {
+		m := p.members[id]
+		r.PlannerQueue += int64(m.out.queued)
+		r.WorkerQueue += int64(m.metrics.Queue)
+		if m.metrics.IntervalS > 0 {
+			r.CPUCores += float64(m.metrics.LoadNS) / 1e9 / m.metrics.IntervalS
 		}
-		p.rows = append(p.rows, r)
-		p.mu.Unlock()
-		if p.cfg.Rows != nil {
-			p.cfg.Rows(r)
-		}
+	}
+	p.rows = append(p.rows, r)
+	p.mu.Unlock()
+	if p.cfg.Rows != nil {
+		p.cfg.Rows(r)
 	}
 }
 

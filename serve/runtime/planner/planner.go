@@ -357,6 +357,12 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	}
 	stopLoad()
 	wg.Wait()
+	p.mu.Lock()
+	partial := p.secOffer > 0 || len(p.lat) > 0
+	p.mu.Unlock()
+	if partial {
+		p.closeRow(time.Since(p.start).Seconds())
+	}
 	res := p.result()
 	if ctx.Err() != nil {
 		return res, ctx.Err()
