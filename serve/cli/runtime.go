@@ -282,7 +282,10 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 		fmt.Fprintf(o.Stdout, "%s: %d inputs, %d completed, %d lost, %d duplicated; latency p50 %.1f ms p95 %.1f ms p99 %.1f ms; %d migrations (planner ≤ %.1f ms, worker pause ≤ %.2f ms)\n",
 			res.App, res.Inputs, res.Completed, res.Lost, res.Duplicated, res.P50MS, res.P95MS, res.P99MS, len(res.Migrations), res.MigrationPlannerMS, res.MigrationWorkerPauseMSMax)
 	}
-	return err
+	if err != nil {
+		return errors.New("serve: interrupted; the result covers the run until then")
+	}
+	return nil
 }
 
 func writeRows(path string, rows []planner.Row) error {

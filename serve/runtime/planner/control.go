@@ -245,7 +245,9 @@ func (p *Planner) awaitMigration(ctx context.Context, mig *Migration) {
 		mig.MovedKeys += r.MovedKeys
 		mig.MovedBytes += r.MovedBytes
 		mig.MovedQueued += r.MovedQueued
+		mig.Pauses = append(mig.Pauses, WorkerPause{Worker: r.From, PauseMS: float64(r.PauseNS) / 1e6, WaitMS: float64(r.WaitNS) / 1e6})
 	}
+	slices.SortFunc(mig.Pauses, func(a, b WorkerPause) int { return int(a.Worker) - int(b.Worker) })
 	if !mig.Complete {
 		p.logf("epoch %d: %d workers did not report the migration", mig.Epoch, len(p.migWait))
 	}

@@ -254,6 +254,15 @@ type Migration struct {
 	MovedBytes  uint64  `json:"moved_bytes"`
 	MovedQueued uint64  `json:"moved_queued"`
 	Complete    bool    `json:"complete"`
+	// Pauses are every reporting worker's pause, ms, by worker ID.
+	Pauses []WorkerPause `json:"worker_pauses"`
+}
+
+// WorkerPause is one worker's part of a migration.
+type WorkerPause struct {
+	Worker  uint32  `json:"worker"`
+	PauseMS float64 `json:"pause_ms"`
+	WaitMS  float64 `json:"wait_ms"`
 }
 
 // New returns a planner or an error for a bad configuration.
