@@ -1,6 +1,3 @@
-// Package runtime holds what the runtime's commands share: the application
-// registry (Apps). The runtime itself is in the subpackages: wire (the
-// protocol), transport (h2c streams), worker, planner, provider/local.
 package runtime
 
 import (
