@@ -235,6 +235,11 @@ func (w *Worker) applyAlloc(a wire.Alloc) error {
 	if len(a.Millicores) != w.nOps {
 		return fmt.Errorf("worker: allocation for %d tasks, want %d", len(a.Millicores), w.nOps)
 	}
+	// Under the lock the monitor reads allocations with (cfs.Quota is safe
+	// for concurrent use by contract; the lock also orders Set before the
+	// next report).
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for i, mc := range a.Millicores {
 		w.tasks[i].quota.Set(int(mc))
 	}
