@@ -723,6 +723,19 @@ func (p *Planner) generate(ctx context.Context) {
 		step = p.cfg.TraceStep.Seconds()
 	}
 	segStart, segRate, k := 0.0, p.rateAt(0), 0
+	// Size the input log once: growing a log of millions of inputs by
+	// doubling copies it again and again inside the generator's lock.
+	expect := 0.0
+	if p.cfg.Trace == nil {
+		expect = p.cfg.Rate * end
+	} else {
+		for t := 0.0; t < end; t += step {
+			expect += p.rateAt(t) * min(step, end-t)
+		}
+	}
+	p.mu.Lock()
+	p.ins = slices.Grow(p.ins, int(min(expect, 50e6))+16)
+	p.mu.Unlock()
 	var buf []byte
 	for {
 		select {
