@@ -128,11 +128,10 @@ func (p *Provider) start(i int) (*proc, error) {
 	args = append(args, p.Extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), p.Env...)
-	out := p.Output
-	if out == nil {
-		out = io.Discard
+	if p.Output != nil { // nil: /dev/null, no pipe to drain
+		cmd.Stdout, cmd.Stderr = p.Output, p.Output
 	}
-	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = time.Second // a grandchild holding the output open does not block Wait
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("local: start worker %d: %w", i, err)
