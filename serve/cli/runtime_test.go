@@ -100,3 +100,55 @@ func TestRuntimeUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestPlannerAndWorkers runs `serve planner` and two `serve worker`
+// commands that join it by address, as on separate machines.
+func TestPlannerAndWorkers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out, errb syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Main(ctx, []string{"planner", "-addr", "127.0.0.1:0", "-workers", "2", "-rate", "500", "-duration", "2s", "-token", "0123456789abcdef", "-json"}, command.IO{Stdout: &out, Stderr: &errb})
+	}()
+	var addr string
+	for addr == "" {
+		if ctx.Err() != nil {
+			t.Fatalf("no listening line: %s", errb.String())
+		}
+		for _, line := range strings.Split(errb.String(), "\n") {
+			if a, ok := strings.CutPrefix(line, "serve: planner listening on "); ok {
+				addr = a
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	wcode := make(chan int, 2)
+	for range 2 {
+		go func() {
+			wcode <- Main(wctx, []string{"worker", "-planner", addr}, command.IO{Getenv: func(k string) string {
+				if k == RuntimeTokenEnv {
+					return "0123456789abcdef"
+				}
+				return ""
+			}})
+		}()
+	}
+	if c := <-code; c != 0 {
+		t.Fatalf("planner exit %d: %s", c, errb.String())
+	}
+	var res struct{ Inputs, Completed, Workers int }
+	if err := json.Unmarshal([]byte(out.String()), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Inputs != 1000 || res.Completed != 1000 || res.Workers != 2 {
+		t.Fatalf("result %+v", res)
+	}
+	for range 2 { // the workers end with the planner's stream
+		if c := <-wcode; c != 0 {
+			t.Fatalf("worker exit %d", c)
+		}
+	}
+}
