@@ -26,7 +26,10 @@ const usage = `usage:
   serve api     [-policies DIR] [-addr 127.0.0.1:8080] [-admin-token TOKEN] [-max-conns 1024] [-drain-delay 2s] ...
   serve loadgen [-addr 127.0.0.1:8080] -policy NAME [-duration 10s] [-concurrency 32] ...
   serve env     [-addr 127.0.0.1:8090] [-max-envs 64] [-max-envs-per-conn 32] [-idle-timeout 10m] ...
-run "serve api -h", "serve loadgen -h" or "serve env -h" for every flag
+  serve planner [-addr 127.0.0.1:7400] [-app wc] [-workers N] [-rate R | -trace NAME] [-duration D] [-scale-at T:K] [-controller clasp] ...
+  serve worker  -planner HOST:PORT [-addr 127.0.0.1:0] [-app wc] [-slots 10] ...
+  serve local   [-app wc] [-workers N] [-rate R] [-duration D] [-scale-at T:K] [-json] ...
+run "serve SUBCOMMAND -h" (api, loadgen, env, planner, worker, local) for every flag
 `
 
 // Main runs the command with args (without the program name) and returns
@@ -36,6 +39,9 @@ func Main(ctx context.Context, args []string, o command.IO) int {
 		"api":     runAPI,
 		"loadgen": runLoadgen,
 		"env":     runEnv,
+		"planner": runPlanner,
+		"worker":  runWorker,
+		"local":   runLocal,
 	}, args, o)
 }
 

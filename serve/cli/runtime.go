@@ -1,0 +1,311 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"streamscale/internal/command"
+	"streamscale/serve/runtime"
+	"streamscale/serve/runtime/planner"
+	"streamscale/serve/runtime/provider/local"
+	"streamscale/serve/runtime/wire"
+	"streamscale/serve/runtime/worker"
+	"streamscale/traces"
+)
+
+// runWorker runs one runtime worker process (package serve/runtime/worker).
+func runWorker(ctx context.Context, args []string, o command.IO) error {
+	fs := command.NewFlagSet("serve worker")
+	var cfg worker.Config
+	fs.StringVar(&cfg.Planner, "planner", "", "planner address host:port (required)")
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:0", "listen address for peers (host:port; loopback unless -public)")
+	fs.BoolVar(&cfg.Public, "public", false, "allow a non-loopback -addr (use -token)")
+	id := fs.Int("id", -1, "worker ID (-1: the planner assigns one)")
+	appName := fs.String("app", "wc", "application ("+strings.Join(runtime.BuiltinNames, ", ")+")")
+	fs.StringVar(&cfg.Token, "token", "", "shared token the planner and the peers must present (default $"+RuntimeTokenEnv+")")
+	fs.IntVar(&cfg.Slots, "slots", 10, "executor slots")
+	fs.IntVar(&cfg.Batch, "batch", 64, "dispatch a queue at once when it holds this many requests (B)")
+	fs.DurationVar(&cfg.Check, "check", 5*time.Millisecond, "how often queue ages are checked")
+	interval := fs.Duration("interval", 20*time.Millisecond, "dispatch a queue whose oldest request is this old (T; 0: at once)")
+	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", 100_000, "requests a worker holds at most")
+	fs.DurationVar(&cfg.Flush, "flush", 2*time.Millisecond, "remote-send batching timer")
+	fs.IntVar(&cfg.Millicores, "millicores", 1000, "initial CPU allocation of every task")
+	verbose := fs.Bool("v", false, "log events to stderr")
+	if err := command.Parse(fs, "usage: serve worker -planner HOST:PORT [flags]\nruns one stream-processing worker of the planner/worker runtime", args, o); err != nil {
+		return err
+	}
+	o = o.Fill()
+	switch {
+	case cfg.Planner == "":
+		return command.Usagef("serve worker: -planner is required")
+	case *id < -1 || *id >= int(wire.NoID):
+		return command.Usagef("serve worker: -id %d, want -1 or a worker ID ≥ 0", *id)
+	case cfg.Slots < 1:
+		return command.Usagef("serve worker: -slots %d, want ≥ 1", cfg.Slots)
+	case cfg.Batch < 1:
+		return command.Usagef("serve worker: -batch %d, want ≥ 1", cfg.Batch)
+	case cfg.Check <= 0 || *interval < 0 || cfg.Flush <= 0:
+		return command.Usagef("serve worker: -check %v and -flush %v must be > 0, -interval %v ≥ 0", cfg.Check, cfg.Flush, *interval)
+	case cfg.MaxInFlight < 1:
+		return command.Usagef("serve worker: -max-in-flight %d, want ≥ 1", cfg.MaxInFlight)
+	case cfg.Millicores < 1 || cfg.Millicores > wire.MaxMillicores:
+		return command.Usagef("serve worker: -millicores %d, want 1..%d", cfg.Millicores, wire.MaxMillicores)
+	}
+	app, err := runtime.Apps(*appName)
+	if err != nil {
+		return command.Usagef("serve worker: -app: %v", err)
+	}
+	cfg.App = app
+	cfg.ID = wire.NoID
+	if *id >= 0 {
+		cfg.ID = uint32(*id)
+	}
+	cfg.Interval = *interval
+	if cfg.Interval == 0 {
+		cfg.Interval = -1
+	}
+	if cfg.Token == "" {
+		cfg.Token = o.Env(RuntimeTokenEnv)
+	}
+	if *verbose {
+		cfg.Log = o.Stderr
+	}
+	if o.Getenv != nil && o.Env("GOGC") == "" {
+		// A worker's live heap is its state; at GOGC=100 collections land
+		// in migration pauses (BenchmarkMigrationPause: a few ms without
+		// GC, tens of ms with it on a loaded machine).
+		debug.SetGCPercent(gcPercent)
+	}
+	w, err := worker.New(cfg)
+	if err != nil {
+		return command.Usagef("serve worker: %v", err)
+	}
+	if err := w.Run(ctx, func(addr string) { fmt.Fprintf(o.Stderr, "serve worker: listening on %s\n", addr) }); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// RuntimeTokenEnv is read when -token is not given (planner and worker).
+const RuntimeTokenEnv = "STREAMSCALE_RUNTIME_TOKEN"
+
+// stepsFlag parses -scale-at T:K[,T:K…] (T a duration or seconds).
+type stepsFlag []planner.Step
+
+func (s *stepsFlag) String() string {
+	var parts []string
+	for _, st := range *s {
+		parts = append(parts, fmt.Sprintf("%v:%d", st.At, st.Workers))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (s *stepsFlag) Set(v string) error {
+	for part := range strings.SplitSeq(v, ",") {
+		t, k, ok := strings.Cut(strings.TrimSpace(part), ":")
+		if !ok {
+			return fmt.Errorf("scale step %q, want T:K", part)
+		}
+		at, err := time.ParseDuration(t)
+		if err != nil {
+			sec, err2 := strconv.ParseFloat(t, 64)
+			if err2 != nil || sec < 0 || sec > 1e6 {
+				return fmt.Errorf("scale step %q: time %q is neither a duration nor seconds", part, t)
+			}
+			at = time.Duration(sec * float64(time.Second))
+		}
+		n, err := strconv.Atoi(k)
+		if err != nil || n < 1 || at < 0 {
+			return fmt.Errorf("scale step %q: want a time ≥ 0 and ≥ 1 workers", part)
+		}
+		*s = append(*s, planner.Step{At: at, Workers: n})
+	}
+	return nil
+}
+
+// externalProvider is the provider of `serve planner` without -spawn:
+// workers are started elsewhere and join by themselves.
+type externalProvider struct{}
+
+func (externalProvider) Scale(context.Context, int) ([]string, error) { return nil, nil }
+func (externalProvider) Workers(context.Context) ([]string, error)    { return nil, nil }
+func (externalProvider) Close() error                                 { return nil }
+
+// runPlanner runs the planner; workers join from elsewhere unless -spawn.
+func runPlanner(ctx context.Context, args []string, o command.IO) error {
+	return plannerCommand(ctx, "serve planner", "127.0.0.1:7400", false, args, o)
+}
+
+// runLocal runs the planner in this process and its workers as processes
+// of this binary on loopback ports.
+func runLocal(ctx context.Context, args []string, o command.IO) error {
+	return plannerCommand(ctx, "serve local", "127.0.0.1:0", true, args, o)
+}
+
+func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args []string, o command.IO) error {
+	fs := command.NewFlagSet(name)
+	var cfg planner.Config
+	fs.StringVar(&cfg.Addr, "addr", defAddr, "listen address (host:port; loopback unless -public)")
+	fs.BoolVar(&cfg.Public, "public", false, "allow a non-loopback -addr (use -token)")
+	fs.StringVar(&cfg.Token, "token", "", "shared token workers must present (default $"+RuntimeTokenEnv+")")
+	appName := fs.String("app", "wc", "application ("+strings.Join(runtime.BuiltinNames, ", ")+")")
+	fs.IntVar(&cfg.Workers, "workers", 1, "initial worker count")
+	fs.Float64Var(&cfg.Rate, "rate", 1000, "constant input rate, inputs/s (ignored with -trace)")
+	traceName := fs.String("trace", "", "replay a trace ("+strings.Join(traces.Names(), ", ")+", or a .csv/.parquet path) instead of -rate")
+	fs.DurationVar(&cfg.TraceStep, "trace-step", time.Second, "time per trace point (time compression)")
+	fs.Float64Var(&cfg.RateMult, "rate-mult", 1, "multiply the trace's rates")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long the load runs")
+	fs.DurationVar(&cfg.Drain, "drain", 10*time.Second, "then how long to wait for inputs in flight")
+	var steps stepsFlag
+	fs.Var(&steps, "scale-at", "scale steps T:K[,T:K…]: at T after the load starts run K workers (repeatable)")
+	fs.StringVar(&cfg.Controller, "controller", "none", "placement controller: none (only -scale-at) or clasp")
+	fs.IntVar(&cfg.MaxWorkers, "max-workers", 8, "most workers the controller may use")
+	alloc := fs.String("alloc", "none", "vertical allocation loop: none or threshold (±100 mc when a task uses > 90% or < 50%)")
+	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the input source")
+	fs.IntVar(&cfg.Miss, "miss", 5, "heartbeats (200 ms) a worker may miss before it is declared dead")
+	parquetPath := fs.String("parquet", "", "write one row per second to this Parquet file")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	verbose := fs.Bool("v", false, "log events (and the workers' output) to stderr")
+	slots := fs.Int("slots", 10, "executor slots per worker (with spawned workers)")
+	synopsis := "usage: " + name + " [flags]\nruns the planner of the planner/worker runtime and a load"
+	if spawn {
+		synopsis += " with -workers worker processes of this binary on loopback"
+	} else {
+		synopsis += "; workers join with `serve worker -planner ADDR`"
+	}
+	if err := command.Parse(fs, synopsis, args, o); err != nil {
+		return err
+	}
+	o = o.Fill()
+	cfg.Steps = steps
+	switch {
+	case cfg.Workers < 1:
+		return command.Usagef("%s: -workers %d, want ≥ 1", name, cfg.Workers)
+	case !(cfg.Rate >= 0 && cfg.Rate <= 1e7):
+		return command.Usagef("%s: -rate %v, want 0..1e7 inputs/s", name, cfg.Rate)
+	case cfg.Duration <= 0 || cfg.Drain < 0 || cfg.TraceStep <= 0:
+		return command.Usagef("%s: -duration %v and -trace-step %v must be > 0, -drain %v ≥ 0", name, cfg.Duration, cfg.TraceStep, cfg.Drain)
+	case cfg.Controller != "none" && cfg.Controller != "clasp":
+		return command.Usagef("%s: -controller %q, want none or clasp", name, cfg.Controller)
+	case cfg.MaxWorkers < 1:
+		return command.Usagef("%s: -max-workers %d, want ≥ 1", name, cfg.MaxWorkers)
+	case *alloc != "none" && *alloc != "threshold":
+		return command.Usagef("%s: -alloc %q, want none or threshold", name, *alloc)
+	case cfg.Miss < 1:
+		return command.Usagef("%s: -miss %d, want ≥ 1", name, cfg.Miss)
+	case *slots < 1:
+		return command.Usagef("%s: -slots %d, want ≥ 1", name, *slots)
+	case !(cfg.RateMult > 0):
+		return command.Usagef("%s: -rate-mult %v, want > 0", name, cfg.RateMult)
+	}
+	app, err := runtime.Apps(*appName)
+	if err != nil {
+		return command.Usagef("%s: -app: %v", name, err)
+	}
+	cfg.App = app
+	if *alloc == "threshold" {
+		cfg.Allocate = planner.Threshold(0.5, 0.9, 100, 100)
+	}
+	if *traceName != "" {
+		tr, err := traces.Load(*traceName, traces.Options{Seed: cfg.Seed, Logf: func(f string, a ...any) { fmt.Fprintf(o.Stderr, "serve: "+f+"\n", a...) }})
+		if err != nil {
+			return command.Usagef("%s: -trace: %v", name, err)
+		}
+		cfg.Trace = tr
+	}
+	if cfg.Token == "" {
+		cfg.Token = o.Env(RuntimeTokenEnv)
+	}
+	if *verbose {
+		cfg.Log = o.Stderr
+	}
+	var rows []planner.Row
+	cfg.Rows = func(r planner.Row) {
+		rows = append(rows, r)
+		if *verbose {
+			fmt.Fprintf(o.Stderr, "serve: t=%3.0fs offered %5d completed %5d p95 %7.1f ms workers %d queue %d\n", r.T, r.Offered, r.Completed, r.P95MS, r.Workers, r.PlannerQueue+r.WorkerQueue)
+		}
+	}
+	var lp *local.Provider
+	if spawn {
+		lp = &local.Provider{Extra: []string{"-app", *appName, "-slots", strconv.Itoa(*slots)}}
+		if cfg.Token != "" {
+			lp.Env = []string{RuntimeTokenEnv + "=" + cfg.Token}
+		}
+		if *verbose {
+			lp.Output = o.Stderr
+			lp.Extra = append(lp.Extra, "-v")
+		}
+		cfg.Provider = lp
+		defer lp.Close()
+	} else {
+		cfg.Provider = externalProvider{}
+	}
+	p, err := planner.New(cfg)
+	if err != nil {
+		return command.Usagef("%s: %v", name, err)
+	}
+	res, err := p.Run(ctx, func(addr string) {
+		if lp != nil {
+			lp.Planner = addr
+		}
+		fmt.Fprintf(o.Stderr, "serve: planner listening on %s\n", addr)
+	})
+	if lp != nil {
+		lp.Close()
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if *parquetPath != "" {
+		if werr := writeRows(*parquetPath, rows); werr != nil {
+			return werr
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(o.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+	} else {
+		fmt.Fprintf(o.Stdout, "%s: %d inputs, %d completed, %d lost, %d duplicated; latency p50 %.1f ms p95 %.1f ms p99 %.1f ms; %d migrations (planner ≤ %.1f ms, worker pause ≤ %.2f ms)\n",
+			res.App, res.Inputs, res.Completed, res.Lost, res.Duplicated, res.P50MS, res.P95MS, res.P99MS, len(res.Migrations), res.MigrationPlannerMS, res.MigrationWorkerPauseMSMax)
+	}
+	if err != nil {
+		return errors.New("serve: interrupted; the result covers the run until then")
+	}
+	return nil
+}
+
+func writeRows(path string, rows []planner.Row) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	w := parquet.NewGenericWriter[planner.Row](f)
+	if _, err := w.Write(rows); err != nil {
+		f.Close()
+		return fmt.Errorf("serve: %s: %w", path, err)
+	}
+	if err := w.Close(); err != nil {
+		f.Close()
+		return fmt.Errorf("serve: %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+var _ flag.Value = (*stepsFlag)(nil)

@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"streamscale/internal/command"
+	"streamscale/serve/runtime/planner"
+)
+
+// reexecEnv makes the test binary act as the serve command, so that
+// `serve local` can start its workers as real processes of this binary.
+const reexecEnv = "STREAMSCALE_SERVE_REEXEC"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(reexecEnv) == "1" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := Main(ctx, os.Args[1:], command.Process())
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// TestLocalCommand runs `serve local` end to end: a planner and real
+// worker processes over loopback sockets, scaled 2 → 3 → 1 under load.
+func TestLocalCommand(t *testing.T) {
+	t.Setenv(reexecEnv, "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pq := filepath.Join(t.TempDir(), "rows.parquet")
+	code, out, errOut := run(t, ctx, []string{"local", "-app", "wc", "-workers", "2", "-rate", "2000", "-duration", "3s", "-scale-at", "1s:3,2s:1", "-json", "-parquet", pq}, os.Getenv)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res struct {
+		Inputs, Completed, Lost, Duplicated uint64
+		P95MS                               float64 `json:"p95_ms"`
+		PlannerMS                           float64 `json:"migration_planner_ms"`
+		PauseMS                             float64 `json:"migration_worker_pause_ms_max"`
+		Workers                             int
+		Migrations                          []struct{ Complete bool }
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Logf("%s", strings.Join(strings.Fields(out), " "))
+	if res.Inputs != 6000 || res.Completed != res.Inputs || res.Lost != 0 || res.Duplicated != 0 {
+		t.Fatalf("inputs %d completed %d lost %d duplicated %d", res.Inputs, res.Completed, res.Lost, res.Duplicated)
+	}
+	if len(res.Migrations) != 2 || !res.Migrations[0].Complete || !res.Migrations[1].Complete || res.Workers != 1 {
+		t.Fatalf("migrations %+v, workers at the end %d", res.Migrations, res.Workers)
+	}
+	if !(res.P95MS > 0 && res.PlannerMS > 0 && res.PauseMS >= 0) {
+		t.Fatalf("p95 %v ms, planner %v ms, pause %v ms", res.P95MS, res.PlannerMS, res.PauseMS)
+	}
+	rows, err := parquet.ReadFile[planner.Row](pq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offered := int64(0)
+	for _, r := range rows {
+		offered += r.Offered
+	}
+	if len(rows) < 3 || offered != int64(res.Inputs) || rows[0].T != 1 {
+		t.Fatalf("%d Parquet rows offering %d inputs (first at t=%v), want ≥ 3 rows offering %d", len(rows), offered, rows[0].T, res.Inputs)
+	}
+}
+
+func TestRuntimeUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"worker"},
+		{"worker", "-planner", "x:1", "-slots", "0"},
+		{"worker", "-planner", "x:1", "-app", "nope"},
+		{"local", "-workers", "0"},
+		{"local", "-scale-at", "5s"},
+		{"local", "-scale-at", "5s:0"},
+		{"local", "-controller", "hpa"},
+		{"planner", "-rate", "-3"},
+		{"planner", "-trace", "/no/such/file.csv"},
+	} {
+		code, _, errOut := run(t, context.Background(), args, nil)
+		if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line", args, code, errOut)
+		}
+	}
+	for _, sub := range []string{"planner", "worker", "local"} {
+		code, out, _ := run(t, context.Background(), []string{sub, "-h"}, nil)
+		if code != 0 || !strings.Contains(out, "usage: serve "+sub) {
+			t.Errorf("%s -h: exit %d, %q", sub, code, out)
+		}
+	}
+}
+
+// TestPlannerAndWorkers runs `serve planner` and two `serve worker`
+// commands that join it by address, as on separate machines.
+func TestPlannerAndWorkers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out, errb syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Main(ctx, []string{"planner", "-addr", "127.0.0.1:0", "-workers", "2", "-rate", "500", "-duration", "2s", "-token", "0123456789abcdef", "-json"}, command.IO{Stdout: &out, Stderr: &errb})
+	}()
+	var addr string
+	for addr == "" {
+		if ctx.Err() != nil {
+			t.Fatalf("no listening line: %s", errb.String())
+		}
+		for _, line := range strings.Split(errb.String(), "\n") {
+			if a, ok := strings.CutPrefix(line, "serve: planner listening on "); ok {
+				addr = a
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	wcode := make(chan int, 2)
+	for range 2 {
+		go func() {
+			wcode <- Main(wctx, []string{"worker", "-planner", addr}, command.IO{Getenv: func(k string) string {
+				if k == RuntimeTokenEnv {
+					return "0123456789abcdef"
+				}
+				return ""
+			}})
+		}()
+	}
+	if c := <-code; c != 0 {
+		t.Fatalf("planner exit %d: %s", c, errb.String())
+	}
+	var res struct{ Inputs, Completed, Workers int }
+	if err := json.Unmarshal([]byte(out.String()), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Inputs != 1000 || res.Completed != 1000 || res.Workers != 2 {
+		t.Fatalf("result %+v", res)
+	}
+	for range 2 { // the workers end with the planner's stream
+		if c := <-wcode; c != 0 {
+			t.Fatalf("worker exit %d", c)
+		}
+	}
+}

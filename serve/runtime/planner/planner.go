@@ -1,0 +1,875 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"streamscale/serve/runtime/ops"
+	"streamscale/serve/runtime/provider"
+	"streamscale/serve/runtime/transport"
+	"streamscale/serve/runtime/wire"
+	"streamscale/traces"
+)
+
+// Step is a scale step given in advance: at At after the load starts, run
+// Workers workers with even shares.
+type Step struct {
+	At      time.Duration
+	Workers int
+}
+
+// TaskObs is one task's metrics over the last report (the vertical
+// controllers' input).
+type TaskObs struct {
+	Worker     uint32
+	Op         int
+	InputRate  float64 // requests/s enqueued
+	Throughput float64 // executions/s
+	Queue      float64 // requests waiting
+	LatencyMS  float64 // mean enqueue → execution finished
+	CPUCores   float64 // CPU used, cores
+	Millicores int     // allocated
+}
+
+// Allocator decides per-task allocations from per-task metrics: it returns
+// the millicores of every task it changes, keyed by worker then operator
+// (a nil map changes nothing). Any vertical controller fits behind it.
+type Allocator func(now float64, tasks []TaskObs) map[uint32][]int
+
+// Config configures a planner.
+type Config struct {
+	// Addr is the listen address (default 127.0.0.1:0); Public allows a
+	// non-loopback one. Token is the shared token workers must present.
+	Addr   string
+	Public bool
+	Token  string
+	// App is the application.
+	App ops.App
+	// Seed seeds the input source.
+	Seed uint64
+	// Rate is a constant input rate, inputs/s; or Trace replays a trace,
+	// one trace point per TraceStep (default 1 s), rates × RateMult
+	// (default 1).
+	Rate      float64
+	Trace     *traces.Trace
+	TraceStep time.Duration
+	RateMult  float64
+	// Duration is how long the load runs; Drain how long to wait for
+	// completions after it (default 10 s).
+	Duration, Drain time.Duration
+	// Workers is the initial worker count (≥ 1) and Provider starts them.
+	Workers  int
+	Provider provider.Provider
+	// Steps are scale steps; Controller "clasp" runs CLASP every Control
+	// (default 1 s) instead, up to MaxWorkers (default 8). "none": only
+	// the steps.
+	Steps      []Step
+	Controller string
+	Control    time.Duration
+	MaxWorkers int
+	// Shares, if set, places the initial workers by share: Shares[i][o]
+	// is worker i's share of operator o (as CLASP's φ); nil: even.
+	Shares [][]float64
+	// Allocate, if set, runs every Control: the vertical loop.
+	Allocate Allocator
+	// Heartbeat is the workers' beat interval (default 200 ms); a worker
+	// missing Miss beats (default 5) is dead.
+	Heartbeat time.Duration
+	Miss      int
+	// JoinTimeout bounds the wait for workers to say hello (default 30 s).
+	JoinTimeout time.Duration
+	// Rows, if set, receives one Row per second.
+	Rows func(Row)
+	// Log receives one line per notable event.
+	Log io.Writer
+}
+
+func (c *Config) fill() error {
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:0"
+	}
+	if c.TraceStep == 0 {
+		c.TraceStep = time.Second
+	}
+	if c.RateMult == 0 {
+		c.RateMult = 1
+	}
+	if c.Drain == 0 {
+		c.Drain = 10 * time.Second
+	}
+	if c.Control == 0 {
+		c.Control = time.Second
+	}
+	if c.MaxWorkers == 0 {
+		c.MaxWorkers = 8
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = 200 * time.Millisecond
+	}
+	if c.Miss == 0 {
+		c.Miss = 5
+	}
+	if c.JoinTimeout == 0 {
+		c.JoinTimeout = 30 * time.Second
+	}
+	if c.Controller == "" {
+		c.Controller = "none"
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	switch {
+	case len(c.App.Operators) == 0 || c.App.NewSource == nil:
+		return fmt.Errorf("planner: app %q has no operators or no source", c.App.Name)
+	case c.Trace == nil && !(c.Rate >= 0 && c.Rate < 1e8):
+		return fmt.Errorf("planner: rate %v, want 0..1e8 inputs/s", c.Rate)
+	case !(c.RateMult > 0) || math.IsInf(c.RateMult, 0):
+		return fmt.Errorf("planner: rate multiplier %v, want > 0", c.RateMult)
+	case c.Duration < 0 || c.Drain < 0 || c.TraceStep < 0:
+		return fmt.Errorf("planner: negative duration")
+	case c.Workers < 1 || c.Workers > wire.MaxMembers:
+		return fmt.Errorf("planner: %d workers, want 1..%d", c.Workers, wire.MaxMembers)
+	case c.Provider == nil:
+		return errors.New("planner: no worker provider")
+	case c.Controller != "none" && c.Controller != "clasp":
+		return fmt.Errorf("planner: controller %q, want none or clasp", c.Controller)
+	case c.MaxWorkers < 1:
+		return fmt.Errorf("planner: max workers %d, want ≥ 1", c.MaxWorkers)
+	}
+	for i, s := range c.Steps {
+		if s.Workers < 1 || s.Workers > wire.MaxMembers || s.At < 0 {
+			return fmt.Errorf("planner: scale step %d (%v:%d), want a time ≥ 0 and 1..%d workers", i, s.At, s.Workers, wire.MaxMembers)
+		}
+	}
+	return nil
+}
+
+// member is a connected worker.
+type member struct {
+	id       uint32
+	addr     string
+	out      *outbox
+	lastBeat time.Time
+	metrics  wire.Metrics
+	fresh    bool // metrics not yet read by the controller
+	leaving  bool // drained; stopped after the current epoch
+	dead     bool
+	cancel   context.CancelFunc
+}
+
+// outbox holds frames for one worker (guarded by Planner.mu).
+type outbox struct {
+	buf, spare []byte
+	bw         wire.BatchWriter
+	open       bool
+	queued     int // records in buf
+	kick       chan struct{}
+}
+
+func (o *outbox) wake() {
+	select {
+	case o.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (o *outbox) frame(f func([]byte) []byte) {
+	if o.open {
+		o.buf = o.bw.Finish(o.buf)
+		o.open = false
+	}
+	o.buf = f(o.buf)
+	o.wake()
+}
+
+// input is one input's record in the planner's log.
+type input struct {
+	key, seq uint64
+	intended int64 // ns after the load started
+	attempt  uint8
+	done     bool
+	w        wire.Weight
+	payload  []byte // kept until complete, for replay
+}
+
+// inputID encodes an input's index and attempt as a record's Input.
+func inputID(idx int, attempt uint8) uint64 { return uint64(attempt)<<56 | uint64(idx+1) }
+
+// Planner is a running planner.
+type Planner struct {
+	cfg     Config
+	sources []int
+	start   time.Time // load start
+
+	reconf sync.Mutex // one reconfiguration at a time
+
+	mu        sync.Mutex
+	members   map[uint32]*member
+	epoch     uint64
+	owners    [][ops.KeyGroups]uint32
+	ins       []input
+	seqs      map[uint64]uint64
+	completed uint64
+	dup       uint64
+	lost      uint64 // inputs dropped at the ingress (no live owner)
+	lat       []float64
+	allLat    []float64
+	secOffer  int
+	migWait   map[uint32]bool
+	migStart  time.Time
+	migRep    []wire.Migrated
+	migDone   chan struct{}
+	migs      []Migration
+	joined    chan struct{}
+	refused   uint64
+	rows      []Row
+	failures  int
+	placed    map[uint32]bool // members of the last placement
+	target    int             // the worker count asked for last
+	lastDone  time.Duration   // last completion, after the start
+}
+
+// Migration is one reconfiguration's measurements.
+type Migration struct {
+	Epoch       uint64  `json:"epoch"`
+	AtS         float64 `json:"at_s"`
+	From        int     `json:"from_workers"`
+	To          int     `json:"to_workers"`
+	Reason      string  `json:"reason"`
+	Moves       int     `json:"moves"`
+	PlannerMS   float64 `json:"planner_ms"`
+	PauseMSMax  float64 `json:"worker_pause_ms_max"`
+	WaitMSMax   float64 `json:"worker_wait_ms_max"`
+	MovedKeys   uint64  `json:"moved_keys"`
+	MovedBytes  uint64  `json:"moved_bytes"`
+	MovedQueued uint64  `json:"moved_queued"`
+	Complete    bool    `json:"complete"`
+	// Pauses are every reporting worker's pause, ms, by worker ID.
+	Pauses []WorkerPause `json:"worker_pauses"`
+}
+
+// WorkerPause is one worker's part of a migration.
+type WorkerPause struct {
+	Worker  uint32  `json:"worker"`
+	PauseMS float64 `json:"pause_ms"`
+	WaitMS  float64 `json:"wait_ms"`
+}
+
+// New returns a planner or an error for a bad configuration.
+func New(cfg Config) (*Planner, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	p := &Planner{cfg: cfg, members: map[uint32]*member{}, seqs: map[uint64]uint64{}, joined: make(chan struct{}, 1)}
+	hasIn := make([]bool, len(cfg.App.Operators))
+	for _, e := range cfg.App.Edges {
+		if e[1] < 0 || e[1] >= len(hasIn) || e[0] < 0 || e[0] >= len(hasIn) {
+			return nil, fmt.Errorf("planner: app %s: edge %v names a missing operator", cfg.App.Name, e)
+		}
+		hasIn[e[1]] = true
+	}
+	for o, h := range hasIn {
+		if !h {
+			p.sources = append(p.sources, o)
+		}
+	}
+	if len(p.sources) == 0 {
+		return nil, fmt.Errorf("planner: app %s has no source operator", cfg.App.Name)
+	}
+	return p, nil
+}
+
+func (p *Planner) logf(format string, args ...any) {
+	fmt.Fprintf(p.cfg.Log, "planner: "+format+"\n", args...)
+}
+
+// Run listens on Config.Addr and runs the load (see Serve).
+func (p *Planner) Run(ctx context.Context, ready func(addr string)) (Result, error) {
+	ln, err := transport.Listen(p.cfg.Addr, p.cfg.Public)
+	if err != nil {
+		return Result{}, fmt.Errorf("planner: %w", err)
+	}
+	return p.Serve(ctx, ln, ready)
+}
+
+// Serve starts the workers through the provider, waits for them to join,
+// places the application, runs the load for Duration with the scale steps
+// and the controllers, waits up to Drain for the inputs to complete and
+// returns the result. ready, if not nil, is called with the listen address
+// before the workers are started.
+func (p *Planner) Serve(ctx context.Context, ln net.Listener, ready func(addr string)) (Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return transport.Serve(gctx, ln, p.handleWorker, p.cfg.Log) })
+	res, err := p.run(gctx, ln.Addr().String(), ready)
+	cancel()
+	if werr := g.Wait(); err == nil && werr != nil && !errors.Is(werr, context.Canceled) {
+		err = werr
+	}
+	return res, err
+}
+
+func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Result, error) {
+	if ready != nil {
+		ready(addr)
+	}
+	if _, err := p.cfg.Provider.Scale(ctx, p.cfg.Workers); err != nil {
+		return Result{}, fmt.Errorf("planner: start %d workers: %w", p.cfg.Workers, err)
+	}
+	if err := p.awaitMembers(ctx, p.cfg.Workers); err != nil {
+		return Result{}, err
+	}
+	p.mu.Lock()
+	ids := p.liveIDs()
+	p.target = len(ids)
+	p.owners = assign(nil, len(p.cfg.App.Operators), ids, p.cfg.Shares)
+	p.broadcastPlacement(nil)
+	p.mu.Unlock()
+	p.logf("placed %s on %d workers", p.cfg.App.Name, len(ids))
+
+	lctx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	p.start = time.Now()
+	var wg sync.WaitGroup
+	loadDone := make(chan struct{})
+	wg.Go(func() { p.generate(lctx); close(loadDone) })
+	wg.Go(func() { p.seconds(lctx) })
+	wg.Go(func() { p.watchHeartbeats(lctx) })
+	wg.Go(func() { p.control(lctx) })
+	wg.Go(func() { p.steps(lctx) })
+	wg.Go(func() { p.rejoin(lctx) })
+	select {
+	case <-loadDone:
+	case <-ctx.Done():
+	}
+	// Drain: wait for the inputs in flight.
+	deadline := time.Now().Add(p.cfg.Drain)
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		p.mu.Lock()
+		open := uint64(len(p.ins)) - p.completed - p.lost
+		p.mu.Unlock()
+		if open == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	stopLoad()
+	wg.Wait()
+	p.mu.Lock()
+	partial := p.secOffer > 0 || len(p.lat) > 0
+	p.mu.Unlock()
+	if partial {
+		p.closeRow(time.Since(p.start).Seconds())
+	}
+	res := p.result()
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+// liveIDs returns the live, non-leaving members' IDs ascending (p.mu held).
+func (p *Planner) liveIDs() []uint32 {
+	var ids []uint32
+	for id, m := range p.members {
+		if !m.dead && !m.leaving {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// awaitMembers waits until n live workers have joined.
+func (p *Planner) awaitMembers(ctx context.Context, n int) error {
+	deadline := time.NewTimer(p.cfg.JoinTimeout)
+	defer deadline.Stop()
+	for {
+		p.mu.Lock()
+		have := len(p.liveIDs())
+		p.mu.Unlock()
+		if have >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("planner: %d of %d workers joined within %v", have, n, p.cfg.JoinTimeout)
+		case <-p.joined:
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// broadcastPlacement sends the current owners with p.epoch+1 to every live
+// member (p.mu held). moves nil means a fresh placement.
+func (p *Planner) broadcastPlacement(moves []wire.Move) wire.Placement {
+	p.epoch++
+	pl := wire.Placement{Epoch: p.epoch, Owners: slices.Clone(p.owners), Moves: moves}
+	ids := make([]uint32, 0, len(p.members))
+	for id, m := range p.members {
+		if !m.dead {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	p.placed = map[uint32]bool{}
+	for _, id := range ids {
+		pl.Members = append(pl.Members, wire.Member{ID: id, Addr: p.members[id].addr})
+		p.placed[id] = true
+	}
+	for _, id := range ids {
+		p.members[id].out.frame(pl.Append)
+	}
+	return pl
+}
+
+// placedIDs returns the live, non-leaving members of the last placement
+// (p.mu held).
+func (p *Planner) placedIDs() []uint32 {
+	var ids []uint32
+	for _, id := range p.liveIDs() {
+		if p.placed[id] {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// rejoin places workers that joined after a failure while the cluster is
+// below its target size.
+func (p *Planner) rejoin(ctx context.Context) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		placed, live, target := len(p.placedIDs()), len(p.liveIDs()), p.target
+		p.mu.Unlock()
+		if live > placed && placed < target {
+			if err := p.scale(ctx, min(live, target), nil, "rejoin"); err != nil {
+				p.logf("rejoin: %v", err)
+			}
+		}
+	}
+}
+
+// handleWorker serves one worker's stream.
+func (p *Planner) handleWorker(ctx context.Context, s *transport.Stream) {
+	k, b, buf, err := wire.ReadFrame(s.R, nil)
+	if err == nil && k != wire.KindHello {
+		err = fmt.Errorf("first frame %v, want hello", k)
+	}
+	var h wire.Hello
+	if err == nil {
+		h, err = wire.DecodeHello(b)
+	}
+	if err == nil && h.Token != p.cfg.Token {
+		err = errors.New("wrong token")
+	}
+	if err != nil {
+		p.refuse(fmt.Errorf("planner: refused a worker: %w", err))
+		return
+	}
+	p.mu.Lock()
+	id := h.ID
+	if id == wire.NoID {
+		id = 0
+		for p.members[id] != nil && !p.members[id].dead {
+			id++
+		}
+	}
+	if old := p.members[id]; old != nil && !old.dead {
+		p.mu.Unlock()
+		p.refuse(fmt.Errorf("planner: refused worker %d at %s: that ID is live", id, h.Addr))
+		return
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m := &member{id: id, addr: h.Addr, out: &outbox{kick: make(chan struct{}, 1)}, lastBeat: time.Now(), cancel: cancel}
+	p.members[id] = m
+	welcome := wire.Hello{ID: id, Epoch: p.epoch, Token: p.cfg.Token}
+	m.out.frame(welcome.Append)
+	if p.owners != nil {
+		pl := wire.Placement{Epoch: p.epoch, Owners: slices.Clone(p.owners)}
+		for _, mid := range p.sortedMembers() {
+			pl.Members = append(pl.Members, wire.Member{ID: mid, Addr: p.members[mid].addr})
+		}
+		m.out.frame(pl.Append)
+	}
+	p.mu.Unlock()
+	p.logf("worker %d joined from %s", id, h.Addr)
+	select {
+	case p.joined <- struct{}{}:
+	default:
+	}
+	go p.sendLoop(mctx, m, s)
+	var entries []wire.DoneEntry
+	for {
+		k, b, buf, err = wire.ReadFrame(s.R, buf)
+		if err != nil {
+			if mctx.Err() == nil && !errors.Is(err, io.EOF) {
+				p.logf("worker %d: stream: %v", id, err)
+			}
+			p.mu.Lock()
+			if p.members[id] == m && !m.dead {
+				m.lastBeat = time.Time{} // the heartbeat watch declares it dead
+			}
+			p.mu.Unlock()
+			return
+		}
+		switch k {
+		case wire.KindHeartbeat:
+			var hb wire.Heartbeat
+			if hb, err = wire.DecodeHeartbeat(b); err == nil && hb.From == id {
+				p.mu.Lock()
+				m.lastBeat = time.Now()
+				p.mu.Unlock()
+			}
+		case wire.KindMetrics:
+			var mt wire.Metrics
+			if mt, err = wire.DecodeMetrics(b); err == nil {
+				if len(mt.Tasks) != len(p.cfg.App.Operators) || len(mt.Edges) != len(p.cfg.App.Edges) || mt.From != id {
+					err = fmt.Errorf("metrics from %d for %d tasks and %d edges", mt.From, len(mt.Tasks), len(mt.Edges))
+				} else {
+					p.mu.Lock()
+					m.metrics, m.fresh = mt, true
+					p.mu.Unlock()
+				}
+			}
+		case wire.KindDone:
+			var d wire.Done
+			if d, err = wire.DecodeDone(b, entries); err == nil {
+				entries = d.Entries
+				p.complete(d.Entries)
+			}
+		case wire.KindMigrated:
+			var r wire.Migrated
+			if r, err = wire.DecodeMigrated(b); err == nil && r.From == id {
+				p.migrated(r)
+			}
+		default:
+			err = fmt.Errorf("unexpected %v", k)
+		}
+		if err != nil {
+			p.refuse(fmt.Errorf("planner: worker %d: %w", id, err))
+		}
+	}
+}
+
+func (p *Planner) sortedMembers() []uint32 {
+	ids := make([]uint32, 0, len(p.members))
+	for id, m := range p.members {
+		if !m.dead {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (p *Planner) refuse(err error) {
+	p.mu.Lock()
+	p.refused++
+	p.mu.Unlock()
+	p.logf("%v", err)
+}
+
+// sendLoop writes a member's outbox to its stream.
+func (p *Planner) sendLoop(ctx context.Context, m *member, s *transport.Stream) {
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.out.kick:
+		case <-tick.C:
+		}
+		p.mu.Lock()
+		o := m.out
+		if o.open {
+			o.buf = o.bw.Finish(o.buf)
+			o.open = false
+		}
+		out := o.buf
+		o.buf, o.spare = o.spare[:0], nil
+		o.queued = 0
+		p.mu.Unlock()
+		if len(out) == 0 {
+			p.mu.Lock()
+			o.spare = out
+			p.mu.Unlock()
+			continue
+		}
+		if err := s.Write(out); err != nil {
+			p.logf("worker %d: write: %v", m.id, err)
+			return
+		}
+		p.mu.Lock()
+		o.spare = out[:0]
+		p.mu.Unlock()
+	}
+}
+
+// complete adds returned completion weight (a Done frame).
+func (p *Planner) complete(es []wire.DoneEntry) {
+	now := time.Since(p.start)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range es {
+		idx := int(e.Input&(1<<56-1)) - 1
+		att := uint8(e.Input >> 56)
+		if idx < 0 || idx >= len(p.ins) {
+			p.refused++
+			continue
+		}
+		in := &p.ins[idx]
+		if att != in.attempt {
+			continue // an older attempt's records
+		}
+		if in.done {
+			p.dup++
+			continue
+		}
+		sum, over := in.w.Add(e.W)
+		if over || sum.Cmp(wire.Total) > 0 {
+			p.dup++
+			sum = wire.Total
+		}
+		in.w = sum
+		if sum == wire.Total {
+			in.done = true
+			in.payload = nil
+			p.completed++
+			p.lastDone = now
+			ms := float64(now.Nanoseconds()-in.intended) / 1e6
+			p.lat = append(p.lat, ms)
+			p.allLat = append(p.allLat, ms)
+		}
+	}
+}
+
+// migrated records a worker's migration report.
+func (p *Planner) migrated(r wire.Migrated) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.migWait == nil || r.Epoch != p.epoch || !p.migWait[r.From] {
+		return
+	}
+	delete(p.migWait, r.From)
+	p.migRep = append(p.migRep, r)
+	if len(p.migWait) == 0 {
+		close(p.migDone)
+	}
+}
+
+// send routes one input attempt to the owners of its source operators
+// (p.mu held).
+func (p *Planner) send(idx int) {
+	in := &p.ins[idx]
+	ce, back, _ := wire.Split(0, len(p.sources))
+	in.w = back
+	kg := ops.KeyGroup(in.key)
+	for _, o := range p.sources {
+		owner := p.owners[o][kg]
+		m := p.members[owner]
+		if m == nil || m.dead {
+			// No live owner: the weight of this copy never comes back;
+			// the input stays open and is replayed after the failover.
+			continue
+		}
+		ob := m.out
+		if !ob.open {
+			ob.buf = ob.bw.Begin(ob.buf, wire.NoID, p.epoch)
+			ob.open = true
+		}
+		r := wire.Record{Op: uint16(o), Exp: ce, Key: in.key, Input: inputID(idx, in.attempt), Seq: in.seq, Payload: in.payload}
+		ob.buf = ob.bw.Add(ob.buf, &r)
+		ob.queued++
+		if len(ob.buf) > 64<<10 {
+			ob.wake()
+		}
+	}
+}
+
+// generate is the open-loop load generator. Input k of a segment of
+// constant rate r starting at s has the intended time s + k/r (computed,
+// not accumulated, so no rounding drift); a segment is one trace point, or
+// the whole run for a constant rate.
+func (p *Planner) generate(ctx context.Context) {
+	src := p.cfg.App.NewSource(p.cfg.Seed)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	end := p.cfg.Duration.Seconds()
+	step := math.Inf(1)
+	if p.cfg.Trace != nil {
+		step = p.cfg.TraceStep.Seconds()
+	}
+	segStart, segRate, k := 0.0, p.rateAt(0), 0
+	// Size the input log once: growing a log of millions of inputs by
+	// doubling copies it again and again inside the generator's lock.
+	expect := 0.0
+	if p.cfg.Trace == nil {
+		expect = p.cfg.Rate * end
+	} else {
+		for t := 0.0; t < end; t += step {
+			expect += p.rateAt(t) * min(step, end-t)
+		}
+	}
+	p.mu.Lock()
+	p.ins = slices.Grow(p.ins, int(min(expect, 50e6))+16)
+	p.mu.Unlock()
+	var buf []byte
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		now := time.Since(p.start).Seconds()
+		p.mu.Lock()
+		for {
+			segEnd := (math.Floor(segStart/step) + 1) * step
+			t := segEnd
+			if segRate > 0 {
+				t = segStart + float64(k)/segRate
+			}
+			if t >= segEnd { // next trace point
+				segStart, k = segEnd, 0
+				segRate = p.rateAt(segStart)
+				continue
+			}
+			if t > now || t >= end {
+				break
+			}
+			var key uint64
+			key, buf = src.Next(buf)
+			seq := p.seqs[key]
+			p.seqs[key] = seq + 1
+			p.ins = append(p.ins, input{key: key, seq: seq, intended: int64(t * 1e9), payload: slices.Clone(buf)})
+			p.secOffer++
+			p.send(len(p.ins) - 1)
+			k++
+		}
+		p.mu.Unlock()
+		if segStart >= end || (segRate == 0 && math.IsInf(step, 1)) || segStart+float64(k)/segRate >= end {
+			return
+		}
+	}
+}
+
+// rateAt is the input rate at t seconds after the start.
+func (p *Planner) rateAt(t float64) float64 {
+	if p.cfg.Trace == nil {
+		return p.cfg.Rate
+	}
+	return p.cfg.Trace.Rate(int(t/p.cfg.TraceStep.Seconds())) * p.cfg.RateMult
+}
+
+// watchHeartbeats declares dead the workers that missed Miss beats and
+// fails over.
+func (p *Planner) watchHeartbeats(ctx context.Context) {
+	t := time.NewTicker(p.cfg.Heartbeat)
+	defer t.Stop()
+	limit := time.Duration(p.cfg.Miss) * p.cfg.Heartbeat
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.mu.Lock()
+		var dead []uint32
+		for id, m := range p.members {
+			if !m.dead && !m.leaving && time.Since(m.lastBeat) > limit {
+				dead = append(dead, id)
+			}
+		}
+		p.mu.Unlock()
+		if len(dead) > 0 {
+			p.failover(ctx, dead)
+		}
+	}
+}
+
+// steps applies the scale steps at their times.
+func (p *Planner) steps(ctx context.Context) {
+	steps := slices.Clone(p.cfg.Steps)
+	sort.SliceStable(steps, func(i, j int) bool { return steps[i].At < steps[j].At })
+	for _, s := range steps {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(p.start.Add(s.At))):
+		}
+		if err := p.scale(ctx, s.Workers, nil, fmt.Sprintf("scale step at %v", s.At)); err != nil {
+			p.logf("scale step at %v to %d workers: %v", s.At, s.Workers, err)
+		}
+	}
+}
+
+// Result is a run's outcome.
+type Result struct {
+	App        string      `json:"app"`
+	Inputs     uint64      `json:"inputs"`
+	Completed  uint64      `json:"completed"`
+	Lost       uint64      `json:"lost"`
+	Duplicated uint64      `json:"duplicated"`
+	P50MS      float64     `json:"p50_ms"`
+	P95MS      float64     `json:"p95_ms"`
+	P99MS      float64     `json:"p99_ms"`
+	Workers    int         `json:"workers"`
+	Failures   int         `json:"failures"`
+	Refused    uint64      `json:"refused_frames"`
+	Migrations []Migration `json:"migrations"`
+	// MigrationPlannerMS is the longest planner duration;
+	// MigrationWorkerPauseMSMax the longest worker pause, over all
+	// migrations (0 without migrations).
+	MigrationPlannerMS        float64 `json:"migration_planner_ms"`
+	MigrationWorkerPauseMSMax float64 `json:"migration_worker_pause_ms_max"`
+	// ElapsedS is the time from the load's start to the last completion.
+	ElapsedS float64 `json:"elapsed_s"`
+	Rows     []Row   `json:"-"`
+}
+
+func (p *Planner) result() Result {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := Result{App: p.cfg.App.Name, Inputs: uint64(len(p.ins)), Completed: p.completed, Duplicated: p.dup, Workers: len(p.liveIDs()), Failures: p.failures, Refused: p.refused, Migrations: slices.Clone(p.migs), Rows: slices.Clone(p.rows)}
+	r.Lost = r.Inputs - r.Completed
+	r.ElapsedS = p.lastDone.Seconds()
+	lat := slices.Clone(p.allLat)
+	slices.Sort(lat)
+	r.P50MS, r.P95MS, r.P99MS = quantile(lat, 0.5), quantile(lat, 0.95), quantile(lat, 0.99)
+	for _, m := range r.Migrations {
+		r.MigrationPlannerMS = max(r.MigrationPlannerMS, m.PlannerMS)
+		r.MigrationWorkerPauseMSMax = max(r.MigrationWorkerPauseMSMax, m.PauseMSMax)
+	}
+	return r
+}
+
+// quantile is the nearest-rank quantile of sorted xs (0 when empty).
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	return xs[max(0, min(i, len(xs)-1))]
+}

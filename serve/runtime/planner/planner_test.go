@@ -1,0 +1,459 @@
+package planner
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"streamscale/serve/runtime"
+	"streamscale/serve/runtime/ops"
+	"streamscale/serve/runtime/provider/local"
+	"streamscale/serve/runtime/wire"
+	"streamscale/serve/runtime/worker"
+	"streamscale/traces"
+)
+
+// inproc is a provider running workers in this process on loopback.
+type inproc struct {
+	t       testing.TB
+	planner string
+	app     ops.App
+	cfg     worker.Config
+	mu      sync.Mutex
+	ws      []*inprocWorker
+}
+
+type inprocWorker struct {
+	w      *worker.Worker
+	addr   string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (p *inproc) Scale(_ context.Context, n int) ([]string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.ws) > n {
+		last := p.ws[len(p.ws)-1]
+		p.ws = p.ws[:len(p.ws)-1]
+		last.cancel()
+		<-last.done
+	}
+	for i := range p.ws {
+		select {
+		case <-p.ws[i].done:
+			p.ws[i] = p.start(i)
+		default:
+		}
+	}
+	for len(p.ws) < n {
+		p.ws = append(p.ws, p.start(len(p.ws)))
+	}
+	return p.Workers(context.Background())
+}
+
+func (p *inproc) start(i int) *inprocWorker {
+	cfg := p.cfg
+	cfg.ID, cfg.App, cfg.Planner = uint32(i), p.app, p.planner
+	w, err := worker.New(cfg)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	iw := &inprocWorker{w: w, addr: ln.Addr().String(), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(iw.done)
+		if err := w.Serve(ctx, ln, nil); err != nil && ctx.Err() == nil {
+			p.t.Logf("worker %d: %v", i, err)
+		}
+	}()
+	return iw
+}
+
+func (p *inproc) Workers(context.Context) ([]string, error) {
+	var out []string
+	for _, w := range p.ws {
+		out = append(out, w.addr)
+	}
+	return out, nil
+}
+
+func (p *inproc) Close() error {
+	p.Scale(context.Background(), 0) //nolint:errcheck
+	return nil
+}
+
+func (p *inproc) kill(i int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ws[i].cancel()
+	<-p.ws[i].done
+}
+
+// current returns the workers of the current scale (stopped or not: the
+// planner's exit ends them, their state stays readable).
+func (p *inproc) current() []*worker.Worker {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []*worker.Worker
+	for _, w := range p.ws {
+		out = append(out, w.w)
+	}
+	return out
+}
+
+// checkedWC is word count whose first operator is keyed by the input key
+// and checks each key's sequence numbers (Flink's semantic check):
+// violations counts every record whose Seq is not the key's next.
+func checkedWC(violations, dupes *atomic.Int64) ops.App {
+	app := runtime.WordCount()
+	split := app.Operators[0].New
+	app.Operators[0] = ops.Spec{Name: "check-split", Stateful: true, New: func() ops.Operator {
+		return checkOp{split: split(), violations: violations, dupes: dupes}
+	}}
+	return app
+}
+
+type checkOp struct {
+	split             ops.Operator
+	violations, dupes *atomic.Int64
+}
+
+func (c checkOp) Process(in ops.Record, st ops.State, out ops.Emitter) error {
+	var next uint64
+	if v, ok := st.Get(in.Key); ok {
+		next = binary.LittleEndian.Uint64(v)
+	}
+	switch {
+	case in.Seq < next:
+		c.dupes.Add(1)
+		return nil
+	case in.Seq > next:
+		c.violations.Add(1)
+	}
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], in.Seq+1)
+	st.Put(in.Key, b[:])
+	return c.split.Process(in, st, out)
+}
+
+// oracle returns the exact word counts of the first n inputs.
+func oracle(app ops.App, seed uint64, n int) map[uint64]uint64 {
+	src := app.NewSource(seed)
+	want := map[uint64]uint64{}
+	var buf []byte
+	for range n {
+		_, buf = src.Next(buf)
+		for _, w := range bytes.Fields(buf) {
+			want[runtime.WordKey(w)]++
+		}
+	}
+	return want
+}
+
+func runPlanner(t *testing.T, cfg Config, wcfg worker.Config) (Result, *inproc) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &inproc{t: t, planner: ln.Addr().String(), app: cfg.App, cfg: wcfg}
+	cfg.Provider = prov
+	if testing.Verbose() {
+		cfg.Log = os.Stderr
+		prov.cfg.Log = os.Stderr
+	}
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := p.Serve(ctx, ln, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, prov
+}
+
+func wordCounts(ws []*worker.Worker) map[uint64]uint64 {
+	got := map[uint64]uint64{}
+	for _, w := range ws {
+		for k, v := range w.StateOf(1) {
+			got[k] += binary.LittleEndian.Uint64(v)
+		}
+	}
+	return got
+}
+
+// TestScaleUnderLoad: word count under constant load while the cluster goes
+// 1 → 3 → 2 → 4 workers. Every input completes exactly once, every key's
+// sequence arrives in order without gaps or repeats, and the word counts
+// equal the oracle's.
+func TestScaleUnderLoad(t *testing.T) {
+	var violations, dupes atomic.Int64
+	app := checkedWC(&violations, &dupes)
+	cfg := Config{App: app, Seed: 7, Rate: 2000, Duration: 4 * time.Second, Workers: 1, Miss: 50,
+		Steps: []Step{{At: 1 * time.Second, Workers: 3}, {At: 2 * time.Second, Workers: 2}, {At: 3 * time.Second, Workers: 4}}}
+	res, prov := runPlanner(t, cfg, worker.Config{Interval: 5 * time.Millisecond, Check: time.Millisecond, Slots: 4})
+	defer prov.Close()
+	t.Logf("inputs %d completed %d dup %d p95 %.1f ms; migrations:", res.Inputs, res.Completed, res.Duplicated, res.P95MS)
+	for _, m := range res.Migrations {
+		t.Logf("  %+v", m)
+	}
+	if res.Inputs != 8000 || res.Completed != res.Inputs || res.Duplicated != 0 || res.Lost != 0 {
+		t.Fatalf("inputs %d, completed %d, duplicated %d, lost %d", res.Inputs, res.Completed, res.Duplicated, res.Lost)
+	}
+	if len(res.Migrations) != 3 {
+		t.Fatalf("%d migrations, want 3", len(res.Migrations))
+	}
+	for _, m := range res.Migrations {
+		if !m.Complete || m.Moves == 0 {
+			t.Errorf("migration %+v incomplete or moved nothing", m)
+		}
+	}
+	if v, d := violations.Load(), dupes.Load(); v != 0 || d != 0 {
+		t.Fatalf("sequence check: %d gaps or reorderings, %d repeats", v, d)
+	}
+	want := oracle(app, cfg.Seed, int(res.Inputs))
+	got := wordCounts(prov.current())
+	if len(got) != len(want) {
+		t.Fatalf("%d words counted, oracle %d", len(got), len(want))
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Fatalf("word %d: %d, oracle %d", k, got[k], n)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	app := runtime.WordCount()
+	for _, c := range []Config{
+		{App: app, Workers: 0, Provider: &inproc{}},
+		{App: app, Workers: 1},
+		{App: app, Workers: 1, Provider: &inproc{}, Rate: -1},
+		{App: app, Workers: 1, Provider: &inproc{}, Controller: "hpa"},
+		{App: app, Workers: 1, Provider: &inproc{}, Steps: []Step{{At: time.Second, Workers: 0}}},
+		{App: ops.App{Name: "empty"}, Workers: 1, Provider: &inproc{}},
+	} {
+		if _, err := New(c); err == nil {
+			t.Errorf("config %+v accepted", c)
+		}
+	}
+}
+
+func TestAssign(t *testing.T) {
+	ids := []uint32{0, 1, 2}
+	a := assign(nil, 2, ids, [][]float64{{0.5, 0}, {0.25, 0.5}, {0.25, 0.5}})
+	n := map[[2]uint32]int{}
+	for o := range 2 {
+		for g := range ops.KeyGroups {
+			n[[2]uint32{uint32(o), a[o][g]}]++
+		}
+	}
+	if n[[2]uint32{0, 0}] != 64 || n[[2]uint32{0, 1}] != 32 || n[[2]uint32{1, 0}] != 0 || n[[2]uint32{1, 2}] != 64 {
+		t.Fatalf("counts %v", n)
+	}
+	// Scaling 3 → 4 evenly moves only what the new worker takes.
+	a = assign(a, 2, ids, nil)
+	b := assign(a, 2, []uint32{0, 1, 2, 3}, nil)
+	moved := len(diff(a, b))
+	if moved != 2*ops.KeyGroups/4 {
+		t.Fatalf("%d key groups moved for one new worker", moved)
+	}
+	for o := range 2 {
+		c := map[uint32]int{}
+		for g := range ops.KeyGroups {
+			c[b[o][g]]++
+		}
+		for id := range uint32(4) {
+			if c[id] != 32 {
+				t.Fatalf("op %d worker %d owns %d groups, want 32", o, id, c[id])
+			}
+		}
+	}
+	_ = fmt.Sprint
+	_ = wire.NoID
+}
+
+// TestWorkerFailure: a worker stops abruptly under load (its context is
+// cancelled: streams cut, queues and state gone). The planner notices by
+// heartbeat, gives its key groups to the live workers, replays every input
+// not yet complete, and places the worker again when it comes back. State
+// is not restored: the failed worker's key groups restart empty and are
+// rebuilt only by the replayed inputs (at-least-once). The checker then
+// allows: every input completes; word counts of key groups that never
+// lived on the failed worker are at least the oracle's (replays may add);
+// those of its groups may be lower (lost with it).
+func TestWorkerFailure(t *testing.T) {
+	var violations, dupes atomic.Int64
+	app := checkedWC(&violations, &dupes)
+	cfg := Config{App: app, Seed: 11, Rate: 1500, Duration: 4 * time.Second, Workers: 3, Miss: 10}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &inproc{t: t, planner: ln.Addr().String(), app: app, cfg: worker.Config{Interval: 5 * time.Millisecond, Check: time.Millisecond, Slots: 4}}
+	defer prov.Close()
+	cfg.Provider = prov
+	if testing.Verbose() {
+		cfg.Log = os.Stderr
+		prov.cfg.Log = os.Stderr
+	}
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	go func() {
+		time.Sleep(1500 * time.Millisecond) // the workers join, then 1.2 s of load or so
+		prov.kill(1)
+		time.Sleep(1200 * time.Millisecond)
+		prov.Scale(ctx, 3) //nolint:errcheck // restarts worker 1
+	}()
+	res, err := p.Serve(ctx, ln, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("inputs %d completed %d dup %d failures %d workers %d; seq gaps %d repeats %d", res.Inputs, res.Completed, res.Duplicated, res.Failures, res.Workers, violations.Load(), dupes.Load())
+	rejoined := false
+	for _, m := range res.Migrations {
+		t.Logf("  %+v", m)
+		rejoined = rejoined || (m.Reason == "rejoin" && m.Complete && m.To == 3)
+	}
+	if res.Failures != 1 || res.Completed != res.Inputs || res.Lost != 0 || res.Inputs != 6000 {
+		t.Fatalf("failures %d, inputs %d, completed %d, lost %d", res.Failures, res.Inputs, res.Completed, res.Lost)
+	}
+	if !rejoined || res.Workers != 3 {
+		t.Fatalf("worker 1 did not rejoin (workers at the end %d)", res.Workers)
+	}
+	initial := assign(nil, len(app.Operators), []uint32{0, 1, 2}, nil)
+	want := oracle(app, cfg.Seed, int(res.Inputs))
+	got := wordCounts(prov.current())
+	checked := 0
+	for k, n := range want {
+		if initial[1][ops.KeyGroup(k)] == 1 {
+			continue // lived on the failed worker
+		}
+		checked++
+		if got[k] < n {
+			t.Fatalf("word %d (never on the failed worker): %d, oracle %d", k, got[k], n)
+		}
+	}
+	if checked < len(want)/2 {
+		t.Fatalf("only %d of %d words checked", checked, len(want))
+	}
+}
+
+// TestSIGKILL: a worker process killed with SIGKILL under load. The planner
+// notices by heartbeat (its stream is cut), gives its key groups to the
+// live workers and replays the inputs not yet complete; the restarted
+// process rejoins and is placed again. Every input completes.
+func TestSIGKILL(t *testing.T) {
+	app, _ := runtime.Apps("wc")
+	res := runProcesses(t, "wc", func(lp *local.Provider) {
+		time.Sleep(1500 * time.Millisecond)
+		if err := lp.Kill(1); err != nil {
+			t.Error(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		if _, err := lp.Scale(context.Background(), 3); err != nil { // restart it
+			t.Error(err)
+		}
+	}, Config{App: app, Seed: 3, Rate: 1000, Duration: 4 * time.Second, Workers: 3, Miss: 10})
+	t.Logf("inputs %d completed %d dup %d failures %d workers %d", res.Inputs, res.Completed, res.Duplicated, res.Failures, res.Workers)
+	rejoined := false
+	for _, m := range res.Migrations {
+		t.Logf("  %+v", m)
+		rejoined = rejoined || (m.Reason == "rejoin" && m.Complete)
+	}
+	if res.Failures != 1 || res.Inputs != 4000 || res.Completed != res.Inputs || !rejoined || res.Workers != 3 {
+		t.Fatalf("failures %d, inputs %d, completed %d, rejoined %v, workers %d", res.Failures, res.Inputs, res.Completed, rejoined, res.Workers)
+	}
+}
+
+// TestTraceAllocAndMetrics: a compressed trace drives the load (one point
+// per 500 ms: 400/s, 0/s, 800/s → 200 + 0 + 400 inputs), the allocation
+// hook's decision reaches every task, and the workers' reports make a
+// valid CLASP observation (Table 2) with the placement's shares.
+func TestTraceAllocAndMetrics(t *testing.T) {
+	app := runtime.WordCount()
+	tr := &traces.Trace{Counts: []float64{400, 0, 800}, Scale: 1}
+	var calls atomic.Int64
+	cfg := Config{App: app, Seed: 5, Trace: tr, TraceStep: 500 * time.Millisecond, Duration: 1500 * time.Millisecond, Drain: 3 * time.Second, Workers: 2, Miss: 25,
+		Control: 300 * time.Millisecond,
+		Allocate: func(_ float64, tasks []TaskObs) map[uint32][]int {
+			calls.Add(1)
+			out := map[uint32][]int{}
+			for _, tk := range tasks {
+				out[tk.Worker] = append(out[tk.Worker], 321)
+			}
+			return out
+		}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &inproc{t: t, planner: ln.Addr().String(), app: app, cfg: worker.Config{Report: 200 * time.Millisecond}}
+	defer prov.Close()
+	cfg.Provider = prov
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Serve(context.Background(), ln, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Inputs != 600 || res.Completed != 600 {
+		t.Fatalf("inputs %d completed %d, want 600", res.Inputs, res.Completed)
+	}
+	if calls.Load() == 0 {
+		t.Fatal("the allocation hook never ran")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id, m := range p.members {
+		for o, tk := range m.metrics.Tasks {
+			if tk.Millicores != 321 {
+				t.Errorf("worker %d task %d reports %d millicores, want 321", id, o, tk.Millicores)
+			}
+		}
+	}
+	ob, ok := p.observation()
+	if !ok {
+		t.Fatal("no observation")
+	}
+	if err := ob.Validate(); err != nil {
+		t.Fatalf("observation: %v", err)
+	}
+	if len(ob.Workers) != 2 || ob.Workers[0].Share[1] != 0.5 || ob.Parallelism[1] != 2 {
+		t.Fatalf("observation workers %+v, parallelism %v", ob.Workers, ob.Parallelism)
+	}
+}
+
+func TestThreshold(t *testing.T) {
+	rule := Threshold(0.5, 0.9, 100, 100)
+	got := rule(0, []TaskObs{
+		{Worker: 0, Op: 0, CPUCores: 0.95, Millicores: 1000}, // hot: +100
+		{Worker: 0, Op: 1, CPUCores: 0.3, Millicores: 1000},  // cold: −100
+		{Worker: 1, Op: 0, CPUCores: 0.7, Millicores: 1000},  // fine
+		{Worker: 1, Op: 1, CPUCores: 0.7, Millicores: 1000},  // fine
+	})
+	if len(got) != 1 || got[0][0] != 1100 || got[0][1] != 900 {
+		t.Fatalf("threshold rule: %v", got)
+	}
+}

@@ -1,0 +1,7 @@
+// Package local is the default worker provider: worker processes on this
+// machine, each listening on its own loopback port, started by exec'ing a
+// binary with the "worker" subcommand (the running program by default, so
+// `go run ./serve local` works) and stopped on Scale down or Close. On
+// Linux each child also gets SIGKILL if the provider's process dies, so no
+// worker outlives its planner even after a SIGKILL.
+package local

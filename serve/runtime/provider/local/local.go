@@ -1,0 +1,185 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Provider starts workers as processes. Set the fields before the first
+// Scale; it is safe for concurrent use.
+type Provider struct {
+	// Bin is the binary to exec (default os.Executable()); Args are put
+	// before the worker's own flags (default ["worker"]).
+	Bin  string
+	Args []string
+	// Planner is the planner's address, passed as -planner.
+	Planner string
+	// Extra flags for every worker (e.g. -token, -slots).
+	Extra []string
+	// Env is added to the workers' environment.
+	Env []string
+	// Output receives the workers' stdout and stderr (nil: discarded).
+	Output io.Writer
+	// Stop is how long a worker has to exit after SIGTERM before SIGKILL
+	// (default 3 s).
+	Stop time.Duration
+
+	mu    sync.Mutex
+	procs []*proc
+}
+
+type proc struct {
+	addr string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// freePort returns a loopback address with a port free now.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr, nil
+}
+
+// Scale implements provider.Provider: worker i runs with -id i.
+func (p *Provider) Scale(ctx context.Context, n int) ([]string, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("local: %d workers, want ≥ 0", n)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.procs) > n {
+		last := p.procs[len(p.procs)-1]
+		p.procs = p.procs[:len(p.procs)-1]
+		p.stop(last)
+	}
+	for i := range p.procs {
+		if !alive(p.procs[i]) { // restart a worker that died
+			pr, err := p.start(i)
+			if err != nil {
+				return nil, err
+			}
+			p.procs[i] = pr
+		}
+	}
+	for len(p.procs) < n {
+		pr, err := p.start(len(p.procs))
+		if err != nil {
+			return nil, err
+		}
+		p.procs = append(p.procs, pr)
+	}
+	return p.addrs(), nil
+}
+
+func alive(pr *proc) bool {
+	select {
+	case <-pr.done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *Provider) addrs() []string {
+	out := make([]string, len(p.procs))
+	for i, pr := range p.procs {
+		out[i] = pr.addr
+	}
+	return out
+}
+
+// Workers implements provider.Provider.
+func (p *Provider) Workers(context.Context) ([]string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.addrs(), nil
+}
+
+func (p *Provider) start(i int) (*proc, error) {
+	bin := p.Bin
+	if bin == "" {
+		var err error
+		if bin, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("local: %w", err)
+		}
+	}
+	addr, err := freePort()
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	args := p.Args
+	if args == nil {
+		args = []string{"worker"}
+	}
+	args = append(append([]string(nil), args...), "-planner", p.Planner, "-addr", addr, "-id", strconv.Itoa(i))
+	args = append(args, p.Extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), p.Env...)
+	if p.Output != nil { // nil: /dev/null, no pipe to drain
+		cmd.Stdout, cmd.Stderr = p.Output, p.Output
+	}
+	cmd.WaitDelay = time.Second // a grandchild holding the output open does not block Wait
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("local: start worker %d: %w", i, err)
+	}
+	pr := &proc{addr: addr, cmd: cmd, done: make(chan struct{})}
+	go func() { cmd.Wait(); close(pr.done) }() //nolint:errcheck // exit status is not an error here
+	return pr, nil
+}
+
+func (p *Provider) stop(pr *proc) {
+	grace := p.Stop
+	if grace == 0 {
+		grace = 3 * time.Second
+	}
+	pr.cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // it may have exited
+	select {
+	case <-pr.done:
+	case <-time.After(grace):
+		pr.cmd.Process.Kill() //nolint:errcheck
+		<-pr.done
+	}
+}
+
+// Kill sends SIGKILL to worker i (failure tests); it stays in the list and
+// the next Scale restarts it.
+func (p *Provider) Kill(i int) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i < 0 || i >= len(p.procs) {
+		return fmt.Errorf("local: no worker %d", i)
+	}
+	pr := p.procs[i]
+	if err := pr.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	<-pr.done
+	return nil
+}
+
+// Close implements provider.Provider: it stops every worker.
+func (p *Provider) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, pr := range p.procs {
+		wg.Go(func() { p.stop(pr) })
+	}
+	wg.Wait()
+	p.procs = nil
+	return nil
+}

@@ -1,0 +1,55 @@
+// Package worker is the runtime's worker process: it executes the operator
+// instances (tasks) that the planner's placement gives it, dispatches every
+// chained request itself — to a local task by an in-memory enqueue, to
+// another worker over one HTTP/2 stream per peer (package transport) in
+// batches — keeps each stateful task's keyed state by key group, enforces
+// each task's CPU allocation (package cfs), reports its metrics to the
+// planner every second and takes part in barrier-free migrations.
+//
+// # Execution
+//
+// Each task has one FIFO queue. An executor pool of Config.Slots goroutines
+// takes work from the queues with timer batching (CLASP's runtime): a
+// queue is dispatched when it holds Config.Batch requests or its oldest
+// request is Config.Interval old, checked every Config.Check (0: at once).
+// A task runs on at most one slot at a time, so a task's records execute in
+// queue order and its state needs no lock; different tasks run in parallel.
+// A batch runs inside the task's cfs.Quota.Run. The requests a worker holds
+// (queued, held for a migration or executing) are capped by
+// Config.MaxInFlight: a stream reader that would exceed it stops reading,
+// and HTTP/2 flow control then stops the sender.
+//
+// # Completion weights
+//
+// The planner measures end-to-end latency exactly: an input's first record
+// carries the weight 2^127, written as the exponent e = 0 of 2^(127−e). A
+// record of exponent e that emits k > 0 children gives each the exponent
+// e + ⌈log₂ k⌉ and returns the rest, 2^(127−e) − k·2^(127−e−⌈log₂ k⌉) ≥ 0,
+// to the planner; a record with no children returns all of its weight.
+// Weight is conserved and every record in flight holds a positive weight,
+// so the returned weight of an input reaches 2^127 exactly when every
+// descendant has executed, whatever order the notices arrive in (Mattern's
+// credit-recovery termination detection, Mattern 1989). A fan-out that would
+// need e > 127 drops the children and is counted (WeightOverflow).
+//
+// # Migration (CLASP's protocol, no global barrier)
+//
+// On a placement for epoch E with moves, a worker stops starting
+// executions, waits for the running ones (drain), takes the keyed state
+// and the queued requests of every key group it gives away, resumes, and
+// sends them to the new owners named by the moves. It then sends a Mark
+// for E to every peer, forwards to their new owners any records that
+// arrive later addressed under E−1 (stragglers), and once every peer's Mark
+// has arrived (no straggler can follow) sends End for E to each new owner.
+// A worker receiving key groups holds the records that reach it for them
+// until the previous owner's End arrives, then queues the previous owner's
+// records first and the others after, so per-sender order is kept. The
+// planner never relays data. The pause reported is the time executions
+// were stopped; the wait is placement received → last End received.
+//
+// # Concurrency
+//
+// One mutex guards the queues, the placement and the counters; it is never
+// held across a network write or an operator execution. Stream readers,
+// peer senders, slots, the monitor and the migration each own a goroutine.
+package worker

@@ -1,0 +1,530 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"streamscale/serve/runtime/transport"
+	"streamscale/serve/runtime/wire"
+)
+
+// peer is the outgoing side toward one peer (or the planner): frames
+// accumulate in buf under w.mu and a sender goroutine writes them.
+type peer struct {
+	id      uint32
+	addr    string
+	buf     []byte
+	spare   []byte
+	bw      wire.BatchWriter
+	open    bool // a batch frame is being built at the end of buf
+	kick    chan struct{}
+	stop    chan struct{}
+	removed bool
+}
+
+func newPeer(id uint32, addr string) *peer {
+	return &peer{id: id, addr: addr, kick: make(chan struct{}, 1), stop: make(chan struct{})}
+}
+
+func (p *peer) wake() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+// addRecord appends a record to the open batch (w.mu held).
+func (p *peer) addRecord(w *Worker, r *wire.Record) {
+	if !p.open {
+		p.buf = p.bw.Begin(p.buf, w.id, w.epoch)
+		p.open = true
+	}
+	p.buf = p.bw.Add(p.buf, r)
+	if len(p.buf) >= w.cfg.FlushBytes {
+		p.wake()
+	}
+}
+
+// closeBatch finishes the open batch so another frame can follow (w.mu
+// held).
+func (p *peer) closeBatch() {
+	if p.open {
+		p.buf = p.bw.Finish(p.buf)
+		p.open = false
+	}
+}
+
+// frame appends a whole frame built by f (w.mu held).
+func (p *peer) frame(f func([]byte) []byte) {
+	p.closeBatch()
+	p.buf = f(p.buf)
+	p.wake()
+}
+
+// Run serves peers, joins the planner and runs until ctx is done or the
+// planner's stream ends. ready, if not nil, receives the listen address.
+func (w *Worker) Run(ctx context.Context, ready func(addr string)) error {
+	ln, err := transport.Listen(w.cfg.Addr, w.cfg.Public)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	return w.Serve(ctx, ln, ready)
+}
+
+// Serve is Run on a listener the caller opened.
+func (w *Worker) Serve(ctx context.Context, ln net.Listener, ready func(addr string)) error {
+	addr := ln.Addr().String()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	client := transport.NewClient()
+	defer client.CloseIdle()
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return transport.Serve(gctx, ln, w.handlePeer, w.cfg.Log) })
+	g.Go(func() error { w.tickClock(gctx); return nil })
+	for range w.cfg.Slots {
+		g.Go(func() error { w.runSlot(); return nil })
+	}
+	g.Go(func() error {
+		<-gctx.Done()
+		w.mu.Lock()
+		w.closing = true
+		w.work.Broadcast()
+		w.space.Broadcast()
+		w.drained.Broadcast()
+		for _, p := range w.peers {
+			if !p.removed {
+				p.removed = true
+				close(p.stop)
+			}
+		}
+		w.mu.Unlock()
+		return nil
+	})
+	g.Go(func() error { w.runMigrations(gctx, client); return nil })
+	g.Go(func() error { w.monitor(gctx); return nil })
+	if ready != nil {
+		ready(addr)
+	}
+	g.Go(func() error {
+		err := w.plannerLink(gctx, client, addr)
+		cancel()
+		if gctx.Err() != nil && ctx.Err() != nil {
+			return nil
+		}
+		return err
+	})
+	err := g.Wait()
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return err
+}
+
+// plannerLink dials the planner, says hello and reads its frames; a sender
+// goroutine writes heartbeats, metrics, completions and reports.
+func (w *Worker) plannerLink(ctx context.Context, client *transport.Client, addr string) error {
+	var s *transport.Stream
+	var err error
+	for try := 0; ; try++ {
+		s, err = client.Dial(ctx, w.cfg.Planner)
+		if err == nil {
+			break
+		}
+		if try >= 50 || ctx.Err() != nil {
+			return fmt.Errorf("worker: planner %s: %w", w.cfg.Planner, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	defer s.Close()
+	h := wire.Hello{ID: w.cfg.ID, Addr: addr, Token: w.cfg.Token}
+	if err := s.Write(h.Append(nil)); err != nil {
+		return fmt.Errorf("worker: planner hello: %w", err)
+	}
+	k, p, buf, err := wire.ReadFrame(s.R, nil)
+	if err != nil {
+		return fmt.Errorf("worker: planner welcome: %w", err)
+	}
+	if k != wire.KindHello {
+		return fmt.Errorf("worker: planner answered %v, want hello", k)
+	}
+	welcome, err := wire.DecodeHello(p)
+	if err != nil || welcome.ID == wire.NoID || welcome.Token != w.cfg.Token {
+		return fmt.Errorf("worker: planner welcome refused (id %d, %v)", welcome.ID, err)
+	}
+	w.mu.Lock()
+	w.id = welcome.ID
+	w.mu.Unlock()
+	w.logf("joined planner %s", w.cfg.Planner)
+	go w.sendLoop(ctx, w.planner, func() (*transport.Stream, error) { return s, nil }, true)
+	var recs []wire.Record
+	for {
+		k, p, buf, err = wire.ReadFrame(s.R, buf)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("worker: planner stream: %w", err)
+		}
+		switch k {
+		case wire.KindPlacement:
+			pl, err := wire.DecodePlacement(p)
+			if err == nil {
+				err = w.checkPlacement(&pl)
+			}
+			if err != nil {
+				w.refuse("planner", err)
+				continue
+			}
+			// Wait until the placement is installed: the planner's
+			// next records are addressed under it.
+			installed := make(chan struct{})
+			select {
+			case w.placeCh <- placeReq{pl, installed}:
+			case <-ctx.Done():
+				return nil
+			}
+			select {
+			case <-installed:
+			case <-ctx.Done():
+				return nil
+			}
+		case wire.KindAlloc:
+			a, err := wire.DecodeAlloc(p)
+			if err == nil {
+				err = w.applyAlloc(a)
+			}
+			if err != nil {
+				w.refuse("planner", err)
+			}
+		case wire.KindBatch:
+			var b wire.Batch
+			b, err = wire.DecodeBatch(p, recs)
+			recs = b.Records
+			if err == nil {
+				err = w.onBatch(wire.NoID, b)
+			}
+			if err != nil {
+				w.refuse("planner", err)
+			}
+		default:
+			w.refuse("planner", fmt.Errorf("worker: unexpected %v from the planner", k))
+		}
+	}
+}
+
+func (w *Worker) refuse(from string, err error) {
+	w.mu.Lock()
+	w.stats.Refused++
+	w.mu.Unlock()
+	w.logf("refused a frame from %s: %v", from, err)
+}
+
+// applyAlloc sets the tasks' CPU allocations.
+func (w *Worker) applyAlloc(a wire.Alloc) error {
+	if len(a.Millicores) != w.nOps {
+		return fmt.Errorf("worker: allocation for %d tasks, want %d", len(a.Millicores), w.nOps)
+	}
+	// Under the lock the monitor reads allocations with (cfs.Quota is safe
+	// for concurrent use by contract; the lock also orders Set before the
+	// next report).
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, mc := range a.Millicores {
+		w.tasks[i].quota.Set(int(mc))
+	}
+	return nil
+}
+
+// sendLoop writes p's frames to the stream open() returns, flushing every
+// Config.Flush or when kicked. For the planner it also flushes completion
+// weights and beats.
+func (w *Worker) sendLoop(ctx context.Context, p *peer, open func() (*transport.Stream, error), isPlanner bool) {
+	var s *transport.Stream
+	defer func() {
+		if s != nil && !isPlanner {
+			s.Close()
+		}
+	}()
+	tick := time.NewTicker(max(w.cfg.Flush, 100*time.Microsecond))
+	defer tick.Stop()
+	lastBeat := time.Time{}
+	var entries []wire.DoneEntry
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.stop:
+			w.mu.Lock()
+			if len(p.buf) == 0 {
+				w.mu.Unlock()
+				return
+			}
+			w.mu.Unlock()
+		case <-p.kick:
+		case <-tick.C:
+		}
+		w.mu.Lock()
+		if isPlanner {
+			if len(w.done) > 0 {
+				entries = entries[:0]
+				for in, wt := range w.done {
+					entries = append(entries, wire.DoneEntry{Input: in, W: wt})
+				}
+				clear(w.done)
+				d := wire.Done{From: w.id, Entries: entries}
+				p.frame(d.Append)
+			}
+			if time.Since(lastBeat) >= w.cfg.Heartbeat {
+				lastBeat = time.Now()
+				hb := wire.Heartbeat{From: w.id, Epoch: w.epoch}
+				p.frame(hb.Append)
+			}
+		}
+		p.closeBatch()
+		out := p.buf
+		p.buf = p.spare[:0]
+		p.spare = nil
+		if len(out) > maxPeerBuf {
+			w.work.Broadcast()
+		}
+		w.mu.Unlock()
+		if len(out) == 0 {
+			w.mu.Lock()
+			p.spare = out
+			w.mu.Unlock()
+			continue
+		}
+		for s == nil {
+			var err error
+			s, err = open()
+			if err == nil {
+				break
+			}
+			w.logf("peer %d (%s): %v", p.id, p.addr, err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-p.stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		if err := s.Write(out); err != nil {
+			w.logf("peer %d (%s): write: %v; %d bytes lost", p.id, p.addr, err, len(out))
+			if isPlanner {
+				return
+			}
+			s.Close()
+			s = nil
+		}
+		w.mu.Lock()
+		p.spare = out[:0]
+		w.work.Broadcast()
+		w.mu.Unlock()
+	}
+}
+
+// dialPeer opens the stream to a peer and introduces this worker.
+func (w *Worker) dialPeer(ctx context.Context, client *transport.Client, p *peer) func() (*transport.Stream, error) {
+	return func() (*transport.Stream, error) {
+		s, err := client.Dial(ctx, p.addr)
+		if err != nil {
+			return nil, err
+		}
+		w.mu.Lock()
+		h := wire.Hello{ID: w.id, Epoch: w.epoch, Token: w.cfg.Token}
+		w.mu.Unlock()
+		if err := s.Write(h.Append(nil)); err != nil {
+			s.Close()
+			return nil, err
+		}
+		go func() { // the peer never writes back; notice when it goes away
+			var b [1]byte
+			s.R.Read(b[:]) //nolint:errcheck // any outcome ends the stream
+			s.Close()
+		}()
+		return s, nil
+	}
+}
+
+// ensurePeers starts a sender for every member other than this worker and
+// stops the senders of workers that left (w.mu held).
+func (w *Worker) ensurePeers(ctx context.Context, client *transport.Client) {
+	ids := make([]uint32, 0, len(w.members))
+	for id := range w.members {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		if id == w.id {
+			continue
+		}
+		if p := w.peers[id]; p != nil && p.addr == w.members[id] && !p.removed {
+			continue
+		}
+		p := newPeer(id, w.members[id])
+		w.peers[id] = p
+		go w.sendLoop(ctx, p, w.dialPeer(ctx, client, p), false)
+	}
+}
+
+// dropPeers stops the senders of workers in neither membership (w.mu held).
+func (w *Worker) dropPeers() {
+	for id, p := range w.peers {
+		if _, ok := w.members[id]; ok {
+			continue
+		}
+		if !p.removed {
+			p.removed = true
+			close(p.stop)
+		}
+		delete(w.peers, id)
+	}
+}
+
+// handlePeer serves one incoming stream: a hello from a member with the
+// token, then batches, state, marks and ends.
+func (w *Worker) handlePeer(ctx context.Context, s *transport.Stream) {
+	k, p, buf, err := wire.ReadFrame(s.R, nil)
+	if err != nil {
+		w.refuse("an unknown peer", err)
+		return
+	}
+	if k != wire.KindHello {
+		w.refuse("an unknown peer", fmt.Errorf("worker: first frame %v, want hello", k))
+		return
+	}
+	h, err := wire.DecodeHello(p)
+	if err != nil {
+		w.refuse("an unknown peer", err)
+		return
+	}
+	if h.Token != w.cfg.Token {
+		w.refuse(fmt.Sprintf("peer %d", h.ID), errors.New("worker: wrong token"))
+		return
+	}
+	// A new member may dial before this worker has its placement: wait a
+	// little for the membership to include it.
+	deadline := time.Now().Add(w.cfg.JoinWait)
+	for !w.isMember(h.ID) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			w.refuse(fmt.Sprintf("peer %d", h.ID), errors.New("worker: not a member of the current placement"))
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	from := h.ID
+	var recs []wire.Record
+	for {
+		k, p, buf, err = wire.ReadFrame(s.R, buf)
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, io.EOF) {
+				w.refuse(fmt.Sprintf("peer %d", from), err)
+			}
+			return
+		}
+		if !w.isMember(from) {
+			w.refuse(fmt.Sprintf("peer %d", from), errors.New("worker: no longer a member"))
+			return
+		}
+		switch k {
+		case wire.KindBatch:
+			var b wire.Batch
+			b, err = wire.DecodeBatch(p, recs)
+			recs = b.Records
+			if err == nil && b.From != from {
+				err = fmt.Errorf("worker: batch says it is from %d on peer %d's stream", b.From, from)
+			}
+			if err == nil {
+				err = w.onBatch(from, b)
+			}
+		case wire.KindState:
+			var st wire.State
+			st, err = wire.DecodeState(p)
+			if err == nil {
+				err = w.onState(from, st)
+			}
+		case wire.KindMark, wire.KindEnd:
+			var m wire.Mark
+			m, err = wire.DecodeMark(p)
+			if err == nil {
+				err = w.onMark(from, k, m)
+			}
+		default:
+			err = fmt.Errorf("worker: unexpected %v from a peer", k)
+		}
+		if err != nil {
+			w.refuse(fmt.Sprintf("peer %d", from), err)
+		}
+	}
+}
+
+func (w *Worker) isMember(id uint32) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, a := w.members[id]
+	_, b := w.prevMem[id]
+	return (a || b) && id != w.id
+}
+
+// onBatch validates a batch completely, then applies it: records of the
+// current or the previous epoch are routed, records of the next epoch are
+// kept until this worker reaches it. from is wire.NoID for the planner.
+func (w *Worker) onBatch(from uint32, b wire.Batch) error {
+	for i := range b.Records {
+		if int(b.Records[i].Op) >= w.nOps {
+			return fmt.Errorf("worker: batch record %d addressed to operator %d of %d", i, b.Records[i].Op, w.nOps)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.owners == nil:
+		return fmt.Errorf("worker: batch (epoch %d) before the first placement", b.Epoch)
+	case b.Epoch == w.epoch+1 && from != wire.NoID:
+		if w.futureN+len(b.Records) > w.cfg.MaxInFlight {
+			return fmt.Errorf("worker: %d early records from epoch %d exceed the in-flight cap", w.futureN+len(b.Records), b.Epoch)
+		}
+		c := wire.Batch{From: from, Epoch: b.Epoch, Records: make([]wire.Record, len(b.Records))}
+		for i, r := range b.Records {
+			r.Payload = w.alloc(r.Payload)
+			c.Records[i] = r
+		}
+		w.future = append(w.future, early{batch: &c})
+		w.futureN += len(c.Records)
+		return nil
+	case b.Epoch != w.epoch && b.Epoch+1 != w.epoch:
+		return fmt.Errorf("worker: batch of unknown epoch %d (this worker is at %d)", b.Epoch, w.epoch)
+	}
+	w.applyRecords(from, b.Records)
+	for w.inFlight > w.cfg.MaxInFlight && !w.closing {
+		w.space.Wait()
+	}
+	return nil
+}
+
+// applyRecords routes incoming records (w.mu held).
+func (w *Worker) applyRecords(from uint32, rs []wire.Record) {
+	for _, r := range rs {
+		r.Payload = w.alloc(r.Payload)
+		w.inFlight++
+		w.route(rec{Record: r}, from)
+	}
+}
+
+// Inject routes records as if the planner had sent them (in-process use:
+// tests and benchmarks). It fails before the first placement.
+func (w *Worker) Inject(rs []wire.Record) error {
+	return w.onBatch(wire.NoID, wire.Batch{From: wire.NoID, Epoch: w.Epoch(), Records: rs})
+}

@@ -1,0 +1,452 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"streamscale/serve/runtime/cfs"
+	"streamscale/serve/runtime/ops"
+	"streamscale/serve/runtime/wire"
+)
+
+// Config configures a worker. Zero durations and sizes take the defaults
+// documented on the fields, except where 0 is documented as meaningful.
+type Config struct {
+	// ID is the worker's ID; wire.NoID asks the planner for one.
+	ID uint32
+	// Addr is the listen address for peers, host:port (default
+	// 127.0.0.1:0). Public allows a non-loopback address.
+	Addr   string
+	Public bool
+	// Planner is the planner's address, host:port.
+	Planner string
+	// Token is the shared token peers and the planner must present ("" for
+	// none; use one off loopback).
+	Token string
+	// App is the application the worker runs.
+	App ops.App
+	// Slots is the executor pool size (default 10, CLASP's runtime).
+	Slots int
+	// Batch is B: a queue holding B requests is dispatched at once
+	// (default 64).
+	Batch int
+	// Check is how often queue ages are checked (default 5 ms); Interval
+	// is T, the age at which a queue is dispatched whatever its length
+	// (default 20 ms). Interval < 0 means 0: dispatch at once.
+	Check, Interval time.Duration
+	// MaxInFlight caps the requests a worker holds (default 100,000).
+	MaxInFlight int
+	// Flush is the remote-send timer (default 2 ms); FlushBytes the buffer
+	// size that sends at once (default 64 KiB).
+	Flush      time.Duration
+	FlushBytes int
+	// Millicores is every task's initial CPU allocation (default 1000);
+	// Period the CFS period (default cfs.DefaultPeriod).
+	Millicores int
+	Period     time.Duration
+	// Report is the metrics interval (default 1 s); Heartbeat the beat
+	// interval (default 200 ms).
+	Report, Heartbeat time.Duration
+	// MigrationTimeout bounds each wait of a migration (default 10 s).
+	MigrationTimeout time.Duration
+	// JoinWait is how long a stream from a peer not (yet) in the
+	// membership waits for a placement that includes it before it is
+	// refused (default 2 s).
+	JoinWait time.Duration
+	// Log receives one line per notable event (nil: discarded).
+	Log io.Writer
+}
+
+func (c *Config) fill() error {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:0"
+	}
+	if c.Slots == 0 {
+		c.Slots = 10
+	}
+	if c.Batch == 0 {
+		c.Batch = 64
+	}
+	def(&c.Check, 5*time.Millisecond)
+	if c.Interval == 0 {
+		c.Interval = 20 * time.Millisecond
+	} else if c.Interval < 0 {
+		c.Interval = 0
+	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 100_000
+	}
+	def(&c.Flush, 2*time.Millisecond)
+	if c.FlushBytes == 0 {
+		c.FlushBytes = 64 << 10
+	}
+	if c.Millicores == 0 {
+		c.Millicores = 1000
+	}
+	def(&c.Period, cfs.DefaultPeriod)
+	def(&c.Report, time.Second)
+	def(&c.Heartbeat, 200*time.Millisecond)
+	def(&c.MigrationTimeout, 10*time.Second)
+	def(&c.JoinWait, 2*time.Second)
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	switch {
+	case c.Slots < 1:
+		return fmt.Errorf("worker: %d slots, want ≥ 1", c.Slots)
+	case c.Batch < 1:
+		return fmt.Errorf("worker: batch %d, want ≥ 1", c.Batch)
+	case c.Check < 0 || c.Flush < 0 || c.Report < 0 || c.Heartbeat < 0:
+		return fmt.Errorf("worker: negative interval")
+	case c.MaxInFlight < 1:
+		return fmt.Errorf("worker: max in flight %d, want ≥ 1", c.MaxInFlight)
+	case c.Millicores < 1 || c.Millicores > wire.MaxMillicores:
+		return fmt.Errorf("worker: %d millicores, want 1..%d", c.Millicores, wire.MaxMillicores)
+	case len(c.App.Operators) == 0 || len(c.App.Operators) > wire.MaxOps:
+		return fmt.Errorf("worker: app %q has %d operators, want 1..%d", c.App.Name, len(c.App.Operators), wire.MaxOps)
+	}
+	return nil
+}
+
+// rec is a queued request.
+type rec struct {
+	wire.Record
+	at int64 // enqueue time, ns since the worker started (coarse clock)
+}
+
+// task is one operator instance on this worker.
+type task struct {
+	op      int
+	impl    ops.Operator
+	quota   *cfs.Quota
+	q       []rec
+	head    int
+	running bool
+	state   [ops.KeyGroups]map[uint64][]byte
+	c       taskCounters
+	cpuLast time.Duration
+	// state size at the last report taken while the task was idle
+	stateKeys, stateBytes uint64
+}
+
+type taskCounters struct {
+	arrived, execs, execNS, latencyNS uint64
+}
+
+func (t *task) len() int { return len(t.q) - t.head }
+
+func (t *task) push(r rec) { t.q = append(t.q, r) }
+
+// take moves up to n records from the queue's head into dst.
+func (t *task) take(dst []rec, n int) []rec {
+	k := min(n, t.len())
+	dst = append(dst, t.q[t.head:t.head+k]...)
+	clear(t.q[t.head : t.head+k])
+	t.head += k
+	if t.head == len(t.q) {
+		t.q, t.head = t.q[:0], 0
+	} else if t.head > 1024 && t.head > len(t.q)/2 {
+		n := copy(t.q, t.q[t.head:])
+		clear(t.q[n:])
+		t.q, t.head = t.q[:n], 0
+	}
+	return dst
+}
+
+// hold is a key group being received: records for it wait until the
+// previous owner's End.
+type hold struct {
+	from            uint32
+	fromOld, direct []rec
+}
+
+func holdKey(op int, kg int) uint32 { return uint32(op)<<8 | uint32(kg) }
+
+// Stats are the worker's cumulative counters (tests and the command).
+type Stats struct {
+	Executed       uint64 // records executed
+	Refused        uint64 // frames refused (malformed, unknown epoch or sender, bad key group)
+	Dropped        uint64 // records dropped: operator errors, bad emits
+	WeightOverflow uint64 // fan-outs beyond the weight precision
+	Migrations     uint64
+}
+
+// Worker is one worker. Create it with New, run it with Run.
+type Worker struct {
+	cfg     Config
+	nOps    int
+	edgeIdx [][]int // [from][to] → edge index, −1 for none
+	start   time.Time
+	clock   atomic.Int64
+
+	mu       sync.Mutex
+	work     *sync.Cond // slots: work, resume, or a freed buffer
+	drained  *sync.Cond // migration: no task running
+	space    *sync.Cond // stream readers: in-flight below the cap
+	idle     int
+	closing  bool
+	paused   bool
+	tasks    []*task
+	rr       int
+	id       uint32
+	epoch    uint64
+	owners   [][ops.KeyGroups]uint32
+	members  map[uint32]string
+	prevMem  map[uint32]string
+	peers    map[uint32]*peer
+	holds    map[uint32]*hold
+	future   []early
+	futureN  int
+	inFlight int
+	done     map[uint64]wire.Weight
+	marks    map[uint32]uint64
+	ends     map[uint32]uint64
+	migCh    chan struct{} // kicks the migration goroutine on marks and ends
+	edges    []wire.EdgeMetrics
+	dests    map[uint32]bool
+	stats    Stats
+	arena    []byte
+	planner  *peer
+	placeCh  chan placeReq
+	ready    chan struct{} // closed at the first placement
+	readyOne sync.Once
+}
+
+// New returns a worker or an error for a bad configuration.
+func New(cfg Config) (*Worker, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	n := len(cfg.App.Operators)
+	w := &Worker{
+		cfg:     cfg,
+		nOps:    n,
+		start:   time.Now(),
+		id:      cfg.ID,
+		members: map[uint32]string{},
+		prevMem: map[uint32]string{},
+		peers:   map[uint32]*peer{},
+		holds:   map[uint32]*hold{},
+		done:    map[uint64]wire.Weight{},
+		marks:   map[uint32]uint64{},
+		ends:    map[uint32]uint64{},
+		dests:   map[uint32]bool{},
+		migCh:   make(chan struct{}, 1),
+		placeCh: make(chan placeReq),
+		ready:   make(chan struct{}),
+		edges:   make([]wire.EdgeMetrics, len(cfg.App.Edges)),
+	}
+	w.work = sync.NewCond(&w.mu)
+	w.drained = sync.NewCond(&w.mu)
+	w.space = sync.NewCond(&w.mu)
+	w.edgeIdx = make([][]int, n)
+	for i := range w.edgeIdx {
+		w.edgeIdx[i] = make([]int, n)
+		for j := range w.edgeIdx[i] {
+			w.edgeIdx[i][j] = -1
+		}
+	}
+	for i, e := range cfg.App.Edges {
+		if e[0] < 0 || e[0] >= n || e[1] < 0 || e[1] >= n {
+			return nil, fmt.Errorf("worker: app %s: edge %d (%d→%d) names a missing operator", cfg.App.Name, i, e[0], e[1])
+		}
+		w.edgeIdx[e[0]][e[1]] = i
+	}
+	for o, s := range cfg.App.Operators {
+		if s.New == nil {
+			return nil, fmt.Errorf("worker: app %s: operator %s has no constructor", cfg.App.Name, s.Name)
+		}
+		t := &task{op: o, impl: s.New(), quota: cfs.New(cfg.Period, cfg.Millicores)}
+		for g := range t.state {
+			t.state[g] = map[uint64][]byte{}
+		}
+		w.tasks = append(w.tasks, t)
+	}
+	w.planner = newPeer(wire.NoID, cfg.Planner)
+	return w, nil
+}
+
+// ID returns the worker's ID (wire.NoID before the planner assigned one).
+func (w *Worker) ID() uint32 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.id
+}
+
+// Epoch returns the current placement epoch.
+func (w *Worker) Epoch() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.epoch
+}
+
+// Stats returns the cumulative counters.
+func (w *Worker) Stats() Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats
+}
+
+// StateOf returns a copy of operator op's keyed state on this worker (tests
+// and checks; not for the hot path). Call it when the worker is idle or
+// stopped: a running task's state belongs to its executor.
+func (w *Worker) StateOf(op int) map[uint64][]byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[uint64][]byte{}
+	if op < 0 || op >= w.nOps {
+		return out
+	}
+	for _, m := range w.tasks[op].state {
+		for k, v := range m {
+			out[k] = append([]byte(nil), v...)
+		}
+	}
+	return out
+}
+
+func (w *Worker) logf(format string, args ...any) {
+	fmt.Fprintf(w.cfg.Log, "worker %d: "+format+"\n", append([]any{w.id}, args...)...)
+}
+
+// now is the coarse clock, ns since start (updated every 500 µs).
+func (w *Worker) now() int64 { return w.clock.Load() }
+
+func (w *Worker) tickClock(ctx context.Context) {
+	t := time.NewTicker(500 * time.Microsecond)
+	defer t.Stop()
+	last := time.Duration(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			d := time.Since(w.start)
+			w.clock.Store(int64(d))
+			if w.cfg.Check > 0 && d-last >= w.cfg.Check {
+				last = d
+				w.mu.Lock()
+				if w.idle > 0 && w.readyTask() >= 0 {
+					w.work.Broadcast()
+				}
+				w.mu.Unlock()
+			}
+		}
+	}
+}
+
+// alloc returns n bytes from the payload arena (w.mu held).
+func (w *Worker) alloc(p []byte) []byte {
+	n := len(p)
+	if n == 0 {
+		return nil
+	}
+	if cap(w.arena)-len(w.arena) < n {
+		w.arena = make([]byte, 0, max(64<<10, n))
+	}
+	at := len(w.arena)
+	w.arena = append(w.arena, p...)
+	return w.arena[at : at+n : at+n]
+}
+
+// ready reports whether task t may be dispatched (w.mu held).
+func (w *Worker) taskReady(t *task, now int64) bool {
+	n := t.len()
+	if n == 0 || t.running {
+		return false
+	}
+	if n >= w.cfg.Batch || w.cfg.Interval == 0 {
+		return true
+	}
+	return now-t.q[t.head].at >= int64(w.cfg.Interval)
+}
+
+// readyTask returns the next ready task index round-robin, or −1.
+func (w *Worker) readyTask() int {
+	if w.paused || w.closing || w.peerBlocked() {
+		return -1
+	}
+	now := w.now()
+	for i := range w.tasks {
+		j := (w.rr + i) % len(w.tasks)
+		if w.taskReady(w.tasks[j], now) {
+			return j
+		}
+	}
+	return -1
+}
+
+// maxPeerBuf is the remote-send backlog per peer at which executors stop.
+const maxPeerBuf = 8 << 20
+
+func (w *Worker) peerBlocked() bool {
+	for _, p := range w.peers {
+		if len(p.buf) > maxPeerBuf {
+			return true
+		}
+	}
+	return false
+}
+
+// enqueue appends r to its task's queue (w.mu held).
+func (w *Worker) enqueue(r rec) {
+	t := w.tasks[r.Op]
+	r.at = w.now()
+	t.push(r)
+	t.c.arrived++
+	if w.idle > 0 && !t.running && (t.len() >= w.cfg.Batch || w.cfg.Interval == 0) && !w.paused {
+		w.work.Signal()
+	}
+}
+
+// route delivers a record addressed to operator r.Op under the current
+// placement: local tasks enqueue, held key groups hold, others are sent to
+// the owner. src is the stream the record arrived on (w.id for local).
+// It reports whether the record stayed local. w.mu held; r.Payload must
+// already be owned by the worker.
+func (w *Worker) route(r rec, src uint32) (local bool, dest uint32) {
+	kg := ops.KeyGroup(r.Key)
+	owner := w.owners[r.Op][kg]
+	if owner != w.id {
+		p := w.peers[owner]
+		if p == nil {
+			w.stats.Dropped++
+			w.inFlight--
+			return false, owner
+		}
+		p.addRecord(w, &r.Record)
+		w.inFlight--
+		return false, owner
+	}
+	if len(w.holds) > 0 {
+		if h := w.holds[holdKey(int(r.Op), kg)]; h != nil {
+			r.at = w.now()
+			if src == h.from {
+				h.fromOld = append(h.fromOld, r)
+			} else {
+				h.direct = append(h.direct, r)
+			}
+			return true, owner
+		}
+	}
+	w.enqueue(r)
+	return true, owner
+}
+
+// addDone adds returned weight for an input (w.mu held).
+func (w *Worker) addDone(input uint64, wt wire.Weight) {
+	cur := w.done[input]
+	lo, c := bits.Add64(cur.Lo, wt.Lo, 0)
+	hi, _ := bits.Add64(cur.Hi, wt.Hi, c)
+	w.done[input] = wire.Weight{Hi: hi, Lo: lo}
+}
