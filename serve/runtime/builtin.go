@@ -12,19 +12,30 @@ import (
 	"streamscale/serve/runtime/ops"
 )
 
-// Apps returns the application of a name. It defaults to the placeholder
-// applications below; the integration replaces it with ops.AppByName, the
-// real operators of package ops.
-var Apps = builtinApp
+// Apps returns the application of a name: the real applications of package
+// ops (pred, etl, wc, sd, aa, pl, nwm, syn), and "chain", ten no-op
+// operators for measuring dispatch alone.
+var Apps = func(name string) (ops.App, error) {
+	if name == "chain" {
+		return Chain("chain", 10, 0), nil
+	}
+	app, err := ops.AppByName(name)
+	if err != nil {
+		return ops.App{}, fmt.Errorf("runtime: %w (or chain)", err)
+	}
+	return app, nil
+}
 
-// BuiltinNames are the placeholder applications' names.
+// BuiltinNames are the small test applications' names (Builtin).
 var BuiltinNames = []string{"wc", "syn", "chain"}
 
-// builtinApp returns a placeholder application: "wc" (split lines → count
-// words, the count stateful and exact), "syn" (10 operators of 400 µs of CPU
-// work each, CLASP's SYN), "chain" (10 no-op operators, for dispatch
-// speed). PLACEHOLDERS: package ops replaces them with the real operators.
-func builtinApp(name string) (ops.App, error) {
+// Builtin returns one of the runtime's own small applications, which its
+// tests and benchmarks use because their outputs are simple to check:
+// "wc" (split lines of WordsPerLine words → count words, the count
+// stateful and exact), "syn" (10 operators of 400 µs of busy work each),
+// "chain" (10 no-op operators, for dispatch speed). The applications the
+// commands run are the real ones of package ops (Apps).
+func Builtin(name string) (ops.App, error) {
 	switch name {
 	case "wc":
 		return WordCount(), nil
