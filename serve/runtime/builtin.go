@@ -29,6 +29,9 @@ var Apps = func(name string) (ops.App, error) {
 // BuiltinNames are the small test applications' names (Builtin).
 var BuiltinNames = []string{"wc", "syn", "chain"}
 
+// AppNames lists the names Apps accepts.
+func AppNames() []string { return append(ops.AppNames(), "chain") }
+
 // Builtin returns one of the runtime's own small applications, which its
 // tests and benchmarks use because their outputs are simple to check:
 // "wc" (split lines of WordsPerLine words → count words, the count
