@@ -519,7 +519,11 @@ func (p *Planner) handleWorker(ctx context.Context, s *transport.Stream) {
 	case p.joined <- struct{}{}:
 	default:
 	}
-	go p.sendLoop(mctx, m, s)
+	// The stream belongs to this handler: once it returns, net/http forbids
+	// writes, so the send loop must have ended by then.
+	sendDone := make(chan struct{})
+	go func() { defer close(sendDone); p.sendLoop(mctx, m, s) }()
+	defer func() { cancel(); <-sendDone }()
 	var entries []wire.DoneEntry
 	for {
 		k, b, buf, err = wire.ReadFrame(s.R, buf)
