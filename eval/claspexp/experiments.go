@@ -91,6 +91,10 @@ type Probe struct {
 	// forwarding) instead of share routing; only the routing ablation sets
 	// it.
 	LocalFirst bool `json:"local_first,omitempty"`
+	// ProcessorSharing runs the trials without the worker physics
+	// (env.Config.Worker off: every execution at its replica's share of
+	// the worker's CPU); only the ablation of (2) sets it.
+	ProcessorSharing bool `json:"processor_sharing,omitempty"`
 }
 
 // DefaultProbe returns the defaults documented on the fields.
@@ -114,6 +118,9 @@ func Sustains(app clasp.App, servers int, place Placer, rate float64, pr Probe) 
 		return false, err
 	}
 	cfg.LocalFirst = pr.LocalFirst
+	if pr.ProcessorSharing {
+		cfg.Worker = env.WorkerPhysics{}
+	}
 	recs, err := run(cfg, horizontal.Hold{}, 1, nil)
 	if err != nil {
 		return false, err

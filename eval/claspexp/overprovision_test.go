@@ -14,7 +14,7 @@ import (
 // and that the run is deterministic.
 func TestOverprovisionSYNJSON(t *testing.T) {
 	pr := Probe{Steps: 6, MinRatio: 0.97, MaxBacklogS: 0.25, Iters: 3}
-	rows, err := Overprovision([]clasp.App{clasp.SYN()}, []int{1, 5, 10}, nil, pr)
+	rows, err := Overprovision([]clasp.App{clasp.SYN()}, []int{1, 5, 10}, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestOverprovisionSYNJSON(t *testing.T) {
 	if md := r.Markdown(); !strings.Contains(md, "## (2) Over-provisioning") || !strings.Contains(md, "| syn |") {
 		t.Error("markdown lacks the over-provisioning table")
 	}
-	again, err := Overprovision([]clasp.App{clasp.SYN()}, []int{1, 5, 10}, nil, pr)
+	again, err := Overprovision([]clasp.App{clasp.SYN()}, []int{1, 5, 10}, pr)
 	if err != nil {
 		t.Fatal(err)
 	}

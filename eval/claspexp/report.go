@@ -135,11 +135,7 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 		}
 	}
 	progress("over-provisioning")
-	one := map[string]float64{}
-	for _, row := range rows {
-		one[row.App] = row.MaxRate[0]
-	}
-	op, err := Overprovision(o.Apps, []int{1, 5, 10}, one, o.Probe)
+	op, err := Overprovision(o.Apps, []int{1, 5, 10}, o.Probe)
 	if err != nil {
 		return r, err
 	}
