@@ -15,7 +15,7 @@ const OverprovisionLoad = 1.0
 
 // SteadyProbe tightens pr for experiment (2): a rate counts as sustained
 // only if the throughput over the second half is within 0.1% of it and the
-// final backlog below 0.05 s of input. The default probe's 3% tolerance
+// backlog grows by less than 0.05 s of input over the second half. The default probe's 3% tolerance
 // admits rates up to 3% above a deterministic worker's capacity, whose
 // queue then grows for the whole run; at 100% of such a "maximum" the
 // one-worker p95 measures the run's length, not the worker.
