@@ -47,6 +47,21 @@ func TestOverprovisionSYNJSON(t *testing.T) {
 		t.Fatalf("rows %+v", rows)
 	}
 	t.Logf("rate %.0f p95 %v ratio %v", rows[0].Rate, rows[0].P95MS, rows[0].Ratio)
+	// With the worker physics over-provisioning raises p95 (remote hops
+	// add RPC latency and batching); without them (processor sharing) the
+	// saturated single worker is the slowest.
+	if r := rows[0].Ratio; !(r["5"] > 1 && r["10"] > r["5"]) {
+		t.Errorf("worker physics: ratios %v, want 1 < ratio 5 < ratio 10", r)
+	}
+	ps := pr
+	ps.ProcessorSharing = true
+	psRows, err := Overprovision([]clasp.App{clasp.SYN()}, []int{1, 5, 10}, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := psRows[0].Ratio; !(r["5"] < 1) {
+		t.Errorf("processor sharing: ratios %v, want ratio 5 < 1", r)
+	}
 	if md := r.Markdown(); !strings.Contains(md, "## (2) Over-provisioning") || !strings.Contains(md, "| syn |") {
 		t.Error("markdown lacks the over-provisioning table")
 	}
