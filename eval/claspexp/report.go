@@ -199,7 +199,7 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 			return r, err
 		}
 		tops[app.Name] = sc[0].MaxRate[9]
-		tr, err := WorkerTransitions(app, sc[0].MaxRate, pick(methods, "clasp", "faasflow", "zhang24", "ds2", "clasp-paper"), o.Transition)
+		tr, err := WorkerTransitions(app, sc[0].MaxRate, append(pick(methods, "clasp", "faasflow", "zhang24", "ds2", "clasp-paper"), noDrain(10)), o.Transition)
 		if err != nil {
 			return r, err
 		}
@@ -260,6 +260,19 @@ func pick(ms []Method, names ...string) []Method {
 		}
 	}
 	return out
+}
+
+// noDrain is CLASP without the backlog drain (Config.DrainS 0, Propagate
+// on): the ablation that shows where CLASP's worker-count error comes from
+// (a re-plan after a step up also sizes for the backlog built while the
+// trigger waited, one worker above the observed optimal count).
+func noDrain(maxWorkers int) Method {
+	return Method{"clasp-nodrain", func() (clasp.Planner, error) {
+		c := clasp.DefaultConfig()
+		c.MaxWorkers = maxWorkers
+		c.DrainS = 0
+		return clasp.NewNamed(c, "clasp-nodrain")
+	}}
 }
 
 func mustPredict(app clasp.App) float64 {
