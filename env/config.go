@@ -75,7 +75,10 @@ func (m StateMigration) extraUS() float64 {
 //     by b/Cores when b, the executions in flight on the worker (Little:
 //     Σ arrival rate × work, at most Slots: the cap on requests in
 //     flight), exceeds the cores; and the worker executes at most
-//     min(Slots, Cores) cores' worth. The fluid core models a replica as a
+//     min(Slots, Cores) cores' worth, split among its replicas by their
+//     forecast arrivals (so in overload of the cores the split is not work
+//     conserving; in the CLASP scenarios W̄ = 0.85 core binds long before
+//     8 cores do). The fluid core models a replica as a
 //     pipelined server: an event starts as a FIFO server with the dispatch
 //     spacing would start it and departs its execution time later.
 //   - RPC latency. Every request to another server adds HopMS on top of the

@@ -118,3 +118,33 @@ func TestWorkerPhysicsValidate(t *testing.T) {
 		t.Errorf("paper workers: %v", err)
 	}
 }
+
+// TestWorkerSlots checks the executor slots on one worker of 2 cores' worth
+// of dispatch (W̄ = 2,000 millicores) running a and b (2τ + α = 0.8385 ms
+// of execution per input): below its cores' worth the slots run every
+// execution at full core speed; above it the worker executes at most
+// min(Slots, Cores) cores' worth, whatever the dispatch path allows.
+func TestWorkerSlots(t *testing.T) {
+	run := func(rate float64, w WorkerPhysics) Info {
+		cfg := cluster(rate, 20)
+		cfg.Replicas[1] = []Replica{{Server: 0, Share: 1}}
+		for i := range cfg.Servers {
+			cfg.Servers[i].CPU, cfg.Servers[i].MIPS = 2000, 2000
+		}
+		cfg.Worker = w
+		return lastStep(t, cfg)
+	}
+	const exec = 0.8385 // ms per input
+	for _, w := range []WorkerPhysics{{On: true, Cores: 8, Slots: 10}, {On: true, Cores: 1, Slots: 1}} {
+		if x := run(1000, w); math.Abs(x.MeanMS-exec) > 0.01 || math.Abs(x.Throughput-1000) > 1 {
+			t.Errorf("%+v at 1,000 ev/s: mean %.4f ms, throughput %.1f; want %.4f and 1,000", w, x.MeanMS, x.Throughput, exec)
+		}
+	}
+	if x := run(2000, WorkerPhysics{On: true, Cores: 8, Slots: 10}); math.Abs(x.Throughput-2000) > 1 {
+		t.Errorf("8 cores at 2,000 ev/s: throughput %.1f, want 2,000 (the dispatch path carries 2,385)", x.Throughput)
+	}
+	// One core: at most 1 s / 0.8385 ms ≈ 1,193 inputs/s.
+	if x := run(2000, WorkerPhysics{On: true, Cores: 1, Slots: 10}); !(x.Throughput <= 1000/exec+1) {
+		t.Errorf("1 core at 2,000 ev/s: throughput %.1f, want ≤ %.1f", x.Throughput, 1000/exec)
+	}
+}
