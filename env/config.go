@@ -58,6 +58,96 @@ func (m StateMigration) extraUS() float64 {
 	return m.RemoteStateUS - m.LocalStateUS
 }
 
+// WorkerPhysics is the serverless worker of the CLASP paper's evaluation,
+// an option of the horizontal (SharedCPU) scenarios. Off (the zero value),
+// a replica's events run at the replica's share of its server's CPU
+// (processor sharing): near saturation every execution slows to its
+// replica's average rate, so one loaded worker's latency explodes. On:
+//
+//   - Dispatch path. The server's CPU is W̄ of CLASP Eq. 1 (the budget the
+//     estimator fits from α, β, γ): the capacity of a serial dispatch path.
+//     A replica starts its events at most once per (its Eq. 1 work per
+//     event)/(its share of W̄), the same split as processor sharing, so every
+//     sustained rate is unchanged; only the latency model changes.
+//   - Executor slots. Each started execution runs in one of Slots executor
+//     slots on one of Cores cores at full core speed: it takes its own work
+//     (h_k at one core plus the α/β work of the requests it sends), slowed
+//     by b/Cores when b, the executions in flight on the worker (Little:
+//     Σ arrival rate × work, at most Slots: the cap on requests in
+//     flight), exceeds the cores; and the worker executes at most
+//     min(Slots, Cores) cores' worth, split among its replicas by their
+//     forecast arrivals (so in overload of the cores the split is not work
+//     conserving; in the CLASP scenarios W̄ = 0.85 core binds long before
+//     8 cores do). The fluid core models a replica as a
+//     pipelined server: an event starts as a FIFO server with the dispatch
+//     spacing would start it and departs its execution time later.
+//   - RPC latency. Every request to another server adds HopMS on top of the
+//     network's propagation and transmission.
+//   - Timer batching. Inputs and requests to another server are sent in
+//     batches on a timer (BatchCheckMS checks, BatchIntervalMS intervals):
+//     a batch opens with its first request and leaves at the first check
+//     at least BatchIntervalMS later, so a request waits uniformly between
+//     0 and BatchIntervalMS + BatchCheckMS/2 on average. The fluid core
+//     spreads a cohort's last departure by that window (exact for one
+//     batched hop; over several hops it adds the maxima, not the
+//     convolution, so it overstates the p95 of long remote chains).
+//     Requests to the same server are direct calls (α) and are not batched.
+//
+// PaperWorkers gives the values of the paper and its public harness. The
+// fluid core only (PerEvent and stochastic physics reject it).
+type WorkerPhysics struct {
+	On bool
+	// Cores per worker (paper: 8-core machines).
+	Cores int
+	// Slots is the executor slots per worker, the cap on executions in
+	// flight (paper's harness: 10).
+	Slots int
+	// HopMS is the RPC latency of a request to another server, ms.
+	HopMS float64
+	// BatchIntervalMS and BatchCheckMS are the batching timer's interval
+	// and check period, ms (harness: 20 and 5); both 0 turn batching off.
+	BatchIntervalMS, BatchCheckMS float64
+}
+
+// PaperWorkers returns the CLASP paper's worker: 8 cores, 10 executor
+// slots, batches every 20 ms checked every 5 ms (its public harness), and
+// an RPC latency of 1 ms per remote hop — the paper's measured extra time
+// of reaching another worker over a local call (§2.4: a remote state
+// access takes ≈ 1,400 µs against ≈ 400 µs locally); the paper gives no
+// separate figure for a chained request.
+func PaperWorkers() WorkerPhysics {
+	return WorkerPhysics{On: true, Cores: 8, Slots: 10, HopMS: 1, BatchIntervalMS: 20, BatchCheckMS: 5}
+}
+
+// batchS is the mean batching window, seconds: the wait of a request is
+// uniform on [0, batchS].
+func (w WorkerPhysics) batchS() float64 {
+	if !w.On || w.BatchIntervalMS == 0 {
+		return 0
+	}
+	return (w.BatchIntervalMS + w.BatchCheckMS/2) / 1000
+}
+
+func (w WorkerPhysics) validate(c *Config) error {
+	if !w.On {
+		if w != (WorkerPhysics{}) {
+			return fmt.Errorf("env: worker physics set but not on")
+		}
+		return nil
+	}
+	switch {
+	case !c.SharedCPU:
+		return fmt.Errorf("env: worker physics need shared CPU")
+	case c.Mode != Fluid || c.Physics.traced() || c.Randomize != nil:
+		return fmt.Errorf("env: worker physics need the fluid core and deterministic physics")
+	case w.Cores < 1 || w.Slots < 1:
+		return fmt.Errorf("env: worker physics: %d cores and %d slots, want ≥ 1", w.Cores, w.Slots)
+	case !(w.HopMS >= 0) || !(w.BatchIntervalMS >= 0) || !(w.BatchCheckMS >= 0) || math.IsInf(w.HopMS+w.BatchIntervalMS+w.BatchCheckMS, 0):
+		return fmt.Errorf("env: worker physics: hop %v ms, batching %v / %v ms, want finite and ≥ 0", w.HopMS, w.BatchIntervalMS, w.BatchCheckMS)
+	}
+	return nil
+}
+
 // Mode selects the simulator core.
 type Mode int
 
@@ -104,6 +194,9 @@ type Config struct {
 	// reservations of the edge scenarios. Controllers then act only with
 	// replica plans (Action.Replicas) or Hold.
 	SharedCPU bool
+	// Worker is the serverless worker model of horizontal scenarios
+	// (WorkerPhysics; off by default).
+	Worker WorkerPhysics
 
 	Workload Workload // arrival rate per step
 	// Steps is the episode length in steps (seconds); 0 means Workload.Len().
@@ -210,6 +303,9 @@ func (c *Config) validate() error {
 		if !c.Physics.traced() {
 			return fmt.Errorf("env: physics ranges need stochastic base physics (arrivals, rate, service, CFS or jitter on)")
 		}
+	}
+	if err := c.Worker.validate(c); err != nil {
+		return err
 	}
 	if m := c.Migration; !(m.LocalStateUS >= 0) || !(m.RemoteStateUS >= 0) || math.IsInf(m.LocalStateUS+m.RemoteStateUS, 0) || m.extraUS() < 0 {
 		return fmt.Errorf("env: state access costs %v µs local, %v µs remote: want finite, ≥ 0, remote ≥ local", m.LocalStateUS, m.RemoteStateUS)

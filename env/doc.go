@@ -32,6 +32,15 @@
 // event rate. The PerEvent core simulates every event and is the reference
 // the fast core is tested against (TestFluidMatchesPerEvent).
 //
+// Horizontal scenarios. Config.Replicas runs a task as several replicas,
+// Config.Requests charges chained requests to their sender (CLASP Eq. 1)
+// and Config.SharedCPU makes each server's CPU a pool its replicas share.
+// Config.Worker (WorkerPhysics, off by default; PaperWorkers gives the CLASP
+// paper's values) replaces processor sharing by the serverless worker of
+// the CLASP evaluation: executions at full core speed in executor slots
+// behind a serial dispatch path of the server's CPU, an RPC latency per
+// remote hop and timer batching of inputs and remote requests.
+//
 // Environment. Reset/Step follow Gymnasium: Dict observations (app,
 // server, task Boxes: 11, 5 per server and 15 per task features, paper
 // Table 1, normalized in obs.go), a MultiDiscrete action of 5 choices per

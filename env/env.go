@@ -102,8 +102,12 @@ type Env struct {
 	// arrive is, per replica, the EWMA (weight ½) of the events it received
 	// per step, the shared-CPU split's arrival forecast; −1 until its
 	// first step.
-	arrive  []float64
-	memUsed []float64 // per server
+	arrive []float64
+	// Worker physics (Config.Worker): per replica the arrival forecast of
+	// the coming step (events/s) and per server the executions in flight
+	// it implies (Σ arrivals × execution time).
+	execIn, busy []float64
+	memUsed      []float64 // per server
 
 	shared           []float64 // shared-CPU scenarios: each replica's service millicores this step
 	svc              []float64 // each replica's service time this step, seconds
@@ -581,6 +585,21 @@ func (e *Env) shareCPU() {
 	for r, rep := range e.topo.replicas {
 		e.serverCPU[rep.server] += demand(r)
 	}
+	if e.cfg.Worker.On {
+		clear(e.busy)
+		for r, rep := range e.topo.replicas {
+			e.execIn[r] = 0
+			if rep.share == 0 {
+				continue
+			}
+			in := e.arrive[r]
+			if in < 0 {
+				in = rate * e.taskGain[rep.task] * rep.share
+			}
+			e.execIn[r] = in
+			e.busy[rep.server] += in * (e.cfg.App.Tasks[rep.task].MIPSPerEvent/(e.mipsPerM[r]*1000) + e.reqUS[r]*1e-6)
+		}
+	}
 	clear(e.alloc)
 	for r, rep := range e.topo.replicas {
 		e.shared[r] = 0
@@ -625,7 +644,18 @@ func (e *Env) replicaCPUModel(r int) cpuOf {
 	usable := max(1-e.gammaUS[r]*1e-6/cores, 0.01)
 	speed := e.ph.speed[rep.server]
 	svc := work / cores / usable / speed
-	return e.ph.cpuModel(svc, cores*usable*speed, cores)
+	c := e.ph.cpuModel(svc, cores*usable*speed, cores)
+	if w := e.cfg.Worker; w.On {
+		// The execution itself runs in an executor slot at full core
+		// speed, slowed when more executions are in flight than cores;
+		// the worker executes at most min(Slots, Cores) cores' worth.
+		b, slots, nc := e.busy[rep.server], float64(w.Slots), float64(w.Cores)
+		c.lat = work / speed * max(1, min(b, slots)/nc)
+		if capC := min(slots, nc); b > capC && e.execIn[r] > 0 {
+			c.service = max(c.service, b/(capC*e.execIn[r]))
+		}
+	}
+	return c
 }
 
 // remoteWork is replica r's extra work per event, seconds, in the coming
@@ -1002,6 +1032,7 @@ func (e *Env) rebind() {
 	e.svcCPU = make([]float64, nr)
 	e.remoteFrom, e.remoteTo = make([]float64, nr), make([]float64, nr)
 	e.arrive = make([]float64, nr)
+	e.execIn, e.busy = make([]float64, nr), make([]float64, e.m)
 	for r := range e.arrive {
 		e.arrive[r] = -1
 	}

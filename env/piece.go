@@ -1,5 +1,7 @@
 package env
 
+import "math"
+
 // piece is a cohort of events that travel together: w events whose
 // arrivals at the current stage are spread uniformly over [as, ae] and
 // whose emission times at the source are spread uniformly over [os, oe],
@@ -125,4 +127,23 @@ func (p piece) countBy(t float64) float64 {
 		return p.w * (t - p.as) / (p.ae - p.as)
 	}
 	return min(1+(t-p.as)*(p.w-1)/(p.ae-p.as), p.w)
+}
+
+// batch adds to every event of p an independent wait uniform on [0, b]
+// (timer batching, Config.Worker). The piece's latency so far is uniform on
+// [lo, hi] = [as − os, ae − oe] (how the sink reads it); the sum is
+// replaced by the uniform distribution of the same mean and variance: mean
+// + b/2, width √(width² + b²). The piece arrives b/2 later (the mean wait;
+// shifting every arrival alike keeps consecutive pieces from overlapping,
+// which a FIFO stage would serialize) and its emission window narrows by
+// the width's growth about its centre (at most to a point), which widens
+// the latency without moving its mean. One batched hop is exact ([lo, lo +
+// b]); over k hops the width grows as √k, as the sum of independent waits
+// does.
+func (p *piece) batch(b float64) {
+	lo, hi := p.as-p.os, p.ae-p.oe
+	width := max(hi-lo, 0)
+	grow := min(math.Sqrt(width*width+b*b)-width, p.oe-p.os)
+	p.as, p.ae = p.as+b/2, p.ae+b/2
+	p.os, p.oe = p.os+grow/2, p.oe-grow/2
 }

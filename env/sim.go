@@ -15,12 +15,18 @@ type stage struct {
 	out     []int     // downstream stages
 	outW    []float64 // share of this stage's output sent to each downstream stage
 	replica int       // replica index for a task stage, or -1 for a flow
-	sink    bool      // outputs are delivered to the sink
-	merge   bool      // more than one upstream stage
-	overlap bool      // arrivals may overlap in time (a merge stage or downstream of one)
-	queue   ring
-	inbox   []piece // arrivals pushed during the current step
-	free    float64 // departure time of the last departed event
+	// Worker physics (Config.Worker): a pipelined replica (pipe) departs
+	// an event lat after a FIFO server of spacing service would start it;
+	// a flow adds a wait uniform on [0, spread] to its outputs (timer
+	// batching, piece.batch).
+	pipe        bool
+	lat, spread float64
+	sink        bool // outputs are delivered to the sink
+	merge       bool // more than one upstream stage
+	overlap     bool // arrivals may overlap in time (a merge stage or downstream of one)
+	queue       ring
+	inbox       []piece // arrivals pushed during the current step
+	free        float64 // departure time of the last departed event
 
 	// Per-step statistics (reset at the start of each step).
 	pushed   float64 // events received
@@ -54,6 +60,7 @@ type fluid struct {
 	scrEv, scrEnds         []sweepEv
 	scrB                   []float64
 	ph                     *physicsRun // the episode's physics
+	batch                  float64     // timer batching window of the inputs, seconds (Config.Worker)
 	tr                     *tracer     // stochastic latencies; nil under deterministic physics
 }
 
@@ -202,11 +209,11 @@ func buildTopology(c *Config) topology {
 
 func newFluid(c *Config, t topology) *fluid {
 	nr := len(t.replicas)
-	f := &fluid{slices: c.SlicesPerStep, nSources: len(c.App.Sources)}
+	f := &fluid{slices: c.SlicesPerStep, nSources: len(c.App.Sources), batch: c.Worker.batchS()}
 	f.stages = make([]stage, nr+len(t.flowLink))
 	ups := make([]int, len(f.stages))
 	for i, r := range t.replicas {
-		f.stages[i] = stage{task: r.task, replica: i, edge: -1, sel: c.App.Tasks[r.task].Selectivity}
+		f.stages[i] = stage{task: r.task, replica: i, edge: -1, sel: c.App.Tasks[r.task].Selectivity, pipe: c.Worker.On}
 	}
 	for _, k := range c.App.Sinks {
 		for _, r := range t.ofTask[k] {
@@ -224,6 +231,10 @@ func newFluid(c *Config, t topology) *fluid {
 		l := t.links[li]
 		s := &f.stages[nr+fi]
 		*s = stage{task: -1, replica: -1, edge: l.edge, sel: 1, delay: t.flowDelay[fi]}
+		if c.Worker.On {
+			s.delay += c.Worker.HopMS / 1000
+			s.spread = c.Worker.batchS()
+		}
 		s.service = c.App.Tasks[t.replicas[l.from].task].OutBytes * 8 / t.flowShare[fi]
 		if math.IsInf(t.flowShare[fi], 1) {
 			s.service = 0
@@ -297,6 +308,7 @@ func (f *fluid) reset() {
 // physics, the tracer's execution parameters).
 func (f *fluid) setCPU(r int, c cpuOf) {
 	f.stages[r].service = c.service
+	f.stages[r].lat = c.lat
 	if f.tr != nil {
 		f.tr.cpu[r] = c
 	}
@@ -395,6 +407,9 @@ func (f *fluid) step(stepIndex int, rate float64) {
 			}
 			p := piece{w: w, as: start + pad, ae: start + dt - pad}
 			p.os, p.oe = p.as, p.ae
+			if f.batch > 0 {
+				p.batch(f.batch) // inputs wait for their batch (Config.Worker)
+			}
 			for si, k := range f.sources {
 				q := p
 				q.w *= f.srcW[si]
@@ -472,6 +487,11 @@ func splitShare(w, ds, de, T float64) float64 {
 // depart records piece p (as it arrived at stage s) leaving over [ds, de]
 // and forwards its outputs.
 func (f *fluid) depart(s *stage, p piece, ds, de float64) {
+	if s.pipe {
+		// A pipelined server starts events as the FIFO server of spacing
+		// s.service does and departs them s.lat later.
+		ds, de = max(ds+s.lat-s.service, p.as), max(de+s.lat-s.service, p.as)
+	}
 	s.departed += p.w
 	s.cumDeparted += p.w
 	s.delayW += p.w * ((ds+de)/2 - (p.as+p.ae)/2)
@@ -492,6 +512,9 @@ func (f *fluid) depart(s *stage, p piece, ds, de float64) {
 		return
 	}
 	q := piece{w: w, as: ds + s.delay, ae: de + s.delay, os: p.os, oe: p.oe}
+	if s.spread > 0 {
+		q.batch(s.spread)
+	}
 	for j, o := range s.out {
 		if x := s.outW[j]; x == 1 {
 			f.deliver(o, q)

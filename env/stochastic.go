@@ -190,6 +190,9 @@ func gammaVariate(r *rand.Rand, k float64) float64 {
 // when the allocation is a whole core or more).
 type cpuOf struct {
 	service, work, speed, quota float64
+	// lat is a pipelined replica's execution time, seconds per event
+	// (Config.Worker); 0 otherwise.
+	lat float64
 }
 
 // cpuModel returns replica execution parameters for service time svc

@@ -10,11 +10,14 @@
 //   - the scenario (ClusterConfig, Cluster, EnvApp): N workers of 850 millicores
 //     at 1,000 MIPS per core (W = 850,000 µs/s), a star network (a switch per
 //     worker, each linked to one core switch at 10 Gbps and 0.05 ms), shared
-//     CPU, and the paper's request costs α = 38.5 µs, β = 275 µs,
-//     γ = 51,500 µs;
-//   - the experiments (Scaling, Overprovision, Coefficients, Placements,
-//     WorkerTransitions, Modes, Migrations), their report (Report, Markdown)
-//     and figures (Figures).
+//     CPU, the paper's request costs α = 38.5 µs, β = 275 µs,
+//     γ = 51,500 µs, and the paper's worker physics (env.PaperWorkers:
+//     8 cores, 10 executor slots at full core speed behind a serial dispatch
+//     path of W̄, 1 ms RPC latency per remote hop, 20 ms timer batching of
+//     inputs and remote requests checked every 5 ms);
+//   - the experiments (Scaling, Overprovision, StateLocalities,
+//     Coefficients, Placements, WorkerTransitions, Modes, Migrations), their
+//     report (Report, Markdown) and figures (Figures).
 //
 // # Routing
 //

@@ -14,7 +14,7 @@ import (
 // and that the run is deterministic.
 func TestOverprovisionSYNJSON(t *testing.T) {
 	pr := Probe{Steps: 6, MinRatio: 0.97, MaxBacklogS: 0.25, Iters: 3}
-	rows, err := Overprovision([]clasp.App{clasp.SYN()}, []int{1, 5, 10}, nil, pr)
+	rows, err := Overprovision([]clasp.App{clasp.SYN()}, []int{1, 5, 10}, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +47,25 @@ func TestOverprovisionSYNJSON(t *testing.T) {
 		t.Fatalf("rows %+v", rows)
 	}
 	t.Logf("rate %.0f p95 %v ratio %v", rows[0].Rate, rows[0].P95MS, rows[0].Ratio)
+	// With the worker physics over-provisioning raises p95 (remote hops
+	// add RPC latency and batching); without them (processor sharing) the
+	// saturated single worker is the slowest.
+	if r := rows[0].Ratio; !(r["5"] > 1 && r["10"] > r["5"]) {
+		t.Errorf("worker physics: ratios %v, want 1 < ratio 5 < ratio 10", r)
+	}
+	ps := pr
+	ps.ProcessorSharing = true
+	psRows, err := Overprovision([]clasp.App{clasp.SYN()}, []int{1, 5, 10}, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := psRows[0].Ratio; !(r["5"] < 1) {
+		t.Errorf("processor sharing: ratios %v, want ratio 5 < 1", r)
+	}
 	if md := r.Markdown(); !strings.Contains(md, "## (2) Over-provisioning") || !strings.Contains(md, "| syn |") {
 		t.Error("markdown lacks the over-provisioning table")
 	}
-	again, err := Overprovision([]clasp.App{clasp.SYN()}, []int{1, 5, 10}, nil, pr)
+	again, err := Overprovision([]clasp.App{clasp.SYN()}, []int{1, 5, 10}, pr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,8 +130,10 @@ func Cluster(n int) (env.Network, []env.Server) {
 }
 
 // ClusterConfig builds the simulator configuration of app on n workers with a
-// constant input rate for steps seconds: shared-CPU workers, the paper's
-// request costs, and every task initially on worker 0 (a controller's
+// constant input rate for steps seconds: shared-CPU workers with the paper's
+// worker physics (env.PaperWorkers: executor slots at full core speed
+// behind a serial dispatch path of W̄, 1 ms per remote hop, 20 ms timer
+// batching of inputs and remote requests), the paper's request costs, and every task initially on worker 0 (a controller's
 // first plan deploys it) unless replicas is non-nil.
 func ClusterConfig(app clasp.App, n int, rate float64, steps int, replicas [][]env.Replica) (env.Config, error) {
 	if n < 1 {
@@ -149,6 +151,7 @@ func ClusterConfig(app clasp.App, n int, rate float64, steps int, replicas [][]e
 		Replicas:  replicas,
 		Requests:  env.RequestCosts{AlphaUS: m.Alpha, BetaUS: m.Beta, GammaUS: m.Gamma},
 		SharedCPU: true,
+		Worker:    env.PaperWorkers(),
 		Workload:  ConstRate{PerS: rate, Steps: steps},
 	}
 	return cfg, nil

@@ -22,6 +22,7 @@ func claspCmd(ctx context.Context, args []string, o Options) error {
 	apps := fs.String("apps", "", "comma-separated apps for every experiment (default: all seven for scaling, coefficients and placement; syn,wc,aa for worker counts and load modes; wc,aa for migration)")
 	iters := fs.Int("iters", claspexp.DefaultProbe().Iters, "bisection steps of the sustained-rate search, 1…30")
 	seed := fs.Uint64("seed", 1, "root seed (recorded; the scenarios draw no randomness)")
+	seeds := fs.Int("seeds", len(claspexp.DefaultOptions().ModeSeeds), "seeds of the load modes' traces (1, 2, …), 1…20; the other experiments have no randomness")
 	timePlanner := fs.Bool("time-planner", false, "measure the planner's decision time of each move with the wall clock (experiment 7's planner_ms; off: 0, and the same flags give identical bytes)")
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
@@ -32,8 +33,15 @@ func claspCmd(ctx context.Context, args []string, o Options) error {
 	if *iters < 1 || *iters > 30 {
 		return usagef("eval clasp: -iters %d outside 1…30", *iters)
 	}
+	if *seeds < 1 || *seeds > 20 {
+		return usagef("eval clasp: -seeds %d outside 1…20", *seeds)
+	}
 	opt := claspexp.DefaultOptions()
 	opt.Probe.Iters = *iters
+	opt.ModeSeeds = nil
+	for i := range *seeds {
+		opt.ModeSeeds = append(opt.ModeSeeds, uint64(i+1))
+	}
 	if *timePlanner {
 		opt.Clock = time.Now // the planner's decision time of each move (experiment 7)
 	}

@@ -16,6 +16,7 @@ func TestClaspBadFlags(t *testing.T) {
 		{[]string{"clasp"}, "-out is required"},
 		{[]string{"clasp", "-out", t.TempDir(), "-apps", "nope"}, "unknown app"},
 		{[]string{"clasp", "-out", t.TempDir(), "-iters", "0"}, "-iters 0"},
+		{[]string{"clasp", "-out", t.TempDir(), "-seeds", "0"}, "-seeds 0"},
 		{[]string{"clasp", "-out", t.TempDir(), "-frob"}, "flag provided but not defined"},
 		{[]string{"clasp", "-out", t.TempDir(), "extra"}, "unexpected argument"},
 	} {
@@ -31,7 +32,7 @@ func TestClaspDeterminism(t *testing.T) {
 	var outs [][]byte
 	for range 2 {
 		dir := t.TempDir()
-		code, stdout, errs := call(t, "clasp", "-out", dir, "-apps", "syn", "-iters", "4", "-json")
+		code, stdout, errs := call(t, "clasp", "-out", dir, "-apps", "syn", "-iters", "4", "-seeds", "1", "-json")
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
