@@ -357,9 +357,11 @@ func TestWorkersOrdinalOrder(t *testing.T) {
 	want := addrs(0, 1, 2, 4, 6, 9, 10, 11)
 	p := newProvider(t, c)
 	for name, order := range map[string]func(a, b *corev1.Pod) int{
-		"by name":         func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) },
-		"by name, desc":   func(a, b *corev1.Pod) int { return strings.Compare(b.Name, a.Name) },
-		"by name's tail":  func(a, b *corev1.Pod) int { return strings.Compare(a.Name[len(a.Name)-1:]+a.Name, b.Name[len(b.Name)-1:]+b.Name) },
+		"by name":       func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) },
+		"by name, desc": func(a, b *corev1.Pod) int { return strings.Compare(b.Name, a.Name) },
+		"by name's tail": func(a, b *corev1.Pod) int {
+			return strings.Compare(a.Name[len(a.Name)-1:]+a.Name, b.Name[len(b.Name)-1:]+b.Name)
+		},
 		"tracker's order": nil,
 	} {
 		c.podOrder = order
