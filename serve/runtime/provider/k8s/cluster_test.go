@@ -45,6 +45,10 @@ type cluster struct {
 	name string // the StatefulSet
 	ctl  controller
 	lag  int
+	// observeAt > 0 makes the lagging controller observe the change
+	// earlier, at that status read, without finishing it: the new pods
+	// exist but are not ready, or the removed ones still exist.
+	observeAt int
 
 	mu        sync.Mutex
 	rv        int
@@ -186,6 +190,14 @@ func (c *cluster) get(action k8stesting.Action) (bool, runtime.Object, error) {
 	if c.transient > 0 {
 		c.transient--
 		return true, nil, apierrors.NewInternalError(fmt.Errorf("etcd leader changed"))
+	}
+	if c.pending && c.ctl == lagging && c.reads == c.observeAt {
+		sts := c.sts()
+		sts.Status.ObservedGeneration = sts.Generation
+		if n := *sts.Spec.Replicas; n > sts.Status.Replicas {
+			sts.Status.Replicas = n
+		}
+		c.put(sts)
 	}
 	if c.pending && c.ctl == lagging && c.reads >= c.lag {
 		c.reconcile()

@@ -153,10 +153,12 @@ func countVerb(as []k8stesting.Action, verb string) int {
 // has observed the change and the pods are ready, polling the status.
 func TestScaleWaitsForTheController(t *testing.T) {
 	c := newCluster(t, 3, lagging)
-	c.lag = 4
+	c.lag, c.observeAt = 6, 3
 	p := newProvider(t, c)
-	// Scale-down: until the controller runs, the status still says 3 ready
-	// replicas (≥ 1), a stale status Scale must not accept.
+	// Scale-down: until the controller has finished, the status still says
+	// 3 ready replicas (≥ 1): first stale (an older generation), then
+	// observed but with the 2 removed pods still there. Scale must accept
+	// neither.
 	got, err := p.Scale(t.Context(), 1)
 	if err != nil {
 		t.Fatal(err)
@@ -170,12 +172,28 @@ func TestScaleWaitsForTheController(t *testing.T) {
 	if len(c.pods()) != 1 {
 		t.Errorf("Scale(1) returned with %d pods", len(c.pods()))
 	}
-	// Scale-up likewise.
+	// Scale-up likewise: observed, 3 pods exist, but only 1 is ready.
 	if got, err = p.Scale(t.Context(), 3); err != nil || !slices.Equal(got, addrs(0, 1, 2)) {
 		t.Fatalf("Scale(3) = %v, %v", got, err)
 	}
 	if c.reads < c.lag || len(c.pods()) != 3 {
 		t.Errorf("Scale(3) returned after %d reads with %d pods", c.reads, len(c.pods()))
+	}
+	// Someone else scaled to 1 and the controller has not seen it: the
+	// status of the older generation says 3 of 3 ready, which Scale(3)
+	// must not take for an answer about its own request.
+	c.mu.Lock()
+	sts := c.sts()
+	one := int32(1)
+	sts.Spec.Replicas, sts.Generation = &one, sts.Generation+1
+	c.put(sts)
+	c.mu.Unlock()
+	c.observeAt = 0
+	if got, err = p.Scale(t.Context(), 3); err != nil || !slices.Equal(got, addrs(0, 1, 2)) {
+		t.Fatalf("Scale(3) = %v, %v", got, err)
+	}
+	if c.reads < c.lag {
+		t.Errorf("Scale(3) accepted the status of an older generation after %d reads", c.reads)
 	}
 }
 
