@@ -6,6 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -17,6 +20,7 @@ import (
 	"streamscale/internal/command"
 	"streamscale/serve/runtime"
 	"streamscale/serve/runtime/planner"
+	"streamscale/serve/runtime/provider/k8s"
 	"streamscale/serve/runtime/provider/local"
 	"streamscale/serve/runtime/wire"
 	"streamscale/serve/runtime/worker"
@@ -41,6 +45,7 @@ func runWorker(ctx context.Context, args []string, o command.IO) error {
 	fs.DurationVar(&cfg.Flush, "flush", 2*time.Millisecond, "remote-send batching timer")
 	fs.IntVar(&cfg.Millicores, "millicores", 1000, "initial CPU allocation of every task")
 	verbose := fs.Bool("v", false, "log events to stderr")
+	healthAddr := fs.String("health-addr", "", "if set, serve GET /healthz on this address (for Kubernetes probes)")
 	if err := command.Parse(fs, "usage: serve worker -planner HOST:PORT [flags]\nruns one stream-processing worker of the planner/worker runtime", args, o); err != nil {
 		return err
 	}
@@ -89,6 +94,13 @@ func runWorker(ctx context.Context, args []string, o command.IO) error {
 	w, err := worker.New(cfg)
 	if err != nil {
 		return command.Usagef("serve worker: %v", err)
+	}
+	if *healthAddr != "" {
+		stop, err := serveHealth(*healthAddr)
+		if err != nil {
+			return fmt.Errorf("serve worker: -health-addr: %w", err)
+		}
+		defer stop()
 	}
 	if err := w.Run(ctx, func(addr string) { fmt.Fprintf(o.Stderr, "serve worker: listening on %s\n", addr) }); err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -177,6 +189,13 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	verbose := fs.Bool("v", false, "log events (and the workers' output) to stderr")
 	slots := fs.Int("slots", 10, "executor slots per worker (with spawned workers)")
+	healthAddr := fs.String("health-addr", "", "if set, serve GET /healthz on this address (for Kubernetes probes)")
+	providerName := "local"
+	var kc k8s.Config
+	if !spawn {
+		fs.StringVar(&providerName, "provider", "external", "worker provider: external (workers join by themselves with serve worker) or k8s (scale a StatefulSet in this cluster; the -k8s-* flags)")
+		kc.RegisterFlags(fs)
+	}
 	synopsis := "usage: " + name + " [flags]\nruns the planner of the planner/worker runtime and a load"
 	if spawn {
 		synopsis += " with -workers worker processes of this binary on loopback"
@@ -207,6 +226,8 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 		return command.Usagef("%s: -slots %d, want ≥ 1", name, *slots)
 	case !(cfg.RateMult > 0):
 		return command.Usagef("%s: -rate-mult %v, want > 0", name, cfg.RateMult)
+	case providerName != "local" && providerName != "external" && providerName != "k8s":
+		return command.Usagef("%s: -provider %q, want external or k8s", name, providerName)
 	}
 	app, err := runtime.Apps(*appName)
 	if err != nil {
@@ -248,8 +269,22 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 		}
 		cfg.Provider = lp
 		defer lp.Close()
+	} else if providerName == "k8s" {
+		kp, err := kc.InCluster()
+		if err != nil {
+			return fmt.Errorf("%s: -provider k8s: %w", name, err)
+		}
+		cfg.Provider = kp
+		defer kp.Close()
 	} else {
 		cfg.Provider = externalProvider{}
+	}
+	if *healthAddr != "" {
+		stop, err := serveHealth(*healthAddr)
+		if err != nil {
+			return fmt.Errorf("%s: -health-addr: %w", name, err)
+		}
+		defer stop()
 	}
 	p, err := planner.New(cfg)
 	if err != nil {
@@ -309,3 +344,21 @@ func writeRows(path string, rows []planner.Row) error {
 }
 
 var _ flag.Value = (*stepsFlag)(nil)
+
+// serveHealth answers GET /healthz with 200 on addr until stop is called:
+// the liveness and readiness probe of the Kubernetes manifests
+// (deploy/k8s). The process is alive while it serves.
+func serveHealth(addr string) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout}
+	go srv.Serve(ln)
+	return func() { srv.Close() }, nil
+}
