@@ -241,6 +241,7 @@ type Planner struct {
 	// offered inputs since the last TakeWindow.
 	winLat   []float64
 	winOffer int
+	winOpen  int // inputs before this index are complete
 }
 
 // Migration is one reconfiguration's measurements.
@@ -394,6 +395,11 @@ type Window struct {
 	// so an input the generator sent late still counts from when it was
 	// due (corrected for coordinated omission).
 	LatencyMS []float64
+	// OpenAgeMS holds, for every input due by the window's end and not
+	// complete, its age then, ms (ascending): a lower bound of its
+	// latency, so a window in which a backlog completes nothing still
+	// shows it.
+	OpenAgeMS []float64
 }
 
 // TakeWindow returns the window since the previous call and starts a new
@@ -403,8 +409,20 @@ func (p *Planner) TakeWindow() Window {
 	p.mu.Lock()
 	w := Window{Offered: p.winOffer, LatencyMS: p.winLat}
 	p.winOffer, p.winLat = 0, nil
+	if p.cfg.Allocate != nil && !p.start.IsZero() {
+		now := time.Since(p.start).Nanoseconds()
+		for p.winOpen < len(p.ins) && p.ins[p.winOpen].done {
+			p.winOpen++
+		}
+		for i := p.winOpen; i < len(p.ins); i++ {
+			if in := &p.ins[i]; !in.done && in.intended <= now {
+				w.OpenAgeMS = append(w.OpenAgeMS, float64(now-in.intended)/1e6)
+			}
+		}
+	}
 	p.mu.Unlock()
 	slices.Sort(w.LatencyMS)
+	slices.Sort(w.OpenAgeMS)
 	return w
 }
 

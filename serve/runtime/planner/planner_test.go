@@ -437,6 +437,9 @@ func TestTraceAllocAndMetrics(t *testing.T) {
 	if offered+last.Offered != 600 || latencies+len(last.LatencyMS) != 600 {
 		t.Fatalf("windows offered %d+%d and completed %d+%d, want 600 each", offered, last.Offered, latencies, len(last.LatencyMS))
 	}
+	if len(last.OpenAgeMS) != 0 {
+		t.Fatalf("%d inputs open after every input completed", len(last.OpenAgeMS))
+	}
 	if calls.Load() == 0 {
 		t.Fatal("the allocation hook never ran")
 	}

@@ -1,0 +1,358 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"streamscale/agents"
+	"streamscale/env"
+	"streamscale/eval/controllers"
+	"streamscale/eval/live"
+	"streamscale/eval/report"
+	"streamscale/eval/runner"
+	"streamscale/internal/command"
+	"streamscale/serve/client"
+	"streamscale/serve/runtime/ops"
+)
+
+// LiveRun is one controller's live run in summary.json: its key, the
+// run-level record (runner.Summary: violation_rate, mean_p95_ms,
+// mean_cpu_millicores, mean_throughput, …) and what the live run adds
+// (live.Info: lost, inputs, control failures, …).
+type LiveRun struct {
+	runner.Key
+	runner.Summary
+	live.Info
+	TrajectorySHA256 string `json:"trajectory_sha256"`
+}
+
+// LiveSummary is summary.json of `eval live`: the configuration, the
+// provenance and one LiveRun per controller, in the order run. Live runs
+// are not reproducible (real time on a shared machine); the seed and the
+// configuration are recorded so a rerun is the same experiment.
+type LiveSummary struct {
+	Profile       string    `json:"profile"`
+	Trace         string    `json:"trace"`
+	TraceSource   string    `json:"trace_source"`
+	TraceStart    int       `json:"trace_start"`
+	Intervals     int       `json:"intervals"`
+	TimeScaleS    float64   `json:"time_scale_s"`
+	RateMult      float64   `json:"rate_mult"`
+	CPUScale      float64   `json:"cpu_scale"`
+	Workers       int       `json:"workers"`
+	Seed          uint64    `json:"seed"`
+	PlacementSeed uint64    `json:"placement_seed"`
+	SLOMS         float64   `json:"slo_ms"`
+	Tasks         []string  `json:"tasks"`
+	Placement     []int     `json:"placement"`
+	API           string    `json:"api,omitempty"`
+	Runs          []LiveRun `json:"runs"`
+	Commit        string    `json:"commit"`
+	GoVersion     string    `json:"go_version"`
+}
+
+// liveWorkerCmd is the worker process of `eval live` (the local provider
+// execs this binary with "live-worker"); not for direct use.
+func liveWorkerCmd(ctx context.Context, args []string, o Options) error {
+	return live.RunWorker(ctx, args, o.Env, o.Stderr)
+}
+
+func liveCmd(ctx context.Context, args []string, o Options) error {
+	fs := command.NewFlagSet("eval live")
+	profile := fs.String("profile", "pred", "application profile: pred or etl")
+	ctrl := fs.String("controller", "", "controller: static:N, threshold, vrebalance, ppo, ppo:DIR (or -controllers)")
+	ctrls := fs.String("controllers", "", "comma-separated controllers run in turn on the same slice and seed (paired live runs)")
+	trace := fs.String("trace", "taxi", "workload: taxi, taxi-train, intel, or a .csv/.parquet trace file")
+	dir := fs.String("traces", "", "trace data directory (default env STREAMSCALE_TRACES or the built-in one)")
+	start := fs.Int("start", 0, "first trace point replayed")
+	scale := fs.Duration("time-scale", 250*time.Millisecond, "wall time of one trace point and one control interval (the simulator's 1 s)")
+	dur := fs.Duration("duration", 15*time.Second, "how long the load runs per controller (intervals = duration / time-scale)")
+	mult := fs.Float64("rate-mult", 0.5, "arrival-rate multiplier, > 0")
+	cpuScale := fs.Float64("cpu-scale", 0.01, "live CFS millicores given per scenario millicore")
+	workers := fs.Int("workers", 1, "worker processes")
+	seed := fs.Uint64("seed", 1, "seed of the input source and the controllers")
+	placement := fs.Uint64("placement-seed", 101, "seed of the scenario's task placement (the servers the controllers see)")
+	policies := fs.String("policies", "policies", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors")
+	api := fs.String("api", "", "policy endpoint URL for ppo (default: start `go run ./serve api` on a free loopback port)")
+	serveBin := fs.String("serve-bin", "", "a built serve binary to start the policy endpoint with (instead of `go run ./serve`)")
+	out := fs.String("out", "out/live", "output directory (created if missing)")
+	asJSON := fs.Bool("json", false, "print summary.json to stdout")
+	verbose := fs.Bool("v", false, "log the runtime's events to stderr")
+	if err := parseFlags(fs, args, o); err != nil {
+		return err
+	}
+	if err := checkProfile(*profile); err != nil {
+		return err
+	}
+	if err := checkTrace(*trace); err != nil {
+		return err
+	}
+	if err := checkRateMult(*mult); err != nil {
+		return err
+	}
+	switch {
+	case (*ctrl == "") == (*ctrls == ""):
+		return usagef("eval: give one of -controller and -controllers")
+	case *scale < 10*time.Millisecond || *scale > time.Minute:
+		return usagef("eval: -time-scale %v, want 10ms..1m", *scale)
+	case *dur < *scale || *dur > 24*time.Hour:
+		return usagef("eval: -duration %v, want at least one -time-scale (%v) and at most 24h", *dur, *scale)
+	case !(*cpuScale > 0) || *cpuScale > 1000:
+		return usagef("eval: -cpu-scale %v, want > 0 and ≤ 1000", *cpuScale)
+	case *workers < 1 || *workers > 16:
+		return usagef("eval: -workers %d, want 1..16", *workers)
+	case *start < 0:
+		return usagef("eval: -start %d, want ≥ 0", *start)
+	case *out == "":
+		return usagef("eval: -out is empty")
+	}
+	specs := []string{*ctrl}
+	if *ctrls != "" {
+		var err error
+		if specs, err = splitList("controllers", *ctrls); err != nil {
+			return err
+		}
+	}
+	reg := controllers.New(controllers.Options{PoliciesDir: *policies})
+	var parsed []controllers.Spec
+	for _, s := range specs {
+		sp, err := reg.Parse(s)
+		if err != nil {
+			return usageError(err)
+		}
+		if sp.Horizontal() {
+			return usagef("eval: controller %s is horizontal; eval live runs vertical controllers (static, threshold, vrebalance, ppo)", sp)
+		}
+		if strings.HasPrefix(sp.String(), "ppo-sample") {
+			return usagef("eval: controller %s: live PPO is asked through the endpoint by argmax; use ppo or ppo:DIR", sp)
+		}
+		parsed = append(parsed, sp)
+	}
+	n := int(*dur / *scale)
+	tr, err := loadTrace(*trace, *dir, *mult, *seed, o)
+	if err != nil {
+		return err
+	}
+	if *start > 0 { // the slice replayed, from its first point
+		c := make([]float64, tr.Len())
+		for i := range c {
+			c[i] = tr.Counts[(*start+i)%tr.Len()]
+		}
+		tr.Counts = c
+	}
+	sc, err := runner.Config(runner.Spec{Profile: *profile, Workload: tr, PlacementSeed: *placement, Steps: n})
+	if err != nil {
+		return usageError(err)
+	}
+	if err := checkScenario(sc); err != nil {
+		return err
+	}
+	app, err := ops.AppByName(*profile)
+	if err != nil {
+		return usageError(err)
+	}
+	// Check every controller before any run (a missing policy, a bad
+	// layout) so that a bad list fails at once.
+	for _, sp := range parsed {
+		if err := sp.Check(sc); err != nil {
+			return usageError(err)
+		}
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	sum := LiveSummary{Profile: *profile, Trace: *trace, TraceSource: traceSource(tr), TraceStart: *start, Intervals: n,
+		TimeScaleS: scale.Seconds(), RateMult: *mult, CPUScale: *cpuScale, Workers: *workers, Seed: *seed, PlacementSeed: *placement,
+		SLOMS: sc.App.SLOMS, Placement: sc.Placement, Commit: o.Commit, GoVersion: o.GoVersion}
+	for _, t := range sc.App.Tasks {
+		sum.Tasks = append(sum.Tasks, t.Name)
+	}
+	var results []runner.Result
+	for _, sp := range parsed {
+		c, apiURL, stop, err := buildLive(ctx, sp, sc, *policies, *api, *serveBin, o)
+		if err != nil {
+			return err
+		}
+		if apiURL != "" {
+			sum.API = apiURL
+		}
+		cfg := live.Config{Scenario: sc, App: app, Trace: tr, Step: *scale, Intervals: n, Seed: *seed, Workers: *workers,
+			CPUScale: *cpuScale, Controller: c, Name: sp.String(), WorkerArgs: []string{"live-worker"}}
+		if *verbose {
+			cfg.Log = o.Stderr
+		}
+		fmt.Fprintf(o.Stderr, "eval: live %s / %s: %s for %v (%d intervals of %v)\n", *profile, *trace, sp, *dur, n, *scale)
+		res, info, err := live.Run(ctx, cfg)
+		stop()
+		if err != nil {
+			return fmt.Errorf("eval: live %s: %w", sp, err)
+		}
+		res.Trace = *trace
+		results = append(results, res)
+		sum.Runs = append(sum.Runs, LiveRun{Key: res.Key, Summary: res.Summary, Info: info, TrajectorySHA256: res.TrajectorySHA256})
+		fmt.Fprintf(o.Stderr, "eval: %s: violation rate %.3f, mean p95 %.1f ms, mean CPU %.0f mc, throughput %.1f/s of %.1f, lost %d, control failures %d\n",
+			sp, res.Summary.ViolationRate, res.Summary.MeanP95MS, res.Summary.MeanCPU, res.Summary.MeanThroughput, res.Summary.MeanOffered, info.Lost, info.ControlFailures)
+	}
+	if err := writeLiveIntervals(filepath.Join(*out, FileIntervals), results); err != nil {
+		return err
+	}
+	b, err := report.MarshalJSON(sum)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*out, FileSummary), b, 0o644); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(*out, FileReport), liveMarkdown(sum), 0o644); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	if *asJSON {
+		_, err = o.Stdout.Write(b)
+		return err
+	}
+	_, err = o.Stdout.Write(liveMarkdown(sum))
+	return err
+}
+
+// buildLive builds the controller of spec for the live run: in-process,
+// or for ppo a live.Remote asking the policy endpoint (apiURL, or a `serve
+// api` started here and stopped by stop).
+func buildLive(ctx context.Context, sp controllers.Spec, sc env.Config, policies, apiURL, serveBin string, o Options) (agents.Controller, string, func(), error) {
+	spec := sp.String()
+	if spec != "ppo" && !strings.HasPrefix(spec, "ppo:") {
+		a, err := sp.Build(sc)
+		if err != nil {
+			return nil, "", nil, usageError(err)
+		}
+		return a.Controller(), "", func() {}, nil
+	}
+	dir, name := policies, sc.App.Name
+	if d, ok := strings.CutPrefix(spec, "ppo:"); ok {
+		dir, name = filepath.Dir(d), filepath.Base(d)
+	}
+	stop := func() {}
+	if apiURL == "" {
+		var err error
+		if apiURL, stop, err = startAPI(ctx, dir, serveBin, o); err != nil {
+			return nil, "", nil, err
+		}
+	}
+	r, err := live.NewRemote(ctx, apiURL, name, sc)
+	if err != nil {
+		stop()
+		return nil, "", nil, usageError(err)
+	}
+	return r, apiURL, stop, nil
+}
+
+// startAPI starts `serve api -policies dir` on a free loopback port (with
+// serveBin, or `go run ./serve` from the working directory) and waits up
+// to 5 minutes for it to list its policies.
+func startAPI(ctx context.Context, dir, serveBin string, o Options) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("eval: %w", err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	args := []string{"api", "-policies", dir, "-addr", addr}
+	var cmd *exec.Cmd
+	if serveBin != "" {
+		cmd = exec.Command(serveBin, args...)
+	} else {
+		cmd = exec.Command("go", append([]string{"run", "./serve"}, args...)...)
+	}
+	cmd.Stdout, cmd.Stderr = o.Stderr, o.Stderr
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("eval: start the policy endpoint: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }() //nolint:errcheck // the exit status after our SIGTERM is not an error
+	stop := func() {
+		cmd.Process.Signal(os.Interrupt) //nolint:errcheck // it may have exited
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill() //nolint:errcheck
+			<-done
+		}
+	}
+	url := "http://" + addr
+	c, err := client.New(url, nil)
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("eval: %w", err)
+	}
+	fmt.Fprintf(o.Stderr, "eval: starting the policy endpoint on %s (serve api -policies %s)\n", addr, dir)
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := c.Policies(rctx)
+		cancel()
+		if err == nil {
+			return url, stop, nil
+		}
+		select {
+		case <-done:
+			return "", nil, errors.New("eval: the policy endpoint exited before it was ready")
+		case <-ctx.Done():
+			stop()
+			return "", nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, fmt.Errorf("eval: the policy endpoint on %s was not ready within 5 minutes: %v", addr, err)
+		}
+	}
+}
+
+// writeLiveIntervals writes every run's intervals to one Parquet file (the
+// schema of `eval paired`'s intervals.parquet).
+func writeLiveIntervals(path string, rs []runner.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	bw := bufio.NewWriter(f)
+	iw := report.NewIntervalWriter(bw)
+	for _, r := range rs {
+		if err = iw.Write(r); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = iw.Close()
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("eval: %w", cerr)
+	}
+	return err
+}
+
+// liveMarkdown is report.md: the configuration and one row per controller.
+func liveMarkdown(s LiveSummary) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Live evaluation: %s on %s\n\n", s.Profile, s.Trace)
+	fmt.Fprintf(&b, "%d intervals of %.3g s (trace points %d–%d, rate × %g), %d worker process(es), CPU scale %g live mc per scenario mc, seed %d, placement seed %d, SLO %g ms. Live runs are not reproducible (real time on a shared machine).\n\n",
+		s.Intervals, s.TimeScaleS, s.TraceStart, s.TraceStart+s.Intervals-1, s.RateMult, s.Workers, s.CPUScale, s.Seed, s.PlacementSeed, s.SLOMS)
+	b.WriteString("| controller | violation rate | mean p95 ms | mean CPU mc | throughput /s | offered /s | lost | control failures | CPU used (cores) |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range s.Runs {
+		fmt.Fprintf(&b, "| %s | %.3f | %.1f | %.0f | %.1f | %.1f | %d | %d | %.4f |\n",
+			r.Controller, r.ViolationRate, r.MeanP95MS, r.MeanCPU, r.MeanThroughput, r.MeanOffered, r.Lost, r.ControlFailures, r.MeanCPUUsedCores)
+	}
+	return []byte(b.String())
+}
