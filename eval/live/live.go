@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -235,6 +236,23 @@ func Run(ctx context.Context, c Config) (runner.Result, Info, error) {
 		return out
 	}
 
+	// As after env.Reset, the controller first acts on the observation
+	// of the initial state (nothing measured yet); the workers start with
+	// that allocation.
+	if a, err := ask.act(ctx, ob.Observe(Measured{}, alloc), c.ActTimeout); err != nil {
+		info.ControlFailures++
+		info.LastFailure = err.Error()
+	} else if next, err := ob.Apply(alloc, a); err != nil {
+		info.ControlFailures++
+		info.LastFailure = err.Error()
+	} else {
+		copy(alloc, next)
+	}
+	initial := make([]string, len(c.App.Operators))
+	for i, mc := range perWorker() {
+		initial[i] = strconv.Itoa(mc)
+	}
+
 	bin := c.WorkerBin
 	if bin == "" {
 		if bin, err = os.Executable(); err != nil {
@@ -242,7 +260,7 @@ func Run(ctx context.Context, c Config) (runner.Result, Info, error) {
 		}
 	}
 	prov := &local.Provider{Bin: bin, Args: c.WorkerArgs, Env: c.WorkerEnv,
-		Extra: []string{"-app", c.App.Name, "-report", c.Step.String(), "-millicores", strconv.Itoa(c.liveMC(sc.InitialCPU))}}
+		Extra: []string{"-app", c.App.Name, "-report", c.Step.String(), "-alloc", strings.Join(initial, ",")}}
 	if c.Log != io.Discard {
 		prov.Output = c.Log
 	}

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"streamscale/serve/runtime"
@@ -32,6 +34,7 @@ func RunWorker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.DurationVar(&cfg.Report, "report", time.Second, "metrics interval")
 	fs.IntVar(&cfg.Millicores, "millicores", 1000, "initial allocation of every task")
 	fs.IntVar(&cfg.Slots, "slots", 10, "executor slots")
+	perOp := fs.String("alloc", "", "initial allocation per operator, comma-separated millicores (overrides -millicores)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("live worker: %w", err)
 	}
@@ -58,6 +61,20 @@ func RunWorker(ctx context.Context, args []string, getenv func(string) string, s
 	if *id >= 0 {
 		cfg.ID = uint32(*id)
 	}
+	var mcs []int
+	if *perOp != "" {
+		for i, f := range strings.Split(*perOp, ",") {
+			mc, err := strconv.Atoi(f)
+			if err != nil || mc < 1 || mc > wire.MaxMillicores {
+				return fmt.Errorf("live worker: -alloc entry %d %q, want 1..%d millicores", i, f, wire.MaxMillicores)
+			}
+			mcs = append(mcs, mc)
+		}
+		if len(mcs) != len(a.Operators) {
+			return fmt.Errorf("live worker: -alloc has %d entries, app %s has %d operators", len(mcs), a.Name, len(a.Operators))
+		}
+	}
+	cfg.Alloc = mcs
 	cfg.Token = getenv(TokenEnv)
 	w, err := worker.New(cfg)
 	if err != nil {
