@@ -239,7 +239,9 @@ func Run(ctx context.Context, c Config) (runner.Result, Info, error) {
 	// As after env.Reset, the controller first acts on the observation
 	// of the initial state (nothing measured yet); the workers start with
 	// that allocation.
-	if a, err := ask.act(ctx, ob.Observe(Measured{}, alloc), c.ActTimeout); err != nil {
+	// The load has not started, so this first decision may take longer
+	// (a policy endpoint's first request).
+	if a, err := ask.act(ctx, ob.Observe(Measured{}, alloc), max(c.ActTimeout, 10*time.Second)); err != nil {
 		info.ControlFailures++
 		info.LastFailure = err.Error()
 	} else if next, err := ob.Apply(alloc, a); err != nil {
