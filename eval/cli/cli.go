@@ -38,6 +38,7 @@ commands:
   sweep    run uniform static allocations over a CPU grid: violations and p95 against CPU
   clasp    reproduce the CLASP evaluation in simulation
   live     run controllers against the real planner/worker runtime on a trace slice
+  simgap   eval live, and the same controllers in the simulator on the same slice, side by side
 
 Run 'go run ./eval <command> -h' for the flags of a command.
 `
@@ -63,7 +64,7 @@ func run(ctx context.Context, args []string, o Options) int {
 	}
 	return command.Dispatch(ctx, "eval", usage, map[string]func(context.Context, []string, command.IO) error{
 		"run": wrap(runCmd), "paired": wrap(pairedCmd), "clasp": wrap(claspCmd), "sweep": wrap(sweepCmd),
-		"live": wrap(liveCmd), "live-worker": wrap(liveWorkerCmd),
+		"live": wrap(liveCmd), "simgap": wrap(simgapCmd), "live-worker": wrap(liveWorkerCmd),
 	}, args, o.IO)
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"streamscale/internal/command"
 	"streamscale/serve/client"
 	"streamscale/serve/runtime/ops"
+	"streamscale/traces"
 )
 
 // LiveRun is one controller's live run in summary.json: its key, the
@@ -55,8 +58,12 @@ type LiveSummary struct {
 	Placement     []int     `json:"placement"`
 	API           string    `json:"api,omitempty"`
 	Runs          []LiveRun `json:"runs"`
-	Commit        string    `json:"commit"`
-	GoVersion     string    `json:"go_version"`
+	// Sim holds, for `eval simgap`, each controller's simulated run on the
+	// same slice (same order as Runs), and SimScenario its physics preset.
+	Sim         []LiveRun `json:"sim,omitempty"`
+	SimScenario string    `json:"sim_scenario,omitempty"`
+	Commit      string    `json:"commit"`
+	GoVersion   string    `json:"go_version"`
 }
 
 // liveWorkerCmd is the worker process of `eval live` (the local provider
@@ -66,7 +73,17 @@ func liveWorkerCmd(ctx context.Context, args []string, o Options) error {
 }
 
 func liveCmd(ctx context.Context, args []string, o Options) error {
-	fs := command.NewFlagSet("eval live")
+	return liveCommand(ctx, "eval live", false, args, o)
+}
+
+// simgapCmd is `eval simgap`: `eval live`, and each controller also in the
+// simulator on the same trace slice, side by side.
+func simgapCmd(ctx context.Context, args []string, o Options) error {
+	return liveCommand(ctx, "eval simgap", true, args, o)
+}
+
+func liveCommand(ctx context.Context, name string, simgap bool, args []string, o Options) error {
+	fs := command.NewFlagSet(name)
 	profile := fs.String("profile", "pred", "application profile: pred or etl")
 	ctrl := fs.String("controller", "", "controller: static:N, threshold, vrebalance, ppo, ppo:DIR (or -controllers)")
 	ctrls := fs.String("controllers", "", "comma-separated controllers run in turn on the same slice and seed (paired live runs)")
@@ -86,7 +103,12 @@ func liveCmd(ctx context.Context, args []string, o Options) error {
 	out := fs.String("out", "out/live", "output directory (created if missing)")
 	asJSON := fs.Bool("json", false, "print summary.json to stdout")
 	verbose := fs.Bool("v", false, "log the runtime's events to stderr")
+	scenario := fs.String("scenario", env.Scenarios()[0], "with simgap: "+scenarioUsage)
 	if err := parseFlags(fs, args, o); err != nil {
+		return err
+	}
+	phys, err := scenarioPhysics(*scenario)
+	if err != nil {
 		return err
 	}
 	if err := checkProfile(*profile); err != nil {
@@ -137,7 +159,8 @@ func liveCmd(ctx context.Context, args []string, o Options) error {
 		parsed = append(parsed, sp)
 	}
 	n := int(*dur / *scale)
-	tr, err := loadTrace(*trace, *dir, *mult, *seed, o)
+	var tr *traces.Trace
+	tr, err = loadTrace(*trace, *dir, *mult, *seed, o)
 	if err != nil {
 		return err
 	}
@@ -198,6 +221,16 @@ func liveCmd(ctx context.Context, args []string, o Options) error {
 		res.Trace = *trace
 		results = append(results, res)
 		sum.Runs = append(sum.Runs, LiveRun{Key: res.Key, Summary: res.Summary, Info: info, TrajectorySHA256: res.TrajectorySHA256})
+		if simgap {
+			sim, err := runner.Run(ctx, runner.Spec{Profile: *profile, TraceName: *trace, Workload: tr, PlacementSeed: *placement,
+				Seed: *seed, Steps: n, Controller: sp, Physics: phys, Scenario: *scenario})
+			if err != nil {
+				return err
+			}
+			results = append(results, sim)
+			sum.Sim = append(sum.Sim, LiveRun{Key: sim.Key, Summary: sim.Summary, TrajectorySHA256: sim.TrajectorySHA256})
+			sum.SimScenario = *scenario
+		}
 		fmt.Fprintf(o.Stderr, "eval: %s: violation rate %.3f, mean p95 %.1f ms, mean CPU %.0f mc, throughput %.1f/s of %.1f, lost %d, control failures %d\n",
 			sp, res.Summary.ViolationRate, res.Summary.MeanP95MS, res.Summary.MeanCPU, res.Summary.MeanThroughput, res.Summary.MeanOffered, info.Lost, info.ControlFailures)
 	}
@@ -354,5 +387,49 @@ func liveMarkdown(s LiveSummary) []byte {
 		fmt.Fprintf(&b, "| %s | %.3f | %.1f | %.0f | %.1f | %.1f | %d | %d | %.4f |\n",
 			r.Controller, r.ViolationRate, r.MeanP95MS, r.MeanCPU, r.MeanThroughput, r.MeanOffered, r.Lost, r.ControlFailures, r.MeanCPUUsedCores)
 	}
+	if len(s.Sim) == len(s.Runs) && len(s.Sim) > 0 {
+		fmt.Fprintf(&b, "\n## Simulator against live (scenario %s, same slice, seed and placement)\n\n", s.SimScenario)
+		b.WriteString("Differences are sim − live: percentage points for the violation rate, relative to live for the others.\n\n")
+		b.WriteString("| controller | violation sim | violation live | Δ pp | p95 sim ms | p95 live ms | Δ | CPU sim mc | CPU live mc | Δ | throughput sim | throughput live | Δ |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for i, l := range s.Runs {
+			m := s.Sim[i]
+			fmt.Fprintf(&b, "| %s | %.3f | %.3f | %+.1f | %.1f | %.1f | %s | %.0f | %.0f | %s | %.1f | %.1f | %s |\n", l.Controller,
+				m.ViolationRate, l.ViolationRate, 100*(m.ViolationRate-l.ViolationRate),
+				m.MeanP95MS, l.MeanP95MS, rel(m.MeanP95MS, l.MeanP95MS), m.MeanCPU, l.MeanCPU, rel(m.MeanCPU, l.MeanCPU),
+				m.MeanThroughput, l.MeanThroughput, rel(m.MeanThroughput, l.MeanThroughput))
+		}
+		same := slices.Equal(rankBy(s.Sim), rankBy(s.Runs))
+		fmt.Fprintf(&b, "\nRanking by violation rate (then mean CPU): simulator %v, live %v (%s).\n",
+			rankBy(s.Sim), rankBy(s.Runs), map[bool]string{true: "same order", false: "different order"}[same])
+	}
 	return []byte(b.String())
+}
+
+// rel is (sim − live) / live as a signed percentage ("n/a" when live is 0).
+func rel(sim, live float64) string {
+	if live == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%+.0f%%", 100*(sim-live)/live)
+}
+
+// rankBy lists the controllers from the fewest violations to the most,
+// ties by mean CPU, then by name.
+func rankBy(rs []LiveRun) []string {
+	rs = slices.Clone(rs)
+	slices.SortStableFunc(rs, func(a, b LiveRun) int {
+		if c := cmp.Compare(a.ViolationRate, b.ViolationRate); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.MeanCPU, b.MeanCPU); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Controller, b.Controller)
+	})
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Controller
+	}
+	return out
 }

@@ -37,3 +37,31 @@ func TestLiveUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveMarkdown: the report lists every run, and the simgap table gives
+// sim − live differences and compares the rankings.
+func TestLiveMarkdown(t *testing.T) {
+	mk := func(name string, v, p95, cpu float64) LiveRun {
+		var r LiveRun
+		r.Controller, r.ViolationRate, r.MeanP95MS, r.MeanCPU, r.MeanThroughput = name, v, p95, cpu, 100
+		return r
+	}
+	s := LiveSummary{Profile: "pred", Trace: "taxi", Intervals: 60, TimeScaleS: 0.25,
+		Runs: []LiveRun{mk("static:500", 0.9, 3000, 3000), mk("threshold", 0.1, 80, 4000)},
+		Sim:  []LiveRun{mk("static:500", 0.8, 1500, 3000), mk("threshold", 0.2, 120, 8000)}, SimScenario: "realistic"}
+	md := string(liveMarkdown(s))
+	for _, want := range []string{
+		"| static:500 | 0.900 | 3000.0 | 3000 |",
+		"| threshold | 0.200 | 0.100 | +10.0 | 120.0 | 80.0 | +50% | 8000 | 4000 | +100% |",
+		"| static:500 | 0.800 | 0.900 | -10.0 | 1500.0 | 3000.0 | -50% |",
+		"simulator [threshold static:500], live [threshold static:500] (same order)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	s.Sim[1].ViolationRate = 0.95
+	if md := string(liveMarkdown(s)); !strings.Contains(md, "(different order)") {
+		t.Errorf("rankings differ but the report says:\n%s", md)
+	}
+}
