@@ -65,3 +65,21 @@ func TestLiveMarkdown(t *testing.T) {
 		t.Errorf("rankings differ but the report says:\n%s", md)
 	}
 }
+
+// TestCalibrateUsage: bad calibrate flags are usage errors.
+func TestCalibrateUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-rate", "0"}, "-rate"},
+		{[]string{"-duration", "1s"}, "-duration"},
+		{[]string{"-high", "20000"}, "-high"},
+		{[]string{"-profile", "x"}, "profile"},
+	} {
+		code, _, stderr := call(t, append([]string{"calibrate", "-out", t.TempDir()}, c.args...)...)
+		if code != 2 || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+}

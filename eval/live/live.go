@@ -63,6 +63,9 @@ type Config struct {
 	WorkerEnv  []string
 	// Log receives the planner's and the workers' events (nil: discarded).
 	Log io.Writer
+	// Tap, if set, receives every recorded interval's index and the
+	// workers' reports it was measured from (calibration).
+	Tap func(step int, tasks []planner.TaskObs)
 }
 
 // Info is what a live run records beyond runner.Result.
@@ -215,6 +218,9 @@ func Run(ctx context.Context, c Config) (runner.Result, Info, error) {
 			cpuUsed += t.CPUCores
 		}
 		res.Intervals = append(res.Intervals, iv)
+		if c.Tap != nil {
+			c.Tap(int(iv.Step), tasks)
+		}
 		obs := ob.Observe(m, alloc)
 		a, err := ask.act(ctx, obs, c.ActTimeout)
 		var next []float64
