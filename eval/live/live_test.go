@@ -64,6 +64,9 @@ func TestAllocationsBind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the live runtime")
 	}
+	if raceEnabled {
+		t.Skip("the race detector slows the runtime about tenfold: static:4000 no longer keeps up")
+	}
 	run := func(mc float64) (float64, float64, Info) {
 		c := liveConfig(t, "pred", mc, 2000, 16, 0.01)
 		res, info, err := Run(context.Background(), c)
@@ -157,5 +160,22 @@ func TestAsker(t *testing.T) {
 	}
 	if err != nil || !a.Hold {
 		t.Fatalf("after the decision returned: %+v, %v", a, err)
+	}
+}
+
+// TestRunRace runs a short, light live run under the race detector (where
+// TestAllocationsBind is skipped), for the hook's and the asker's
+// synchronisation.
+func TestRunRace(t *testing.T) {
+	if !raceEnabled || testing.Short() {
+		t.Skip("only under -race")
+	}
+	c := liveConfig(t, "pred", 4000, 100, 8, 0.01)
+	res, info, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Intervals) != 8 || res.Intervals[0].TotalCPU != 24000 || info.ControlFailures != 0 || info.Inputs == 0 {
+		t.Fatalf("%d intervals, first total CPU %v, %d control failures, %d inputs", len(res.Intervals), res.Intervals[0].TotalCPU, info.ControlFailures, info.Inputs)
 	}
 }
