@@ -91,7 +91,7 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	}
 	cal := live.NewCalibration(names)
 	cfg := live.Config{Scenario: sc, App: app, Trace: tr, Step: *scale, Intervals: n, Seed: *seed, CPUScale: *cpuScale,
-		Controller: probe, Name: fmt.Sprintf("step:%g→%g@%d", *high, *low, at), WorkerArgs: []string{"live-worker"}, Tap: cal.Tap(2)}
+		Controller: probe, Name: fmt.Sprintf("step:%g→%g@%d", *high, *low, at), WorkerArgs: []string{"live-worker"}, Tap: cal.Tap(2, at)}
 	res, _, err := live.Run(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("eval: calibrate: %w", err)
@@ -134,8 +134,8 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 func calibrationMarkdown(c Calibration) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Live calibration: %s at %g inputs/s\n\n", c.Profile, c.Rate)
-	fmt.Fprintf(&b, "%d intervals of %.3g s; every task at %g scenario mc (cpu scale %g) until interval %d, then %g mc. Costs from intervals 2..%d.\n\n",
-		c.Intervals, c.TimeScaleS, c.HighMC, c.CPUScale, c.Intervals/2, c.LowMC, c.Intervals-1)
+	fmt.Fprintf(&b, "%d intervals of %.3g s; every task at %g scenario mc (cpu scale %g) until interval %d, then %g mc. Costs and delays from intervals 2..%d (the high phase).\n\n",
+		c.Intervals, c.TimeScaleS, c.HighMC, c.CPUScale, c.Intervals/2, c.LowMC, c.Intervals/2-1)
 	b.WriteString("| operator | CPU µs per event | CV (between intervals) | delay ms (enqueue → done) | intervals |\n|---|---:|---:|---:|---:|\n")
 	for _, oc := range c.Operators {
 		fmt.Fprintf(&b, "| %s | %.3f | %.2f | %.2f | %d |\n", oc.Operator, oc.CPUUSPerEvent, oc.CV, oc.DelayMS, oc.Intervals)

@@ -75,9 +75,10 @@ func NewCalibration(names []string) *Calibration {
 	return &Calibration{names: names, cpu: make([]float64, n), execs: make([]float64, n), delay: make([]float64, n), per: make([][]float64, n)}
 }
 
-// Tap records one interval (Config.Tap); intervals before skip are only
-// used for the reported allocation.
-func (c *Calibration) Tap(skip int) func(int, []planner.TaskObs) {
+// Tap records one interval (Config.Tap): costs and delays from the
+// intervals in [from, to) (the warm-up and the throttled phase left out);
+// the reported allocation from every interval.
+func (c *Calibration) Tap(from, to int) func(int, []planner.TaskObs) {
 	return func(step int, tasks []planner.TaskObs) {
 		mc := 0
 		cpu := make([]float64, len(c.names))
@@ -91,12 +92,12 @@ func (c *Calibration) Tap(skip int) func(int, []planner.TaskObs) {
 			}
 			cpu[t.Op] += t.CPUCores
 			ex[t.Op] += t.Throughput
-			if step >= skip {
+			if step >= from && step < to {
 				c.delay[t.Op] += t.LatencyMS * t.Throughput
 			}
 		}
 		c.Reported = append(c.Reported, mc)
-		if step < skip {
+		if step < from || step >= to {
 			return
 		}
 		for o := range c.names {

@@ -13,7 +13,7 @@ import (
 // the intervals until the new quota is reported.
 func TestCalibration(t *testing.T) {
 	c := NewCalibration([]string{"a", "b"})
-	tap := c.Tap(1)
+	tap := c.Tap(1, 5)
 	rep := func(mc int, cpuA, thrA float64) []planner.TaskObs {
 		return []planner.TaskObs{
 			{Op: 0, Throughput: thrA, CPUCores: cpuA, LatencyMS: 2, Millicores: mc},
@@ -25,6 +25,7 @@ func TestCalibration(t *testing.T) {
 	tap(2, rep(100, 0.004, 1000))
 	tap(3, rep(100, 0.006, 1000))
 	tap(4, rep(5, 0.006, 1000))
+	tap(5, rep(5, 9, 1)) // after the window: only the reported quota counts
 	costs := c.Costs()
 	if got := costs[0].CPUUSPerEvent; math.Abs(got-4.5) > 1e-9 {
 		t.Errorf("cost %v µs, want 4.5", got)
@@ -36,7 +37,7 @@ func TestCalibration(t *testing.T) {
 	if costs[1].CPUUSPerEvent != 0 || costs[1].Intervals != 0 || costs[0].DelayMS != 2 {
 		t.Errorf("costs %+v", costs)
 	}
-	if got := c.ActuationIntervals(3, 5); got != 1 {
+	if got := c.ActuationIntervals(3, 5); got != 1 || len(c.Reported) != 6 {
 		t.Errorf("actuation %d intervals, want 1", got)
 	}
 	if got := c.ActuationIntervals(0, 7); got != -1 {
