@@ -34,6 +34,7 @@ type LiveRun struct {
 	runner.Key
 	runner.Summary
 	live.Info
+	Placement        []int  `json:"placement"` // server of each task in the scenario
 	TrajectorySHA256 string `json:"trajectory_sha256"`
 }
 
@@ -42,22 +43,21 @@ type LiveRun struct {
 // are not reproducible (real time on a shared machine); the seed and the
 // configuration are recorded so a rerun is the same experiment.
 type LiveSummary struct {
-	Profile       string    `json:"profile"`
-	Trace         string    `json:"trace"`
-	TraceSource   string    `json:"trace_source"`
-	TraceStart    int       `json:"trace_start"`
-	Intervals     int       `json:"intervals"`
-	TimeScaleS    float64   `json:"time_scale_s"`
-	RateMult      float64   `json:"rate_mult"`
-	CPUScale      float64   `json:"cpu_scale"`
-	Workers       int       `json:"workers"`
-	Seed          uint64    `json:"seed"`
-	PlacementSeed uint64    `json:"placement_seed"`
-	SLOMS         float64   `json:"slo_ms"`
-	Tasks         []string  `json:"tasks"`
-	Placement     []int     `json:"placement"`
-	API           string    `json:"api,omitempty"`
-	Runs          []LiveRun `json:"runs"`
+	Profile        string    `json:"profile"`
+	Trace          string    `json:"trace"`
+	TraceSource    string    `json:"trace_source"`
+	TraceStart     int       `json:"trace_start"`
+	Intervals      int       `json:"intervals"`
+	TimeScaleS     float64   `json:"time_scale_s"`
+	RateMult       float64   `json:"rate_mult"`
+	CPUScale       float64   `json:"cpu_scale"`
+	Workers        int       `json:"workers"`
+	Seed           uint64    `json:"seed"`
+	PlacementSeeds []uint64  `json:"placement_seeds"`
+	SLOMS          float64   `json:"slo_ms"`
+	Tasks          []string  `json:"tasks"`
+	API            string    `json:"api,omitempty"`
+	Runs           []LiveRun `json:"runs"`
 	// Sim holds, for `eval simgap`, each controller's simulated run on the
 	// same slice (same order as Runs), and SimScenario its physics preset.
 	Sim         []LiveRun `json:"sim,omitempty"`
@@ -96,7 +96,8 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	cpuScale := fs.Float64("cpu-scale", 0.01, "live CFS millicores given per scenario millicore")
 	workers := fs.Int("workers", 1, "worker processes")
 	seed := fs.Uint64("seed", 1, "seed of the input source and the controllers")
-	placement := fs.Uint64("placement-seed", 101, "seed of the scenario's task placement (the servers the controllers see)")
+	placement := fs.Uint64("placement-seed", 101, "seed of the (first) scenario task placement (the servers the controllers see)")
+	nPlace := fs.Int("placements", 1, "number of placements, seeds -placement-seed, -placement-seed+1, …; every controller runs on each")
 	policies := fs.String("policies", "policies", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors")
 	api := fs.String("api", "", "policy endpoint URL for ppo (default: start go run ./serve api on a free loopback port)")
 	serveBin := fs.String("serve-bin", "", "a built serve binary to start the policy endpoint with (instead of go run ./serve)")
@@ -133,6 +134,8 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		return usagef("eval: -workers %d, want 1..16", *workers)
 	case *start < 0:
 		return usagef("eval: -start %d, want ≥ 0", *start)
+	case *nPlace < 1 || *nPlace > 100:
+		return usagef("eval: -placements %d, want 1..100", *nPlace)
 	case *out == "":
 		return usagef("eval: -out is empty")
 	}
@@ -171,68 +174,92 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		}
 		tr.Counts = c
 	}
-	sc, err := runner.Config(runner.Spec{Profile: *profile, Workload: tr, PlacementSeed: *placement, Steps: n})
-	if err != nil {
-		return usageError(err)
-	}
-	if err := checkScenario(sc); err != nil {
-		return err
-	}
 	app, err := ops.AppByName(*profile)
 	if err != nil {
 		return usageError(err)
 	}
-	// Check every controller before any run (a missing policy, a bad
-	// layout) so that a bad list fails at once.
-	for _, sp := range parsed {
-		if err := sp.Check(sc); err != nil {
+	var seeds []uint64
+	var scs []env.Config
+	for i := range *nPlace {
+		ps := *placement + uint64(i)
+		sc, err := runner.Config(runner.Spec{Profile: *profile, Workload: tr, PlacementSeed: ps, Steps: n})
+		if err != nil {
 			return usageError(err)
 		}
+		if err := checkScenario(sc); err != nil {
+			return err
+		}
+		// Check every controller before any run (a missing policy)
+		// so that a bad list fails at once.
+		for _, sp := range parsed {
+			if err := sp.Check(sc); err != nil {
+				return usageError(err)
+			}
+		}
+		seeds, scs = append(seeds, ps), append(scs, sc)
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
 	sum := LiveSummary{Profile: *profile, Trace: *trace, TraceSource: traceSource(tr), TraceStart: *start, Intervals: n,
-		TimeScaleS: scale.Seconds(), RateMult: *mult, CPUScale: *cpuScale, Workers: *workers, Seed: *seed, PlacementSeed: *placement,
-		SLOMS: sc.App.SLOMS, Placement: sc.Placement, Commit: o.Commit, GoVersion: o.GoVersion}
-	for _, t := range sc.App.Tasks {
+		TimeScaleS: scale.Seconds(), RateMult: *mult, CPUScale: *cpuScale, Workers: *workers, Seed: *seed, PlacementSeeds: seeds,
+		SLOMS: scs[0].App.SLOMS, Commit: o.Commit, GoVersion: o.GoVersion}
+	for _, t := range scs[0].App.Tasks {
 		sum.Tasks = append(sum.Tasks, t.Name)
 	}
-	var results []runner.Result
+	// One policy endpoint for the whole run, if a PPO controller needs it.
+	apiURL := *api
 	for _, sp := range parsed {
-		c, apiURL, stop, err := buildLive(ctx, sp, sc, *policies, *api, *serveBin, o)
-		if err != nil {
-			return err
-		}
-		if apiURL != "" {
-			sum.API = apiURL
-		}
-		cfg := live.Config{Scenario: sc, App: app, Trace: tr, Step: *scale, Intervals: n, Seed: *seed, Workers: *workers,
-			CPUScale: *cpuScale, Controller: c, Name: sp.String(), WorkerArgs: []string{"live-worker"}}
-		if *verbose {
-			cfg.Log = o.Stderr
-		}
-		fmt.Fprintf(o.Stderr, "eval: live %s / %s: %s for %v (%d intervals of %v)\n", *profile, *trace, sp, *dur, n, *scale)
-		res, info, err := live.Run(ctx, cfg)
-		stop()
-		if err != nil {
-			return fmt.Errorf("eval: live %s: %w", sp, err)
-		}
-		res.Trace = *trace
-		results = append(results, res)
-		sum.Runs = append(sum.Runs, LiveRun{Key: res.Key, Summary: res.Summary, Info: info, TrajectorySHA256: res.TrajectorySHA256})
-		if simgap {
-			sim, err := runner.Run(ctx, runner.Spec{Profile: *profile, TraceName: *trace, Workload: tr, PlacementSeed: *placement,
-				Seed: *seed, Steps: n, Controller: sp, Physics: phys, Scenario: *scenario})
+		if isPPO(sp) && apiURL == "" {
+			dir := *policies
+			if d, ok := strings.CutPrefix(sp.String(), "ppo:"); ok {
+				dir = filepath.Dir(d)
+			}
+			u, stop, err := startAPI(ctx, dir, *serveBin, o)
 			if err != nil {
 				return err
 			}
-			results = append(results, sim)
-			sum.Sim = append(sum.Sim, LiveRun{Key: sim.Key, Summary: sim.Summary, TrajectorySHA256: sim.TrajectorySHA256})
-			sum.SimScenario = *scenario
+			defer stop()
+			apiURL = u
+			break
 		}
-		fmt.Fprintf(o.Stderr, "eval: %s: violation rate %.3f, mean p95 %.1f ms, mean CPU %.0f mc, throughput %.1f/s of %.1f, lost %d, control failures %d\n",
-			sp, res.Summary.ViolationRate, res.Summary.MeanP95MS, res.Summary.MeanCPU, res.Summary.MeanThroughput, res.Summary.MeanOffered, info.Lost, info.ControlFailures)
+	}
+	var results []runner.Result
+	for pi, sc := range scs {
+		for _, sp := range parsed {
+			c, err := buildLive(ctx, sp, sc, *policies, apiURL)
+			if err != nil {
+				return err
+			}
+			if isPPO(sp) {
+				sum.API = apiURL
+			}
+			cfg := live.Config{Scenario: sc, App: app, Trace: tr, Step: *scale, Intervals: n, Seed: *seed, Workers: *workers,
+				CPUScale: *cpuScale, Controller: c, Name: sp.String(), WorkerArgs: []string{"live-worker"}}
+			if *verbose {
+				cfg.Log = o.Stderr
+			}
+			fmt.Fprintf(o.Stderr, "eval: live %s / %s, placement %d: %s for %v (%d intervals of %v)\n", *profile, *trace, seeds[pi], sp, *dur, n, *scale)
+			res, info, err := live.Run(ctx, cfg)
+			if err != nil {
+				return fmt.Errorf("eval: live %s: %w", sp, err)
+			}
+			res.Trace, res.PlacementSeed = *trace, seeds[pi]
+			results = append(results, res)
+			sum.Runs = append(sum.Runs, LiveRun{Key: res.Key, Summary: res.Summary, Info: info, Placement: sc.Placement, TrajectorySHA256: res.TrajectorySHA256})
+			if simgap {
+				sim, err := runner.Run(ctx, runner.Spec{Profile: *profile, TraceName: *trace, Workload: tr, PlacementSeed: seeds[pi],
+					Seed: *seed, Steps: n, Controller: sp, Physics: phys, Scenario: *scenario})
+				if err != nil {
+					return err
+				}
+				results = append(results, sim)
+				sum.Sim = append(sum.Sim, LiveRun{Key: sim.Key, Summary: sim.Summary, Placement: sim.Placement, TrajectorySHA256: sim.TrajectorySHA256})
+				sum.SimScenario = *scenario
+			}
+			fmt.Fprintf(o.Stderr, "eval: %s: violation rate %.3f, mean p95 %.1f ms, mean CPU %.0f mc, throughput %.1f/s of %.1f, lost %d, control failures %d\n",
+				sp, res.Summary.ViolationRate, res.Summary.MeanP95MS, res.Summary.MeanCPU, res.Summary.MeanThroughput, res.Summary.MeanOffered, info.Lost, info.ControlFailures)
+		}
 	}
 	if err := writeLiveIntervals(filepath.Join(*out, FileIntervals), results); err != nil {
 		return err
@@ -255,35 +282,29 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	return err
 }
 
+func isPPO(sp controllers.Spec) bool {
+	return sp.String() == "ppo" || strings.HasPrefix(sp.String(), "ppo:")
+}
+
 // buildLive builds the controller of spec for the live run: in-process,
-// or for ppo a live.Remote asking the policy endpoint (apiURL, or a `serve
-// api` started here and stopped by stop).
-func buildLive(ctx context.Context, sp controllers.Spec, sc env.Config, policies, apiURL, serveBin string, o Options) (agents.Controller, string, func(), error) {
-	spec := sp.String()
-	if spec != "ppo" && !strings.HasPrefix(spec, "ppo:") {
+// or for ppo a live.Remote asking the policy endpoint at apiURL.
+func buildLive(ctx context.Context, sp controllers.Spec, sc env.Config, policies, apiURL string) (agents.Controller, error) {
+	if !isPPO(sp) {
 		a, err := sp.Build(sc)
 		if err != nil {
-			return nil, "", nil, usageError(err)
+			return nil, usageError(err)
 		}
-		return a.Controller(), "", func() {}, nil
+		return a.Controller(), nil
 	}
-	dir, name := policies, sc.App.Name
-	if d, ok := strings.CutPrefix(spec, "ppo:"); ok {
-		dir, name = filepath.Dir(d), filepath.Base(d)
-	}
-	stop := func() {}
-	if apiURL == "" {
-		var err error
-		if apiURL, stop, err = startAPI(ctx, dir, serveBin, o); err != nil {
-			return nil, "", nil, err
-		}
+	name := sc.App.Name
+	if d, ok := strings.CutPrefix(sp.String(), "ppo:"); ok {
+		name = filepath.Base(d)
 	}
 	r, err := live.NewRemote(ctx, apiURL, name, sc)
 	if err != nil {
-		stop()
-		return nil, "", nil, usageError(err)
+		return nil, usageError(err)
 	}
-	return r, apiURL, stop, nil
+	return r, nil
 }
 
 // startAPI starts `serve api -policies dir` on a free loopback port (with
@@ -379,22 +400,22 @@ func writeLiveIntervals(path string, rs []runner.Result) error {
 func liveMarkdown(s LiveSummary) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Live evaluation: %s on %s\n\n", s.Profile, s.Trace)
-	fmt.Fprintf(&b, "%d intervals of %.3g s (trace points %d–%d, rate × %g), %d worker process(es), CPU scale %g live mc per scenario mc, seed %d, placement seed %d, SLO %g ms. Live runs are not reproducible (real time on a shared machine).\n\n",
-		s.Intervals, s.TimeScaleS, s.TraceStart, s.TraceStart+s.Intervals-1, s.RateMult, s.Workers, s.CPUScale, s.Seed, s.PlacementSeed, s.SLOMS)
-	b.WriteString("| controller | violation rate | mean p95 ms | mean CPU mc | throughput /s | offered /s | lost | control failures | CPU used (cores) |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "%d intervals of %.3g s (trace points %d–%d, rate × %g), %d worker process(es), CPU scale %g live mc per scenario mc, seed %d, placement seeds %v, SLO %g ms. Live runs are not reproducible (real time on a shared machine).\n\n",
+		s.Intervals, s.TimeScaleS, s.TraceStart, s.TraceStart+s.Intervals-1, s.RateMult, s.Workers, s.CPUScale, s.Seed, s.PlacementSeeds, s.SLOMS)
+	b.WriteString("| controller | placement | violation rate | mean p95 ms | mean CPU mc | throughput /s | offered /s | lost | control failures | CPU used (cores) |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range s.Runs {
-		fmt.Fprintf(&b, "| %s | %.3f | %.1f | %.0f | %.1f | %.1f | %d | %d | %.4f |\n",
-			r.Controller, r.ViolationRate, r.MeanP95MS, r.MeanCPU, r.MeanThroughput, r.MeanOffered, r.Lost, r.ControlFailures, r.MeanCPUUsedCores)
+		fmt.Fprintf(&b, "| %s | %d | %.3f | %.1f | %.0f | %.1f | %.1f | %d | %d | %.4f |\n",
+			r.Controller, r.PlacementSeed, r.ViolationRate, r.MeanP95MS, r.MeanCPU, r.MeanThroughput, r.MeanOffered, r.Lost, r.ControlFailures, r.MeanCPUUsedCores)
 	}
 	if len(s.Sim) == len(s.Runs) && len(s.Sim) > 0 {
 		fmt.Fprintf(&b, "\n## Simulator against live (scenario %s, same slice, seed and placement)\n\n", s.SimScenario)
 		b.WriteString("Differences are sim − live: percentage points for the violation rate, relative to live for the others.\n\n")
-		b.WriteString("| controller | violation sim | violation live | Δ pp | p95 sim ms | p95 live ms | Δ | CPU sim mc | CPU live mc | Δ | throughput sim | throughput live | Δ |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| controller | placement | violation sim | violation live | Δ pp | p95 sim ms | p95 live ms | Δ | CPU sim mc | CPU live mc | Δ | throughput sim | throughput live | Δ |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 		for i, l := range s.Runs {
 			m := s.Sim[i]
-			fmt.Fprintf(&b, "| %s | %.3f | %.3f | %+.1f | %.1f | %.1f | %s | %.0f | %.0f | %s | %.1f | %.1f | %s |\n", l.Controller,
+			fmt.Fprintf(&b, "| %s | %d | %.3f | %.3f | %+.1f | %.1f | %.1f | %s | %.0f | %.0f | %s | %.1f | %.1f | %s |\n", l.Controller, l.PlacementSeed,
 				m.ViolationRate, l.ViolationRate, 100*(m.ViolationRate-l.ViolationRate),
 				m.MeanP95MS, l.MeanP95MS, rel(m.MeanP95MS, l.MeanP95MS), m.MeanCPU, l.MeanCPU, rel(m.MeanCPU, l.MeanCPU),
 				m.MeanThroughput, l.MeanThroughput, rel(m.MeanThroughput, l.MeanThroughput))
@@ -414,22 +435,37 @@ func rel(sim, live float64) string {
 	return fmt.Sprintf("%+.0f%%", 100*(sim-live)/live)
 }
 
-// rankBy lists the controllers from the fewest violations to the most,
-// ties by mean CPU, then by name.
+// rankBy lists the controllers from the fewest violations to the most
+// (means over placements), ties by mean CPU, then by name.
 func rankBy(rs []LiveRun) []string {
-	rs = slices.Clone(rs)
-	slices.SortStableFunc(rs, func(a, b LiveRun) int {
-		if c := cmp.Compare(a.ViolationRate, b.ViolationRate); c != 0 {
+	type agg struct {
+		name string
+		v, c float64
+		n    int
+	}
+	var as []agg
+	for _, r := range rs {
+		i := slices.IndexFunc(as, func(a agg) bool { return a.name == r.Controller })
+		if i < 0 {
+			as = append(as, agg{name: r.Controller})
+			i = len(as) - 1
+		}
+		as[i].v += r.ViolationRate
+		as[i].c += r.MeanCPU
+		as[i].n++
+	}
+	slices.SortStableFunc(as, func(a, b agg) int {
+		if c := cmp.Compare(a.v/float64(a.n), b.v/float64(b.n)); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.MeanCPU, b.MeanCPU); c != 0 {
+		if c := cmp.Compare(a.c/float64(a.n), b.c/float64(b.n)); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Controller, b.Controller)
+		return strings.Compare(a.name, b.name)
 	})
-	out := make([]string, len(rs))
-	for i, r := range rs {
-		out[i] = r.Controller
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.name
 	}
 	return out
 }

@@ -29,6 +29,7 @@ func TestLiveUsage(t *testing.T) {
 		{[]string{"-controller", "threshold", "-cpu-scale", "-1"}, "-cpu-scale"},
 		{[]string{"-controller", "threshold", "-workers", "0"}, "-workers"},
 		{[]string{"-controller", "threshold", "-start", "-4"}, "-start"},
+		{[]string{"-controller", "threshold", "-placements", "0"}, "-placements"},
 		{[]string{"-controller", "threshold", "-bogus"}, "bogus"},
 	} {
 		code, _, stderr := call(t, append([]string{"live", "-out", out, "-traces", "testdata"}, c.args...)...)
@@ -44,6 +45,7 @@ func TestLiveMarkdown(t *testing.T) {
 	mk := func(name string, v, p95, cpu float64) LiveRun {
 		var r LiveRun
 		r.Controller, r.ViolationRate, r.MeanP95MS, r.MeanCPU, r.MeanThroughput = name, v, p95, cpu, 100
+		r.PlacementSeed = 101
 		return r
 	}
 	s := LiveSummary{Profile: "pred", Trace: "taxi", Intervals: 60, TimeScaleS: 0.25,
@@ -51,9 +53,9 @@ func TestLiveMarkdown(t *testing.T) {
 		Sim:  []LiveRun{mk("static:500", 0.8, 1500, 3000), mk("threshold", 0.2, 120, 8000)}, SimScenario: "realistic"}
 	md := string(liveMarkdown(s))
 	for _, want := range []string{
-		"| static:500 | 0.900 | 3000.0 | 3000 |",
-		"| threshold | 0.200 | 0.100 | +10.0 | 120.0 | 80.0 | +50% | 8000 | 4000 | +100% |",
-		"| static:500 | 0.800 | 0.900 | -10.0 | 1500.0 | 3000.0 | -50% |",
+		"| static:500 | 101 | 0.900 | 3000.0 | 3000 |",
+		"| threshold | 101 | 0.200 | 0.100 | +10.0 | 120.0 | 80.0 | +50% | 8000 | 4000 | +100% |",
+		"| static:500 | 101 | 0.800 | 0.900 | -10.0 | 1500.0 | 3000.0 | -50% |",
 		"simulator [threshold static:500], live [threshold static:500] (same order)",
 	} {
 		if !strings.Contains(md, want) {
