@@ -237,6 +237,11 @@ type Planner struct {
 	placed    map[uint32]bool // members of the last placement
 	target    int             // the worker count asked for last
 	lastDone  time.Duration   // last completion, after the start
+	// The control window (kept only with Config.Allocate): latencies and
+	// offered inputs since the last TakeWindow.
+	winLat   []float64
+	winOffer int
+	winOpen  int // inputs before this index are complete
 }
 
 // Migration is one reconfiguration's measurements.
@@ -377,6 +382,48 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 		return res, ctx.Err()
 	}
 	return res, nil
+}
+
+// Window is what the load did over one control window: since the previous
+// TakeWindow (or the load's start).
+type Window struct {
+	// Offered counts the inputs whose intended send time fell in the
+	// window.
+	Offered int
+	// LatencyMS holds the end-to-end latency of every input completed in
+	// the window, ms, ascending: completion minus the intended send time,
+	// so an input the generator sent late still counts from when it was
+	// due (corrected for coordinated omission).
+	LatencyMS []float64
+	// OpenAgeMS holds, for every input due by the window's end and not
+	// complete, its age then, ms (ascending): a lower bound of its
+	// latency, so a window in which a backlog completes nothing still
+	// shows it.
+	OpenAgeMS []float64
+}
+
+// TakeWindow returns the window since the previous call and starts a new
+// one. Windows are kept only when Config.Allocate is set (the vertical
+// loop reads them from its Allocator); otherwise the window is empty.
+func (p *Planner) TakeWindow() Window {
+	p.mu.Lock()
+	w := Window{Offered: p.winOffer, LatencyMS: p.winLat}
+	p.winOffer, p.winLat = 0, nil
+	if p.cfg.Allocate != nil && !p.start.IsZero() {
+		now := time.Since(p.start).Nanoseconds()
+		for p.winOpen < len(p.ins) && p.ins[p.winOpen].done {
+			p.winOpen++
+		}
+		for i := p.winOpen; i < len(p.ins); i++ {
+			if in := &p.ins[i]; !in.done && in.intended <= now {
+				w.OpenAgeMS = append(w.OpenAgeMS, float64(now-in.intended)/1e6)
+			}
+		}
+	}
+	p.mu.Unlock()
+	slices.Sort(w.LatencyMS)
+	slices.Sort(w.OpenAgeMS)
+	return w
 }
 
 // liveIDs returns the live, non-leaving members' IDs ascending (p.mu held).
@@ -666,6 +713,9 @@ func (p *Planner) complete(es []wire.DoneEntry) {
 			ms := float64(now.Nanoseconds()-in.intended) / 1e6
 			p.lat = append(p.lat, ms)
 			p.allLat = append(p.allLat, ms)
+			if p.cfg.Allocate != nil {
+				p.winLat = append(p.winLat, ms)
+			}
 		}
 	}
 }
@@ -769,6 +819,9 @@ func (p *Planner) generate(ctx context.Context) {
 			p.seqs[key] = seq + 1
 			p.ins = append(p.ins, input{key: key, seq: seq, intended: int64(t * 1e9), payload: slices.Clone(buf)})
 			p.secOffer++
+			if p.cfg.Allocate != nil {
+				p.winOffer++
+			}
 			p.send(len(p.ins) - 1)
 			k++
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -393,10 +394,18 @@ func TestTraceAllocAndMetrics(t *testing.T) {
 	app := runtime.WordCount()
 	tr := &traces.Trace{Counts: []float64{400, 0, 800}, Scale: 1}
 	var calls atomic.Int64
+	var pl *Planner
+	var offered, latencies int // the windows taken in the hook
 	cfg := Config{App: app, Seed: 5, Trace: tr, TraceStep: 500 * time.Millisecond, Duration: 1500 * time.Millisecond, Drain: 3 * time.Second, Workers: 2, Miss: 25,
 		Control: 300 * time.Millisecond,
 		Allocate: func(_ float64, tasks []TaskObs) map[uint32][]int {
 			calls.Add(1)
+			w := pl.TakeWindow()
+			offered += w.Offered
+			latencies += len(w.LatencyMS)
+			if !sort.Float64sAreSorted(w.LatencyMS) {
+				t.Errorf("window latencies not ascending: %v", w.LatencyMS)
+			}
 			out := map[uint32][]int{}
 			for _, tk := range tasks {
 				out[tk.Worker] = append(out[tk.Worker], 321)
@@ -414,12 +423,22 @@ func TestTraceAllocAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pl = p
 	res, err := p.Serve(context.Background(), ln, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Inputs != 600 || res.Completed != 600 {
 		t.Fatalf("inputs %d completed %d, want 600", res.Inputs, res.Completed)
+	}
+	// Every input is offered in exactly one window and its latency lands
+	// in exactly one: the hook's windows and the rest add up.
+	last := p.TakeWindow()
+	if offered+last.Offered != 600 || latencies+len(last.LatencyMS) != 600 {
+		t.Fatalf("windows offered %d+%d and completed %d+%d, want 600 each", offered, last.Offered, latencies, len(last.LatencyMS))
+	}
+	if len(last.OpenAgeMS) != 0 {
+		t.Fatalf("%d inputs open after every input completed", len(last.OpenAgeMS))
 	}
 	if calls.Load() == 0 {
 		t.Fatal("the allocation hook never ran")

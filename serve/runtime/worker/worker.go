@@ -49,6 +49,9 @@ type Config struct {
 	// Period the CFS period (default cfs.DefaultPeriod).
 	Millicores int
 	Period     time.Duration
+	// Alloc, if set, is each task's initial allocation, millicores (one
+	// per operator, each 1..wire.MaxMillicores), instead of Millicores.
+	Alloc []int
 	// Report is the metrics interval (default 1 s); Heartbeat the beat
 	// interval (default 200 ms).
 	Report, Heartbeat time.Duration
@@ -114,6 +117,13 @@ func (c *Config) fill() error {
 		return fmt.Errorf("worker: %d millicores, want 1..%d", c.Millicores, wire.MaxMillicores)
 	case len(c.App.Operators) == 0 || len(c.App.Operators) > wire.MaxOps:
 		return fmt.Errorf("worker: app %q has %d operators, want 1..%d", c.App.Name, len(c.App.Operators), wire.MaxOps)
+	case c.Alloc != nil && len(c.Alloc) != len(c.App.Operators):
+		return fmt.Errorf("worker: initial allocation for %d tasks, app %q has %d", len(c.Alloc), c.App.Name, len(c.App.Operators))
+	}
+	for i, mc := range c.Alloc {
+		if mc < 1 || mc > wire.MaxMillicores {
+			return fmt.Errorf("worker: initial allocation of task %d is %d millicores, want 1..%d", i, mc, wire.MaxMillicores)
+		}
 	}
 	return nil
 }
@@ -266,7 +276,11 @@ func New(cfg Config) (*Worker, error) {
 		if s.New == nil {
 			return nil, fmt.Errorf("worker: app %s: operator %s has no constructor", cfg.App.Name, s.Name)
 		}
-		t := &task{op: o, impl: s.New(), quota: cfs.New(cfg.Period, cfg.Millicores)}
+		mc := cfg.Millicores
+		if cfg.Alloc != nil {
+			mc = cfg.Alloc[o]
+		}
+		t := &task{op: o, impl: s.New(), quota: cfs.New(cfg.Period, mc)}
 		for g := range t.state {
 			t.state[g] = map[uint64][]byte{}
 		}

@@ -148,3 +148,21 @@ func BenchmarkLocalDispatch(b *testing.B) {
 	waitExecuted(b, w, n)
 	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "requests/s")
 }
+
+// TestInitialAlloc: Config.Alloc sets each task's initial quota; a wrong
+// length or an entry out of range is refused.
+func TestInitialAlloc(t *testing.T) {
+	app := runtime.WordCount()
+	w, err := New(Config{App: app, Alloc: []int{7, 900}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := w.tasks[0].quota.Millicores(), w.tasks[1].quota.Millicores(); a != 7 || b != 900 {
+		t.Fatalf("initial quotas %d and %d, want 7 and 900", a, b)
+	}
+	for _, bad := range [][]int{{7}, {0, 5}, {5, wire.MaxMillicores + 1}} {
+		if _, err := New(Config{App: app, Alloc: bad}); err == nil {
+			t.Errorf("initial allocation %v accepted", bad)
+		}
+	}
+}

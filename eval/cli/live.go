@@ -1,0 +1,471 @@
+package cli
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"streamscale/agents"
+	"streamscale/env"
+	"streamscale/eval/controllers"
+	"streamscale/eval/live"
+	"streamscale/eval/report"
+	"streamscale/eval/runner"
+	"streamscale/internal/command"
+	"streamscale/serve/client"
+	"streamscale/serve/runtime/ops"
+	"streamscale/traces"
+)
+
+// LiveRun is one controller's live run in summary.json: its key, the
+// run-level record (runner.Summary: violation_rate, mean_p95_ms,
+// mean_cpu_millicores, mean_throughput, …) and what the live run adds
+// (live.Info: lost, inputs, control failures, …).
+type LiveRun struct {
+	runner.Key
+	runner.Summary
+	live.Info
+	Placement        []int  `json:"placement"` // server of each task in the scenario
+	TrajectorySHA256 string `json:"trajectory_sha256"`
+}
+
+// LiveSummary is summary.json of `eval live`: the configuration, the
+// provenance and one LiveRun per controller, in the order run. Live runs
+// are not reproducible (real time on a shared machine); the seed and the
+// configuration are recorded so a rerun is the same experiment.
+type LiveSummary struct {
+	Profile        string    `json:"profile"`
+	Trace          string    `json:"trace"`
+	TraceSource    string    `json:"trace_source"`
+	TraceStart     int       `json:"trace_start"`
+	Intervals      int       `json:"intervals"`
+	TimeScaleS     float64   `json:"time_scale_s"`
+	RateMult       float64   `json:"rate_mult"`
+	CPUScale       float64   `json:"cpu_scale"`
+	Workers        int       `json:"workers"`
+	Seed           uint64    `json:"seed"`
+	PlacementSeeds []uint64  `json:"placement_seeds"`
+	SLOMS          float64   `json:"slo_ms"`
+	Tasks          []string  `json:"tasks"`
+	API            string    `json:"api,omitempty"`
+	Runs           []LiveRun `json:"runs"`
+	// Sim holds, for `eval simgap`, each controller's simulated run on the
+	// same slice (same order as Runs), and SimScenario its physics preset.
+	Sim         []LiveRun `json:"sim,omitempty"`
+	SimScenario string    `json:"sim_scenario,omitempty"`
+	Commit      string    `json:"commit"`
+	GoVersion   string    `json:"go_version"`
+}
+
+// liveWorkerCmd is the worker process of `eval live` (the local provider
+// execs this binary with "live-worker"); not for direct use.
+func liveWorkerCmd(ctx context.Context, args []string, o Options) error {
+	return live.RunWorker(ctx, args, o.Env, o.Stderr)
+}
+
+func liveCmd(ctx context.Context, args []string, o Options) error {
+	return liveCommand(ctx, "eval live", false, args, o)
+}
+
+// simgapCmd is `eval simgap`: `eval live`, and each controller also in the
+// simulator on the same trace slice, side by side.
+func simgapCmd(ctx context.Context, args []string, o Options) error {
+	return liveCommand(ctx, "eval simgap", true, args, o)
+}
+
+func liveCommand(ctx context.Context, name string, simgap bool, args []string, o Options) error {
+	fs := command.NewFlagSet(name)
+	profile := fs.String("profile", "pred", "application profile: pred or etl")
+	ctrl := fs.String("controller", "", "controller: static:N, threshold, vrebalance, ppo, ppo:DIR (or -controllers)")
+	ctrls := fs.String("controllers", "", "comma-separated controllers run in turn on the same slice and seed (paired live runs)")
+	trace := fs.String("trace", "taxi", "workload: taxi, taxi-train, intel, or a .csv/.parquet trace file")
+	dir := fs.String("traces", "", "trace data directory (default env STREAMSCALE_TRACES or the built-in one)")
+	start := fs.Int("start", 0, "first trace point replayed")
+	scale := fs.Duration("time-scale", 250*time.Millisecond, "wall time of one trace point and one control interval (the simulator's 1 s)")
+	dur := fs.Duration("duration", 15*time.Second, "how long the load runs per controller (intervals = duration / time-scale)")
+	mult := fs.Float64("rate-mult", 0.5, "arrival-rate multiplier, > 0")
+	cpuScale := fs.Float64("cpu-scale", 0.01, "live CFS millicores given per scenario millicore")
+	workers := fs.Int("workers", 1, "worker processes")
+	seed := fs.Uint64("seed", 1, "seed of the input source and the controllers")
+	placement := fs.Uint64("placement-seed", 101, "seed of the (first) scenario task placement (the servers the controllers see)")
+	nPlace := fs.Int("placements", 1, "number of placements, seeds -placement-seed, -placement-seed+1, …; every controller runs on each")
+	policies := fs.String("policies", "policies", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors")
+	api := fs.String("api", "", "policy endpoint URL for ppo (default: start go run ./serve api on a free loopback port)")
+	serveBin := fs.String("serve-bin", "", "a built serve binary to start the policy endpoint with (instead of go run ./serve)")
+	out := fs.String("out", "out/live", "output directory (created if missing)")
+	asJSON := fs.Bool("json", false, "print summary.json to stdout")
+	verbose := fs.Bool("v", false, "log the runtime's events to stderr")
+	scenario := fs.String("scenario", env.Scenarios()[0], "with simgap: "+scenarioUsage)
+	if err := parseFlags(fs, args, o); err != nil {
+		return err
+	}
+	phys, err := scenarioPhysics(*scenario)
+	if err != nil {
+		return err
+	}
+	if err := checkProfile(*profile); err != nil {
+		return err
+	}
+	if err := checkTrace(*trace); err != nil {
+		return err
+	}
+	if err := checkRateMult(*mult); err != nil {
+		return err
+	}
+	switch {
+	case (*ctrl == "") == (*ctrls == ""):
+		return usagef("eval: give one of -controller and -controllers")
+	case *scale < 10*time.Millisecond || *scale > time.Minute:
+		return usagef("eval: -time-scale %v, want 10ms..1m", *scale)
+	case *dur < *scale || *dur > 24*time.Hour:
+		return usagef("eval: -duration %v, want at least one -time-scale (%v) and at most 24h", *dur, *scale)
+	case !(*cpuScale > 0) || *cpuScale > 1000:
+		return usagef("eval: -cpu-scale %v, want > 0 and ≤ 1000", *cpuScale)
+	case *workers < 1 || *workers > 16:
+		return usagef("eval: -workers %d, want 1..16", *workers)
+	case *start < 0:
+		return usagef("eval: -start %d, want ≥ 0", *start)
+	case *nPlace < 1 || *nPlace > 100:
+		return usagef("eval: -placements %d, want 1..100", *nPlace)
+	case *out == "":
+		return usagef("eval: -out is empty")
+	}
+	specs := []string{*ctrl}
+	if *ctrls != "" {
+		var err error
+		if specs, err = splitList("controllers", *ctrls); err != nil {
+			return err
+		}
+	}
+	reg := controllers.New(controllers.Options{PoliciesDir: *policies})
+	var parsed []controllers.Spec
+	for _, s := range specs {
+		sp, err := reg.Parse(s)
+		if err != nil {
+			return usageError(err)
+		}
+		if sp.Horizontal() {
+			return usagef("eval: controller %s is horizontal; eval live runs vertical controllers (static, threshold, vrebalance, ppo)", sp)
+		}
+		if strings.HasPrefix(sp.String(), "ppo-sample") {
+			return usagef("eval: controller %s: live PPO is asked through the endpoint by argmax; use ppo or ppo:DIR", sp)
+		}
+		parsed = append(parsed, sp)
+	}
+	n := int(*dur / *scale)
+	var tr *traces.Trace
+	tr, err = loadTrace(*trace, *dir, *mult, *seed, o)
+	if err != nil {
+		return err
+	}
+	if *start > 0 { // the slice replayed, from its first point
+		c := make([]float64, tr.Len())
+		for i := range c {
+			c[i] = tr.Counts[(*start+i)%tr.Len()]
+		}
+		tr.Counts = c
+	}
+	app, err := ops.AppByName(*profile)
+	if err != nil {
+		return usageError(err)
+	}
+	var seeds []uint64
+	var scs []env.Config
+	for i := range *nPlace {
+		ps := *placement + uint64(i)
+		sc, err := runner.Config(runner.Spec{Profile: *profile, Workload: tr, PlacementSeed: ps, Steps: n})
+		if err != nil {
+			return usageError(err)
+		}
+		if err := checkScenario(sc); err != nil {
+			return err
+		}
+		// Check every controller before any run (a missing policy)
+		// so that a bad list fails at once.
+		for _, sp := range parsed {
+			if err := sp.Check(sc); err != nil {
+				return usageError(err)
+			}
+		}
+		seeds, scs = append(seeds, ps), append(scs, sc)
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	sum := LiveSummary{Profile: *profile, Trace: *trace, TraceSource: traceSource(tr), TraceStart: *start, Intervals: n,
+		TimeScaleS: scale.Seconds(), RateMult: *mult, CPUScale: *cpuScale, Workers: *workers, Seed: *seed, PlacementSeeds: seeds,
+		SLOMS: scs[0].App.SLOMS, Commit: o.Commit, GoVersion: o.GoVersion}
+	for _, t := range scs[0].App.Tasks {
+		sum.Tasks = append(sum.Tasks, t.Name)
+	}
+	// One policy endpoint for the whole run, if a PPO controller needs it.
+	apiURL := *api
+	for _, sp := range parsed {
+		if isPPO(sp) && apiURL == "" {
+			dir := *policies
+			if d, ok := strings.CutPrefix(sp.String(), "ppo:"); ok {
+				dir = filepath.Dir(d)
+			}
+			u, stop, err := startAPI(ctx, dir, *serveBin, o)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			apiURL = u
+			break
+		}
+	}
+	var results []runner.Result
+	for pi, sc := range scs {
+		for _, sp := range parsed {
+			c, err := buildLive(ctx, sp, sc, *policies, apiURL)
+			if err != nil {
+				return err
+			}
+			if isPPO(sp) {
+				sum.API = apiURL
+			}
+			cfg := live.Config{Scenario: sc, App: app, Trace: tr, Step: *scale, Intervals: n, Seed: *seed, Workers: *workers,
+				CPUScale: *cpuScale, Controller: c, Name: sp.String(), WorkerArgs: []string{"live-worker"}}
+			if *verbose {
+				cfg.Log = o.Stderr
+			}
+			fmt.Fprintf(o.Stderr, "eval: live %s / %s, placement %d: %s for %v (%d intervals of %v)\n", *profile, *trace, seeds[pi], sp, *dur, n, *scale)
+			res, info, err := live.Run(ctx, cfg)
+			if err != nil {
+				return fmt.Errorf("eval: live %s: %w", sp, err)
+			}
+			res.Trace, res.PlacementSeed = *trace, seeds[pi]
+			results = append(results, res)
+			sum.Runs = append(sum.Runs, LiveRun{Key: res.Key, Summary: res.Summary, Info: info, Placement: sc.Placement, TrajectorySHA256: res.TrajectorySHA256})
+			if simgap {
+				sim, err := runner.Run(ctx, runner.Spec{Profile: *profile, TraceName: *trace, Workload: tr, PlacementSeed: seeds[pi],
+					Seed: *seed, Steps: n, Controller: sp, Physics: phys, Scenario: *scenario})
+				if err != nil {
+					return err
+				}
+				results = append(results, sim)
+				sum.Sim = append(sum.Sim, LiveRun{Key: sim.Key, Summary: sim.Summary, Placement: sim.Placement, TrajectorySHA256: sim.TrajectorySHA256})
+				sum.SimScenario = *scenario
+			}
+			fmt.Fprintf(o.Stderr, "eval: %s: violation rate %.3f, mean p95 %.1f ms, mean CPU %.0f mc, throughput %.1f/s of %.1f, lost %d, control failures %d\n",
+				sp, res.Summary.ViolationRate, res.Summary.MeanP95MS, res.Summary.MeanCPU, res.Summary.MeanThroughput, res.Summary.MeanOffered, info.Lost, info.ControlFailures)
+		}
+	}
+	if err := writeLiveIntervals(filepath.Join(*out, FileIntervals), results); err != nil {
+		return err
+	}
+	b, err := report.MarshalJSON(sum)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*out, FileSummary), b, 0o644); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(*out, FileReport), liveMarkdown(sum), 0o644); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	if *asJSON {
+		_, err = o.Stdout.Write(b)
+		return err
+	}
+	_, err = o.Stdout.Write(liveMarkdown(sum))
+	return err
+}
+
+func isPPO(sp controllers.Spec) bool {
+	return sp.String() == "ppo" || strings.HasPrefix(sp.String(), "ppo:")
+}
+
+// buildLive builds the controller of spec for the live run: in-process,
+// or for ppo a live.Remote asking the policy endpoint at apiURL.
+func buildLive(ctx context.Context, sp controllers.Spec, sc env.Config, policies, apiURL string) (agents.Controller, error) {
+	if !isPPO(sp) {
+		a, err := sp.Build(sc)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		return a.Controller(), nil
+	}
+	name := sc.App.Name
+	if d, ok := strings.CutPrefix(sp.String(), "ppo:"); ok {
+		name = filepath.Base(d)
+	}
+	r, err := live.NewRemote(ctx, apiURL, name, sc)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	return r, nil
+}
+
+// startAPI starts `serve api -policies dir` on a free loopback port (with
+// serveBin, or `go run ./serve` from the working directory) and waits up
+// to 5 minutes for it to list its policies.
+func startAPI(ctx context.Context, dir, serveBin string, o Options) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("eval: %w", err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	args := []string{"api", "-policies", dir, "-addr", addr}
+	var cmd *exec.Cmd
+	if serveBin != "" {
+		cmd = exec.Command(serveBin, args...)
+	} else {
+		cmd = exec.Command("go", append([]string{"run", "./serve"}, args...)...)
+	}
+	cmd.Stdout, cmd.Stderr = o.Stderr, o.Stderr
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("eval: start the policy endpoint: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }() //nolint:errcheck // the exit status after our SIGTERM is not an error
+	stop := func() {
+		cmd.Process.Signal(os.Interrupt) //nolint:errcheck // it may have exited
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill() //nolint:errcheck
+			<-done
+		}
+	}
+	url := "http://" + addr
+	c, err := client.New(url, nil)
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("eval: %w", err)
+	}
+	fmt.Fprintf(o.Stderr, "eval: starting the policy endpoint on %s (serve api -policies %s)\n", addr, dir)
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := c.Policies(rctx)
+		cancel()
+		if err == nil {
+			return url, stop, nil
+		}
+		select {
+		case <-done:
+			return "", nil, errors.New("eval: the policy endpoint exited before it was ready")
+		case <-ctx.Done():
+			stop()
+			return "", nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, fmt.Errorf("eval: the policy endpoint on %s was not ready within 5 minutes: %v", addr, err)
+		}
+	}
+}
+
+// writeLiveIntervals writes every run's intervals to one Parquet file (the
+// schema of `eval paired`'s intervals.parquet).
+func writeLiveIntervals(path string, rs []runner.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	bw := bufio.NewWriter(f)
+	iw := report.NewIntervalWriter(bw)
+	for _, r := range rs {
+		if err = iw.Write(r); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = iw.Close()
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("eval: %w", cerr)
+	}
+	return err
+}
+
+// liveMarkdown is report.md: the configuration and one row per controller.
+func liveMarkdown(s LiveSummary) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Live evaluation: %s on %s\n\n", s.Profile, s.Trace)
+	fmt.Fprintf(&b, "%d intervals of %.3g s (trace points %d–%d, rate × %g), %d worker process(es), CPU scale %g live mc per scenario mc, seed %d, placement seeds %v, SLO %g ms. Live runs are not reproducible (real time on a shared machine).\n\n",
+		s.Intervals, s.TimeScaleS, s.TraceStart, s.TraceStart+s.Intervals-1, s.RateMult, s.Workers, s.CPUScale, s.Seed, s.PlacementSeeds, s.SLOMS)
+	b.WriteString("| controller | placement | violation rate | mean p95 ms | mean CPU mc | throughput /s | offered /s | lost | control failures | CPU used (cores) |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range s.Runs {
+		fmt.Fprintf(&b, "| %s | %d | %.3f | %.1f | %.0f | %.1f | %.1f | %d | %d | %.4f |\n",
+			r.Controller, r.PlacementSeed, r.ViolationRate, r.MeanP95MS, r.MeanCPU, r.MeanThroughput, r.MeanOffered, r.Lost, r.ControlFailures, r.MeanCPUUsedCores)
+	}
+	if len(s.Sim) == len(s.Runs) && len(s.Sim) > 0 {
+		fmt.Fprintf(&b, "\n## Simulator against live (scenario %s, same slice, seed and placement)\n\n", s.SimScenario)
+		b.WriteString("Differences are sim − live: percentage points for the violation rate, relative to live for the others.\n\n")
+		b.WriteString("| controller | placement | violation sim | violation live | Δ pp | p95 sim ms | p95 live ms | Δ | CPU sim mc | CPU live mc | Δ | throughput sim | throughput live | Δ |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for i, l := range s.Runs {
+			m := s.Sim[i]
+			fmt.Fprintf(&b, "| %s | %d | %.3f | %.3f | %+.1f | %.1f | %.1f | %s | %.0f | %.0f | %s | %.1f | %.1f | %s |\n", l.Controller, l.PlacementSeed,
+				m.ViolationRate, l.ViolationRate, 100*(m.ViolationRate-l.ViolationRate),
+				m.MeanP95MS, l.MeanP95MS, rel(m.MeanP95MS, l.MeanP95MS), m.MeanCPU, l.MeanCPU, rel(m.MeanCPU, l.MeanCPU),
+				m.MeanThroughput, l.MeanThroughput, rel(m.MeanThroughput, l.MeanThroughput))
+		}
+		same := slices.Equal(rankBy(s.Sim), rankBy(s.Runs))
+		fmt.Fprintf(&b, "\nRanking by violation rate (then mean CPU): simulator %v, live %v (%s).\n",
+			rankBy(s.Sim), rankBy(s.Runs), map[bool]string{true: "same order", false: "different order"}[same])
+	}
+	return []byte(b.String())
+}
+
+// rel is (sim − live) / live as a signed percentage ("n/a" when live is 0).
+func rel(sim, live float64) string {
+	if live == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%+.0f%%", 100*(sim-live)/live)
+}
+
+// rankBy lists the controllers from the fewest violations to the most
+// (means over placements), ties by mean CPU, then by name.
+func rankBy(rs []LiveRun) []string {
+	type agg struct {
+		name string
+		v, c float64
+		n    int
+	}
+	var as []agg
+	for _, r := range rs {
+		i := slices.IndexFunc(as, func(a agg) bool { return a.name == r.Controller })
+		if i < 0 {
+			as = append(as, agg{name: r.Controller})
+			i = len(as) - 1
+		}
+		as[i].v += r.ViolationRate
+		as[i].c += r.MeanCPU
+		as[i].n++
+	}
+	slices.SortStableFunc(as, func(a, b agg) int {
+		if c := cmp.Compare(a.v/float64(a.n), b.v/float64(b.n)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.c/float64(a.n), b.c/float64(b.n)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.name
+	}
+	return out
+}

@@ -1,0 +1,61 @@
+package live
+
+import (
+	"math"
+	"testing"
+
+	"streamscale/env"
+	"streamscale/serve/runtime/planner"
+)
+
+// TestCalibration: costs are Σ CPU / Σ executions after the skipped
+// intervals, the CV is between intervals, and the actuation delay counts
+// the intervals until the new quota is reported.
+func TestCalibration(t *testing.T) {
+	c := NewCalibration([]string{"a", "b"})
+	tap := c.Tap(1, 5)
+	rep := func(mc int, cpuA, thrA float64) []planner.TaskObs {
+		return []planner.TaskObs{
+			{Op: 0, Throughput: thrA, CPUCores: cpuA, LatencyMS: 2, Millicores: mc},
+			{Op: 1, Throughput: 0, Millicores: mc},
+		}
+	}
+	tap(0, rep(100, 1, 1)) // skipped: 1 s per event would dominate
+	tap(1, rep(100, 0.002, 1000))
+	tap(2, rep(100, 0.004, 1000))
+	tap(3, rep(100, 0.006, 1000))
+	tap(4, rep(5, 0.006, 1000))
+	tap(5, rep(5, 9, 1)) // after the window: only the reported quota counts
+	costs := c.Costs()
+	if got := costs[0].CPUUSPerEvent; math.Abs(got-4.5) > 1e-9 {
+		t.Errorf("cost %v µs, want 4.5", got)
+	}
+	// per-interval 2, 4, 6, 6 µs: mean 4.5, sample sd √(((2.5²+0.5²+1.5²+1.5²))/3)
+	if want := math.Sqrt((6.25+0.25+2.25+2.25)/3) / 4.5; math.Abs(costs[0].CV-want) > 1e-9 {
+		t.Errorf("CV %v, want %v", costs[0].CV, want)
+	}
+	if costs[1].CPUUSPerEvent != 0 || costs[1].Intervals != 0 || costs[0].DelayMS != 2 {
+		t.Errorf("costs %+v", costs)
+	}
+	if got := c.ActuationIntervals(3, 5); got != 1 || len(c.Reported) != 6 {
+		t.Errorf("actuation %d intervals, want 1", got)
+	}
+	if got := c.ActuationIntervals(0, 7); got != -1 {
+		t.Errorf("actuation of a quota never reported: %d, want -1", got)
+	}
+	s, err := NewStepController(2, 9000, 500, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for range 4 {
+		a, _ := s.Act(env.Observation{})
+		got = append(got, a.Targets[0])
+	}
+	if got[0] != 9000 || got[1] != 9000 || got[2] != 500 || got[3] != 500 {
+		t.Errorf("step probe %v, want 9000 9000 500 500", got)
+	}
+	if _, err := NewStepController(0, 1, 1, 1); err == nil {
+		t.Error("a probe of 0 tasks accepted")
+	}
+}

@@ -1,0 +1,373 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"streamscale/agents"
+	"streamscale/env"
+	"streamscale/eval/runner"
+	"streamscale/serve/runtime/ops"
+	"streamscale/serve/runtime/planner"
+	"streamscale/serve/runtime/provider/local"
+	"streamscale/traces"
+)
+
+// Config is one live run.
+type Config struct {
+	// Scenario is the edge scenario the controller was built for (its
+	// application profile, servers, placement, CPU bounds and initial
+	// allocation); its Workload is not replayed (Trace is).
+	Scenario env.Config
+	// App is the runtime application of the profile (ops.AppByName).
+	App ops.App
+	// Trace is replayed open-loop from its point 0, one point per Step,
+	// at Trace.Rate (its multiplier included).
+	Trace *traces.Trace
+	// Step is the wall time of one trace point and of one control
+	// interval (the time compression: the simulator's interval is 1 s).
+	Step time.Duration
+	// Intervals is the number of control intervals (trace points) run.
+	Intervals int
+	// Seed seeds the input source and is given to the controller's Reset.
+	Seed uint64
+	// Workers is the number of worker processes (default 1).
+	Workers int
+	// CPUScale is the live millicores given per scenario millicore
+	// (default 1): a task allotted A scenario millicores gets
+	// A·CPUScale/Workers millicores of CFS quota in every worker.
+	CPUScale float64
+	// ExtraMillicores is the live allocation, per worker, of operators
+	// the scenario does not control (ETL's Sink); default 1000.
+	ExtraMillicores int
+	// Controller decides every interval; Name is its canonical spec.
+	Controller agents.Controller
+	Name       string
+	// ActTimeout bounds one decision (default Step): a controller that
+	// errs or takes longer leaves the allocation in force, and the
+	// failure is counted.
+	ActTimeout time.Duration
+	// Worker processes: Bin (default this executable) is run with Args
+	// (default ["worker"]), then -planner, -addr, -id and the worker
+	// flags of RunWorker; Env is added to their environment.
+	WorkerBin  string
+	WorkerArgs []string
+	WorkerEnv  []string
+	// Log receives the planner's and the workers' events (nil: discarded).
+	Log io.Writer
+	// Tap, if set, receives every recorded interval's index and the
+	// workers' reports it was measured from (calibration).
+	Tap func(step int, tasks []planner.TaskObs)
+}
+
+// Info is what a live run records beyond runner.Result.
+type Info struct {
+	StepS           float64 `json:"step_s"`
+	Workers         int     `json:"workers"`
+	CPUScale        float64 `json:"cpu_scale"`
+	Inputs          uint64  `json:"inputs"`
+	Completed       uint64  `json:"completed"`
+	Lost            uint64  `json:"lost"`
+	Duplicated      uint64  `json:"duplicated"`
+	RunP95MS        float64 `json:"run_p95_ms"`
+	ControlFailures int     `json:"control_failures"`
+	// LastFailure is the last controller failure's message ("" without).
+	LastFailure string `json:"last_failure,omitempty"`
+	// MeanCPUUsedCores is the mean CPU the tasks used, cores (real).
+	MeanCPUUsedCores float64 `json:"mean_cpu_used_cores"`
+}
+
+func (c *Config) fill() error {
+	if c.Workers == 0 {
+		c.Workers = 1
+	}
+	if c.CPUScale == 0 {
+		c.CPUScale = 1
+	}
+	if c.ExtraMillicores == 0 {
+		c.ExtraMillicores = 1000
+	}
+	if c.ActTimeout == 0 {
+		c.ActTimeout = c.Step
+	}
+	if c.WorkerArgs == nil {
+		c.WorkerArgs = []string{"worker"}
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	switch {
+	case c.Trace == nil:
+		return errors.New("live: no trace")
+	case c.Controller == nil:
+		return errors.New("live: no controller")
+	case c.Step < 10*time.Millisecond:
+		return fmt.Errorf("live: step %v, want ≥ 10ms", c.Step)
+	case c.Intervals < 1:
+		return fmt.Errorf("live: %d intervals, want ≥ 1", c.Intervals)
+	case c.Workers < 1 || c.Workers > 16:
+		return fmt.Errorf("live: %d workers, want 1..16", c.Workers)
+	case !(c.CPUScale > 0) || math.IsInf(c.CPUScale, 0):
+		return fmt.Errorf("live: CPU scale %v, want > 0", c.CPUScale)
+	}
+	return nil
+}
+
+// liveMC is the per-worker CFS quota of a task allotted a scenario
+// millicores.
+func (c *Config) liveMC(a float64) int {
+	return max(1, int(math.Round(a*c.CPUScale/float64(c.Workers))))
+}
+
+// Run runs the live evaluation: a planner in this process and Workers
+// worker processes, the trace replayed open-loop, and every Step the
+// observation built from the runtime's reports (Observer), the
+// controller's action and the new allocation sent to the workers. The
+// result reads like a simulated run's: one runner.Interval per control
+// interval (p95 and mean of the inputs completed in it, corrected for
+// coordinated omission; violated when p95 > SLO; total CPU the scenario
+// millicores applied) and their runner.Summary. Reward terms are zero
+// (the live run does not compute the simulator's reward); ReservedCPU is
+// the total allocation and ActiveServers the scenario's servers hosting a
+// task. Live runs are not reproducible (real time); Seed and the
+// configuration are recorded.
+func Run(ctx context.Context, c Config) (runner.Result, Info, error) {
+	if err := c.fill(); err != nil {
+		return runner.Result{}, Info{}, err
+	}
+	ob, err := NewObserver(c.Scenario, c.App)
+	if err != nil {
+		return runner.Result{}, Info{}, err
+	}
+	sc := ob.Scenario()
+	if err := c.Controller.Reset(c.Seed); err != nil {
+		return runner.Result{}, Info{}, fmt.Errorf("live: controller %s: reset: %w", c.Name, err)
+	}
+	n := len(sc.App.Tasks)
+	alloc := make([]float64, n)
+	for k := range alloc {
+		alloc[k] = sc.InitialCPU
+	}
+	slo := sc.App.SLOMS
+	res := runner.Result{
+		Key:   runner.Key{Profile: sc.App.Name, Trace: c.Trace.Name, Scenario: "live", Seed: c.Seed, Controller: c.Name},
+		SLOMS: slo, Placement: append([]int(nil), sc.Placement...),
+	}
+	for _, t := range sc.App.Tasks {
+		res.Tasks = append(res.Tasks, t.Name)
+	}
+	info := Info{StepS: c.Step.Seconds(), Workers: c.Workers, CPUScale: c.CPUScale}
+	stepS := c.Step.Seconds()
+	active := map[int]bool{}
+	for _, s := range sc.Placement {
+		active[s] = true
+	}
+
+	ask := &asker{c: c.Controller}
+	var (
+		pl      *planner.Planner
+		mu      sync.Mutex // guards res.Intervals and info while the hook runs
+		cpuUsed float64
+	)
+	perWorker := func() []int {
+		mcs := make([]int, len(c.App.Operators))
+		for i := range mcs {
+			mcs[i] = c.ExtraMillicores
+		}
+		for k, op := range ob.Ops() {
+			mcs[op] = c.liveMC(alloc[k])
+		}
+		return mcs
+	}
+	hook := func(_ float64, tasks []planner.TaskObs) map[uint32][]int {
+		w := pl.TakeWindow()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(res.Intervals) >= c.Intervals {
+			return nil // draining
+		}
+		m := Measured{Tasks: tasks, Throughput: float64(len(w.LatencyMS)) / stepS}
+		m.P95MS = p95(w.LatencyMS, w.OpenAgeMS)
+		if len(w.LatencyMS) > 0 {
+			sum := 0.0
+			for _, x := range w.LatencyMS {
+				sum += x
+			}
+			m.MeanMS = sum / float64(len(w.LatencyMS))
+		}
+		tot := ob.Totals(m)
+		iv := runner.Interval{
+			Step: int64(len(res.Intervals)), Offered: float64(w.Offered) / stepS, Throughput: m.Throughput,
+			SinkEvents: float64(len(w.LatencyMS)), P95MS: m.P95MS, MeanMS: m.MeanMS, Violated: m.P95MS > slo,
+			Applied: append([]float64(nil), alloc...), Queue: make([]float64, n), ActiveServers: int64(len(active)),
+		}
+		for k := range alloc {
+			iv.TotalCPU += alloc[k]
+			iv.Queue[k] = tot[k].Queue
+		}
+		iv.ReservedCPU = iv.TotalCPU
+		for _, t := range tasks {
+			cpuUsed += t.CPUCores
+		}
+		res.Intervals = append(res.Intervals, iv)
+		if c.Tap != nil {
+			c.Tap(int(iv.Step), tasks)
+		}
+		obs := ob.Observe(m, alloc)
+		a, err := ask.act(ctx, obs, c.ActTimeout)
+		var next []float64
+		if err == nil {
+			next, err = ob.Apply(alloc, a)
+		}
+		if err != nil {
+			info.ControlFailures++
+			info.LastFailure = err.Error()
+			fmt.Fprintf(c.Log, "live: interval %d: controller %s: %v; the allocation stays\n", iv.Step, c.Name, err)
+			return nil
+		}
+		copy(alloc, next)
+		mcs := perWorker()
+		out := map[uint32][]int{}
+		for _, t := range tasks {
+			out[t.Worker] = mcs
+		}
+		return out
+	}
+
+	// As after env.Reset, the controller first acts on the observation
+	// of the initial state (nothing measured yet); the workers start with
+	// that allocation.
+	// The load has not started, so this first decision may take longer
+	// (a policy endpoint's first request).
+	if a, err := ask.act(ctx, ob.Observe(Measured{}, alloc), max(c.ActTimeout, 10*time.Second)); err != nil {
+		info.ControlFailures++
+		info.LastFailure = err.Error()
+	} else if next, err := ob.Apply(alloc, a); err != nil {
+		info.ControlFailures++
+		info.LastFailure = err.Error()
+	} else {
+		copy(alloc, next)
+	}
+	initial := make([]string, len(c.App.Operators))
+	for i, mc := range perWorker() {
+		initial[i] = strconv.Itoa(mc)
+	}
+
+	bin := c.WorkerBin
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return runner.Result{}, Info{}, fmt.Errorf("live: %w", err)
+		}
+	}
+	prov := &local.Provider{Bin: bin, Args: c.WorkerArgs, Env: c.WorkerEnv,
+		Extra: []string{"-app", c.App.Name, "-report", c.Step.String(), "-alloc", strings.Join(initial, ",")}}
+	if c.Log != io.Discard {
+		prov.Output = c.Log
+	}
+	defer prov.Close()
+	pc := planner.Config{
+		App: c.App, Seed: c.Seed, Trace: c.Trace, TraceStep: c.Step, RateMult: 1,
+		Duration: time.Duration(c.Intervals) * c.Step, Drain: 2 * c.Step,
+		Workers: c.Workers, Provider: prov, Control: c.Step, Allocate: hook, Log: c.Log,
+		JoinTimeout: 60 * time.Second,
+	}
+	pl, err = planner.New(pc)
+	if err != nil {
+		return runner.Result{}, Info{}, fmt.Errorf("live: %w", err)
+	}
+	pr, err := pl.Run(ctx, func(addr string) { prov.Planner = addr })
+	prov.Close()
+	if err != nil {
+		return runner.Result{}, Info{}, fmt.Errorf("live: %w", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(res.Intervals) == 0 {
+		return runner.Result{}, Info{}, errors.New("live: no control interval completed (did the workers report?)")
+	}
+	info.Inputs, info.Completed, info.Lost, info.Duplicated, info.RunP95MS = pr.Inputs, pr.Completed, pr.Lost, pr.Duplicated, pr.P95MS
+	info.MeanCPUUsedCores = cpuUsed / float64(len(res.Intervals))
+	res.Summary = runner.Summarize(res.Intervals)
+	res.TrajectorySHA256 = runner.TrajectoryHash(res.Intervals)
+	return res, info, nil
+}
+
+// asker asks a controller with a timeout. The decision runs on its own
+// goroutine; one that outlives the timeout is abandoned (its result
+// dropped), and the controller is not asked again until it has returned,
+// so it is never called concurrently.
+type asker struct {
+	c       agents.Controller
+	pending chan decision // the abandoned decision, nil when none
+}
+
+type decision struct {
+	a   env.Action
+	err error
+}
+
+func (k *asker) act(ctx context.Context, obs env.Observation, timeout time.Duration) (env.Action, error) {
+	if k.pending != nil {
+		select {
+		case <-k.pending:
+			k.pending = nil
+		default:
+			return env.Action{}, errors.New("the previous decision is still running")
+		}
+	}
+	obs = obs.Clone()
+	ch := make(chan decision, 1)
+	go func() {
+		a, err := k.c.Act(obs)
+		ch <- decision{a, err}
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case d := <-ch:
+		return d.a, d.err
+	case <-t.C:
+		k.pending = ch
+		return env.Action{}, fmt.Errorf("no decision within %v", timeout)
+	case <-ctx.Done():
+		k.pending = ch
+		return env.Action{}, ctx.Err()
+	}
+}
+
+// p95 is the interval's p95 end-to-end latency: the nearest-rank 95th
+// percentile over the latencies of the inputs completed in the interval
+// and the ages of the inputs still open at its end (lower bounds of their
+// latencies), both ascending. An interval whose backlog completes nothing
+// thus reports the backlog's age, not 0.
+func p95(done, open []float64) float64 {
+	all := make([]float64, 0, len(done)+len(open))
+	i, j := 0, 0
+	for i < len(done) || j < len(open) {
+		if j == len(open) || (i < len(done) && done[i] <= open[j]) {
+			all = append(all, done[i])
+			i++
+		} else {
+			all = append(all, open[j])
+			j++
+		}
+	}
+	return quantile(all, 0.95)
+}
+
+// quantile is the nearest-rank quantile of sorted xs.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	return xs[max(0, min(i, len(xs)-1))]
+}

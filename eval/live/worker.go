@@ -1,0 +1,87 @@
+package live
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"streamscale/serve/runtime"
+	"streamscale/serve/runtime/wire"
+	"streamscale/serve/runtime/worker"
+)
+
+// TokenEnv is the environment variable that carries the runtime's shared
+// token to the worker processes (as `serve worker` reads it).
+const TokenEnv = "STREAMSCALE_RUNTIME_TOKEN"
+
+// RunWorker runs one worker process of a live run: the flags the
+// provider passes (-planner, -addr, -id) and the ones Run adds (-app,
+// -report, -millicores). getenv reads the token (TokenEnv). It returns
+// when ctx ends or the planner goes away; bad flags are an error naming
+// the flag.
+func RunWorker(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("live worker", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var cfg worker.Config
+	fs.StringVar(&cfg.Planner, "planner", "", "planner address")
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:0", "listen address for peers")
+	id := fs.Int("id", -1, "worker ID")
+	app := fs.String("app", "", "application")
+	fs.DurationVar(&cfg.Report, "report", time.Second, "metrics interval")
+	fs.IntVar(&cfg.Millicores, "millicores", 1000, "initial allocation of every task")
+	fs.IntVar(&cfg.Slots, "slots", 10, "executor slots")
+	perOp := fs.String("alloc", "", "initial allocation per operator, comma-separated millicores (overrides -millicores)")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("live worker: %w", err)
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("live worker: unexpected argument %q", fs.Arg(0))
+	case cfg.Planner == "":
+		return fmt.Errorf("live worker: -planner is required")
+	case *id < -1 || *id >= int(wire.NoID):
+		return fmt.Errorf("live worker: -id %d out of range", *id)
+	case cfg.Report <= 0:
+		return fmt.Errorf("live worker: -report %v, want > 0", cfg.Report)
+	case cfg.Millicores < 1 || cfg.Millicores > wire.MaxMillicores:
+		return fmt.Errorf("live worker: -millicores %d, want 1..%d", cfg.Millicores, wire.MaxMillicores)
+	case cfg.Slots < 1:
+		return fmt.Errorf("live worker: -slots %d, want ≥ 1", cfg.Slots)
+	}
+	a, err := runtime.Apps(*app)
+	if err != nil {
+		return fmt.Errorf("live worker: -app: %w", err)
+	}
+	cfg.App = a
+	cfg.ID = wire.NoID
+	if *id >= 0 {
+		cfg.ID = uint32(*id)
+	}
+	var mcs []int
+	if *perOp != "" {
+		for i, f := range strings.Split(*perOp, ",") {
+			mc, err := strconv.Atoi(f)
+			if err != nil || mc < 1 || mc > wire.MaxMillicores {
+				return fmt.Errorf("live worker: -alloc entry %d %q, want 1..%d millicores", i, f, wire.MaxMillicores)
+			}
+			mcs = append(mcs, mc)
+		}
+		if len(mcs) != len(a.Operators) {
+			return fmt.Errorf("live worker: -alloc has %d entries, app %s has %d operators", len(mcs), a.Name, len(a.Operators))
+		}
+	}
+	cfg.Alloc = mcs
+	cfg.Token = getenv(TokenEnv)
+	w, err := worker.New(cfg)
+	if err != nil {
+		return fmt.Errorf("live worker: %w", err)
+	}
+	if err := w.Run(ctx, nil); err != nil {
+		return fmt.Errorf("live worker: %w", err)
+	}
+	return nil
+}
