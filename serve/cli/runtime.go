@@ -17,6 +17,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"streamscale/eval/claspexp"
 	"streamscale/internal/command"
 	"streamscale/serve/runtime"
 	"streamscale/serve/runtime/planner"
@@ -180,7 +181,7 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	fs.DurationVar(&cfg.Drain, "drain", 10*time.Second, "then how long to wait for inputs in flight")
 	var steps stepsFlag
 	fs.Var(&steps, "scale-at", "scale steps T:K[,T:K…]: at T after the load starts run K workers (repeatable)")
-	fs.StringVar(&cfg.Controller, "controller", "none", "placement controller: none (only -scale-at) or clasp")
+	fs.StringVar(&cfg.Controller, "controller", "none", "placement controller: none (only -scale-at), or a horizontal planner of eval clasp, every baseline behind CLASP's triggers: clasp, faasflow, zhang24, ds2, faasflow-sp, zhang24-sp, hpa, clasp-paper, clasp-h90")
 	fs.IntVar(&cfg.MaxWorkers, "max-workers", 8, "most workers the controller may use")
 	alloc := fs.String("alloc", "none", "vertical allocation loop: none or threshold (±100 mc when a task uses > 90% or < 50%)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the input source")
@@ -214,8 +215,6 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 		return command.Usagef("%s: -rate %v, want 0..1e7 inputs/s", name, cfg.Rate)
 	case cfg.Duration <= 0 || cfg.Drain < 0 || cfg.TraceStep <= 0:
 		return command.Usagef("%s: -duration %v and -trace-step %v must be > 0, -drain %v ≥ 0", name, cfg.Duration, cfg.TraceStep, cfg.Drain)
-	case cfg.Controller != "none" && cfg.Controller != "clasp":
-		return command.Usagef("%s: -controller %q, want none or clasp", name, cfg.Controller)
 	case cfg.MaxWorkers < 1:
 		return command.Usagef("%s: -max-workers %d, want ≥ 1", name, cfg.MaxWorkers)
 	case *alloc != "none" && *alloc != "threshold":
@@ -228,6 +227,18 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 		return command.Usagef("%s: -rate-mult %v, want > 0", name, cfg.RateMult)
 	case providerName != "local" && providerName != "external" && providerName != "k8s":
 		return command.Usagef("%s: -provider %q, want external or k8s", name, providerName)
+	}
+	if cfg.Controller != "none" {
+		var names []string
+		for _, m := range claspexp.Methods(cfg.MaxWorkers) {
+			names = append(names, m.Name)
+			if m.Name == cfg.Controller {
+				cfg.NewPlacer = m.New
+			}
+		}
+		if cfg.NewPlacer == nil {
+			return command.Usagef("%s: -controller %q, want none or one of %s", name, cfg.Controller, strings.Join(names, ", "))
+		}
 	}
 	app, err := runtime.Apps(*appName)
 	if err != nil {

@@ -84,7 +84,7 @@ func TestRuntimeUsage(t *testing.T) {
 		{"local", "-workers", "0"},
 		{"local", "-scale-at", "5s"},
 		{"local", "-scale-at", "5s:0"},
-		{"local", "-controller", "hpa"},
+		{"local", "-controller", "nope"},
 		{"planner", "-rate", "-3"},
 		{"planner", "-trace", "/no/such/file.csv"},
 	} {

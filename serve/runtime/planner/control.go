@@ -296,15 +296,23 @@ func (p *Planner) control(ctx context.Context) {
 	if p.cfg.Controller == "none" && p.cfg.Allocate == nil {
 		return
 	}
-	var cl *clasp.CLASP
-	if p.cfg.Controller == "clasp" {
+	var cl clasp.Planner
+	switch {
+	case p.cfg.Controller != "none" && p.cfg.NewPlacer != nil:
+		var err error
+		if cl, err = p.cfg.NewPlacer(); err != nil {
+			p.logf("%s: %v", p.cfg.Controller, err)
+			return
+		}
+	case p.cfg.Controller == "clasp":
 		cfg := clasp.DefaultConfig()
 		cfg.MaxWorkers = p.cfg.MaxWorkers
-		var err error
-		if cl, err = clasp.New(cfg); err != nil {
+		c, err := clasp.New(cfg)
+		if err != nil {
 			p.logf("clasp: %v", err)
 			return
 		}
+		cl = c
 	}
 	t := time.NewTicker(p.cfg.Control)
 	defer t.Stop()
@@ -321,7 +329,7 @@ func (p *Planner) control(ctx context.Context) {
 			ob, ok := p.observation()
 			p.mu.Unlock()
 			if ok && !deployed {
-				// CLASP's first decision is the initial placement, from an
+				// The planner's first decision is the initial placement, from an
 				// observation with nothing placed (the workers started
 				// with -workers only carry the load until then).
 				ob.Workers, ob.Parallelism = nil, nil
@@ -332,12 +340,12 @@ func (p *Planner) control(ctx context.Context) {
 				plan, err := cl.Plan(now, ob)
 				switch {
 				case err != nil:
-					p.logf("clasp: %v", err)
+					p.logf("%s: %v", cl.Name(), err)
 				case !plan.Changed:
-					p.logf("clasp: hold (%s; input %.0f/s, throughput %.0f/s)", plan.Reason, ob.InputRate, ob.Throughput)
+					p.logf("%s: hold (%s; input %.0f/s, throughput %.0f/s)", cl.Name(), plan.Reason, ob.InputRate, ob.Throughput)
 				case plan.Changed:
-					if err := p.scale(ctx, plan.NumWorkers(), plan.Shares(), "clasp: "+plan.Reason); err != nil {
-						p.logf("clasp plan: %v", err)
+					if err := p.scale(ctx, plan.NumWorkers(), plan.Shares(), cl.Name()+": "+plan.Reason); err != nil {
+						p.logf("%s plan: %v", cl.Name(), err)
 					}
 				}
 			}

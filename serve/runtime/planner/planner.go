@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"streamscale/clasp"
 	"streamscale/serve/runtime/ops"
 	"streamscale/serve/runtime/provider"
 	"streamscale/serve/runtime/transport"
@@ -75,6 +76,11 @@ type Config struct {
 	// the steps.
 	Steps      []Step
 	Controller string
+	// NewPlacer, if set, builds the placement controller that runs every
+	// Control when Controller is not "none" (any clasp.Planner: FaaSFlow,
+	// Zhang24, DS2, HPA, the CLASP variants); nil with Controller "clasp"
+	// runs CLASP with its default configuration.
+	NewPlacer  func() (clasp.Planner, error)
 	Control    time.Duration
 	MaxWorkers int
 	// Shares, if set, places the initial workers by share: Shares[i][o]
@@ -141,8 +147,8 @@ func (c *Config) fill() error {
 		return fmt.Errorf("planner: %d workers, want 1..%d", c.Workers, wire.MaxMembers)
 	case c.Provider == nil:
 		return errors.New("planner: no worker provider")
-	case c.Controller != "none" && c.Controller != "clasp":
-		return fmt.Errorf("planner: controller %q, want none or clasp", c.Controller)
+	case c.Controller != "none" && c.Controller != "clasp" && c.NewPlacer == nil:
+		return fmt.Errorf("planner: controller %q, want none, clasp, or a NewPlacer", c.Controller)
 	case c.MaxWorkers < 1:
 		return fmt.Errorf("planner: max workers %d, want ≥ 1", c.MaxWorkers)
 	}
