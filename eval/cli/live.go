@@ -264,6 +264,11 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	if err := writeLiveIntervals(filepath.Join(*out, FileIntervals), results); err != nil {
 		return err
 	}
+	if simgap {
+		if _, err := simgapFigures(*out, results); err != nil {
+			return err
+		}
+	}
 	b, err := report.MarshalJSON(sum)
 	if err != nil {
 		return err
