@@ -18,6 +18,7 @@ import (
 	"streamscale/env"
 	"streamscale/eval/controllers"
 	"streamscale/eval/live"
+	"streamscale/eval/paired"
 	"streamscale/eval/report"
 	"streamscale/eval/runner"
 	"streamscale/internal/command"
@@ -269,6 +270,11 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 			return err
 		}
 	}
+	if len(parsed) > 1 {
+		if err := livePaired(*out, *profile, *trace, tr, seeds, parsed, results, simgap, *seed, n, *mult); err != nil {
+			return err
+		}
+	}
 	b, err := report.MarshalJSON(sum)
 	if err != nil {
 		return err
@@ -473,4 +479,48 @@ func rankBy(rs []LiveRun) []string {
 		out[i] = a.name
 	}
 	return out
+}
+
+// livePaired judges paired live runs as eval paired judges simulated ones:
+// the first controller is the candidate, every other a baseline, paired by
+// placement, with the same bootstrap, verdicts and figures; it writes
+// paired.md, paired.json and the figures of eval paired into dir. With
+// simgap, results alternate live and simulated runs; only the live ones
+// are judged.
+func livePaired(dir, profile, trace string, tr *traces.Trace, seeds []uint64, parsed []controllers.Spec, results []runner.Result, simgap bool, seed uint64, steps int, mult float64) error {
+	var liveRes []runner.Result
+	for i, r := range results {
+		if !simgap || i%2 == 0 {
+			liveRes = append(liveRes, r)
+		}
+	}
+	facs := make([]runner.Factory, len(parsed))
+	for i, sp := range parsed {
+		facs[i] = sp
+	}
+	plan := paired.Plan{Profiles: []string{profile}, Workloads: []paired.Workload{{Name: trace, Source: traceSource(tr), Workload: tr}},
+		Placements: seeds, Controllers: facs, Candidate: parsed[0].String(), Seed: seed, Steps: steps, RateMult: mult, Scenario: "live"}
+	psum, err := paired.Analyze(plan, liveRes)
+	if err != nil {
+		return fmt.Errorf("eval: live paired analysis: %w", err)
+	}
+	series := make([]report.Series, len(liveRes))
+	for i, r := range liveRes {
+		series[i] = report.SeriesOf(r)
+	}
+	figs, err := report.Figures(dir, psum, series)
+	if err != nil {
+		return err
+	}
+	b, err := report.SummaryJSON(psum)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "paired.json"), b, 0o644); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "paired.md"), report.Markdown(psum, figs), 0o644); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	return nil
 }
