@@ -508,19 +508,8 @@ func livePaired(dir, profile, trace string, tr *traces.Trace, seeds []uint64, pa
 	for i, r := range liveRes {
 		series[i] = report.SeriesOf(r)
 	}
-	figs, err := report.Figures(dir, psum, series)
-	if err != nil {
+	if _, err := writeSummaryAs(dir, "paired.json", psum); err != nil {
 		return err
 	}
-	b, err := report.SummaryJSON(psum)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "paired.json"), b, 0o644); err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "paired.md"), report.Markdown(psum, figs), 0o644); err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
-	return nil
+	return writeJudgedReport(dir, "paired.md", psum, series)
 }

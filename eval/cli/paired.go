@@ -75,14 +75,8 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 	if err := checkRateMult(*mult); err != nil {
 		return err
 	}
-	if *nPlace < 1 || *nPlace > 1000 {
-		return usagef("eval: -placements %d, want 1…1000", *nPlace)
-	}
-	if *steps < 0 {
-		return usagef("eval: -steps %d, want ≥ 0 (0 = the full trace)", *steps)
-	}
-	if *outDir == "" {
-		return usagef("eval: -out is empty")
+	if err := checkRunShape(*nPlace, *steps, *outDir); err != nil {
+		return err
 	}
 	phys, err := scenarioPhysics(*scenario)
 	if err != nil {
@@ -240,22 +234,37 @@ func executePaired(ctx context.Context, plan paired.Plan, outDir string, o Optio
 		return paired.Summary{}, err
 	}
 	sum.Commit, sum.GoVersion = o.Commit, o.GoVersion
-	figs, err := report.Figures(outDir, sum, series)
-	if err != nil {
+	if err := writeJudgedReport(outDir, FileReport, sum, series); err != nil {
 		return paired.Summary{}, err
-	}
-	if err := os.WriteFile(filepath.Join(outDir, FileReport), report.Markdown(sum, figs), 0o644); err != nil {
-		return paired.Summary{}, fmt.Errorf("eval: %w", err)
 	}
 	return sum, nil
 }
 
+// writeJudgedReport writes the figures of a judged paired summary into dir
+// and its markdown report, which links them, as dir/file (eval paired, and
+// eval live with several controllers).
+func writeJudgedReport(dir, file string, sum paired.Summary, series []report.Series) error {
+	figs, err := report.Figures(dir, sum, series)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), report.Markdown(sum, figs), 0o644); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	return nil
+}
+
 func writeSummary(outDir string, sum paired.Summary) ([]byte, error) {
+	return writeSummaryAs(outDir, FileSummary, sum)
+}
+
+// writeSummaryAs writes a paired summary's JSON as dir/file and returns it.
+func writeSummaryAs(dir, file string, sum paired.Summary) ([]byte, error) {
 	js, err := report.SummaryJSON(sum)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(outDir, FileSummary), js, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, file), js, 0o644); err != nil {
 		return nil, fmt.Errorf("eval: %w", err)
 	}
 	return js, nil
@@ -319,4 +328,18 @@ func (p *progress) finish() {
 	if p.drawn {
 		fmt.Fprintln(p.o.Stderr)
 	}
+}
+
+// checkRunShape checks the flags eval paired and eval sweep share: the
+// number of placements, the steps per run and the output directory.
+func checkRunShape(placements, steps int, outDir string) error {
+	switch {
+	case placements < 1 || placements > 1000:
+		return usagef("eval: -placements %d, want 1…1000", placements)
+	case steps < 0:
+		return usagef("eval: -steps %d, want ≥ 0 (0 = the full trace)", steps)
+	case outDir == "":
+		return usagef("eval: -out is empty")
+	}
+	return nil
 }

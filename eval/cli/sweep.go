@@ -48,14 +48,8 @@ func sweepCmd(ctx context.Context, args []string, o Options) error {
 	if err != nil {
 		return err
 	}
-	if *nPlace < 1 || *nPlace > 1000 {
-		return usagef("eval: -placements %d, want 1…1000", *nPlace)
-	}
-	if *steps < 0 {
-		return usagef("eval: -steps %d, want ≥ 0 (0 = the full trace)", *steps)
-	}
-	if *outDir == "" {
-		return usagef("eval: -out is empty")
+	if err := checkRunShape(*nPlace, *steps, *outDir); err != nil {
+		return err
 	}
 	reg := controllers.New(controllers.Options{})
 	plan := sweep.Plan{

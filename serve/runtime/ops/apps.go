@@ -20,28 +20,30 @@ func spec(name string, stateful bool, f opFunc) Spec {
 // opErr is the error of an operator on a bad record.
 func opErr(app, op string, err error) error { return fmt.Errorf("ops: %s/%s: %w", app, op, err) }
 
+// apps are the applications AppByName knows, in AppNames' order.
+var apps = []struct {
+	name string
+	mk   func() App
+}{
+	{"pred", PRED}, {"etl", ETL}, {"wc", WC}, {"sd", SD}, {"aa", AA}, {"pl", PL}, {"nwm", NWM},
+	{"syn", func() App { return SYN(DefaultSYNWork) }},
+}
+
 // AppNames lists the applications AppByName knows.
-func AppNames() []string { return []string{"pred", "etl", "wc", "sd", "aa", "pl", "nwm", "syn"} }
+func AppNames() []string {
+	out := make([]string, len(apps))
+	for i, a := range apps {
+		out[i] = a.name
+	}
+	return out
+}
 
 // AppByName returns the named application (case-insensitive).
 func AppByName(name string) (App, error) {
-	switch strings.ToLower(name) {
-	case "pred":
-		return PRED(), nil
-	case "etl":
-		return ETL(), nil
-	case "wc":
-		return WC(), nil
-	case "sd":
-		return SD(), nil
-	case "aa":
-		return AA(), nil
-	case "pl":
-		return PL(), nil
-	case "nwm":
-		return NWM(), nil
-	case "syn":
-		return SYN(DefaultSYNWork), nil
+	for _, a := range apps {
+		if strings.EqualFold(a.name, name) {
+			return a.mk(), nil
+		}
 	}
 	return App{}, fmt.Errorf("ops: unknown app %q (want one of %s)", name, strings.Join(AppNames(), ", "))
 }
