@@ -27,6 +27,10 @@
 //     1,056 replayed counts), computed at Load from the files (or their
 //     synthetic stand-ins, which keep both peaks). With the shipped files
 //     that is 5,117 / 362 ≈ 14.135 events/s per count (mean 4,550/s).
+//   - "intel-train": the remaining 384 Intel windows (1,056–1,439, from
+//     2004-03-07 16:00), not replayed, at intel's Scale (4,130–6,050/s). Not
+//     a trace of the paper: a training trace for the ablation that trains
+//     on intel-like workloads, disjoint from "intel".
 //
 // The data files and how they were derived are described in
 // shared/data/traces/SOURCES.md. [DefaultDir] finds them.

@@ -39,6 +39,7 @@ func TestSyntheticFallback(t *testing.T) {
 		{"taxi-train", "taxi_nab_5min_2014-12-30_train_352pts.csv", 352, 352, 1, 1},
 		// the synthetic traces keep the real peaks, 5,117 and 362
 		{"intel", "intel_5min_counts.csv", 3600, 1056, 5117.0 / 362, 2},
+		{"intel-train", "intel_5min_counts.csv", 384, 384, 5117.0 / 362, 3}, // its own, intel's and taxi's
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

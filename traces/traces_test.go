@@ -33,7 +33,7 @@ func noLog(t *testing.T) func(string, ...any) {
 }
 
 func TestNames(t *testing.T) {
-	want := []string{"intel", "taxi", "taxi-train"}
+	want := []string{"intel", "intel-train", "taxi", "taxi-train"}
 	if got := traces.Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}
@@ -52,6 +52,7 @@ func TestLoadNamedReal(t *testing.T) {
 		{"taxi", "taxi_nab_5min_2015-01-01_3600pts.csv", 3600, 1, 3147, 3177, 3600},
 		{"taxi-train", "taxi_nab_5min_2014-12-30_train_352pts.csv", 352, 1, 1971, 364, 352},
 		{"intel", "intel_5min_counts.csv", 3600, 5117.0 / 362, 322, 297, 1056}, // 3599 mod 1056 = 431; taxi's peak / intel's
+		{"intel-train", "intel_5min_counts.csv", 384, 5117.0 / 362, 313, 320, 384}, // file rows 1056 and 1439; intel's scale
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,7 +208,7 @@ func TestLoadErrors(t *testing.T) {
 		notExist bool
 	}{
 		{"missing path", filepath.Join(dir, "nope.csv"), traces.Options{}, []string{"nope.csv"}, true},
-		{"unknown name", "taxy", traces.Options{}, []string{`"taxy"`, "intel, taxi, taxi-train"}, false},
+		{"unknown name", "taxy", traces.Options{}, []string{`"taxy"`, "intel, intel-train, taxi, taxi-train"}, false},
 		{"empty name", "", traces.Options{}, []string{"empty"}, false},
 		{"bad extension", filepath.Join(dir, "x.txt"), traces.Options{}, []string{"x.txt"}, false},
 		{"bad file", bad, traces.Options{}, []string{bad, "line 3", "negative"}, false},

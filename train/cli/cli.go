@@ -11,6 +11,7 @@ import (
 
 	"streamscale/internal/command"
 	"streamscale/train/run"
+	"streamscale/train/simvec"
 )
 
 const synopsis = `usage: go run ./train [flags]
@@ -61,6 +62,7 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	fs.StringVar(&opts.Scenario, "scenario", env.Scenarios()[0], "streamscale simulator physics preset: "+strings.Join(env.Scenarios(), " or "))
 	fs.BoolVar(&opts.Randomize, "randomize", false, "domain randomisation: draw service CV, rate CV, jitter, metric noise and actuation delay per training episode from env.DefaultRanges() (streamscale; development episodes keep the preset)")
 	fs.IntVar(&opts.TrainPlacements, "train-placements", 0, "training placements (streamscale): 0 = the paper's two (seeds 42, 37); N > 2 adds seeds 2001… (not the dev 1001–1003 or eval 101–110 ones)")
+	trainTraces := fs.String("train-traces", "", "training workloads (streamscale), TRACE[:MULT],… (default: the paper's taxi-train:1,taxi-train:2); e.g. taxi-train:1,taxi-train:2,intel-train adds the held-out Intel windows; each on every training placement and in the development episodes")
 	fs.Uint64Var(&opts.Seed, "seed", 284572, "root seed of every random stream")
 	fs.IntVar(&opts.Steps, "steps", 0, "env steps to train for, rounded up to whole iterations (0: 500000 streamscale, 100000 cartpole)")
 	fs.IntVar(&opts.Envs, "envs", 0, "parallel environments (0: 14 streamscale, 8 cartpole)")
@@ -88,6 +90,13 @@ func parse(args []string, o command.IO) (run.Options, error) {
 			return run.Options{}, command.Usagef("train: -gamma %v, want a number in (0, 1]", *gamma)
 		}
 		opts.Gamma = gamma
+	}
+	if command.Set(fs, "train-traces") {
+		v, err := simvec.ParseTraceVariants(*trainTraces)
+		if err != nil {
+			return run.Options{}, command.Usagef("train: -train-traces: %v", err)
+		}
+		opts.TrainTraces = v
 	}
 	opts.ProfileSet = command.Set(fs, "profile")
 	opts.ScenarioSet = command.Set(fs, "scenario")

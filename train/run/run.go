@@ -18,6 +18,7 @@ import (
 	"streamscale/ppo"
 	"streamscale/ppo/policy"
 	"streamscale/train/progress"
+	"streamscale/train/simvec"
 )
 
 // ErrUsage is wrapped by errors in the options (exit status 2): it is
@@ -39,15 +40,18 @@ type Options struct {
 	// TrainPlacements is the number of training placements (0: the
 	// paper's two, 42 and 37; more adds 2001, 2002, …; -train-placements).
 	TrainPlacements int
-	Seed            uint64
-	Steps           int    // 0: environment default
-	Envs            int    // 0: environment default
-	Out             string // "" → runs/<env>-seed<seed>
-	Resume          bool
-	JSON            bool
-	Workers         int
-	NormObs         bool // ppo.Config.NormObs (-norm-obs)
-	NormReward      bool // ppo.Config.NormReward (-norm-reward)
+	// TrainTraces are the training workloads (-train-traces; nil: the
+	// paper's taxi-train ×1 and ×2).
+	TrainTraces []simvec.TraceVariant
+	Seed        uint64
+	Steps       int    // 0: environment default
+	Envs        int    // 0: environment default
+	Out         string // "" → runs/<env>-seed<seed>
+	Resume      bool
+	JSON        bool
+	Workers     int
+	NormObs     bool // ppo.Config.NormObs (-norm-obs)
+	NormReward  bool // ppo.Config.NormReward (-norm-reward)
 	// EntCoef and ClipRangeVF, when not nil, override ppo.Config's
 	// ent_coef and clip_range_vf (-ent-coef, -clip-range-vf); nil keeps
 	// the environment's default.
@@ -74,6 +78,7 @@ type Summary struct {
 	Scenario        string   `json:"scenario,omitempty"`         // streamscale physics preset
 	Randomize       bool     `json:"randomize,omitempty"`        // domain randomisation of the training physics
 	TrainPlacements int      `json:"train_placements,omitempty"` // training placements beyond the paper's two, if set
+	TrainTraces     string   `json:"train_traces,omitempty"`     // training workloads other than the paper's, if set
 	Seed            uint64   `json:"seed"`
 	Transitions     int      `json:"transitions"`
 	Iterations      int      `json:"iterations"`
@@ -145,8 +150,8 @@ func (o *Options) check() error {
 	if o.TrainPlacements < 0 || o.TrainPlacements > 64 {
 		return command.Usagef("train: -train-placements %d, want 0 (the paper's two) to 64", o.TrainPlacements)
 	}
-	if o.Env == "cartpole" && (o.Randomize || o.TrainPlacements != 0) {
-		return command.Usagef("train: -randomize and -train-placements apply only to -env streamscale")
+	if o.Env == "cartpole" && (o.Randomize || o.TrainPlacements != 0 || o.TrainTraces != nil) {
+		return command.Usagef("train: -randomize, -train-placements and -train-traces apply only to -env streamscale")
 	}
 	if o.Env == "cartpole" && o.ScenarioSet {
 		return command.Usagef("train: -scenario applies only to -env streamscale")
@@ -246,7 +251,7 @@ func prepare(o Options) (*setup, error) {
 			r := env.DefaultRanges()
 			ranges = &r
 		}
-		sim, err := NewSimulator(phys, ranges, o.TrainPlacements)
+		sim, err := NewSimulator(phys, ranges, o.TrainPlacements, o.TrainTraces)
 		if err != nil {
 			return nil, err
 		}
@@ -444,6 +449,13 @@ func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall floa
 	}
 	if o.Env == "streamscale" {
 		sum.Profile, sum.Scenario, sum.Randomize, sum.TrainPlacements = o.Profile, o.Scenario, o.Randomize, o.TrainPlacements
+		if o.TrainTraces != nil {
+			parts := make([]string, len(o.TrainTraces))
+			for i, v := range o.TrainTraces {
+				parts[i] = v.String()
+			}
+			sum.TrainTraces = strings.Join(parts, ",")
+		}
 	}
 	if wall > 0 {
 		sum.SPS = math.Round(float64(tr.Timesteps()-resumeTimesteps(r.s.cfg, r.resumeIter)) / wall)

@@ -41,12 +41,14 @@ type Simulator interface {
 // scenarios (held-out placements) for model selection, all on those
 // physics. Traces come from traces.DefaultDir().
 // placements is the number of training placements (simvec.Placements;
-// 0 or 2: the paper's two).
-var NewSimulator = func(physics env.Physics, randomize *env.PhysicsRanges, placements int) (Simulator, error) {
+// 0 or 2: the paper's two); variants the training workloads, each on
+// every placement and used by the development episodes too (nil: the
+// paper's, simvec.PaperTraces).
+var NewSimulator = func(physics env.Physics, randomize *env.PhysicsRanges, placements int, variants []simvec.TraceVariant) (Simulator, error) {
 	if placements == 0 {
 		placements = len(simvec.TrainingPlacements)
 	}
-	return simulator{physics: physics, randomize: randomize, placements: simvec.Placements(placements)}, nil
+	return simulator{physics: physics, randomize: randomize, placements: simvec.Placements(placements), variants: variants}, nil
 }
 
 type simulator struct {
@@ -56,6 +58,8 @@ type simulator struct {
 	randomize *env.PhysicsRanges
 	// placements are the training placement seeds.
 	placements []uint64
+	// variants are the training workloads (nil: simvec.PaperTraces).
+	variants []simvec.TraceVariant
 }
 
 func (s simulator) Spaces(profile string) (env.Spaces, error) {
@@ -67,7 +71,7 @@ func (s simulator) Spaces(profile string) (env.Spaces, error) {
 }
 
 func (s simulator) VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error) {
-	scs := simvec.TrainingScenariosOn(profile, s.physics, s.placements)
+	scs := simvec.TrainingScenariosOn(profile, s.physics, s.placements, s.variants)
 	for i := range scs {
 		scs[i].Randomize = s.randomize
 	}
@@ -78,7 +82,7 @@ func (s simulator) VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error
 // scenario and returns the mean episode reward.
 func (s simulator) DevReward(c agents.Controller, profile string, seed uint64, observe func(ep int, s *agents.Step) error) (float64, error) {
 	total := 0.0
-	scs := simvec.DevScenarios(profile, s.physics)
+	scs := simvec.DevScenarios(profile, s.physics, s.variants)
 	for i, sc := range scs {
 		cfg, err := sc.Config("", seed, quietLog)
 		if err != nil {

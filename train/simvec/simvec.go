@@ -12,10 +12,12 @@ package simvec
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sync/errgroup"
 
@@ -232,13 +234,68 @@ func Placements(n int) []uint64 {
 	return out
 }
 
+// TraceVariant is one training workload: a named trace at a rate
+// multiplier.
+type TraceVariant struct {
+	Trace    string
+	RateMult float64
+}
+
+// String is the variant as ParseTraceVariants reads it.
+func (v TraceVariant) String() string {
+	return v.Trace + ":" + strconv.FormatFloat(v.RateMult, 'g', -1, 64)
+}
+
+// PaperTraces are the paper's training workloads: taxi-train at ×1 and ×2.
+var PaperTraces = []TraceVariant{{"taxi-train", 1}, {"taxi-train", 2}}
+
+// evaluationTraces are refused as training workloads: a policy must not
+// be trained on what it is evaluated on.
+var evaluationTraces = []string{"taxi", "intel"}
+
+// ParseTraceVariants reads a comma-separated list of TRACE[:MULT] (MULT
+// defaults to 1), e.g. "taxi-train:1,taxi-train:2,intel-train". Each TRACE
+// must be a named trace other than an evaluation trace (taxi, intel), MULT
+// finite and in (0, 16], and no variant may repeat.
+func ParseTraceVariants(s string) ([]TraceVariant, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, errors.New("simvec: empty list of training traces")
+	}
+	var out []TraceVariant
+	for _, f := range strings.Split(s, ",") {
+		name, m, hasMult := strings.Cut(strings.TrimSpace(f), ":")
+		v := TraceVariant{Trace: name, RateMult: 1}
+		if hasMult {
+			x, err := strconv.ParseFloat(m, 64)
+			if err != nil || !(x > 0 && x <= 16) {
+				return nil, fmt.Errorf("simvec: training trace %q: multiplier %q, want a number in (0, 16]", f, m)
+			}
+			v.RateMult = x
+		}
+		if !slices.Contains(traces.Names(), name) {
+			return nil, fmt.Errorf("simvec: training trace %q: want one of %s", name, strings.Join(traces.Names(), ", "))
+		}
+		if slices.Contains(evaluationTraces, name) {
+			return nil, fmt.Errorf("simvec: training trace %q is an evaluation trace", name)
+		}
+		if slices.Contains(out, v) {
+			return nil, fmt.Errorf("simvec: training trace %s given twice", v)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // TrainingScenariosOn returns the training scenarios on the given
-// placement seeds: taxi-train at ×1 and ×2 on each.
-func TrainingScenariosOn(profile string, physics env.Physics, placements []uint64) []EnvSpec {
+// placement seeds: every trace variant (nil: PaperTraces) on each.
+func TrainingScenariosOn(profile string, physics env.Physics, placements []uint64, variants []TraceVariant) []EnvSpec {
+	if variants == nil {
+		variants = PaperTraces
+	}
 	var out []EnvSpec
-	for _, m := range []float64{1, 2} {
+	for _, v := range variants {
 		for _, p := range placements {
-			out = append(out, EnvSpec{Profile: profile, Trace: "taxi-train", RateMult: m, PlacementSeed: p, Physics: physics})
+			out = append(out, EnvSpec{Profile: profile, Trace: v.Trace, RateMult: v.RateMult, PlacementSeed: p, Physics: physics})
 		}
 	}
 	return out
@@ -248,19 +305,14 @@ func TrainingScenariosOn(profile string, physics env.Physics, placements []uint6
 // profile on the given physics: trace taxi-train at ×1 and ×2, each with
 // placements 42 and 37.
 func TrainingScenarios(profile string, physics env.Physics) []EnvSpec {
-	return TrainingScenariosOn(profile, physics, TrainingPlacements)
+	return TrainingScenariosOn(profile, physics, TrainingPlacements, nil)
 }
 
 // DevScenarios returns the development scenarios of a profile on the given
-// physics: the training trace at ×1 and ×2 on the held-out placements.
-func DevScenarios(profile string, physics env.Physics) []EnvSpec {
-	var out []EnvSpec
-	for _, m := range []float64{1, 2} {
-		for _, p := range DevPlacements {
-			out = append(out, EnvSpec{Profile: profile, Trace: "taxi-train", RateMult: m, PlacementSeed: p, Physics: physics})
-		}
-	}
-	return out
+// physics: the training workloads (nil: PaperTraces) on the held-out
+// placements.
+func DevScenarios(profile string, physics env.Physics, variants []TraceVariant) []EnvSpec {
+	return TrainingScenariosOn(profile, physics, DevPlacements, variants)
 }
 
 // Config builds the env.Config of a scenario, loading its trace from dir

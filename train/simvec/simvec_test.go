@@ -2,6 +2,7 @@ package simvec
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"streamscale/env"
@@ -85,13 +86,13 @@ func TestScenarios(t *testing.T) {
 	if len(tr) != 4 || tr[0].Trace != "taxi-train" || tr[3].RateMult != 2 || tr[3].PlacementSeed != 37 {
 		t.Fatalf("training scenarios %+v", tr)
 	}
-	for _, d := range DevScenarios("etl", phys) {
+	for _, d := range DevScenarios("etl", phys, nil) {
 		if slices.Contains(TrainingPlacements, d.PlacementSeed) {
 			t.Fatalf("dev placement %d is a training placement", d.PlacementSeed)
 		}
 	}
 	// The physics reach the env configuration of both kinds.
-	for _, sc := range []EnvSpec{tr[3], DevScenarios("etl", phys)[0]} {
+	for _, sc := range []EnvSpec{tr[3], DevScenarios("etl", phys, nil)[0]} {
 		c, err := sc.Config("", 1, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -132,8 +133,42 @@ func TestPlacements(t *testing.T) {
 			t.Errorf("training placement %d is a development or evaluation placement", p)
 		}
 	}
-	scs := TrainingScenariosOn("pred", env.Physics{}, got)
+	scs := TrainingScenariosOn("pred", env.Physics{}, got, nil)
 	if len(scs) != 10 || scs[0].RateMult != 1 || scs[5].RateMult != 2 || scs[6].PlacementSeed != 37 {
 		t.Errorf("TrainingScenariosOn: %+v", scs)
+	}
+}
+
+func TestParseTraceVariants(t *testing.T) {
+	got, err := ParseTraceVariants("taxi-train:1, taxi-train:2,intel-train")
+	want := []TraceVariant{{"taxi-train", 1}, {"taxi-train", 2}, {"intel-train", 1}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("ParseTraceVariants = %v, %v, want %v", got, err, want)
+	}
+	if s := want[1].String(); s != "taxi-train:2" {
+		t.Errorf("String() = %q", s)
+	}
+	for in, msg := range map[string]string{
+		"":                          "empty",
+		"taxi":                      "evaluation trace",
+		"intel:1":                   "evaluation trace",
+		"taxi-train:0":              "multiplier",
+		"taxi-train:NaN":            "multiplier",
+		"taxi-train:x":              "multiplier",
+		"taxi-train:17":             "multiplier",
+		"taxy-train":                "want one of",
+		"taxi-train,taxi-train:1":   "twice",
+		"taxi-train:2,,intel-train": "want one of",
+	} {
+		if _, err := ParseTraceVariants(in); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("ParseTraceVariants(%q) error %v, want one containing %q", in, err, msg)
+		}
+	}
+	// The default keeps the paper's scenarios in their order (the seeds of
+	// the shipped policies depend on it).
+	a := TrainingScenariosOn("etl", env.Physics{}, []uint64{42, 37}, nil)
+	b := TrainingScenariosOn("etl", env.Physics{}, []uint64{42, 37}, PaperTraces)
+	if len(a) != 4 || a[1].RateMult != 1 || a[1].PlacementSeed != 37 || a[2].RateMult != 2 || !slices.Equal(a, b) {
+		t.Errorf("default scenarios %+v", a)
 	}
 }
