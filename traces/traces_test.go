@@ -51,7 +51,7 @@ func TestLoadNamedReal(t *testing.T) {
 	}{
 		{"taxi", "taxi_nab_5min_2015-01-01_3600pts.csv", 3600, 1, 3147, 3177, 3600},
 		{"taxi-train", "taxi_nab_5min_2014-12-30_train_352pts.csv", 352, 1, 1971, 364, 352},
-		{"intel", "intel_5min_counts.csv", 3600, 5117.0 / 362, 322, 297, 1056}, // 3599 mod 1056 = 431; taxi's peak / intel's
+		{"intel", "intel_5min_counts.csv", 3600, 5117.0 / 362, 322, 297, 1056},     // 3599 mod 1056 = 431; taxi's peak / intel's
 		{"intel-train", "intel_5min_counts.csv", 384, 5117.0 / 362, 313, 320, 384}, // file rows 1056 and 1439; intel's scale
 	}
 	for _, tt := range tests {
