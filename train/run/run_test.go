@@ -54,11 +54,11 @@ func TestOptionErrorsBeforeWork(t *testing.T) {
 // that the saved policy is the one reported.
 func TestStreamscaleShortRun(t *testing.T) {
 	out := t.TempDir()
-	s, err := runJSON(t, context.Background(), Options{Env: "streamscale", Profile: "pred", Seed: 3, Steps: 4096, Envs: 2, Workers: 1, Out: out})
+	s, err := runJSON(t, context.Background(), Options{Env: "streamscale", Profile: "pred", Seed: 3, Steps: 8192, Envs: 4, Workers: 1, Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Transitions != 4096 || s.Iterations != 1 || s.Updates != 20*16 {
+	if s.Transitions != 8192 || s.Iterations != 1 || s.Updates != 20*32 {
 		t.Fatalf("summary %+v", s)
 	}
 	if s.BestDevReward == nil || math.IsNaN(*s.BestDevReward) {
@@ -175,7 +175,7 @@ func TestStreamscaleResumeKeepsSelection(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains three iterations twice")
 	}
-	o := Options{Env: "streamscale", Profile: "pred", Seed: 5, Steps: 3 * 4096, Envs: 2, Workers: 1}
+	o := Options{Env: "streamscale", Profile: "pred", Seed: 5, Steps: 3 * 8192, Envs: 4, Workers: 1}
 	full := o
 	full.Out = t.TempDir()
 	s, err := runJSON(t, context.Background(), full)

@@ -336,6 +336,11 @@ func NewVec(scs []EnvSpec, n int, dir string, seed uint64, workers int, logf fun
 	if n <= 0 || len(scs) == 0 {
 		return nil, fmt.Errorf("simvec: need at least one env and one scenario (got %d, %d)", n, len(scs))
 	}
+	if len(scs) > n {
+		// Environment i runs scenario i mod len(scs) for the whole run, so
+		// scenarios beyond the n-th would never be trained on.
+		return nil, fmt.Errorf("simvec: %d training scenarios (placements × workloads) for %d environments: scenarios %d–%d would never run; use at least %d environments or fewer placements or workloads", len(scs), n, n+1, len(scs), len(scs))
+	}
 	envs := make([]*env.VecEnv, n)
 	for i := range envs {
 		c, err := scs[i%len(scs)].Config(dir, seed, logf)

@@ -104,6 +104,10 @@ func TestScenarios(t *testing.T) {
 	if _, err := NewVec(nil, 2, "", 1, 1, nil); err == nil {
 		t.Fatal("no scenarios accepted")
 	}
+	// More scenarios than environments would silently drop the extra ones.
+	if _, err := NewVec(tr, 3, "", 1, 1, nil); err == nil || !strings.Contains(err.Error(), "scenarios 4–4 would never run") {
+		t.Fatalf("4 scenarios on 3 envs: error %v", err)
+	}
 }
 
 // TestEnvSeedsAreNamedStreams: env i's seed is the stream rng.TrainEnv+i
