@@ -99,6 +99,7 @@ func TestFluidMatchesPerEventStochastic(t *testing.T) {
 			n := float64(len(p95[0]))
 			fm, rm := p95[0][len(p95[0])/2], p95[1][len(p95[1])/2]
 			fv, rv := float64(viol[0])/n, float64(viol[1])/n
+			t.Logf("%s ρ %.2f: median p95 fast %.1f ms, reference %.1f ms; violations %.3f, %.3f", c.profile, rho, fm, rm, fv, rv)
 			if math.Abs(fm-rm) > 0.15*rm+5 || math.Abs(fv-rv) > 0.10 {
 				t.Errorf("%s ρ %.2f: fast median p95 %.1f ms, violations %.3f; reference %.1f ms, %.3f", c.profile, rho, fm, fv, rm, rv)
 			}
