@@ -43,6 +43,13 @@ const (
 // p95 and mean are those of the samples (linear interpolation of order
 // statistics); per-task mean delays and queues (Little's law) follow from
 // the workload processes.
+//
+// At a fork whose fan-out a join gathers (Task.JoinOf: ETL's SenMLParse
+// and Join) the sampled event becomes its n siblings: all n are traced to
+// the join (gather, gatherChain), queueing behind one another where they
+// meet, and the event goes on from the join when the last leaves it, so a
+// message's latency is the slowest sibling's plus the path after the
+// join (the maximum of a fork-join, not one sibling's path).
 type tracer struct {
 	ph   *physicsRun
 	cpu  []cpuOf   // per replica stage
