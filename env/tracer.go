@@ -74,7 +74,9 @@ type tracer struct {
 	fanJoin          []int
 	fanChain         []bool // per fork stage: every stage up to the join has one successor
 	sibA, sibW, sibF []float64
-	bits             uint64 // unused 12-bit service-factor indices of one draw
+	sumTab           [][]float64 // per fork stage with n > 2: quantiles of the sum of n − 2 service factors
+	sumCV            float64     // the service CV sumTab was built for
+	bits             uint64      // unused 12-bit service-factor indices of one draw
 	nbits            int
 	nrep             int
 	p95              float64
@@ -89,7 +91,7 @@ func newTracer(f *fluid, ph *physicsRun, nrep int) *tracer {
 		vs: make([]float64, nrep*(tracerSub+1)), qs: make([]float64, nrep*(tracerSub+1)), wbar: make([]float64, nrep),
 		c2: make([]float64, n), arr: make([]float64, n*tracerSub), num: make([]float64, n), den: make([]float64, n), gain: make([]float64, n),
 		cum: make([][]float64, n), lat: make([]float64, tracerEvents),
-		fanN: make([]int, n), fanJoin: make([]int, n), fanChain: make([]bool, n),
+		fanN: make([]int, n), fanJoin: make([]int, n), fanChain: make([]bool, n), sumTab: make([][]float64, n), sumCV: -1,
 		sibA: make([]float64, n), sibW: make([]float64, n), sibF: make([]float64, n),
 	}
 	for k, fork := range f.joinOf {
@@ -176,6 +178,9 @@ func pick(c []float64, u *float64) int {
 func (t *tracer) step(f *fluid, t0 float64) {
 	ph := t.ph
 	t.nbits = 0
+	if ph.p.ServiceCV != t.sumCV {
+		t.buildSums() // the episode's physics changed (Config.Randomize)
+	}
 	cs2 := ph.p.ServiceCV * ph.p.ServiceCV
 	// Arrival variability along the DAG.
 	clear(t.num)
@@ -413,10 +418,12 @@ func (t *tracer) gather(f *fluid, i int, t0, at float64) (float64, int) {
 
 // gatherChain is gather for a fork whose siblings all take one chain of
 // stages to the join (one replica per task between them, the common case),
-// at a cost independent of the number of siblings' hops: at each stage it
+// at a cost independent of the number of siblings: at each stage it
 // follows the first sibling (arriving at a₁) and the last (arriving at
 // a_n). The last leaves either at the end of the run of all n siblings
-// begun at a₁ (the workload ahead then, plus the n siblings' work W) or,
+// begun at a₁ (the workload ahead then, plus the n siblings' work W: the
+// first's and the last's draws plus one draw of the sum of the n − 2
+// between, buildSums) or,
 // if the run has ended before it arrives, after its own work from a_n:
 // d_n = max(a₁ + wait(a₁, W), a_n + wait(a_n, w_n)). This is exact when
 // the siblings all queue behind one another or none does; between the two
@@ -433,13 +440,18 @@ func (t *tracer) gatherChain(f *fluid, i int, t0, at float64) (float64, int) {
 			w := t.cpu[j].work
 			w1 := w * t.factor()
 			W, wn := w1, w1
-			for k := 1; k < n; k++ {
+			if n > 1 {
 				wn = w * t.factor()
 				W += wn
 			}
-			d1 := a1 + t.wait(j, t0, a1, w1)
-			an = max(a1+t.wait(j, t0, a1, W), an+t.wait(j, t0, an, wn))
-			a1 = d1
+			if tab := t.sumTab[i]; tab != nil {
+				W += w * tab[t.index()] // the n − 2 siblings between
+			} else if n > 2 {
+				W += w * float64(n-2)
+			}
+			x1, xW := t.wait2(j, t0, a1, w1, W)
+			an = max(a1+xW, an+t.wait(j, t0, an, wn))
+			a1 += x1
 		} else {
 			d1 := a1 + s.service
 			an = max(a1+float64(n)*s.service, an+s.service) + s.delay
@@ -453,22 +465,65 @@ func (t *tracer) gatherChain(f *fluid, i int, t0, at float64) (float64, int) {
 	return an, j
 }
 
+// buildSums tabulates, for every fork stage with n > 2 siblings under
+// stochastic service, the law of the sum of n − 2 service factors (the
+// siblings between the first and the last, whose individual times
+// gatherChain does not need): by the Fenton–Wilkinson approximation, a
+// log-normal with the sum's mean m = n − 2 and variance m·c² (L. F. Fenton,
+// "The sum of log-normal probability distributions in scatter transmission
+// systems", IRE Trans. Communications Systems 8(1), 1960, pp. 57–67), as
+// 4,096 equiprobable quantiles rescaled to mean exactly m. It allocates
+// only when first built.
+func (t *tracer) buildSums() {
+	cv := t.ph.p.ServiceCV
+	t.sumCV = cv
+	for i, n := range t.fanN {
+		m := float64(n - 2)
+		if n <= 2 || !(cv > 0) {
+			t.sumTab[i] = nil
+			continue
+		}
+		tab := t.sumTab[i]
+		if tab == nil {
+			tab = make([]float64, 4096)
+			t.sumTab[i] = tab
+		}
+		s2 := math.Log1p(cv * cv / m)
+		mu := math.Log(m) - s2/2
+		sum := 0.0
+		for k := range tab {
+			z := math.Sqrt2 * math.Erfinv(2*(float64(k)+0.5)/float64(len(tab))-1)
+			tab[k] = math.Exp(mu + math.Sqrt(s2)*z)
+			sum += tab[k]
+		}
+		for k := range tab {
+			tab[k] *= m * float64(len(tab)) / sum
+		}
+	}
+}
+
+// index draws a uniform index into a 4,096-entry table from 12 bits of a
+// 64-bit draw kept between calls (five indices per draw; the buffer is
+// emptied at every step, so a step's draws depend only on the stream's
+// state at its start).
+func (t *tracer) index() uint64 {
+	if t.nbits < 12 {
+		t.bits, t.nbits = t.ph.svc.Uint64(), 64
+	}
+	x := t.bits >> 52
+	t.bits <<= 12
+	t.nbits -= 12
+	return x
+}
+
 // factor draws a service-time factor like physicsRun.serviceFactorFast,
-// taking the table index from 12 bits of a 64-bit draw kept between calls
-// (five factors per draw; the buffer is emptied at every step, so a step's
-// draws depend only on the stream's state at its start).
+// its table index from index.
 func (t *tracer) factor() float64 {
 	tab := t.ph.svcTable
 	if tab == nil {
 		return 1
 	}
-	if t.nbits < 12 {
-		t.bits, t.nbits = t.ph.svc.Uint64(), 64
-	}
-	x := tab[t.bits>>52]
-	t.bits <<= 12
-	t.nbits -= 12
-	return x
+	return tab[t.index()]
 }
 
 // wait returns how long an event arriving at replica r at time at
@@ -489,18 +544,44 @@ func (t *tracer) wait(r int, t0, at, own float64) float64 {
 	P := t.ph.cfsPeriod
 	left := max(t.qs[base+j], 0)
 	abs := t0 + at
-	phase := abs - P*math.Floor(abs/P)
-	toEnd := P - phase
-	if work <= left && work <= toEnd*c.speed {
-		return work / c.speed
+	toEnd := P - (abs - P*math.Floor(abs/P))
+	return cfsDelay(work, left, toEnd, P, c.speed, c.quota)
+}
+
+// wait2 is wait for two amounts of own work of events arriving together
+// (gatherChain's first sibling and the run of all), sharing the lookups.
+func (t *tracer) wait2(r int, t0, at, own1, own2 float64) (float64, float64) {
+	c := &t.cpu[r]
+	if !(c.speed > 0) || math.IsInf(c.work, 1) {
+		return 1e6, 1e6
 	}
-	served := min(left, toEnd*c.speed)
+	j := min(int(max(at, 0)*tracerSub), tracerSub)
+	base := r * (tracerSub + 1)
+	v := t.vs[base+j]
+	if math.IsInf(c.quota, 1) {
+		return (v + own1) / c.speed, (v + own2) / c.speed
+	}
+	P := t.ph.cfsPeriod
+	left := max(t.qs[base+j], 0)
+	abs := t0 + at
+	toEnd := P - (abs - P*math.Floor(abs/P))
+	return cfsDelay(v+own1, left, toEnd, P, c.speed, c.quota), cfsDelay(v+own2, left, toEnd, P, c.speed, c.quota)
+}
+
+// cfsDelay is how long work (core-seconds) takes at speed (cores) with
+// quota left in the current CFS period, which ends in toEnd seconds, and
+// quota per period P.
+func cfsDelay(work, left, toEnd, P, speed, quota float64) float64 {
+	if work <= left && work <= toEnd*speed {
+		return work / speed
+	}
+	served := min(left, toEnd*speed)
 	rem := work - served
-	full := math.Floor(rem / c.quota)
-	rem -= full * c.quota
-	d := toEnd + full*P + rem/c.speed
+	full := math.Floor(rem / quota)
+	rem -= full * quota
+	d := toEnd + full*P + rem/speed
 	if rem == 0 && full > 0 {
-		d -= P - c.quota/c.speed
+		d -= P - quota/speed
 	}
 	return d
 }
