@@ -58,6 +58,10 @@ func loadTargets(t testing.TB, cfg Config, rho float64) []float64 {
 // the violation rate within 10 percentage points in every load bin.
 // Measured: median p95 within 0.7–16% (largest at PRED ρ = 0.98, where
 // one realization's backlog dominates), violation rates within 1–7 points.
+// ETL covers the fork-join at its Join (Task.JoinOf) in both cores: the
+// per-event core gathers each message's ten fields, the tracer traces all
+// ten siblings; measured with it, ETL's median p95 within 0.3–7.4% and
+// violation rates within 0.5–5.6 points.
 func TestFluidMatchesPerEventStochastic(t *testing.T) {
 	ph := realisticNoObs()
 	for _, c := range []struct {
