@@ -3,6 +3,7 @@ package env
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"streamscale/internal/dag"
@@ -24,6 +25,18 @@ type Task struct {
 	// (1 − 1/Keys)ⁿ) ≈ Keys·(1 − e^{−n/Keys})). 0: the state is StateMB
 	// from the start.
 	Keys float64
+	// JoinOf names an upstream task whose fan-out this task gathers (a
+	// fork-join): the fork emits n = its Selectivity sibling events per
+	// input event (n a whole number ≥ 2), they travel the tasks between
+	// independently, and this task emits its output for the input event
+	// only when the last of the n siblings has arrived (RIoTBench ETL's
+	// Join collects the ten fields SenMLParse splits a message into;
+	// serve/runtime/ops etlJoin). Its Selectivity must then be 1/n (one
+	// output per gathered input event), every task strictly between the
+	// fork and the join must have Selectivity 1 and lead only to tasks
+	// between them or to the join, and the join's inputs must all come
+	// from there. Empty: not a join.
+	JoinOf string
 }
 
 // StateAt is the task's state, MB, after it has processed n input events
@@ -128,7 +141,81 @@ func (a App) validate() error {
 	if _, err := a.topoOrder(); err != nil {
 		return err
 	}
+	for k := range a.Tasks {
+		if _, err := a.joinFork(k); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// joinFork returns the index of the fork task that task k gathers
+// (Task.JoinOf), or −1 when k is not a join, and checks the fork-join's
+// shape: the fork's selectivity n is a whole number ≥ 2, the join's is
+// 1/n, the tasks strictly between them have selectivity 1 and lead only
+// to tasks between or to the join, and every input of the join comes
+// from the fork or a task between.
+func (a App) joinFork(k int) (int, error) {
+	j := a.Tasks[k]
+	if j.JoinOf == "" {
+		return -1, nil
+	}
+	fork := -1
+	for i, t := range a.Tasks {
+		if t.Name == j.JoinOf {
+			fork = i
+		}
+	}
+	if fork < 0 || fork == k {
+		return -1, fmt.Errorf("env: app %s: task %s: join_of %q names no other task", a.Name, j.Name, j.JoinOf)
+	}
+	n := a.Tasks[fork].Selectivity
+	if n < 2 || n != math.Round(n) {
+		return -1, fmt.Errorf("env: app %s: task %s: join_of %s: the fork's selectivity %v is not a whole number ≥ 2", a.Name, j.Name, j.JoinOf, n)
+	}
+	if math.Abs(j.Selectivity*n-1) > 1e-9 {
+		return -1, fmt.Errorf("env: app %s: task %s: selectivity %v, want 1/%v for a join of %s", a.Name, j.Name, j.Selectivity, n, j.JoinOf)
+	}
+	// The tasks between: reachable from the fork without passing the join.
+	between := make([]bool, len(a.Tasks))
+	stack := []int{fork}
+	for len(stack) > 0 {
+		u := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, e := range a.Edges {
+			if e.From == u && e.To != k && !between[e.To] {
+				between[e.To] = true
+				stack = append(stack, e.To)
+			}
+		}
+	}
+	if between[fork] {
+		return -1, fmt.Errorf("env: app %s: task %s: fork %s is reachable from itself", a.Name, j.Name, j.JoinOf)
+	}
+	reaches := false
+	for _, e := range a.Edges {
+		switch {
+		case e.To == k:
+			if e.From != fork && !between[e.From] {
+				return -1, fmt.Errorf("env: app %s: join %s has input %s from outside its fork %s", a.Name, j.Name, a.Tasks[e.From].Name, j.JoinOf)
+			}
+			reaches = true
+		case between[e.From] && !between[e.To]:
+			return -1, fmt.Errorf("env: app %s: task %s between fork %s and join %s leads to %s outside them", a.Name, a.Tasks[e.From].Name, j.JoinOf, j.Name, a.Tasks[e.To].Name)
+		}
+	}
+	if !reaches {
+		return -1, fmt.Errorf("env: app %s: join %s is not downstream of its fork %s", a.Name, j.Name, j.JoinOf)
+	}
+	for i, b := range between {
+		if b && a.Tasks[i].Selectivity != 1 {
+			return -1, fmt.Errorf("env: app %s: task %s between fork %s and join %s has selectivity %v, want 1", a.Name, a.Tasks[i].Name, j.JoinOf, j.Name, a.Tasks[i].Selectivity)
+		}
+		if b && (slices.Contains(a.Sinks, i) || slices.Contains(a.Sources, i)) {
+			return -1, fmt.Errorf("env: app %s: task %s between fork %s and join %s is a source or sink", a.Name, a.Tasks[i].Name, j.JoinOf, j.Name)
+		}
+	}
+	return fork, nil
 }
 
 // Calibration of the RIoTBench profiles. All demands live here.
@@ -166,7 +253,7 @@ var (
 		{Name: "RangeFilter", MIPSPerEvent: 0.018, Selectivity: 1, OutBytes: 90, MemoryMB: 256},
 		{Name: "BloomFilter", MIPSPerEvent: 0.024, Selectivity: 1, OutBytes: 90, MemoryMB: 512},
 		{Name: "Interpolation", MIPSPerEvent: 0.030, Selectivity: 1, OutBytes: 90, MemoryMB: 512},
-		{Name: "Join", MIPSPerEvent: 0.012, Selectivity: 0.1, OutBytes: 700, MemoryMB: 1024},
+		{Name: "Join", MIPSPerEvent: 0.012, Selectivity: 0.1, OutBytes: 700, MemoryMB: 1024, JoinOf: "SenMLParse"},
 		{Name: "Annotate", MIPSPerEvent: 0.15, Selectivity: 1, OutBytes: 750, MemoryMB: 512},
 		{Name: "CsvToSenML", MIPSPerEvent: 0.24, Selectivity: 1, OutBytes: 870, MemoryMB: 256},
 		{Name: "MQTTPublish", MIPSPerEvent: 0.21, Selectivity: 1, OutBytes: 100, MemoryMB: 256},
@@ -178,6 +265,9 @@ var (
 // {DecisionTreeClassify, LinearRegression, BlockWindowAverage};
 // LinearRegression → ErrorEstimate; BlockWindowAverage → ErrorEstimate;
 // {DecisionTreeClassify, ErrorEstimate} → MQTTPublish → sink. SLO 180 ms.
+// It has no fork-join (Task.JoinOf): ErrorEstimate and MQTTPublish merge
+// streams but emit one output per input, waiting for no sibling
+// (serve/runtime/ops predError and predPublish).
 func PRED() App {
 	return App{
 		Name:    "pred",
@@ -190,8 +280,8 @@ func PRED() App {
 
 // ETL returns RIoTBench's extract-transform-load application: SenMLParse
 // (fans out ×10, one event per field) → RangeFilter → BloomFilter →
-// Interpolation → Join (collects the ten fields of a message, emits one
-// tuple) → Annotate → {CsvToSenML → MQTTPublish → sink, TableInsert →
+// Interpolation → Join (a fork-join, Task.JoinOf: collects the ten fields
+// of a message and emits its tuple when the tenth arrives) → Annotate → {CsvToSenML → MQTTPublish → sink, TableInsert →
 // sink}. The filters mark rather than drop (1:1). SLO 240 ms.
 func ETL() App {
 	return App{

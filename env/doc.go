@@ -60,7 +60,12 @@
 // "realistic"; Config.Randomize draws some of them anew at every Reset
 // (domain.go). Under stochastic physics the fast core keeps the fluid for
 // the mass and samples latencies with a tracer (tracer.go); the per-event
-// core simulates the same options event by event (reference.go).
+// core simulates the same options event by event (reference.go). A task
+// may gather the fan-out of an upstream task (Task.JoinOf, a fork-join:
+// ETL's Join collects the ten fields SenMLParse splits a message into);
+// both of those cores then give a message the latency of its slowest
+// sibling, while the deterministic fluid carries the join's mass by its
+// selectivity.
 //
 // # Units
 //

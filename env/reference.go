@@ -7,8 +7,18 @@ import (
 )
 
 // event is one event at a stage of the per-event core: its arrival time
-// at the stage and its emission time at the source, in seconds.
-type event struct{ a, o float64 }
+// at the stage and its emission time at the source, in seconds, and the
+// number of the external message it descends from (a join's key).
+type event struct {
+	a, o float64
+	id   uint64
+}
+
+// joinKey names one message's pending siblings at a join task.
+type joinKey struct {
+	task int
+	id   uint64
+}
 
 type refStage struct {
 	task    int
@@ -21,6 +31,7 @@ type refStage struct {
 	sel     float64
 	out     []int
 	sink    bool
+	joinN   int // a join (Task.JoinOf): siblings gathered per message; 0 otherwise
 	queue   []event
 	inbox   []event
 	free    float64 // time the server becomes free
@@ -57,6 +68,10 @@ type perEvent struct {
 	cumEmit, cumSink    float64
 	ph                  *physicsRun
 	next                float64 // random arrivals: time of the next arrival
+	msgs                uint64  // external messages emitted so far (their ids)
+	// pending counts, per join task and message, the siblings that have
+	// left the join's replicas (looked up only, never iterated).
+	pending map[joinKey]int
 }
 
 func newPerEvent(c *Config, t topology) *perEvent {
@@ -68,6 +83,12 @@ func newPerEvent(c *Config, t topology) *perEvent {
 		p.stages[i] = refStage{task: s.task, replica: s.replica, service: s.service, delay: s.delay, sel: s.sel,
 			out: s.out, outW: s.outW, outAcc: make([]float64, len(s.out)), sink: s.sink, headRem: 1,
 			cpu: cpuOf{service: s.service, work: s.service, speed: 1, quota: math.Inf(1)}}
+		if s.task >= 0 {
+			if fork, _ := c.App.joinFork(s.task); fork >= 0 {
+				p.stages[i].joinN = int(c.App.Tasks[fork].Selectivity)
+				p.pending = map[joinKey]int{}
+			}
+		}
 	}
 	return p
 }
@@ -85,6 +106,8 @@ func (p *perEvent) reset() {
 	p.rateAcc, p.now, p.emitted, p.sinkEvents, p.cumEmit, p.cumSink = 0, 0, 0, 0, 0, 0
 	p.next = -1
 	p.lat = p.lat[:0]
+	p.msgs = 0
+	clear(p.pending)
 }
 
 func (p *perEvent) setCPU(k int, c cpuOf) {
@@ -241,9 +264,22 @@ func (p *perEvent) finish(s *refStage, ev event, fin float64) {
 	s.done++
 	s.cumDeparted++
 	s.delayW += fin - ev.a
-	s.selAcc += s.sel
-	outs := math.Floor(s.selAcc + 1e-9)
-	s.selAcc -= outs
+	var outs float64
+	if s.joinN > 0 {
+		// A join emits the message's one output when its last sibling
+		// leaves (on whichever replica that is).
+		k := joinKey{s.task, ev.id}
+		if n := p.pending[k] + 1; n < s.joinN {
+			p.pending[k] = n
+		} else {
+			delete(p.pending, k)
+			outs = 1
+		}
+	} else {
+		s.selAcc += s.sel
+		outs = math.Floor(s.selAcc + 1e-9)
+		s.selAcc -= outs
+	}
 	for o := 0; o < int(outs); o++ {
 		if s.sink {
 			p.sinkEvents++
@@ -253,7 +289,7 @@ func (p *perEvent) finish(s *refStage, ev event, fin float64) {
 			s.outAcc[j] += s.outW[j]
 			if s.outAcc[j] >= 1-1e-9 {
 				s.outAcc[j]--
-				p.push(d, event{a: fin + s.delay, o: ev.o})
+				p.push(d, event{a: fin + s.delay, o: ev.o, id: ev.id})
 			}
 		}
 	}
@@ -262,13 +298,14 @@ func (p *perEvent) finish(s *refStage, ev event, fin float64) {
 // emit sends one external event, emitted at time at, to the sources.
 func (p *perEvent) emit(at float64) {
 	p.emitted += float64(p.nSources)
+	p.msgs++
 	// Each source task receives the event; its replicas take turns by
 	// credit in proportion to their shares.
 	for si, k := range p.sources {
 		p.srcAcc[si] += p.srcW[si]
 		if p.srcAcc[si] >= 1-1e-9 {
 			p.srcAcc[si]--
-			p.push(k, event{a: at, o: at})
+			p.push(k, event{a: at, o: at, id: p.msgs})
 		}
 	}
 }

@@ -62,6 +62,11 @@ type fluid struct {
 	ph                     *physicsRun // the episode's physics
 	batch                  float64     // timer batching window of the inputs, seconds (Config.Worker)
 	tr                     *tracer     // stochastic latencies; nil under deterministic physics
+	// joinOf gives, per task, the fork task it gathers (Task.JoinOf) or
+	// −1. The per-event core and the tracer gather a message's siblings
+	// at the join; the deterministic fluid carries the join's mass by its
+	// selectivity (1/n), its latency that of the average sibling.
+	joinOf []int
 }
 
 // latPiece is the end-to-end latency contribution of a piece delivered to
@@ -210,6 +215,10 @@ func buildTopology(c *Config) topology {
 func newFluid(c *Config, t topology) *fluid {
 	nr := len(t.replicas)
 	f := &fluid{slices: c.SlicesPerStep, nSources: len(c.App.Sources), batch: c.Worker.batchS()}
+	f.joinOf = make([]int, len(c.App.Tasks))
+	for k := range f.joinOf {
+		f.joinOf[k], _ = c.App.joinFork(k) // validated already
+	}
 	f.stages = make([]stage, nr+len(t.flowLink))
 	ups := make([]int, len(f.stages))
 	for i, r := range t.replicas {

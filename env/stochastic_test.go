@@ -58,6 +58,10 @@ func loadTargets(t testing.TB, cfg Config, rho float64) []float64 {
 // the violation rate within 10 percentage points in every load bin.
 // Measured: median p95 within 0.7–16% (largest at PRED ρ = 0.98, where
 // one realization's backlog dominates), violation rates within 1–7 points.
+// ETL covers the fork-join at its Join (Task.JoinOf) in both cores: the
+// per-event core gathers each message's ten fields, the tracer traces all
+// ten siblings; measured with it, ETL's median p95 within 0.3–7.4% and
+// violation rates within 0.5–5.6 points.
 func TestFluidMatchesPerEventStochastic(t *testing.T) {
 	ph := realisticNoObs()
 	for _, c := range []struct {
@@ -99,6 +103,7 @@ func TestFluidMatchesPerEventStochastic(t *testing.T) {
 			n := float64(len(p95[0]))
 			fm, rm := p95[0][len(p95[0])/2], p95[1][len(p95[1])/2]
 			fv, rv := float64(viol[0])/n, float64(viol[1])/n
+			t.Logf("%s ρ %.2f: median p95 fast %.1f ms, reference %.1f ms; violations %.3f, %.3f", c.profile, rho, fm, rm, fv, rv)
 			if math.Abs(fm-rm) > 0.15*rm+5 || math.Abs(fv-rv) > 0.10 {
 				t.Errorf("%s ρ %.2f: fast median p95 %.1f ms, violations %.3f; reference %.1f ms, %.3f", c.profile, rho, fm, fv, rm, rv)
 			}

@@ -43,26 +43,45 @@ const (
 // p95 and mean are those of the samples (linear interpolation of order
 // statistics); per-task mean delays and queues (Little's law) follow from
 // the workload processes.
+//
+// At a fork whose fan-out a join gathers (Task.JoinOf: ETL's SenMLParse
+// and Join) the sampled event becomes its n siblings: all n are traced to
+// the join (gather, gatherChain), queueing behind one another where they
+// meet, and the event goes on from the join when the last leaves it, so a
+// message's latency is the slowest sibling's plus the path after the
+// join (the maximum of a fork-join, not one sibling's path).
 type tracer struct {
-	ph    *physicsRun
-	cpu   []cpuOf   // per replica stage
-	v     []float64 // per replica stage: work ahead at the step's start, core-seconds
-	used  []float64 // per replica stage: CFS quota used in the current period
-	vs    []float64 // per replica stage × (tracerSub+1): work ahead at the substep boundaries
-	qs    []float64 // per replica stage × (tracerSub+1): quota left at the substep boundaries
-	wbar  []float64 // per replica stage: mean wait of the step, seconds
-	c2    []float64 // per stage: squared cv of arrivals this step
-	arr   []float64 // per stage × tracerSub: events arriving in each substep
-	num   []float64 // scratch: Σ rate·c² arriving per stage
-	den   []float64 // scratch: Σ rate arriving per stage
-	gain  []float64 // per stage: expected sink events per event at the stage
-	cum   [][]float64
-	src   []float64 // cumulative choice weights over the source stages
-	lat   []float64 // latencies of the step's samples
-	nrep  int
-	p95   float64
-	mean  float64
-	valid bool
+	ph   *physicsRun
+	cpu  []cpuOf   // per replica stage
+	v    []float64 // per replica stage: work ahead at the step's start, core-seconds
+	used []float64 // per replica stage: CFS quota used in the current period
+	vs   []float64 // per replica stage × (tracerSub+1): work ahead at the substep boundaries
+	qs   []float64 // per replica stage × (tracerSub+1): quota left at the substep boundaries
+	wbar []float64 // per replica stage: mean wait of the step, seconds
+	c2   []float64 // per stage: squared cv of arrivals this step
+	arr  []float64 // per stage × tracerSub: events arriving in each substep
+	num  []float64 // scratch: Σ rate·c² arriving per stage
+	den  []float64 // scratch: Σ rate arriving per stage
+	gain []float64 // per stage: expected sink events per event at the stage
+	cum  [][]float64
+	src  []float64 // cumulative choice weights over the source stages
+	lat  []float64 // latencies of the step's samples
+	// Fork-joins (Task.JoinOf): per stage, the siblings a replica of a
+	// fork sends per event (0: not a fork) and the task gathering them;
+	// per stage, the sibling run of the message being traced (see
+	// gather).
+	fanN             []int
+	fanJoin          []int
+	fanChain         []bool // per fork stage: every stage up to the join has one successor
+	sibA, sibW, sibF []float64
+	sumTab           [][]float64 // per fork stage with n > 2: quantiles of the sum of n − 2 service factors
+	sumCV            float64     // the service CV sumTab was built for
+	bits             uint64      // unused 12-bit service-factor indices of one draw
+	nbits            int
+	nrep             int
+	p95              float64
+	mean             float64
+	valid            bool
 }
 
 func newTracer(f *fluid, ph *physicsRun, nrep int) *tracer {
@@ -72,6 +91,23 @@ func newTracer(f *fluid, ph *physicsRun, nrep int) *tracer {
 		vs: make([]float64, nrep*(tracerSub+1)), qs: make([]float64, nrep*(tracerSub+1)), wbar: make([]float64, nrep),
 		c2: make([]float64, n), arr: make([]float64, n*tracerSub), num: make([]float64, n), den: make([]float64, n), gain: make([]float64, n),
 		cum: make([][]float64, n), lat: make([]float64, tracerEvents),
+		fanN: make([]int, n), fanJoin: make([]int, n), fanChain: make([]bool, n), sumTab: make([][]float64, n), sumCV: -1,
+		sibA: make([]float64, n), sibW: make([]float64, n), sibF: make([]float64, n),
+	}
+	for k, fork := range f.joinOf {
+		if fork < 0 {
+			continue
+		}
+		for i := range f.stages {
+			if f.stages[i].task == fork {
+				t.fanN[i], t.fanJoin[i] = int(math.Round(f.stages[i].sel)), k
+				chain := len(f.stages[i].out) == 1
+				for j := f.stages[i].out[0]; chain && f.stages[j].task != k; j = f.stages[j].out[0] {
+					chain = len(f.stages[j].out) == 1
+				}
+				t.fanChain[i] = chain
+			}
+		}
 	}
 	for r := range t.cpu {
 		t.cpu[r] = cpuOf{service: f.stages[r].service, work: f.stages[r].service, speed: 1, quota: math.Inf(1)}
@@ -141,6 +177,10 @@ func pick(c []float64, u *float64) int {
 // step's latencies. t0 is the step's start (absolute seconds).
 func (t *tracer) step(f *fluid, t0 float64) {
 	ph := t.ph
+	t.nbits = 0
+	if ph.p.ServiceCV != t.sumCV {
+		t.buildSums() // the episode's physics changed (Config.Randomize)
+	}
 	cs2 := ph.p.ServiceCV * ph.p.ServiceCV
 	// Arrival variability along the DAG.
 	clear(t.num)
@@ -281,6 +321,12 @@ func (t *tracer) step(f *fluid, t0 float64) {
 			} else {
 				at += s.service + s.delay
 			}
+			if t.fanN[i] > 0 {
+				// A fork: the message goes on from the join when its
+				// last sibling leaves it.
+				at, i = t.gather(f, i, t0, at)
+				s = &f.stages[i]
+			}
 			if len(s.out) == 0 {
 				break
 			}
@@ -306,6 +352,180 @@ func (t *tracer) step(f *fluid, t0 float64) {
 	t.p95 = t.lat[lo] + (h-float64(lo))*(t.lat[min(lo+1, tracerEvents-1)]-t.lat[lo])
 }
 
+// gather traces the siblings that fork replica i sends at time at (seconds
+// since t0) for one event to the join gathering them, and returns when the
+// last sibling leaves the join and the join replica it leaves. The
+// siblings leave the fork together and each takes its own path (chosen by
+// the routing shares, stratified) with its own service draws. Siblings meeting at a
+// replica queue behind one another: a sibling arriving while an earlier
+// one is still there is served as part of a run that began with the
+// run's first arrival, its work ahead being the workload process's then
+// plus the run's sibling work (so a batch can straddle a CFS period); at
+// a network flow they are transmitted one after another. The message's
+// latency thus includes the batch at the fork's successors and the
+// maximum over the siblings at the join (a fork-join; Task.JoinOf).
+func (t *tracer) gather(f *fluid, i int, t0, at float64) (float64, int) {
+	if t.fanChain[i] {
+		return t.gatherChain(f, i, t0, at)
+	}
+	ph := t.ph
+	clear(t.sibW)
+	clear(t.sibF)
+	join := t.fanJoin[i]
+	end, last := math.Inf(-1), i
+	fork := &f.stages[i]
+	n := t.fanN[i]
+	u0 := ph.svc.Float64()
+	for k := range n {
+		// Stratified paths: sibling k takes path quantile (k + u₀)/n, so
+		// the siblings split over the replicas by their shares as the
+		// per-event core's routing credit splits them (ten siblings over
+		// ten equal replicas: one each).
+		u := (float64(k) + u0) / float64(n)
+		j := fork.out[0]
+		if len(fork.out) > 1 {
+			j = fork.out[pick(t.cum[i], &u)]
+		}
+		a := at
+		for hop := 0; hop < 4*len(f.stages); hop++ {
+			s := &f.stages[j]
+			if j < t.nrep {
+				own := t.cpu[j].work * t.factor()
+				if t.sibW[j] > 0 && t.sibF[j] > a {
+					t.sibW[j] += own
+					a = t.sibA[j] + t.wait(j, t0, t.sibA[j], t.sibW[j])
+				} else {
+					t.sibA[j], t.sibW[j] = a, own
+					a += t.wait(j, t0, a, own)
+				}
+				t.sibF[j] = a
+			} else {
+				d := max(a, t.sibF[j]) + s.service
+				t.sibF[j] = d
+				a = d + s.delay
+			}
+			if s.task == join || len(s.out) == 0 {
+				break
+			}
+			j = s.out[pick(t.cum[j], &u)]
+		}
+		if a > end {
+			end, last = a, j
+		}
+	}
+	return end, last
+}
+
+// gatherChain is gather for a fork whose siblings all take one chain of
+// stages to the join (one replica per task between them, the common case),
+// at a cost independent of the number of siblings: at each stage it
+// follows the first sibling (arriving at a₁) and the last (arriving at
+// a_n). The last leaves either at the end of the run of all n siblings
+// begun at a₁ (the workload ahead then, plus the n siblings' work W: the
+// first's and the last's draws plus one draw of the sum of the n − 2
+// between, buildSums) or,
+// if the run has ended before it arrives, after its own work from a_n:
+// d_n = max(a₁ + wait(a₁, W), a_n + wait(a_n, w_n)). This is exact when
+// the siblings all queue behind one another or none does; between the two
+// (a stage faster than the one before it with nothing else queued) it can
+// fall short of the per-sibling FIFO by less than one sibling's work.
+func (t *tracer) gatherChain(f *fluid, i int, t0, at float64) (float64, int) {
+	n := t.fanN[i]
+	join := t.fanJoin[i]
+	a1, an := at, at
+	j := f.stages[i].out[0]
+	for hop := 0; hop < 4*len(f.stages); hop++ {
+		s := &f.stages[j]
+		if j < t.nrep {
+			w := t.cpu[j].work
+			w1 := w * t.factor()
+			W, wn := w1, w1
+			if n > 1 {
+				wn = w * t.factor()
+				W += wn
+			}
+			if tab := t.sumTab[i]; tab != nil {
+				W += w * tab[t.index()] // the n − 2 siblings between
+			} else if n > 2 {
+				W += w * float64(n-2)
+			}
+			x1, xW := t.wait2(j, t0, a1, w1, W)
+			an = max(a1+xW, an+t.wait(j, t0, an, wn))
+			a1 += x1
+		} else {
+			d1 := a1 + s.service
+			an = max(a1+float64(n)*s.service, an+s.service) + s.delay
+			a1 = d1 + s.delay
+		}
+		if s.task == join || len(s.out) == 0 {
+			break
+		}
+		j = s.out[0]
+	}
+	return an, j
+}
+
+// buildSums tabulates, for every fork stage with n > 2 siblings under
+// stochastic service, the law of the sum of n − 2 service factors (the
+// siblings between the first and the last, whose individual times
+// gatherChain does not need): by the Fenton–Wilkinson approximation, a
+// log-normal with the sum's mean m = n − 2 and variance m·c² (L. F. Fenton,
+// "The sum of log-normal probability distributions in scatter transmission
+// systems", IRE Trans. Communications Systems 8(1), 1960, pp. 57–67), as
+// 4,096 equiprobable quantiles rescaled to mean exactly m. It allocates
+// only when first built.
+func (t *tracer) buildSums() {
+	cv := t.ph.p.ServiceCV
+	t.sumCV = cv
+	for i, n := range t.fanN {
+		m := float64(n - 2)
+		if n <= 2 || !(cv > 0) {
+			t.sumTab[i] = nil
+			continue
+		}
+		tab := t.sumTab[i]
+		if tab == nil {
+			tab = make([]float64, 4096)
+			t.sumTab[i] = tab
+		}
+		s2 := math.Log1p(cv * cv / m)
+		mu := math.Log(m) - s2/2
+		sum := 0.0
+		for k := range tab {
+			z := math.Sqrt2 * math.Erfinv(2*(float64(k)+0.5)/float64(len(tab))-1)
+			tab[k] = math.Exp(mu + math.Sqrt(s2)*z)
+			sum += tab[k]
+		}
+		for k := range tab {
+			tab[k] *= m * float64(len(tab)) / sum
+		}
+	}
+}
+
+// index draws a uniform index into a 4,096-entry table from 12 bits of a
+// 64-bit draw kept between calls (five indices per draw; the buffer is
+// emptied at every step, so a step's draws depend only on the stream's
+// state at its start).
+func (t *tracer) index() uint64 {
+	if t.nbits < 12 {
+		t.bits, t.nbits = t.ph.svc.Uint64(), 64
+	}
+	x := t.bits >> 52
+	t.bits <<= 12
+	t.nbits -= 12
+	return x
+}
+
+// factor draws a service-time factor like physicsRun.serviceFactorFast,
+// its table index from index.
+func (t *tracer) factor() float64 {
+	tab := t.ph.svcTable
+	if tab == nil {
+		return 1
+	}
+	return tab[t.index()]
+}
+
 // wait returns how long an event arriving at replica r at time at
 // (seconds since the step's start t0) takes to leave: the work ahead at
 // its arrival plus its own work own (core-seconds), served at the
@@ -324,18 +544,44 @@ func (t *tracer) wait(r int, t0, at, own float64) float64 {
 	P := t.ph.cfsPeriod
 	left := max(t.qs[base+j], 0)
 	abs := t0 + at
-	phase := abs - P*math.Floor(abs/P)
-	toEnd := P - phase
-	if work <= left && work <= toEnd*c.speed {
-		return work / c.speed
+	toEnd := P - (abs - P*math.Floor(abs/P))
+	return cfsDelay(work, left, toEnd, P, c.speed, c.quota)
+}
+
+// wait2 is wait for two amounts of own work of events arriving together
+// (gatherChain's first sibling and the run of all), sharing the lookups.
+func (t *tracer) wait2(r int, t0, at, own1, own2 float64) (float64, float64) {
+	c := &t.cpu[r]
+	if !(c.speed > 0) || math.IsInf(c.work, 1) {
+		return 1e6, 1e6
 	}
-	served := min(left, toEnd*c.speed)
+	j := min(int(max(at, 0)*tracerSub), tracerSub)
+	base := r * (tracerSub + 1)
+	v := t.vs[base+j]
+	if math.IsInf(c.quota, 1) {
+		return (v + own1) / c.speed, (v + own2) / c.speed
+	}
+	P := t.ph.cfsPeriod
+	left := max(t.qs[base+j], 0)
+	abs := t0 + at
+	toEnd := P - (abs - P*math.Floor(abs/P))
+	return cfsDelay(v+own1, left, toEnd, P, c.speed, c.quota), cfsDelay(v+own2, left, toEnd, P, c.speed, c.quota)
+}
+
+// cfsDelay is how long work (core-seconds) takes at speed (cores) with
+// quota left in the current CFS period, which ends in toEnd seconds, and
+// quota per period P.
+func cfsDelay(work, left, toEnd, P, speed, quota float64) float64 {
+	if work <= left && work <= toEnd*speed {
+		return work / speed
+	}
+	served := min(left, toEnd*speed)
 	rem := work - served
-	full := math.Floor(rem / c.quota)
-	rem -= full * c.quota
-	d := toEnd + full*P + rem/c.speed
+	full := math.Floor(rem / quota)
+	rem -= full * quota
+	d := toEnd + full*P + rem/speed
 	if rem == 0 && full > 0 {
-		d -= P - c.quota/c.speed
+		d -= P - quota/speed
 	}
 	return d
 }
