@@ -144,3 +144,18 @@ func calibrationMarkdown(c Calibration) []byte {
 		c.ActuationIntervals, c.ActuationMaxMS, c.P95HighMS, c.HighMC, c.P95LowMS, c.LowMC)
 	return []byte(b.String())
 }
+
+// hostLoad is the host's clock and load averages (/proc/loadavg: 1, 5
+// and 15 minutes), recorded beside live measurements on the shared
+// machine; "" where the file is missing.
+func hostLoad() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return time.Now().UTC().Format(time.RFC3339) + " load average " + strings.Join(f[:3], ", ")
+}
