@@ -35,22 +35,25 @@ type Simulator interface {
 	DevReward(c agents.Controller, profile string, seed uint64, observe func(ep int, s *agents.Step) error) (float64, error)
 }
 
-// NewSimulator returns the streamscale simulator on the given physics
-// (the -scenario preset): the paper's four training scenarios per profile
+// NewSimulator returns the streamscale simulator on the given scenario
+// (the -scenario preset or file: its physics and measured task demands):
+// the paper's four training scenarios per profile
 // (taxi-train ×1 and ×2 on placements 42 and 37) and its development
 // scenarios (held-out placements) for model selection, all on those
 // physics. Traces come from traces.DefaultDir().
 // placements is the number of training placements (simvec.Placements;
 // 0 or 2: the paper's two).
-var NewSimulator = func(physics env.Physics, randomize *env.PhysicsRanges, placements int) (Simulator, error) {
+var NewSimulator = func(sc env.Scenario, randomize *env.PhysicsRanges, placements int) (Simulator, error) {
 	if placements == 0 {
 		placements = len(simvec.TrainingPlacements)
 	}
-	return simulator{physics: physics, randomize: randomize, placements: simvec.Placements(placements)}, nil
+	return simulator{physics: sc.Physics, demand: sc.Demand, randomize: randomize, placements: simvec.Placements(placements)}, nil
 }
 
 type simulator struct {
 	physics env.Physics // of the training and the development environments
+	// demand, if not nil, are the scenario file's measured task demands.
+	demand *env.ScenarioDemand
 	// randomize, if not nil, randomises the training environments' physics
 	// per episode (the development episodes keep the preset's).
 	randomize *env.PhysicsRanges
@@ -69,7 +72,7 @@ func (s simulator) Spaces(profile string) (env.Spaces, error) {
 func (s simulator) VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error) {
 	scs := simvec.TrainingScenariosOn(profile, s.physics, s.placements)
 	for i := range scs {
-		scs[i].Randomize = s.randomize
+		scs[i].Randomize, scs[i].Demand = s.randomize, s.demand
 	}
 	return simvec.NewVec(scs, n, "", seed, 0, log.Printf)
 }
@@ -80,6 +83,7 @@ func (s simulator) DevReward(c agents.Controller, profile string, seed uint64, o
 	total := 0.0
 	scs := simvec.DevScenarios(profile, s.physics)
 	for i, sc := range scs {
+		sc.Demand = s.demand
 		cfg, err := sc.Config("", seed, quietLog)
 		if err != nil {
 			return 0, err
