@@ -67,6 +67,8 @@ type Calibration struct {
 	HopMS float64 `json:"hop_ms"`
 	// CFSPeriodMS is the workers' CFS period, ms.
 	CFSPeriodMS float64 `json:"cfs_period_ms"`
+	// CostModel is the cost-model probe's estimate (nil: skipped).
+	CostModel *live.CostEstimate `json:"cost_model,omitempty"`
 	// ReportedMillicores is operator 0's live quota as the workers
 	// reported it, per interval; OfferedPerS the offered rate per control
 	// window.
@@ -92,6 +94,8 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	seed := fs.Uint64("seed", 1, "seed of the input source")
 	out := fs.String("out", "out/calibrate", "output directory (created if missing)")
 	asJSON := fs.Bool("json", false, "print calibration.json to stdout")
+	costDur := fs.Duration("cost-duration", 5*time.Second, "load per mix of the cost-model probe (1 worker; 2 workers even; 2 workers split by operator); 0 skips it")
+	costMC := fs.Int("cost-millicores", 2, "live CFS millicores of every task in the cost-model probe (low, so the workers saturate)")
 	svcInputs := fs.Int("service-inputs", 3000, "inputs of the in-process per-execution timing (service-time distribution)")
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
@@ -110,6 +114,10 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		return usagef("eval: -cpu-scale %v, want > 0 and ≤ 1000", *cpuScale)
 	case !(*high >= 500 && *high <= 10000) || !(*low >= 500 && *low <= 10000):
 		return usagef("eval: -high %v and -low %v, want scenario millicores in [500, 10000]", *high, *low)
+	case *costDur < 0 || *costDur > 10*time.Minute:
+		return usagef("eval: -cost-duration %v, want 0 (skip) .. 10m", *costDur)
+	case *costMC < 1 || *costMC > 100000:
+		return usagef("eval: -cost-millicores %d, want 1..100000", *costMC)
 	case *svcInputs < 1 || *svcInputs > 100000:
 		return usagef("eval: -service-inputs %d, want 1..100000", *svcInputs)
 	}
@@ -156,6 +164,25 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		} else {
 			c.P95LowMS += iv.P95MS / float64(len(res.Intervals)-at)
 		}
+	}
+	if *costDur > 0 {
+		nOps := len(app.Operators)
+		split := make([][]float64, 2)
+		for w := range split {
+			split[w] = make([]float64, nOps)
+			for o := range nOps {
+				if (o < nOps/2) == (w == 0) {
+					split[w][o] = 1
+				}
+			}
+		}
+		mixes := []live.CostMix{{Name: "1 worker", Workers: 1}, {Name: "2 workers, even", Workers: 2}, {Name: "2 workers, split by operator", Workers: 2, Shares: split}}
+		ce, err := live.ProbeCostModel(ctx, live.CostProbe{App: app, Rate: *rate, Duration: *costDur, Report: *scale, Millicores: *costMC, Seed: *seed,
+			WorkerArgs: []string{"live-worker"}}, mixes)
+		if err != nil {
+			return fmt.Errorf("eval: calibrate: %w", err)
+		}
+		c.CostModel = &ce
 	}
 	svc, err := live.ServiceTimes(app, *seed, *svcInputs)
 	if err != nil {
@@ -240,6 +267,13 @@ func calibrationMarkdown(c Calibration) []byte {
 		}
 		fmt.Fprintf(&b, "\nService CV (work-weighted) %.2f; capacity jitter %.3f; offered-rate CV between intervals %.4f; quota enforcement (used/allotted, low phase, %d intervals) %.2f; mean per-hop delay %.2f ms; CFS period %g ms.\n",
 			c.ServiceCV, c.CapacityJitter, c.OfferedCV, c.EnforcementIntervals, c.Enforcement, c.HopMS, c.CFSPeriodMS)
+	}
+	if ce := c.CostModel; ce != nil {
+		fmt.Fprintf(&b, "\nCost model (CLASP Eq. 1, clasp.Estimator over %v saturated samples per mix): α %.3g µs, β %.3g µs, γ %.4g µs, W %.4g µs/s, W̄ %.4g µs/s.\n\n| mix | samples | R^l /s | R^r /s | δ | Σ N·τ̄ µs/s |\n|---|---:|---:|---:|---:|---:|\n",
+			ce.Samples, ce.Model.Alpha, ce.Model.Beta, ce.Model.Gamma, ce.Model.Budget, ce.Smoothed)
+		for i, m := range ce.Mixes {
+			fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.2f | %.0f |\n", m.Name, ce.Samples[i], m.LocalRate, m.RemoteRate, m.RemoteDests, m.ExecWorkUS)
+		}
 	}
 	for _, u := range c.Uptime {
 		fmt.Fprintf(&b, "\nuptime %s", u)
@@ -326,6 +360,7 @@ func calibrationMethods(c Calibration) map[string]string {
 		"actuation_delay_steps": fmt.Sprintf("step of every task from %g to %g mc at interval %d; the workers reported the new quota %d interval(s) later", c.HighMC, c.LowMC, half, c.ActuationIntervals),
 		"metric_noise":          "the live observation is built from the workers' exact counters (eval/live), so no measurement noise is added",
 		"hop_ms":                fmt.Sprintf("mean over operators of the workers' mean delay enqueue → execution finished, high phase: %.2f ms (the workers' 20 ms batching timer dominates); recorded, the vertical simulator has no per-hop knob", c.HopMS),
+		"cost_model":            "three live runs (1 worker; 2 workers even; 2 workers, operators split in halves) at the calibration rate with every task at -cost-millicores live mc; every control interval each worker whose queue exceeds 0.5 s of its execution rate is one sample of CLASP Eq. 1 for clasp.Estimator (RLS from the paper's start, pooled); W̄ is its EWMA",
 		"demand":                fmt.Sprintf("cpu_us_per_event per task with the cpu scale %g; env.ScenarioDemand maps it to MI per event on the placed server", c.CPUScale),
 	}
 }
@@ -368,6 +403,19 @@ func calibratedScenario(c Calibration, sc env.Config) (env.Scenario, error) {
 		Comment: fmt.Sprintf("eval calibrate -profile %s (commit %s): the live runtime at %g inputs/s, cpu scale %g, %d intervals of %g s; see calibration.json", c.Profile, c.Commit, c.Rate, c.CPUScale, c.Intervals, c.TimeScaleS)}
 	if len(d.Tasks) > 0 {
 		s.Demand = d
+	}
+	if ce := c.CostModel; ce != nil {
+		total := 0
+		for _, n := range ce.Samples {
+			total += n
+		}
+		m := ce.Model
+		if total > 0 && m.Alpha >= 0 && m.Beta >= 0 && m.Gamma >= 0 && ce.Smoothed > 0 {
+			s.CostModel = &env.ScenarioCostModel{AlphaUS: round3(m.Alpha), BetaUS: round3(m.Beta), GammaUS: round3(m.Gamma), BudgetUSPerS: round3(ce.Smoothed), Samples: total}
+			notes["cost_model"] = c.Methods["cost_model"]
+		} else {
+			notes["cost_model"] = fmt.Sprintf("not written: the probe gave %d saturated samples and α=%.3g β=%.3g γ=%.3g µs, W̄=%.4g µs/s (a negative or missing estimate is not a cost model)", total, m.Alpha, m.Beta, m.Gamma, ce.Smoothed)
+		}
 	}
 	return s, nil
 }

@@ -38,6 +38,25 @@ type LiveRun struct {
 	live.Info
 	Placement        []int  `json:"placement"` // server of each task in the scenario
 	TrajectorySHA256 string `json:"trajectory_sha256"`
+	// MeanTaskCPU is each task's mean applied allocation, scenario
+	// millicores (eval simgap: where the CPU of the two worlds differs).
+	MeanTaskCPU []float64 `json:"mean_task_cpu_millicores,omitempty"`
+}
+
+// meanTaskCPU is each task's mean applied allocation over r's intervals.
+func meanTaskCPU(r runner.Result) []float64 {
+	var out []float64
+	for _, iv := range r.Intervals {
+		if out == nil {
+			out = make([]float64, len(iv.Applied))
+		}
+		for k, a := range iv.Applied {
+			if k < len(out) {
+				out[k] += a / float64(len(r.Intervals))
+			}
+		}
+	}
+	return out
 }
 
 // LiveSummary is summary.json of `eval live`: the configuration, the
@@ -277,7 +296,11 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 			}
 			res.Trace, res.PlacementSeed = *trace, seeds[pi]
 			results = append(results, res)
-			sum.Runs = append(sum.Runs, LiveRun{Key: res.Key, Summary: res.Summary, Info: info, Placement: sc.Placement, TrajectorySHA256: res.TrajectorySHA256})
+			lr := LiveRun{Key: res.Key, Summary: res.Summary, Info: info, Placement: sc.Placement, TrajectorySHA256: res.TrajectorySHA256}
+			if simgap {
+				lr.MeanTaskCPU = meanTaskCPU(res)
+			}
+			sum.Runs = append(sum.Runs, lr)
 			if simgap {
 				sim, err := runner.Run(ctx, runner.Spec{Profile: *profile, TraceName: *trace, Workload: tr, PlacementSeed: seeds[pi],
 					Seed: *seed, Steps: n, Controller: sp, Physics: scen.Physics, Scenario: *scenario, Demand: scen.Demand})
@@ -285,7 +308,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 					return err
 				}
 				results = append(results, sim)
-				sum.Sim = append(sum.Sim, LiveRun{Key: sim.Key, Summary: sim.Summary, Placement: sim.Placement, TrajectorySHA256: sim.TrajectorySHA256})
+				sum.Sim = append(sum.Sim, LiveRun{Key: sim.Key, Summary: sim.Summary, Placement: sim.Placement, TrajectorySHA256: sim.TrajectorySHA256, MeanTaskCPU: meanTaskCPU(sim)})
 				sum.SimScenario = *scenario
 				if base != nil {
 					bs, err := runner.Run(ctx, runner.Spec{Profile: *profile, TraceName: *trace, Workload: tr, PlacementSeed: seeds[pi],
@@ -293,7 +316,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 					if err != nil {
 						return err
 					}
-					sum.SimBaseline = append(sum.SimBaseline, LiveRun{Key: bs.Key, Summary: bs.Summary, Placement: bs.Placement, TrajectorySHA256: bs.TrajectorySHA256})
+					sum.SimBaseline = append(sum.SimBaseline, LiveRun{Key: bs.Key, Summary: bs.Summary, Placement: bs.Placement, TrajectorySHA256: bs.TrajectorySHA256, MeanTaskCPU: meanTaskCPU(bs)})
 					sum.SimBaselineScenario = *baseline
 				}
 			}
@@ -467,8 +490,8 @@ func liveMarkdown(s LiveSummary) []byte {
 	if len(s.Uptime) > 0 {
 		b.WriteString("\n")
 	}
-	gapTable(&b, s.Runs, s.Sim, s.SimScenario)
-	gapTable(&b, s.Runs, s.SimBaseline, s.SimBaselineScenario+" (baseline)")
+	gapTable(&b, s.Runs, s.Sim, s.SimScenario, s.Tasks)
+	gapTable(&b, s.Runs, s.SimBaseline, s.SimBaselineScenario+" (baseline)", s.Tasks)
 	return []byte(b.String())
 }
 
@@ -482,7 +505,7 @@ const (
 
 // gapTable writes the sim-against-live table of one scenario and the
 // verdict against the goals (nothing when sim does not pair with runs).
-func gapTable(b *strings.Builder, runs, sim []LiveRun, scenario string) {
+func gapTable(b *strings.Builder, runs, sim []LiveRun, scenario string, tasks []string) {
 	if len(sim) != len(runs) || len(sim) == 0 {
 		return
 	}
@@ -509,6 +532,23 @@ func gapTable(b *strings.Builder, runs, sim []LiveRun, scenario string) {
 		rankBy(sim), rankBy(runs), map[bool]string{true: "same order", false: "different order"}[same])
 	fmt.Fprintf(b, "Goals: violation rate within %d pp in %d of %d runs, mean CPU within %.0f%% in %d of %d, ranking %s.\n",
 		GapViolationPP, okV, len(runs), 100*GapCPURel, okC, len(runs), map[bool]string{true: "met", false: "not met"}[same])
+	if len(tasks) == 0 || len(runs[0].MeanTaskCPU) != len(tasks) {
+		return
+	}
+	b.WriteString("\nMean allocation per task, scenario mc, sim / live:\n\n| controller | placement |")
+	for _, t := range tasks {
+		fmt.Fprintf(b, " %s |", t)
+	}
+	b.WriteString("\n|---|---:|" + strings.Repeat("---:|", len(tasks)) + "\n")
+	for i, l := range runs {
+		fmt.Fprintf(b, "| %s | %d |", l.Controller, l.PlacementSeed)
+		for k := range tasks {
+			if k < len(sim[i].MeanTaskCPU) && k < len(l.MeanTaskCPU) {
+				fmt.Fprintf(b, " %.0f / %.0f |", sim[i].MeanTaskCPU[k], l.MeanTaskCPU[k])
+			}
+		}
+		b.WriteString("\n")
+	}
 }
 
 // rel is (sim − live) / live as a signed percentage ("n/a" when live is 0).
