@@ -58,7 +58,10 @@
 // Physics. Config.Physics (physics.go) holds the stochastic and
 // real-system options, ScenarioPhysics the presets "paper" (all off) and
 // "realistic"; Config.Randomize draws some of them anew at every Reset
-// (domain.go). Under stochastic physics the fast core keeps the fluid for
+// (domain.go). A scenario file (scenariofile.go: ParseScenario,
+// ResolveScenario, Scenario.Apply) is a preset with any Physics field
+// overridden and, optionally, measured per-task demands; env decodes it
+// from bytes and never opens files itself. Under stochastic physics the fast core keeps the fluid for
 // the mass and samples latencies with a tracer (tracer.go); the per-event
 // core simulates the same options event by event (reference.go). A task
 // may gather the fan-out of an upstream task (Task.JoinOf, a fork-join:

@@ -3,15 +3,18 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"streamscale/env"
 	"streamscale/eval/live"
 	"streamscale/eval/report"
 	"streamscale/eval/runner"
 	"streamscale/internal/command"
+	"streamscale/serve/runtime/cfs"
 	"streamscale/serve/runtime/ops"
 	"streamscale/traces"
 )
@@ -36,8 +39,47 @@ type Calibration struct {
 	// P95 before and after the step down, ms (means over the halves).
 	P95HighMS float64 `json:"p95_high_ms"`
 	P95LowMS  float64 `json:"p95_low_ms"`
-	Commit    string  `json:"commit"`
-	GoVersion string  `json:"go_version"`
+	// ServiceTimes are the per-execution CPU times of every operator
+	// timed in process (live.ServiceTimes, ServiceInputs inputs).
+	ServiceTimes  []live.ServiceDist `json:"service_times"`
+	ServiceInputs int                `json:"service_inputs"`
+	// ServiceCV is the work-weighted mean of the operators' per-execution
+	// CVs (Σ_o work_o·CV_o / Σ_o work_o, work_o = executions × mean).
+	ServiceCV float64 `json:"service_cv"`
+	// CapacityJitter is the interval-to-interval CV of the CPU an event
+	// costs beyond what the per-event CV explains:
+	// √max(0, CV_int² − CV_event²/n) per operator (n executions per
+	// interval), work-weighted over the operators.
+	CapacityJitter float64 `json:"capacity_jitter"`
+	// OfferedCV is the CV of the offered rate over the high phase's
+	// intervals at the constant -rate (the generator's pacing).
+	OfferedCV float64 `json:"offered_cv"`
+	// Enforcement is Σ CPU used / Σ CPU allotted of the costliest
+	// operator (EnforcementOp, the bottleneck at equal allocations) over
+	// the low phase from the interval after the actuation on: 1 when the
+	// quota binds exactly; EnforcementIntervals counted.
+	EnforcementOp        int     `json:"enforcement_op"`
+	Enforcement          float64 `json:"enforcement"`
+	EnforcementIntervals int     `json:"enforcement_intervals"`
+	// HopMS is the mean per-operator delay of the high phase (enqueue →
+	// execution finished), ms: the per-hop latency at a generous
+	// allocation.
+	HopMS float64 `json:"hop_ms"`
+	// CFSPeriodMS is the workers' CFS period, ms.
+	CFSPeriodMS float64 `json:"cfs_period_ms"`
+	// CostModel is the cost-model probe's estimate (nil: skipped).
+	CostModel *live.CostEstimate `json:"cost_model,omitempty"`
+	// ReportedMillicores is operator 0's live quota as the workers
+	// reported it, per interval; OfferedPerS the offered rate per control
+	// window.
+	ReportedMillicores []int     `json:"reported_millicores"`
+	OfferedPerS        []float64 `json:"offered_per_s"`
+	// Methods says how every quantity was measured, by key.
+	Methods map[string]string `json:"methods"`
+	// Uptime is the host's load before and after the probes.
+	Uptime    []string `json:"uptime"`
+	Commit    string   `json:"commit"`
+	GoVersion string   `json:"go_version"`
 }
 
 func calibrateCmd(ctx context.Context, args []string, o Options) error {
@@ -52,6 +94,9 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	seed := fs.Uint64("seed", 1, "seed of the input source")
 	out := fs.String("out", "out/calibrate", "output directory (created if missing)")
 	asJSON := fs.Bool("json", false, "print calibration.json to stdout")
+	costDur := fs.Duration("cost-duration", 5*time.Second, "load per mix of the cost-model probe (1 worker; 2 workers even; 2 workers split by operator); 0 skips it")
+	costMC := fs.Int("cost-millicores", 2, "live CFS millicores of every task in the cost-model probe (low, so the workers saturate)")
+	svcInputs := fs.Int("service-inputs", 3000, "inputs of the in-process per-execution timing (service-time distribution)")
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
 	}
@@ -69,6 +114,16 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		return usagef("eval: -cpu-scale %v, want > 0 and ≤ 1000", *cpuScale)
 	case !(*high >= 500 && *high <= 10000) || !(*low >= 500 && *low <= 10000):
 		return usagef("eval: -high %v and -low %v, want scenario millicores in [500, 10000]", *high, *low)
+	case *costDur < 0 || *costDur > 10*time.Minute:
+		return usagef("eval: -cost-duration %v, want 0 (skip) .. 10m", *costDur)
+	case *costMC < 1 || *costMC > 100000:
+		return usagef("eval: -cost-millicores %d, want 1..100000", *costMC)
+	case *svcInputs < 1 || *svcInputs > 100000:
+		return usagef("eval: -service-inputs %d, want 1..100000", *svcInputs)
+	}
+	var uptime []string
+	if u := hostLoad(); u != "" {
+		uptime = append(uptime, "before: "+u)
 	}
 	n := int(*dur / *scale)
 	at := n / 2
@@ -90,6 +145,7 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		names = append(names, s.Name)
 	}
 	cal := live.NewCalibration(names)
+	cal.IntervalS = scale.Seconds()
 	cfg := live.Config{Scenario: sc, App: app, Trace: tr, Step: *scale, Intervals: n, Seed: *seed, CPUScale: *cpuScale,
 		Controller: probe, Name: fmt.Sprintf("step:%g→%g@%d", *high, *low, at), WorkerArgs: []string{"live-worker"}, Tap: cal.Tap(2, at)}
 	res, _, err := live.Run(ctx, cfg)
@@ -109,7 +165,69 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 			c.P95LowMS += iv.P95MS / float64(len(res.Intervals)-at)
 		}
 	}
+	if *costDur > 0 {
+		nOps := len(app.Operators)
+		split := make([][]float64, 2)
+		for w := range split {
+			split[w] = make([]float64, nOps)
+			for o := range nOps {
+				if (o < nOps/2) == (w == 0) {
+					split[w][o] = 1
+				}
+			}
+		}
+		mixes := []live.CostMix{{Name: "1 worker", Workers: 1}, {Name: "2 workers, even", Workers: 2}, {Name: "2 workers, split by operator", Workers: 2, Shares: split}}
+		ce, err := live.ProbeCostModel(ctx, live.CostProbe{App: app, Rate: *rate, Duration: *costDur, Report: *scale, Millicores: *costMC, Seed: *seed,
+			WorkerArgs: []string{"live-worker"}}, mixes)
+		if err != nil {
+			return fmt.Errorf("eval: calibrate: %w", err)
+		}
+		c.CostModel = &ce
+	}
+	svc, err := live.ServiceTimes(app, *seed, *svcInputs)
+	if err != nil {
+		return fmt.Errorf("eval: calibrate: %w", err)
+	}
+	c.ServiceTimes, c.ServiceInputs = svc, *svcInputs
+	c.ServiceCV, c.CapacityJitter = serviceCV(svc, c.Operators)
+	var off []float64
+	for i := 2; i < at && i < len(res.Intervals); i++ {
+		off = append(off, res.Intervals[i].Offered)
+	}
+	c.OfferedCV = cvOf(off)
+	c.ReportedMillicores = cal.Reported
+	for _, iv := range res.Intervals {
+		c.OfferedPerS = append(c.OfferedPerS, iv.Offered)
+	}
+	actAt := at + max(c.ActuationIntervals, 0) + 1
+	// The bottleneck at equal allocations: the costliest operator.
+	for o, oc := range c.Operators {
+		if oc.CPUUSPerEvent > c.Operators[c.EnforcementOp].CPUUSPerEvent {
+			c.EnforcementOp = o
+		}
+	}
+	c.Enforcement, c.EnforcementIntervals = cal.Enforcement(c.EnforcementOp, actAt, n)
+	for _, oc := range c.Operators {
+		c.HopMS += oc.DelayMS / float64(len(c.Operators))
+	}
+	c.CFSPeriodMS = float64(cfs.DefaultPeriod) / float64(time.Millisecond)
+	c.Methods = calibrationMethods(c)
+	if u := hostLoad(); u != "" {
+		uptime = append(uptime, "after: "+u)
+	}
+	c.Uptime = uptime
+	scen, err := calibratedScenario(c, sc)
+	if err != nil {
+		return fmt.Errorf("eval: calibrate: %w", err)
+	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	sb, err := scen.MarshalFile()
+	if err != nil {
+		return fmt.Errorf("eval: calibrate: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(*out, "scenario.json"), sb, 0o644); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
 	b, err := report.MarshalJSON(c)
@@ -142,5 +260,165 @@ func calibrationMarkdown(c Calibration) []byte {
 	}
 	fmt.Fprintf(&b, "\nActuation: the workers reported the new quota %d interval(s) after the decision (≤ %.0f ms). Mean p95: %.1f ms at %g mc, %.1f ms at %g mc.\n",
 		c.ActuationIntervals, c.ActuationMaxMS, c.P95HighMS, c.HighMC, c.P95LowMS, c.LowMC)
+	if len(c.ServiceTimes) > 0 {
+		fmt.Fprintf(&b, "\nPer-execution CPU time in process (%d inputs):\n\n| operator | executions | mean µs | CV | p50 µs | p99 µs | outliers (> %d× median) |\n|---|---:|---:|---:|---:|---:|---:|\n", c.ServiceInputs, live.OutlierFactor)
+		for _, d := range c.ServiceTimes {
+			fmt.Fprintf(&b, "| %s | %d | %.3f | %.2f | %.3f | %.3f | %d |\n", d.Operator, d.N, d.MeanUS, d.CV, d.P50US, d.P99US, d.Outliers)
+		}
+		fmt.Fprintf(&b, "\nService CV (work-weighted) %.2f; capacity jitter %.3f; offered-rate CV between intervals %.4f; quota enforcement (used/allotted, low phase, %d intervals) %.2f; mean per-hop delay %.2f ms; CFS period %g ms.\n",
+			c.ServiceCV, c.CapacityJitter, c.OfferedCV, c.EnforcementIntervals, c.Enforcement, c.HopMS, c.CFSPeriodMS)
+	}
+	if ce := c.CostModel; ce != nil {
+		fmt.Fprintf(&b, "\nCost model (CLASP Eq. 1, clasp.Estimator over %v saturated samples per mix): α %.3g µs, β %.3g µs, γ %.4g µs, W %.4g µs/s, W̄ %.4g µs/s.\n\n| mix | samples | R^l /s | R^r /s | δ | Σ N·τ̄ µs/s |\n|---|---:|---:|---:|---:|---:|\n",
+			ce.Samples, ce.Model.Alpha, ce.Model.Beta, ce.Model.Gamma, ce.Model.Budget, ce.Smoothed)
+		for i, m := range ce.Mixes {
+			fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.2f | %.0f |\n", m.Name, ce.Samples[i], m.LocalRate, m.RemoteRate, m.RemoteDests, m.ExecWorkUS)
+		}
+	}
+	for _, u := range c.Uptime {
+		fmt.Fprintf(&b, "\nuptime %s", u)
+	}
+	b.WriteString("\n")
 	return []byte(b.String())
 }
+
+// hostLoad is the host's clock and load averages (/proc/loadavg: 1, 5
+// and 15 minutes), recorded beside live measurements on the shared
+// machine; "" where the file is missing.
+func hostLoad() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return time.Now().UTC().Format(time.RFC3339) + " load average " + strings.Join(f[:3], ", ")
+}
+
+// serviceCV returns the work-weighted per-execution CV of the operators
+// and the capacity jitter (Calibration.ServiceCV, CapacityJitter): the
+// in-process distribution svc gives the per-event CV, the workers'
+// per-interval costs costs the interval-to-interval CV.
+func serviceCV(svc []live.ServiceDist, costs []live.OperatorCost) (cv, jitter float64) {
+	var w, wj float64
+	for o, d := range svc {
+		work := float64(d.N) * d.MeanUS
+		cv += work * d.CV
+		w += work
+		if o < len(costs) && costs[o].Intervals > 0 && costs[o].CPUUSPerEvent > 0 {
+			oc := costs[o]
+			perIv := oc.ExecsPerInterval
+			v := oc.CV * oc.CV
+			if perIv > 0 {
+				v -= d.CV * d.CV / perIv
+			}
+			jitter += work * math.Sqrt(max(0, v))
+			wj += work
+		}
+	}
+	if w > 0 {
+		cv /= w
+	}
+	if wj > 0 {
+		jitter /= wj
+	}
+	return cv, jitter
+}
+
+// cvOf is the sample coefficient of variation of xs (0 for fewer than two
+// or a zero mean).
+func cvOf(xs []float64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	m, ss := 0.0, 0.0
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	for _, x := range xs {
+		ss += (x - m) * (x - m)
+	}
+	if m == 0 {
+		return 0
+	}
+	return math.Sqrt(ss/float64(len(xs)-1)) / m
+}
+
+// calibrationMethods says how each quantity of c was measured.
+func calibrationMethods(c Calibration) map[string]string {
+	half := c.Intervals / 2
+	return map[string]string{
+		"cpu_us_per_event":      fmt.Sprintf("workers' reports, Σ CPU / Σ executions per operator over intervals 2..%d at %g scenario mc per task (cpu scale %g), constant %g inputs/s", half-1, c.HighMC, c.CPUScale, c.Rate),
+		"service_cv":            fmt.Sprintf("every operator's Process timed in this process over %d inputs of the profile's source (live.ServiceTimes, outliers above %d× the median dropped), CVs weighted by work", c.ServiceInputs, live.OutlierFactor),
+		"capacity_jitter":       "interval-to-interval CV of each operator's CPU per event (workers' reports, high phase) less the per-event CV's share CV_event²/executions per interval, work-weighted: the host's co-located load",
+		"arrivals":              fmt.Sprintf("the planner's open-loop generator spaces inputs at k/rate (planner.generate); measured: the offered rate per control window has CV %.4f at the constant rate (the windows' own jitter on the loaded host included)", c.OfferedCV),
+		"cfs_period_ms":         fmt.Sprintf("the workers enforce allocations with cfs.Quota at cfs.DefaultPeriod (%g ms); measured Σ used / Σ allotted of the bottleneck %s over %d intervals at %g mc: %.2f", c.CFSPeriodMS, c.Operators[c.EnforcementOp].Operator, c.EnforcementIntervals, c.LowMC, c.Enforcement),
+		"cfs_threads":           "a task runs on at most one executor slot at a time (serve/runtime/worker): one thread",
+		"actuation_delay_steps": fmt.Sprintf("step of every task from %g to %g mc at interval %d; the workers reported the new quota %d interval(s) later", c.HighMC, c.LowMC, half, c.ActuationIntervals),
+		"metric_noise":          "the live observation is built from the workers' exact counters (eval/live), so no measurement noise is added",
+		"hop_ms":                fmt.Sprintf("mean over operators of the workers' mean delay enqueue → execution finished, high phase: %.2f ms (the workers' 20 ms batching timer dominates); recorded, the vertical simulator has no per-hop knob", c.HopMS),
+		"cost_model":            "three live runs (1 worker; 2 workers even; 2 workers, operators split in halves) at the calibration rate with every task at -cost-millicores live mc; every control interval each worker whose queue exceeds 0.5 s of its execution rate is one sample of CLASP Eq. 1 for clasp.Estimator (RLS from the paper's start, pooled); W̄ is its EWMA",
+		"demand":                fmt.Sprintf("cpu_us_per_event per task with the cpu scale %g; env.ScenarioDemand maps it to MI per event on the placed server", c.CPUScale),
+	}
+}
+
+// calibratedScenario builds the scenario file of c: the realistic preset
+// with every measured physics option replaced, and the measured demands.
+// sc is the probe's scenario (its task names).
+func calibratedScenario(c Calibration, sc env.Config) (env.Scenario, error) {
+	p, err := env.ScenarioPhysics(env.ScenarioRealistic)
+	if err != nil {
+		return env.Scenario{}, err
+	}
+	m := c.Methods
+	notes := map[string]string{
+		"service_cv": m["service_cv"], "capacity_jitter": m["capacity_jitter"], "cfs_period_ms": m["cfs_period_ms"],
+		"cfs_threads": m["cfs_threads"], "metric_noise": m["metric_noise"], "demand": m["demand"],
+		"arrivals": m["arrivals"], "rate_cv": "the generator has no sub-interval rate modulation (planner.generate)",
+		"metric_lag_steps": "not measured: kept from the realistic preset",
+	}
+	p.Arrivals, p.ArrivalCV, p.RateCV = env.ArrivalsUniform, 0, 0
+	p.ServiceCV = round3(c.ServiceCV)
+	p.CapacityJitter = round3(c.CapacityJitter)
+	p.CFSPeriodMS, p.CFSThreads = c.CFSPeriodMS, 1
+	p.MetricNoise = 0
+	if c.ActuationIntervals >= 0 {
+		p.ActuationDelaySteps = c.ActuationIntervals
+		notes["actuation_delay_steps"] = m["actuation_delay_steps"]
+	} else {
+		notes["actuation_delay_steps"] = "the new quota was never reported in the probe: kept from the realistic preset"
+	}
+	d := &env.ScenarioDemand{Profile: c.Profile, CPUScale: c.CPUScale}
+	for o, oc := range c.Operators {
+		if o >= len(sc.App.Tasks) || sc.App.Tasks[o].Name != oc.Operator || !(oc.CPUUSPerEvent > 0) {
+			continue // ETL's Sink is not a task of the profile; an idle operator has no cost
+		}
+		d.Tasks = append(d.Tasks, env.MeasuredDemand{Task: oc.Operator, CPUUSPerEvent: round3(oc.CPUUSPerEvent),
+			Comment: fmt.Sprintf("%.3f µs per execution (interval CV %.2f) over %d intervals; in process %.3f µs", oc.CPUUSPerEvent, oc.CV, oc.Intervals, c.ServiceTimes[o].MeanUS)})
+	}
+	s := env.Scenario{Base: env.ScenarioRealistic, Physics: p, Notes: notes,
+		Comment: fmt.Sprintf("eval calibrate -profile %s (commit %s): the live runtime at %g inputs/s, cpu scale %g, %d intervals of %g s; see calibration.json", c.Profile, c.Commit, c.Rate, c.CPUScale, c.Intervals, c.TimeScaleS)}
+	if len(d.Tasks) > 0 {
+		s.Demand = d
+	}
+	if ce := c.CostModel; ce != nil {
+		total := 0
+		for _, n := range ce.Samples {
+			total += n
+		}
+		m := ce.Model
+		if total > 0 && m.Alpha >= 0 && m.Beta >= 0 && m.Gamma >= 0 && ce.Smoothed > 0 {
+			s.CostModel = &env.ScenarioCostModel{AlphaUS: round3(m.Alpha), BetaUS: round3(m.Beta), GammaUS: round3(m.Gamma), BudgetUSPerS: round3(ce.Smoothed), Samples: total}
+			notes["cost_model"] = c.Methods["cost_model"]
+		} else {
+			notes["cost_model"] = fmt.Sprintf("not written: the probe gave %d saturated samples and α=%.3g β=%.3g γ=%.3g µs, W̄=%.4g µs/s (a negative or missing estimate is not a cost model)", total, m.Alpha, m.Beta, m.Gamma, ce.Smoothed)
+		}
+	}
+	return s, nil
+}
+
+// round3 rounds to three significant decimals for a readable file.
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -100,10 +101,8 @@ func checkTrace(t string) error {
 }
 
 // scenarioUsage is the help text of every -scenario flag.
-var scenarioUsage = "simulator physics preset: " + strings.Join(env.Scenarios(), " or ")
+var scenarioUsage = "simulator scenario: a physics preset (" + strings.Join(env.Scenarios(), " or ") + ") or a scenario file (eval calibrate -out writes one)"
 
-// scenarioPhysics returns the physics of the -scenario preset name, or a
-// usage error naming the flag and listing the presets.
 // workloadFlags are the flags `eval run` and `eval sweep` share: one
 // profile on one workload under one physics preset.
 type workloadFlags struct {
@@ -122,29 +121,29 @@ func addWorkloadFlags(fs *flag.FlagSet) workloadFlags {
 }
 
 // check validates the flags (usage errors naming the flag) and returns
-// the preset's physics.
-func (w workloadFlags) check() (env.Physics, error) {
+// the scenario.
+func (w workloadFlags) check() (env.Scenario, error) {
 	if err := checkProfile(*w.profile); err != nil {
-		return env.Physics{}, err
+		return env.Scenario{}, err
 	}
 	if err := checkTrace(*w.trace); err != nil {
-		return env.Physics{}, err
+		return env.Scenario{}, err
 	}
 	if err := checkRateMult(*w.mult); err != nil {
-		return env.Physics{}, err
+		return env.Scenario{}, err
 	}
-	return scenarioPhysics(*w.scenario)
+	return resolveScenario("scenario", *w.scenario)
 }
 
-func scenarioPhysics(name string) (env.Physics, error) {
-	if !env.IsScenario(name) {
-		return env.Physics{}, usagef("eval: -scenario %q, want %s", name, strings.Join(env.Scenarios(), " or "))
-	}
-	p, err := env.ScenarioPhysics(name)
+// resolveScenario returns the scenario of a -scenario flag (named flag):
+// a preset or a scenario file; anything else is a usage error naming the
+// flag.
+func resolveScenario(flag, arg string) (env.Scenario, error) {
+	s, err := env.ResolveScenario(arg, os.ReadFile)
 	if err != nil {
-		return env.Physics{}, usageError(err)
+		return env.Scenario{}, usagef("eval: -%s: %v", flag, err)
 	}
-	return p, nil
+	return s, nil
 }
 
 // checkScenario builds the environment of cfg once and discards it, so

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -37,6 +38,25 @@ type LiveRun struct {
 	live.Info
 	Placement        []int  `json:"placement"` // server of each task in the scenario
 	TrajectorySHA256 string `json:"trajectory_sha256"`
+	// MeanTaskCPU is each task's mean applied allocation, scenario
+	// millicores (eval simgap: where the CPU of the two worlds differs).
+	MeanTaskCPU []float64 `json:"mean_task_cpu_millicores,omitempty"`
+}
+
+// meanTaskCPU is each task's mean applied allocation over r's intervals.
+func meanTaskCPU(r runner.Result) []float64 {
+	var out []float64
+	for _, iv := range r.Intervals {
+		if out == nil {
+			out = make([]float64, len(iv.Applied))
+		}
+		for k, a := range iv.Applied {
+			if k < len(out) {
+				out[k] += a / float64(len(r.Intervals))
+			}
+		}
+	}
+	return out
 }
 
 // LiveSummary is summary.json of `eval live`: the configuration, the
@@ -63,8 +83,15 @@ type LiveSummary struct {
 	// same slice (same order as Runs), and SimScenario its physics preset.
 	Sim         []LiveRun `json:"sim,omitempty"`
 	SimScenario string    `json:"sim_scenario,omitempty"`
-	Commit      string    `json:"commit"`
-	GoVersion   string    `json:"go_version"`
+	// SimBaseline holds, with -baseline, each controller's simulated run
+	// in the baseline scenario SimBaselineScenario (the gap before).
+	SimBaseline         []LiveRun `json:"sim_baseline,omitempty"`
+	SimBaselineScenario string    `json:"sim_baseline_scenario,omitempty"`
+	// Uptime is the host's load line (uptime) before and after the runs:
+	// live figures on a shared machine move with it.
+	Uptime    []string `json:"uptime,omitempty"`
+	Commit    string   `json:"commit"`
+	GoVersion string   `json:"go_version"`
 }
 
 // liveWorkerCmd is the worker process of `eval live` (the local provider
@@ -106,12 +133,31 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	asJSON := fs.Bool("json", false, "print summary.json to stdout")
 	verbose := fs.Bool("v", false, "log the runtime's events to stderr")
 	scenario := fs.String("scenario", env.Scenarios()[0], "with simgap: "+scenarioUsage)
+	baseline := fs.String("baseline", "", "with simgap: a second scenario every controller is also simulated in (the gap before a calibration, e.g. realistic)")
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
 	}
-	phys, err := scenarioPhysics(*scenario)
+	scen, err := resolveScenario("scenario", *scenario)
 	if err != nil {
 		return err
+	}
+	var base *env.Scenario
+	if *baseline != "" {
+		if !simgap {
+			return usagef("eval: -baseline applies only to eval simgap")
+		}
+		b, err := resolveScenario("baseline", *baseline)
+		if err != nil {
+			return err
+		}
+		base = &b
+	}
+	// With simgap the live controllers see the scenario's measured
+	// demands too (the observation's demand feature), as the simulated
+	// ones do.
+	var liveDemand *env.ScenarioDemand
+	if simgap {
+		liveDemand = scen.Demand
 	}
 	if err := checkProfile(*profile); err != nil {
 		return err
@@ -183,7 +229,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	var scs []env.Config
 	for i := range *nPlace {
 		ps := *placement + uint64(i)
-		sc, err := runner.Config(runner.Spec{Profile: *profile, Workload: tr, PlacementSeed: ps, Steps: n})
+		sc, err := runner.Config(runner.Spec{Profile: *profile, Workload: tr, PlacementSeed: ps, Steps: n, Demand: liveDemand})
 		if err != nil {
 			return usageError(err)
 		}
@@ -205,6 +251,9 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	sum := LiveSummary{Profile: *profile, Trace: *trace, TraceSource: traceSource(tr), TraceStart: *start, Intervals: n,
 		TimeScaleS: scale.Seconds(), RateMult: *mult, CPUScale: *cpuScale, Workers: *workers, Seed: *seed, PlacementSeeds: seeds,
 		SLOMS: scs[0].App.SLOMS, Commit: o.Commit, GoVersion: o.GoVersion}
+	if u := hostLoad(); u != "" {
+		sum.Uptime = append(sum.Uptime, "before: "+u)
+	}
 	for _, t := range scs[0].App.Tasks {
 		sum.Tasks = append(sum.Tasks, t.Name)
 	}
@@ -247,16 +296,29 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 			}
 			res.Trace, res.PlacementSeed = *trace, seeds[pi]
 			results = append(results, res)
-			sum.Runs = append(sum.Runs, LiveRun{Key: res.Key, Summary: res.Summary, Info: info, Placement: sc.Placement, TrajectorySHA256: res.TrajectorySHA256})
+			lr := LiveRun{Key: res.Key, Summary: res.Summary, Info: info, Placement: sc.Placement, TrajectorySHA256: res.TrajectorySHA256}
+			if simgap {
+				lr.MeanTaskCPU = meanTaskCPU(res)
+			}
+			sum.Runs = append(sum.Runs, lr)
 			if simgap {
 				sim, err := runner.Run(ctx, runner.Spec{Profile: *profile, TraceName: *trace, Workload: tr, PlacementSeed: seeds[pi],
-					Seed: *seed, Steps: n, Controller: sp, Physics: phys, Scenario: *scenario})
+					Seed: *seed, Steps: n, Controller: sp, Physics: scen.Physics, Scenario: *scenario, Demand: scen.Demand})
 				if err != nil {
 					return err
 				}
 				results = append(results, sim)
-				sum.Sim = append(sum.Sim, LiveRun{Key: sim.Key, Summary: sim.Summary, Placement: sim.Placement, TrajectorySHA256: sim.TrajectorySHA256})
+				sum.Sim = append(sum.Sim, LiveRun{Key: sim.Key, Summary: sim.Summary, Placement: sim.Placement, TrajectorySHA256: sim.TrajectorySHA256, MeanTaskCPU: meanTaskCPU(sim)})
 				sum.SimScenario = *scenario
+				if base != nil {
+					bs, err := runner.Run(ctx, runner.Spec{Profile: *profile, TraceName: *trace, Workload: tr, PlacementSeed: seeds[pi],
+						Seed: *seed, Steps: n, Controller: sp, Physics: base.Physics, Scenario: *baseline, Demand: base.Demand})
+					if err != nil {
+						return err
+					}
+					sum.SimBaseline = append(sum.SimBaseline, LiveRun{Key: bs.Key, Summary: bs.Summary, Placement: bs.Placement, TrajectorySHA256: bs.TrajectorySHA256, MeanTaskCPU: meanTaskCPU(bs)})
+					sum.SimBaselineScenario = *baseline
+				}
 			}
 			fmt.Fprintf(o.Stderr, "eval: %s: violation rate %.3f, mean p95 %.1f ms, mean CPU %.0f mc, throughput %.1f/s of %.1f, lost %d, control failures %d\n",
 				sp, res.Summary.ViolationRate, res.Summary.MeanP95MS, res.Summary.MeanCPU, res.Summary.MeanThroughput, res.Summary.MeanOffered, info.Lost, info.ControlFailures)
@@ -274,6 +336,9 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		if err := livePaired(*out, *profile, *trace, tr, seeds, parsed, results, simgap, *seed, n, *mult); err != nil {
 			return err
 		}
+	}
+	if u := hostLoad(); u != "" {
+		sum.Uptime = append(sum.Uptime, "after: "+u)
 	}
 	b, err := report.MarshalJSON(sum)
 	if err != nil {
@@ -419,23 +484,71 @@ func liveMarkdown(s LiveSummary) []byte {
 		fmt.Fprintf(&b, "| %s | %d | %.3f | %.1f | %.0f | %.1f | %.1f | %d | %d | %.4f |\n",
 			r.Controller, r.PlacementSeed, r.ViolationRate, r.MeanP95MS, r.MeanCPU, r.MeanThroughput, r.MeanOffered, r.Lost, r.ControlFailures, r.MeanCPUUsedCores)
 	}
-	if len(s.Sim) == len(s.Runs) && len(s.Sim) > 0 {
-		fmt.Fprintf(&b, "\n## Simulator against live (scenario %s, same slice, seed and placement)\n\n", s.SimScenario)
-		b.WriteString("Differences are sim − live: percentage points for the violation rate, relative to live for the others.\n\n")
-		b.WriteString("| controller | placement | violation sim | violation live | Δ pp | p95 sim ms | p95 live ms | Δ | CPU sim mc | CPU live mc | Δ | throughput sim | throughput live | Δ |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		for i, l := range s.Runs {
-			m := s.Sim[i]
-			fmt.Fprintf(&b, "| %s | %d | %.3f | %.3f | %+.1f | %.1f | %.1f | %s | %.0f | %.0f | %s | %.1f | %.1f | %s |\n", l.Controller, l.PlacementSeed,
-				m.ViolationRate, l.ViolationRate, 100*(m.ViolationRate-l.ViolationRate),
-				m.MeanP95MS, l.MeanP95MS, rel(m.MeanP95MS, l.MeanP95MS), m.MeanCPU, l.MeanCPU, rel(m.MeanCPU, l.MeanCPU),
-				m.MeanThroughput, l.MeanThroughput, rel(m.MeanThroughput, l.MeanThroughput))
-		}
-		same := slices.Equal(rankBy(s.Sim), rankBy(s.Runs))
-		fmt.Fprintf(&b, "\nRanking by violation rate (then mean CPU): simulator %v, live %v (%s).\n",
-			rankBy(s.Sim), rankBy(s.Runs), map[bool]string{true: "same order", false: "different order"}[same])
+	for _, u := range s.Uptime {
+		fmt.Fprintf(&b, "\nuptime: %s", u)
 	}
+	if len(s.Uptime) > 0 {
+		b.WriteString("\n")
+	}
+	gapTable(&b, s.Runs, s.Sim, s.SimScenario, s.Tasks)
+	gapTable(&b, s.Runs, s.SimBaseline, s.SimBaselineScenario+" (baseline)", s.Tasks)
 	return []byte(b.String())
+}
+
+// Simgap goals (issue 16): the simulator predicts each controller's live
+// violation rate within GapViolationPP percentage points and its mean CPU
+// within GapCPURel, and ranks the controllers in the same order.
+const (
+	GapViolationPP = 2
+	GapCPURel      = 0.10
+)
+
+// gapTable writes the sim-against-live table of one scenario and the
+// verdict against the goals (nothing when sim does not pair with runs).
+func gapTable(b *strings.Builder, runs, sim []LiveRun, scenario string, tasks []string) {
+	if len(sim) != len(runs) || len(sim) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Simulator against live (scenario %s, same slice, seed and placement)\n\n", scenario)
+	b.WriteString("Differences are sim − live: percentage points for the violation rate, relative to live for the others.\n\n")
+	b.WriteString("| controller | placement | violation sim | violation live | Δ pp | p95 sim ms | p95 live ms | Δ | CPU sim mc | CPU live mc | Δ | throughput sim | throughput live | Δ |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	okV, okC := 0, 0
+	for i, l := range runs {
+		m := sim[i]
+		fmt.Fprintf(b, "| %s | %d | %.3f | %.3f | %+.1f | %.1f | %.1f | %s | %.0f | %.0f | %s | %.1f | %.1f | %s |\n", l.Controller, l.PlacementSeed,
+			m.ViolationRate, l.ViolationRate, 100*(m.ViolationRate-l.ViolationRate),
+			m.MeanP95MS, l.MeanP95MS, rel(m.MeanP95MS, l.MeanP95MS), m.MeanCPU, l.MeanCPU, rel(m.MeanCPU, l.MeanCPU),
+			m.MeanThroughput, l.MeanThroughput, rel(m.MeanThroughput, l.MeanThroughput))
+		if math.Abs(100*(m.ViolationRate-l.ViolationRate)) <= GapViolationPP {
+			okV++
+		}
+		if l.MeanCPU > 0 && math.Abs(m.MeanCPU-l.MeanCPU)/l.MeanCPU <= GapCPURel {
+			okC++
+		}
+	}
+	same := slices.Equal(rankBy(sim), rankBy(runs))
+	fmt.Fprintf(b, "\nRanking by violation rate (then mean CPU): simulator %v, live %v (%s).\n",
+		rankBy(sim), rankBy(runs), map[bool]string{true: "same order", false: "different order"}[same])
+	fmt.Fprintf(b, "Goals: violation rate within %d pp in %d of %d runs, mean CPU within %.0f%% in %d of %d, ranking %s.\n",
+		GapViolationPP, okV, len(runs), 100*GapCPURel, okC, len(runs), map[bool]string{true: "met", false: "not met"}[same])
+	if len(tasks) == 0 || len(runs[0].MeanTaskCPU) != len(tasks) {
+		return
+	}
+	b.WriteString("\nMean allocation per task, scenario mc, sim / live:\n\n| controller | placement |")
+	for _, t := range tasks {
+		fmt.Fprintf(b, " %s |", t)
+	}
+	b.WriteString("\n|---|---:|" + strings.Repeat("---:|", len(tasks)) + "\n")
+	for i, l := range runs {
+		fmt.Fprintf(b, "| %s | %d |", l.Controller, l.PlacementSeed)
+		for k := range tasks {
+			if k < len(sim[i].MeanTaskCPU) && k < len(l.MeanTaskCPU) {
+				fmt.Fprintf(b, " %.0f / %.0f |", sim[i].MeanTaskCPU[k], l.MeanTaskCPU[k])
+			}
+		}
+		b.WriteString("\n")
+	}
 }
 
 // rel is (sim − live) / live as a signed percentage ("n/a" when live is 0).

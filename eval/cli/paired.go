@@ -78,12 +78,12 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 	if err := checkRunShape(*nPlace, *steps, *outDir); err != nil {
 		return err
 	}
-	phys, err := scenarioPhysics(*scenario)
+	scen, err := resolveScenario("scenario", *scenario)
 	if err != nil {
 		return err
 	}
 
-	plan := paired.Plan{Profiles: profiles, Seed: *seed, Steps: *steps, RateMult: *mult, Scenario: *scenario, Physics: phys}
+	plan := paired.Plan{Profiles: profiles, Seed: *seed, Steps: *steps, RateMult: *mult, Scenario: *scenario, Physics: scen.Physics, Demand: scen.Demand}
 	for i := range *nPlace {
 		plan.Placements = append(plan.Placements, 101+uint64(i))
 	}
@@ -99,7 +99,7 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 	// whose preflight skips the unavailable defaults).
 	for _, prof := range plan.Profiles {
 		for _, w := range plan.Workloads {
-			sc, err := runner.Config(runner.Spec{Profile: prof, Workload: w.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps, Physics: plan.Physics})
+			sc, err := runner.Config(runner.Spec{Profile: prof, Workload: w.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps, Physics: plan.Physics, Demand: plan.Demand})
 			if err != nil {
 				return usageError(err)
 			}
@@ -160,7 +160,7 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 func preflight(c controllers.Spec, plan paired.Plan) error {
 	for _, prof := range plan.Profiles {
 		for _, w := range plan.Workloads {
-			sc, err := runner.Config(runner.Spec{Profile: prof, Workload: w.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps, Physics: plan.Physics})
+			sc, err := runner.Config(runner.Spec{Profile: prof, Workload: w.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps, Physics: plan.Physics, Demand: plan.Demand})
 			if err != nil {
 				return err
 			}

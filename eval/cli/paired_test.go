@@ -149,7 +149,7 @@ func TestPairedBadFlags(t *testing.T) {
 		{[]string{"-traces", "taxi,moon"}, `unknown trace "moon"`},
 		{[]string{"-placements", "0"}, "-placements 0"},
 		{[]string{"-steps", "-5"}, "-steps -5"},
-		{[]string{"-scenario", "Paper"}, `-scenario "Paper", want realistic or paper`},
+		{[]string{"-scenario", "Paper"}, `-scenario: env: scenario "Paper" is neither a preset`},
 		{[]string{"-scenario", "realistic", "-steps", "1"}, "actuation_delay_steps 2"},
 		{[]string{"-rate-mult", "nan"}, "rate multiplier NaN"},
 		{[]string{"-controllers", "static:500,static:abc"}, `"abc" is not a positive number`},

@@ -43,7 +43,7 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
 	}
-	phys, err := wf.check()
+	scen, err := wf.check()
 	if err != nil {
 		return err
 	}
@@ -61,10 +61,10 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 
 	rs := runner.Spec{
 		Profile: *profile, TraceName: *trace, Workload: tr, PlacementSeed: *placement,
-		Seed: *seed, Steps: *steps, Controller: spec, Physics: phys, Scenario: *scenario,
+		Seed: *seed, Steps: *steps, Controller: spec, Physics: scen.Physics, Scenario: *scenario, Demand: scen.Demand,
 	}
 	// The edge scenario: Check derives a horizontal controller's own.
-	sc, err := runner.Config(runner.Spec{Profile: rs.Profile, Workload: rs.Workload, PlacementSeed: rs.PlacementSeed, Steps: rs.Steps, Physics: rs.Physics})
+	sc, err := runner.Config(runner.Spec{Profile: rs.Profile, Workload: rs.Workload, PlacementSeed: rs.PlacementSeed, Steps: rs.Steps, Physics: rs.Physics, Demand: rs.Demand})
 	if err != nil {
 		return usageError(err)
 	}

@@ -40,7 +40,7 @@ func sweepCmd(ctx context.Context, args []string, o Options) error {
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
 	}
-	phys, err := wf.check()
+	scen, err := wf.check()
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func sweepCmd(ctx context.Context, args []string, o Options) error {
 	}
 	reg := controllers.New(controllers.Options{})
 	plan := sweep.Plan{
-		Profile: *profile, Trace: *trace, Scenario: *scenario, Physics: phys, Grid: grid,
+		Profile: *profile, Trace: *trace, Scenario: *scenario, Physics: scen.Physics, Demand: scen.Demand, Grid: grid,
 		Placements: sweep.Placements(*nPlace), Seed: *seed, Steps: *steps,
 	}
 	for _, c := range grid {
@@ -66,7 +66,7 @@ func sweepCmd(ctx context.Context, args []string, o Options) error {
 	if plan.Workload, err = loadTrace(*trace, *dir, *mult, *seed, o); err != nil {
 		return err
 	}
-	sc, err := runner.Config(runner.Spec{Profile: plan.Profile, Workload: plan.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps, Physics: phys})
+	sc, err := runner.Config(runner.Spec{Profile: plan.Profile, Workload: plan.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps, Physics: plan.Physics, Demand: plan.Demand})
 	if err != nil {
 		return usageError(err)
 	}

@@ -143,7 +143,7 @@ func TestSweepBadFlags(t *testing.T) {
 		{[]string{"-steps", "-1"}, "-steps -1"},
 		{[]string{"-profile", "foo"}, `unknown profile "foo"`},
 		{[]string{"-trace", "moon"}, `unknown trace "moon"`},
-		{[]string{"-scenario", "lab"}, `-scenario "lab", want realistic or paper`},
+		{[]string{"-scenario", "lab"}, `-scenario: env: scenario "lab" is neither a preset (realistic or paper) nor a readable scenario file`},
 		{[]string{"-scenario", "realistic", "-steps", "2"}, "actuation_delay_steps"},
 		{[]string{"-rate-mult", "0"}, "rate multiplier 0"},
 		{[]string{"-out", ""}, "-out is empty"},

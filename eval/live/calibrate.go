@@ -1,11 +1,24 @@
 package live
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"streamscale/clasp"
 
 	"streamscale/env"
+	"streamscale/serve/runtime/ops"
 	"streamscale/serve/runtime/planner"
+	"streamscale/serve/runtime/provider/local"
 )
 
 // StepController holds every task at High scenario millicores until
@@ -56,6 +69,8 @@ type OperatorCost struct {
 	// finished (per hop), ms, execution-weighted.
 	DelayMS   float64 `json:"delay_ms"`
 	Intervals int     `json:"intervals"`
+	// ExecsPerInterval is the mean executions per measured interval.
+	ExecsPerInterval float64 `json:"execs_per_interval"`
 }
 
 // Calibration accumulates the workers' reports of a probe run.
@@ -63,16 +78,24 @@ type Calibration struct {
 	names []string
 	// per operator: Σ cpu s, Σ execs, Σ delay×execs, per-interval costs
 	cpu, execs, delay []float64
-	per               [][]float64
+	// per operator: Σ executions in the intervals (not rates)
+	iexecs []float64
+	per    [][]float64
 	// Millicores reported per interval (operator 0, worker-summed), for
 	// the actuation delay.
 	Reported []int
+	// IntervalS is the interval length, s (for ExecsPerInterval; 0:
+	// unknown).
+	IntervalS float64
+	// Per operator and interval, the CPU used (cores) and the allotted
+	// cores (millicores/1000), summed over workers: the quota enforcement.
+	Used, Allotted [][]float64
 }
 
 // NewCalibration returns an accumulator for the operators named.
 func NewCalibration(names []string) *Calibration {
 	n := len(names)
-	return &Calibration{names: names, cpu: make([]float64, n), execs: make([]float64, n), delay: make([]float64, n), per: make([][]float64, n)}
+	return &Calibration{names: names, cpu: make([]float64, n), execs: make([]float64, n), delay: make([]float64, n), per: make([][]float64, n), iexecs: make([]float64, n)}
 }
 
 // Tap records one interval (Config.Tap): costs and delays from the
@@ -81,6 +104,7 @@ func NewCalibration(names []string) *Calibration {
 func (c *Calibration) Tap(from, to int) func(int, []planner.TaskObs) {
 	return func(step int, tasks []planner.TaskObs) {
 		mc := 0
+		used, allot := make([]float64, len(c.names)), make([]float64, len(c.names))
 		cpu := make([]float64, len(c.names))
 		ex := make([]float64, len(c.names))
 		for _, t := range tasks {
@@ -92,11 +116,19 @@ func (c *Calibration) Tap(from, to int) func(int, []planner.TaskObs) {
 			}
 			cpu[t.Op] += t.CPUCores
 			ex[t.Op] += t.Throughput
+			used[t.Op] += t.CPUCores
+			allot[t.Op] += float64(t.Millicores) / 1000
 			if step >= from && step < to {
 				c.delay[t.Op] += t.LatencyMS * t.Throughput
 			}
 		}
 		c.Reported = append(c.Reported, mc)
+		if c.Used == nil {
+			c.Used, c.Allotted = make([][]float64, len(c.names)), make([][]float64, len(c.names))
+		}
+		for o := range c.names {
+			c.Used[o], c.Allotted[o] = append(c.Used[o], used[o]), append(c.Allotted[o], allot[o])
+		}
 		if step < from || step >= to {
 			return
 		}
@@ -105,6 +137,7 @@ func (c *Calibration) Tap(from, to int) func(int, []planner.TaskObs) {
 			c.execs[o] += ex[o]
 			if ex[o] > 0 {
 				c.per[o] = append(c.per[o], cpu[o]/ex[o]*1e6)
+				c.iexecs[o] += ex[o] * c.IntervalS
 			}
 		}
 	}
@@ -118,6 +151,9 @@ func (c *Calibration) Costs() []OperatorCost {
 		if c.execs[o] > 0 {
 			oc.CPUUSPerEvent = c.cpu[o] / c.execs[o] * 1e6
 			oc.DelayMS = c.delay[o] / c.execs[o]
+		}
+		if oc.Intervals > 0 {
+			oc.ExecsPerInterval = c.iexecs[o] / float64(oc.Intervals)
 		}
 		if n := len(c.per[o]); n > 1 {
 			mean, ss := 0.0, 0.0
@@ -146,4 +182,311 @@ func (c *Calibration) ActuationIntervals(at, want int) int {
 		}
 	}
 	return -1
+}
+
+// Enforcement returns operator op's Σ CPU used / Σ CPU allotted over the
+// intervals in [from, to) (for a saturated operator, 1: the quota binds
+// exactly; above 1: it overdrew the quota; below: it was held back beyond
+// it), and the intervals counted; ratio 0 with none.
+func (c *Calibration) Enforcement(op, from, to int) (float64, int) {
+	if op < 0 || op >= len(c.Used) {
+		return 0, 0
+	}
+	u, a, n := 0.0, 0.0, 0
+	for i := max(from, 0); i < min(to, len(c.Used[op])); i++ {
+		u, a, n = u+c.Used[op][i], a+c.Allotted[op][i], n+1
+	}
+	if a == 0 {
+		return 0, 0
+	}
+	return u / a, n
+}
+
+// ServiceDist is one operator's per-execution CPU time measured in
+// process (ServiceTimes).
+type ServiceDist struct {
+	Operator string  `json:"operator"`
+	N        int     `json:"n"`        // executions kept
+	MeanUS   float64 `json:"mean_us"`  // mean, µs
+	CV       float64 `json:"cv"`       // coefficient of variation (sample sd / mean)
+	P50US    float64 `json:"p50_us"`   // median, µs
+	P99US    float64 `json:"p99_us"`   // 99th percentile, µs
+	Outliers int     `json:"outliers"` // executions above OutlierFactor × the median, dropped
+}
+
+// OutlierFactor: ServiceTimes drops executions longer than this many
+// medians (a preemption or garbage collection on the shared host, not the
+// operator's work).
+const OutlierFactor = 50
+
+// ServiceTimes runs n inputs of app's source (seed) through its operators
+// in this process, one record at a time in FIFO order with an in-memory
+// keyed state, and times every Process call (monotonic wall clock, on one
+// goroutine: the per-execution CPU time while nothing preempts it). The
+// workers report sums only; this gives the per-event distribution. A
+// record an operator fails on is not timed.
+func ServiceTimes(app ops.App, seed uint64, n int) ([]ServiceDist, error) {
+	if n < 1 || n > 1e6 {
+		return nil, fmt.Errorf("live: service-time probe of %d inputs, want 1..1e6", n)
+	}
+	nOps := len(app.Operators)
+	insts := make([]ops.Operator, nOps)
+	states := make([]memState, nOps)
+	for o, s := range app.Operators {
+		insts[o], states[o] = s.New(), memState{}
+	}
+	times := make([][]float64, nOps)
+	// Inputs go to every operator without an incoming edge, as the
+	// planner sends them.
+	hasIn := make([]bool, nOps)
+	for _, e := range app.Edges {
+		hasIn[e[1]] = true
+	}
+	var sources []int
+	for o, h := range hasIn {
+		if !h {
+			sources = append(sources, o)
+		}
+	}
+	src := app.NewSource(seed)
+	em := &fifoEmitter{}
+	var buf []byte
+	for range n {
+		var key uint64
+		key, buf = src.Next(buf)
+		for _, o := range sources {
+			em.q = append(em.q, pending{op: o, rec: ops.Record{Key: key, Payload: slices.Clone(buf)}})
+		}
+		for len(em.q) > 0 {
+			p := em.q[0]
+			em.q = em.q[1:]
+			em.from = p.op
+			start := time.Now()
+			err := insts[p.op].Process(p.rec, states[p.op], em)
+			d := time.Since(start)
+			if err == nil {
+				times[p.op] = append(times[p.op], float64(d.Nanoseconds())/1e3)
+			}
+		}
+	}
+	out := make([]ServiceDist, nOps)
+	for o, s := range app.Operators {
+		out[o] = distOf(s.Name, times[o])
+	}
+	return out, nil
+}
+
+// distOf summarises one operator's execution times, µs.
+func distOf(name string, xs []float64) ServiceDist {
+	d := ServiceDist{Operator: name}
+	if len(xs) == 0 {
+		return d
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	kept := s
+	if med > 0 {
+		cut := sort.SearchFloat64s(s, OutlierFactor*med+1e-12)
+		kept = s[:max(cut, 1)]
+	}
+	d.Outliers = len(s) - len(kept)
+	d.N = len(kept)
+	mean, ss := 0.0, 0.0
+	for _, x := range kept {
+		mean += x
+	}
+	mean /= float64(len(kept))
+	for _, x := range kept {
+		ss += (x - mean) * (x - mean)
+	}
+	d.MeanUS, d.P50US, d.P99US = mean, kept[len(kept)/2], kept[min(len(kept)-1, len(kept)*99/100)]
+	if len(kept) > 1 && mean > 0 {
+		d.CV = math.Sqrt(ss/float64(len(kept)-1)) / mean
+	}
+	return d
+}
+
+type pending struct {
+	op  int
+	rec ops.Record
+}
+
+// fifoEmitter queues every emitted record (payload copied) for its
+// successor operator.
+type fifoEmitter struct {
+	q    []pending
+	from int
+}
+
+func (e *fifoEmitter) Emit(to int, key uint64, payload []byte) {
+	e.q = append(e.q, pending{op: to, rec: ops.Record{Key: key, Payload: slices.Clone(payload)}})
+}
+
+// memState is an in-memory ops.State.
+type memState map[uint64][]byte
+
+func (m memState) Get(k uint64) ([]byte, bool) { v, ok := m[k]; return v, ok }
+func (m memState) Put(k uint64, v []byte)      { m[k] = v }
+func (m memState) Delete(k uint64)             { delete(m, k) }
+
+// CostProbe configures ProbeCostModel: short live runs of App at a
+// constant Rate with every task held at Millicores of CFS quota per worker
+// (low enough that the workers saturate), one run per CostMix.
+type CostProbe struct {
+	App        ops.App
+	Rate       float64       // inputs/s
+	Duration   time.Duration // load per mix
+	Report     time.Duration // the workers' report and the control interval
+	Millicores int           // live quota of every task in every worker
+	Seed       uint64
+	// Worker processes as in Config.
+	WorkerBin  string
+	WorkerArgs []string
+	Log        io.Writer
+}
+
+// CostMix is one probe run's layout: Workers workers, Shares[i][o]
+// worker i's share of operator o (nil: even), so that the local and
+// remote request rates differ between mixes.
+type CostMix struct {
+	Name    string
+	Workers int
+	Shares  [][]float64
+}
+
+// CostEstimate is ProbeCostModel's result.
+type CostEstimate struct {
+	// Model is the RLS estimate (clasp.Estimator.Raw) of α, β, γ (µs)
+	// and W (µs/s); Smoothed is W̄, the estimator's EWMA.
+	Model    clasp.CostModel `json:"model"`
+	Smoothed float64         `json:"w_bar_us_per_s"`
+	// Samples is the saturated worker-seconds absorbed, per mix.
+	Samples []int `json:"samples"`
+	// Mixes are the mean (R^l, R^r, δ) of each mix's samples.
+	Mixes []CostMixObs `json:"mixes"`
+}
+
+// CostMixObs is the mean request mix of one probe run's samples.
+type CostMixObs struct {
+	Name        string  `json:"name"`
+	LocalRate   float64 `json:"local_rate"`
+	RemoteRate  float64 `json:"remote_rate"`
+	RemoteDests float64 `json:"remote_dests"`
+	ExecWorkUS  float64 `json:"exec_work_us_per_s"`
+}
+
+// CostSaturationS is the queueing delay, s, above which a worker counts
+// as saturated in the cost probe (CLASP §4.1's delay criterion,
+// clasp.SaturationConfig.DelayS): Q_w / Σ_o N_{w,o} > CostSaturationS.
+const CostSaturationS = 0.5
+
+// ProbeCostModel estimates CLASP's cost model of chained requests (CLASP
+// Eq. 1, W = Σ_o N_o·τ̄_o + α·R^l + β·R^r + γ·δ) on the live runtime with
+// clasp.Estimator: every control interval, each saturated worker
+// (CostSaturationS; the first two intervals of a run left out) is one
+// regression row, pooled over the mixes. τ̄_o is the workers' execution
+// time per request (batch wall time, its quota waits included), as
+// CLASP's runtime measures it, so W is the budget at the probe's quota.
+func ProbeCostModel(ctx context.Context, p CostProbe, mixes []CostMix) (CostEstimate, error) {
+	switch {
+	case len(mixes) == 0 || len(p.App.Operators) == 0 || p.App.NewSource == nil:
+		return CostEstimate{}, errors.New("live: cost probe needs mixes and an application")
+	case !(p.Rate > 0) || p.Duration <= 0 || p.Report <= 0 || p.Millicores < 1:
+		return CostEstimate{}, fmt.Errorf("live: cost probe rate %v, duration %v, report %v, millicores %d: want all > 0", p.Rate, p.Duration, p.Report, p.Millicores)
+	}
+	cfg := clasp.DefaultEstimatorConfig()
+	cfg.MinSamples = 1
+	est, err := clasp.NewEstimator(cfg)
+	if err != nil {
+		return CostEstimate{}, err
+	}
+	var out CostEstimate
+	bin := p.WorkerBin
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			return CostEstimate{}, fmt.Errorf("live: %w", err)
+		}
+	}
+	logw := p.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	for _, mix := range mixes {
+		rec := &costRecorder{est: est}
+		alloc := make([]string, len(p.App.Operators))
+		for i := range alloc {
+			alloc[i] = strconv.Itoa(p.Millicores)
+		}
+		prov := &local.Provider{Bin: bin, Args: p.WorkerArgs, Extra: []string{"-app", p.App.Name, "-report", p.Report.String(), "-alloc", strings.Join(alloc, ",")}}
+		pc := planner.Config{
+			App: p.App, Seed: p.Seed, Rate: p.Rate, Duration: p.Duration, Drain: p.Report,
+			Workers: mix.Workers, Provider: prov, Control: p.Report, Shares: mix.Shares, Log: logw,
+			Controller: "probe", NewPlacer: func() (clasp.Planner, error) { return rec, nil }, MaxWorkers: max(mix.Workers, 1),
+			JoinTimeout: 60 * time.Second,
+		}
+		pl, err := planner.New(pc)
+		if err != nil {
+			prov.Close()
+			return CostEstimate{}, fmt.Errorf("live: cost probe %s: %w", mix.Name, err)
+		}
+		_, err = pl.Run(ctx, func(addr string) { prov.Planner = addr })
+		prov.Close()
+		if err != nil {
+			return CostEstimate{}, fmt.Errorf("live: cost probe %s: %w", mix.Name, err)
+		}
+		mo := CostMixObs{Name: mix.Name}
+		if n := float64(len(rec.samples)); n > 0 {
+			for _, s := range rec.samples {
+				mo.LocalRate += s.LocalRate / n
+				mo.RemoteRate += s.RemoteRate / n
+				mo.RemoteDests += s.RemoteDests / n
+				mo.ExecWorkUS += s.ExecWork / n
+			}
+		}
+		out.Samples = append(out.Samples, len(rec.samples))
+		out.Mixes = append(out.Mixes, mo)
+	}
+	out.Model, out.Smoothed = est.Raw(), est.Model().Budget
+	return out, nil
+}
+
+// costRecorder is the probe's placement controller: it never changes the
+// placement and turns every saturated worker of an observation into an
+// estimator sample. Plan runs on the planner's control goroutine only.
+type costRecorder struct {
+	est     *clasp.Estimator
+	ticks   int
+	samples []clasp.Sample
+}
+
+func (r *costRecorder) Name() string { return "probe" }
+func (r *costRecorder) Reset()       {}
+
+func (r *costRecorder) Plan(now float64, ob clasp.Observation) (clasp.Plan, error) {
+	r.ticks++
+	if r.ticks <= 2 || len(ob.Workers) == 0 {
+		return clasp.Plan{Planner: "probe", Time: now, Reason: "warm-up"}, nil
+	}
+	var batch []clasp.Sample
+	for _, w := range ob.Workers {
+		var rate, work float64
+		for o, n := range w.Exec {
+			rate += n
+			if o < len(w.ExecUS) {
+				work += n * w.ExecUS[o]
+			}
+		}
+		if rate <= 0 || w.Queue/rate <= CostSaturationS {
+			continue
+		}
+		batch = append(batch, clasp.Sample{ExecWork: work, LocalRate: w.LocalRate, RemoteRate: w.RemoteRate, RemoteDests: w.RemoteDests})
+	}
+	if len(batch) > 0 {
+		if err := r.est.Absorb(batch...); err != nil {
+			return clasp.Plan{}, err
+		}
+		r.samples = append(r.samples, batch...)
+	}
+	return clasp.Plan{Planner: "probe", Time: now, Reason: "probe"}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"streamscale/env"
+	"streamscale/serve/runtime/ops"
 	"streamscale/serve/runtime/planner"
 )
 
@@ -57,5 +58,39 @@ func TestCalibration(t *testing.T) {
 	}
 	if _, err := NewStepController(0, 1, 1, 1); err == nil {
 		t.Error("a probe of 0 tasks accepted")
+	}
+}
+
+// TestServiceTimes: every operator of pred and etl executes and is timed,
+// the fan-out shows in the counts, and the summary statistics are
+// consistent.
+func TestServiceTimes(t *testing.T) {
+	for _, name := range []string{"pred", "etl"} {
+		app, err := ops.AppByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := ServiceTimes(app, 1, 200)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.N+d.Outliers == 0 || !(d.MeanUS > 0) || d.P50US > d.P99US || d.CV < 0 {
+				t.Errorf("%s: %+v", name, d)
+			}
+		}
+		if name == "etl" && ds[1].N+ds[1].Outliers < 5*(ds[0].N+ds[0].Outliers) {
+			t.Errorf("etl: SenMLParse's fan-out ×10 not seen: %d then %d executions", ds[0].N, ds[1].N)
+		}
+	}
+	if _, err := ServiceTimes(ops.App{}, 1, 0); err == nil {
+		t.Error("0 inputs accepted")
+	}
+}
+
+func TestDistOf(t *testing.T) {
+	d := distOf("x", []float64{1, 2, 3, 2, 1000})
+	if d.Outliers != 1 || d.N != 4 || d.MeanUS != 2 || d.P50US != 2 || math.Abs(d.CV-math.Sqrt(2.0/3)/2) > 1e-12 {
+		t.Errorf("%+v", d)
 	}
 }

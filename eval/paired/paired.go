@@ -46,6 +46,8 @@ type Plan struct {
 	RateMult    float64     // rate multiplier the workloads were loaded with (recorded only)
 	Scenario    string      // physics preset name (env.ScenarioPhysics), recorded
 	Physics     env.Physics // the simulator physics of every run
+	// Demand, if not nil, are measured task demands (runner.Spec.Demand).
+	Demand *env.ScenarioDemand
 }
 
 // Validate checks the plan's shape.
@@ -93,7 +95,7 @@ func (p Plan) Specs() []runner.Spec {
 					out = append(out, runner.Spec{
 						Profile: prof, TraceName: w.Name, Workload: w.Workload,
 						PlacementSeed: pl, Seed: seed, Steps: p.Steps, Controller: c,
-						Physics: p.Physics, Scenario: p.Scenario,
+						Physics: p.Physics, Scenario: p.Scenario, Demand: p.Demand,
 					})
 				}
 			}

@@ -30,6 +30,10 @@ type Spec struct {
 	// the result; "" when the physics are not a preset's.
 	Physics  env.Physics
 	Scenario string
+	// Demand, if not nil, replaces the profile's task demands with
+	// measured ones (a scenario file's, env.ScenarioDemand), on the
+	// placement's servers.
+	Demand *env.ScenarioDemand
 }
 
 // Factory builds a controller for a scenario: what the runner needs of a
@@ -142,7 +146,9 @@ func Config(s Spec) (env.Config, error) {
 		return env.Config{}, fmt.Errorf("eval: %w", err)
 	}
 	cfg.Steps = s.Steps
-	cfg.Physics = s.Physics
+	if err := (env.Scenario{Physics: s.Physics, Demand: s.Demand}).Apply(&cfg); err != nil {
+		return env.Config{}, fmt.Errorf("eval: %w", err)
+	}
 	if s.Controller == nil { // the edge scenario itself
 		return cfg, nil
 	}

@@ -43,6 +43,8 @@ type Plan struct {
 	Workload env.Workload // arrival rates; read only
 	Scenario string       // physics preset name, recorded
 	Physics  env.Physics  // simulator physics of every run
+	// Demand, if not nil, are measured task demands (runner.Spec.Demand).
+	Demand *env.ScenarioDemand
 	// Grid holds the CPU allocations per task, millicores, strictly
 	// ascending and > 0; Static[i] is the controller that holds every task
 	// at Grid[i] (static:N).
@@ -86,7 +88,7 @@ func (p Plan) Specs() []runner.Spec {
 			out = append(out, runner.Spec{
 				Profile: p.Profile, TraceName: p.Trace, Workload: p.Workload, PlacementSeed: pl,
 				Seed: paired.EpisodeSeed(p.Seed, p.Profile, p.Trace, pl), Steps: p.Steps,
-				Controller: p.Static[i], Physics: p.Physics, Scenario: p.Scenario,
+				Controller: p.Static[i], Physics: p.Physics, Scenario: p.Scenario, Demand: p.Demand,
 			})
 		}
 	}

@@ -7,10 +7,13 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
+	"strings"
 	"time"
 
 	"golang.org/x/net/netutil"
 
+	"streamscale/env"
 	"streamscale/internal/command"
 	"streamscale/serve/envserver"
 )
@@ -29,6 +32,7 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 	fs.Int64Var(&cfg.MaxJSONBytes, "max-body", envserver.DefaultMaxJSONBytes, "JSON request body limit in bytes (step bodies are capped at their exact size)")
 	fs.StringVar(&cfg.TracesDir, "traces", "", "trace directory (default $STREAMSCALE_TRACES or ../shared/data/traces; synthetic traces if absent)")
 	fs.IntVar(&cfg.Workers, "workers", 0, "goroutines stepping one vector (0: GOMAXPROCS)")
+	scenario := fs.String("scenario", "", "default scenario of created environments: a physics preset ("+strings.Join(env.Scenarios(), " or ")+") or a scenario file (eval calibrate -out writes one); default realistic")
 	maxConns := fs.Int("max-conns", 256, "open client connections at most; further ones wait in the kernel's accept queue")
 	if err := command.Parse(fs, "usage: serve env [flags]\nserves the simulator as remote Gymnasium environments over HTTP/1.1 and h2c", args, o); err != nil {
 		return err
@@ -44,6 +48,13 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 		return command.Usagef("serve env: -max-body %d, want ≥ 1024", cfg.MaxJSONBytes)
 	case *maxConns < 1:
 		return command.Usagef("serve env: -max-conns %d, want ≥ 1", *maxConns)
+	}
+	if *scenario != "" {
+		sc, err := env.ResolveScenario(*scenario, os.ReadFile)
+		if err != nil {
+			return command.Usagef("serve env: -scenario: %v", err)
+		}
+		cfg.Scenario = &sc
 	}
 	cfg.Logf = func(format string, args ...any) { fmt.Fprintf(o.Stderr, "serve: "+format+"\n", args...) }
 	s, err := envserver.New(cfg)

@@ -51,6 +51,11 @@ type Config struct {
 	Logf func(format string, args ...any)
 	// Now is the clock of the idle timeout (nil: time.Now).
 	Now func() time.Time
+	// Scenario, if not nil, is the server's scenario (`serve env
+	// -scenario`, a preset or a scenario file loaded at start): a request
+	// naming no scenario, or this one's Name, gets it. Requests may also
+	// name a preset; files are never read on a client's behalf.
+	Scenario *env.Scenario
 }
 
 // Errors a request can get; responses carry the code in JSON.
@@ -215,7 +220,7 @@ func (s *Server) Handler() http.Handler {
 type CreateRequest struct {
 	Profile  string `json:"profile"`  // "etl" or "pred" (required)
 	Trace    string `json:"trace"`    // a named trace (traces.Names); default "taxi-train"
-	Scenario string `json:"scenario"` // physics preset (env.Scenarios); default "realistic"
+	Scenario string `json:"scenario"` // physics preset (env.Scenarios) or the server's -scenario; default the server's, else "realistic"
 	// PlacementSeed draws the random placement (env.EdgeConfig); default 42.
 	PlacementSeed *uint64 `json:"placement_seed"`
 	// PlacementSeeds, for a vector, gives env i placement seed
@@ -312,6 +317,14 @@ func (s *Server) roomLocked(owner uint64, n int) error {
 }
 
 // build validates req and builds the instance it describes.
+// scenarioHint names the server's own scenario in an error, if it has one.
+func (s *Server) scenarioHint() string {
+	if s.cfg.Scenario == nil {
+		return ""
+	}
+	return fmt.Sprintf(" or the server's %q", s.cfg.Scenario.Name)
+}
+
 func (s *Server) build(req CreateRequest) (*instance, CreateResponse, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, args...))
@@ -319,8 +332,22 @@ func (s *Server) build(req CreateRequest) (*instance, CreateResponse, error) {
 	if req.Trace == "" {
 		req.Trace = "taxi-train"
 	}
-	if req.Scenario == "" {
+	scen := s.cfg.Scenario
+	switch {
+	case req.Scenario == "" && scen != nil:
+		req.Scenario = scen.Name
+	case req.Scenario == "":
 		req.Scenario = env.ScenarioRealistic
+	}
+	if scen == nil || req.Scenario != scen.Name {
+		scen = nil
+		if env.IsScenario(req.Scenario) {
+			p, err := env.ResolveScenario(req.Scenario, nil)
+			if err != nil {
+				return nil, CreateResponse{}, bad("%v", err)
+			}
+			scen = &p
+		}
 	}
 	if req.RateMult == 0 {
 		req.RateMult = 1
@@ -334,8 +361,10 @@ func (s *Server) build(req CreateRequest) (*instance, CreateResponse, error) {
 		return nil, CreateResponse{}, bad("profile %q, want %s", req.Profile, strings.Join(env.Profiles(), " or "))
 	case !slices.Contains(traces.Names(), req.Trace):
 		return nil, CreateResponse{}, bad("trace %q, want one of %s (files are not read on a client's behalf)", req.Trace, strings.Join(traces.Names(), ", "))
-	case !env.IsScenario(req.Scenario):
-		return nil, CreateResponse{}, bad("scenario %q, want %s", req.Scenario, strings.Join(env.Scenarios(), " or "))
+	case scen == nil:
+		return nil, CreateResponse{}, bad("scenario %q, want %s%s", req.Scenario, strings.Join(env.Scenarios(), " or "), s.scenarioHint())
+	case scen.Demand != nil && !strings.EqualFold(scen.Demand.Profile, req.Profile):
+		return nil, CreateResponse{}, bad("scenario %s has demands for profile %s, not %s", req.Scenario, scen.Demand.Profile, req.Profile)
 	case !(req.RateMult > 0) || req.RateMult > 1000:
 		return nil, CreateResponse{}, bad("rate_mult %v, want in (0, 1000]", req.RateMult)
 	case req.Steps < 0:
@@ -357,10 +386,6 @@ func (s *Server) build(req CreateRequest) (*instance, CreateResponse, error) {
 			seeds = []uint64{*req.PlacementSeed}
 		}
 	}
-	phys, err := env.ScenarioPhysics(req.Scenario)
-	if err != nil {
-		return nil, CreateResponse{}, bad("%v", err)
-	}
 	tr, err := s.trace(req.Trace, req.RateMult, req.TraceSeed)
 	if err != nil {
 		return nil, CreateResponse{}, bad("trace %q: %v", req.Trace, err)
@@ -377,7 +402,10 @@ func (s *Server) build(req CreateRequest) (*instance, CreateResponse, error) {
 		if err != nil {
 			return nil, CreateResponse{}, bad("%v", err)
 		}
-		c.Physics, c.Steps = phys, req.Steps
+		if err := scen.Apply(&c); err != nil {
+			return nil, CreateResponse{}, bad("%v", err)
+		}
+		c.Steps = req.Steps
 		cfgs[i] = c
 	}
 	in := &instance{n: n, vector: req.NumEnvs > 0}

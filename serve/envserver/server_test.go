@@ -579,3 +579,28 @@ func TestContentLength(t *testing.T) {
 		}
 	}
 }
+
+// TestServerScenario: with a server scenario (serve env -scenario), a
+// request naming none or its name gets it, one naming a preset gets the
+// preset, anything else (a path included) is refused, and a demand for
+// another profile is refused.
+func TestServerScenario(t *testing.T) {
+	sc, err := env.ParseScenario([]byte(`{"version":1,"base":"paper","physics":{"service_cv":0.5},"demand":{"profile":"pred","cpu_scale":0.01,"tasks":[{"task":"SenMLParse","cpu_us_per_event":3}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Name = "cal/scenario.json"
+	_, ts := newTestServer(t, Config{Scenario: &sc})
+	c := newClient(ts)
+	for _, tc := range []struct{ req, want string }{{"", sc.Name}, {sc.Name, sc.Name}, {"paper", "paper"}} {
+		r, err := c.create(CreateRequest{Profile: "pred", Scenario: tc.req})
+		if err != nil || r.Scenario != tc.want {
+			t.Errorf("scenario %q: %+v, %v; want %q", tc.req, r.Scenario, err, tc.want)
+		}
+	}
+	for _, req := range []CreateRequest{{Profile: "pred", Scenario: "other.json"}, {Profile: "etl"}} {
+		if _, err := c.create(req); code(err) != "bad_request" {
+			t.Errorf("%+v: %v, want bad_request", req, err)
+		}
+	}
+}

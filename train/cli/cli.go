@@ -59,7 +59,7 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	fs := command.NewFlagSet("train")
 	fs.StringVar(&opts.Env, "env", "streamscale", "environment: streamscale or cartpole")
 	fs.StringVar(&opts.Profile, "profile", "pred", "streamscale workload profile: pred or etl")
-	fs.StringVar(&opts.Scenario, "scenario", env.Scenarios()[0], "streamscale simulator physics preset: "+strings.Join(env.Scenarios(), " or "))
+	fs.StringVar(&opts.Scenario, "scenario", env.Scenarios()[0], "streamscale simulator scenario: a physics preset ("+strings.Join(env.Scenarios(), " or ")+") or a scenario file (eval calibrate -out writes one)")
 	fs.BoolVar(&opts.Randomize, "randomize", false, "domain randomisation: draw service CV, rate CV, jitter, metric noise and actuation delay per training episode from env.DefaultRanges() (streamscale; development episodes keep the preset)")
 	fs.IntVar(&opts.TrainPlacements, "train-placements", 0, "training placements (streamscale): 0 = the paper's two (seeds 42, 37); N > 2 adds seeds 2001… (not the dev 1001–1003 or eval 101–110 ones)")
 	trainTraces := fs.String("train-traces", "", "training workloads (streamscale), TRACE[:MULT],… (default: the paper's taxi-train:1,taxi-train:2); e.g. taxi-train:1,taxi-train:2,intel-train adds the held-out Intel windows; each on every training placement and in the development episodes")

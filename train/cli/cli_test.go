@@ -19,7 +19,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"-env", "atari"}, `train: -env "atari", want streamscale or cartpole`},
 		{[]string{"-env", "cartpole", "-profile", "etl"}, "train: -profile applies only to -env streamscale"},
 		{[]string{"-env", "cartpole", "-scenario", "paper"}, "train: -scenario applies only to -env streamscale"},
-		{[]string{"-scenario", "lab"}, `train: -scenario "lab", want realistic or paper`},
+		{[]string{"-scenario", "lab"}, `train: -scenario: env: scenario "lab" is neither a preset (realistic or paper) nor a readable scenario file`},
 		{[]string{"-seed", "x"}, "-seed"},
 		{[]string{"-nosuchflag"}, "-nosuchflag"},
 		{[]string{"extra"}, `train: unexpected argument "extra"`},

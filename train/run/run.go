@@ -160,8 +160,12 @@ func (o *Options) check() error {
 		if o.Scenario == "" {
 			o.Scenario = env.Scenarios()[0]
 		}
-		if !env.IsScenario(o.Scenario) {
-			return command.Usagef("train: -scenario %q, want %s", o.Scenario, strings.Join(env.Scenarios(), " or "))
+		scen, err := env.ResolveScenario(o.Scenario, os.ReadFile)
+		if err != nil {
+			return command.Usagef("train: -scenario: %v", err)
+		}
+		if scen.Demand != nil && !strings.EqualFold(scen.Demand.Profile, o.Profile) {
+			return command.Usagef("train: -scenario %s has demands for profile %s, not %s", o.Scenario, scen.Demand.Profile, o.Profile)
 		}
 	} else {
 		o.Scenario = ""
@@ -242,7 +246,7 @@ func prepare(o Options) (*setup, error) {
 		}
 		s.venv, s.spaces = v, CartPoleSpaces()
 	case "streamscale":
-		phys, err := env.ScenarioPhysics(o.Scenario)
+		scen, err := env.ResolveScenario(o.Scenario, os.ReadFile)
 		if err != nil {
 			return nil, command.Usagef("train: -scenario: %v", err)
 		}
@@ -251,7 +255,7 @@ func prepare(o Options) (*setup, error) {
 			r := env.DefaultRanges()
 			ranges = &r
 		}
-		sim, err := NewSimulator(phys, ranges, o.TrainPlacements, o.TrainTraces)
+		sim, err := NewSimulator(scen, ranges, o.TrainPlacements, o.TrainTraces)
 		if err != nil {
 			return nil, err
 		}

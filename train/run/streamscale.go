@@ -35,8 +35,9 @@ type Simulator interface {
 	DevReward(c agents.Controller, profile string, seed uint64, observe func(ep int, s *agents.Step) error) (float64, error)
 }
 
-// NewSimulator returns the streamscale simulator on the given physics
-// (the -scenario preset): the paper's four training scenarios per profile
+// NewSimulator returns the streamscale simulator on the given scenario
+// (the -scenario preset or file: its physics and measured task demands):
+// the paper's four training scenarios per profile
 // (taxi-train ×1 and ×2 on placements 42 and 37) and its development
 // scenarios (held-out placements) for model selection, all on those
 // physics. Traces come from traces.DefaultDir().
@@ -44,15 +45,17 @@ type Simulator interface {
 // 0 or 2: the paper's two); variants the training workloads, each on
 // every placement and used by the development episodes too (nil: the
 // paper's, simvec.PaperTraces).
-var NewSimulator = func(physics env.Physics, randomize *env.PhysicsRanges, placements int, variants []simvec.TraceVariant) (Simulator, error) {
+var NewSimulator = func(sc env.Scenario, randomize *env.PhysicsRanges, placements int, variants []simvec.TraceVariant) (Simulator, error) {
 	if placements == 0 {
 		placements = len(simvec.TrainingPlacements)
 	}
-	return simulator{physics: physics, randomize: randomize, placements: simvec.Placements(placements), variants: variants}, nil
+	return simulator{physics: sc.Physics, demand: sc.Demand, randomize: randomize, placements: simvec.Placements(placements), variants: variants}, nil
 }
 
 type simulator struct {
 	physics env.Physics // of the training and the development environments
+	// demand, if not nil, are the scenario file's measured task demands.
+	demand *env.ScenarioDemand
 	// randomize, if not nil, randomises the training environments' physics
 	// per episode (the development episodes keep the preset's).
 	randomize *env.PhysicsRanges
@@ -73,7 +76,7 @@ func (s simulator) Spaces(profile string) (env.Spaces, error) {
 func (s simulator) VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error) {
 	scs := simvec.TrainingScenariosOn(profile, s.physics, s.placements, s.variants)
 	for i := range scs {
-		scs[i].Randomize = s.randomize
+		scs[i].Randomize, scs[i].Demand = s.randomize, s.demand
 	}
 	return simvec.NewVec(scs, n, "", seed, 0, log.Printf)
 }
@@ -84,6 +87,7 @@ func (s simulator) DevReward(c agents.Controller, profile string, seed uint64, o
 	total := 0.0
 	scs := simvec.DevScenarios(profile, s.physics, s.variants)
 	for i, sc := range scs {
+		sc.Demand = s.demand
 		cfg, err := sc.Config("", seed, quietLog)
 		if err != nil {
 			return 0, err

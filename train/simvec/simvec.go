@@ -205,6 +205,9 @@ type EnvSpec struct {
 	// Randomize, if not nil, draws some physics anew at every episode
 	// (env.Config.Randomize: domain randomisation).
 	Randomize *env.PhysicsRanges
+	// Demand, if not nil, replaces the profile's task demands with
+	// measured ones (a scenario file's, env.Scenario.Apply).
+	Demand *env.ScenarioDemand
 }
 
 // TrainingPlacements are the paper's training placement seeds.
@@ -326,7 +329,9 @@ func (sc EnvSpec) Config(dir string, seed uint64, logf func(string, ...any)) (en
 	if err != nil {
 		return env.Config{}, err
 	}
-	cfg.Physics = sc.Physics
+	if err := (env.Scenario{Physics: sc.Physics, Demand: sc.Demand}).Apply(&cfg); err != nil {
+		return env.Config{}, err
+	}
 	cfg.Randomize = sc.Randomize
 	return cfg, nil
 }

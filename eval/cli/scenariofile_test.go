@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"streamscale/env"
+	"streamscale/eval/live"
+	"streamscale/eval/runner"
+)
+
+// TestRunScenarioFile: `eval run -scenario FILE` with only the base is
+// the preset run byte for byte (same trajectory hash); measured demands
+// change the run; a bad file is a usage error naming the field.
+func TestRunScenarioFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	hash := func(scenario string) string {
+		code, out, errs := call(t, "run", "-profile", "pred", "-trace", testTrace, "-controller", "static:700", "-steps", "30", "-scenario", scenario, "-json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", scenario, code, errs)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(out), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m["trajectory_sha256"].(string)
+	}
+	base := write("base.json", `{"version":1,"base":"realistic"}`)
+	if hash(base) != hash("realistic") {
+		t.Error("a base-only file ran differently from the preset")
+	}
+	slow := write("slow.json", `{"version":1,"base":"realistic","demand":{"profile":"pred","cpu_scale":0.01,"tasks":[{"task":"SenMLParse","cpu_us_per_event":9}]}}`)
+	if hash(slow) == hash("realistic") {
+		t.Error("a measured demand did not change the run")
+	}
+	for file, want := range map[string]string{
+		write("neg.json", `{"version":1,"base":"paper","physics":{"service_cv":-1}}`):                                                             "service_cv -1",
+		write("etl.json", `{"version":1,"base":"paper","demand":{"profile":"etl","cpu_scale":1,"tasks":[{"task":"Join","cpu_us_per_event":1}]}}`): "demand is for profile etl, not pred",
+	} {
+		code, _, errs := call(t, "run", "-profile", "pred", "-trace", testTrace, "-steps", "5", "-scenario", file)
+		if code != 2 || !strings.Contains(errs, want) {
+			t.Errorf("%s: exit %d, stderr %q, want 2 and %q", file, code, errs, want)
+		}
+	}
+}
+
+// TestCalibratedScenario: the scenario `eval calibrate` writes parses
+// back, carries the measured values and a note for each, and drops a
+// cost model the probe could not estimate.
+func TestCalibratedScenario(t *testing.T) {
+	sc, err := runner.Config(runner.Spec{Profile: "pred", Workload: constantRates{2000, 5}, PlacementSeed: 101})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []live.OperatorCost
+	var svc []live.ServiceDist
+	for _, task := range sc.App.Tasks {
+		ops = append(ops, live.OperatorCost{Operator: task.Name, CPUUSPerEvent: 1.5, CV: 0.2, Intervals: 10, ExecsPerInterval: 500})
+		svc = append(svc, live.ServiceDist{Operator: task.Name, N: 100, MeanUS: 1.2, CV: 0.8})
+	}
+	c := Calibration{Profile: "pred", Rate: 2000, TimeScaleS: 0.25, Intervals: 40, CPUScale: 0.01, HighMC: 10000, LowMC: 500,
+		Operators: ops, ServiceTimes: svc, ActuationIntervals: 1, CFSPeriodMS: 100, Enforcement: 0.97, EnforcementIntervals: 19,
+		CostModel: &live.CostEstimate{Samples: []int{3, 0, 0}}}
+	c.CostModel.Model.Alpha, c.CostModel.Model.Beta, c.CostModel.Smoothed = 10, -5, 1e6
+	c.ServiceCV, c.CapacityJitter = serviceCV(svc, ops)
+	c.Methods = calibrationMethods(c)
+	s, err := calibratedScenario(c, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.MarshalFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := env.ParseScenario(b)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	p := got.Physics
+	if p.ServiceCV != 0.8 || p.ActuationDelaySteps != 1 || p.CFSPeriodMS != 100 || p.Arrivals != env.ArrivalsUniform || p.MetricNoise != 0 {
+		t.Errorf("physics %+v", p)
+	}
+	// Interval CV 0.2 less the per-event share 0.8²/500: √(0.04 − 0.00128), rounded.
+	if want := 0.197; p.CapacityJitter != want {
+		t.Errorf("capacity jitter %v, want %v", p.CapacityJitter, want)
+	}
+	if got.Demand == nil || len(got.Demand.Tasks) != len(sc.App.Tasks) || got.Demand.Tasks[0].CPUUSPerEvent != 1.5 || got.Demand.CPUScale != 0.01 {
+		t.Errorf("demand %+v", got.Demand)
+	}
+	if got.CostModel != nil || !strings.Contains(got.Notes["cost_model"], "not written") {
+		t.Errorf("a negative β was written as a cost model: %+v, note %q", got.CostModel, got.Notes["cost_model"])
+	}
+	for _, k := range []string{"service_cv", "capacity_jitter", "cfs_period_ms", "actuation_delay_steps", "demand", "arrivals"} {
+		if got.Notes[k] == "" {
+			t.Errorf("no note for %s", k)
+		}
+	}
+}
+
+// TestGapTableGoals: the verdict counts the runs within the goals and
+// compares the rankings.
+func TestGapTableGoals(t *testing.T) {
+	mk := func(name string, v, cpu float64) LiveRun {
+		r := LiveRun{}
+		r.Controller, r.ViolationRate, r.MeanCPU = name, v, cpu
+		return r
+	}
+	live := []LiveRun{mk("a", 0.10, 1000), mk("b", 0.50, 2000)}
+	sim := []LiveRun{mk("a", 0.11, 1050), mk("b", 0.40, 2500)}
+	var b strings.Builder
+	gapTable(&b, live, sim, "x", nil)
+	if !strings.Contains(b.String(), "within 2 pp in 1 of 2 runs, mean CPU within 10% in 1 of 2, ranking met") {
+		t.Errorf("%s", b.String())
+	}
+}
+
+type constantRates [2]float64
+
+func (c constantRates) Len() int         { return int(c[1]) }
+func (c constantRates) Rate(int) float64 { return c[0] }
