@@ -13,6 +13,7 @@ import (
 	"streamscale/serve/runtime"
 	"streamscale/serve/runtime/ops"
 	"streamscale/serve/runtime/provider/local"
+	"streamscale/serve/runtime/wire"
 	"streamscale/serve/runtime/worker"
 )
 
@@ -263,4 +264,75 @@ func TestSIGKILLCheckpoint(t *testing.T) {
 		t.Fatalf("the final checkpoint covers %d of %d inputs", covered, res.Inputs)
 	}
 	checkExact(t, app, cfg.Seed, int(res.Inputs), counts, ledger)
+}
+
+// TestBadSnapshotFrames: snapshot frames the checkpoint in progress did
+// not ask for are refused and change nothing; frames of a discarded
+// checkpoint are ignored; a count that disagrees discards the checkpoint.
+func TestBadSnapshotFrames(t *testing.T) {
+	app := runtime.WordCount()
+	p, err := New(Config{App: app, Workers: 2, Provider: &inproc{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.owners = assign(nil, len(app.Operators), []uint32{0, 1}, nil)
+	p.epoch = 1
+	start := func() *ckRun {
+		p.ckNext++
+		r := &ckRun{ckpt: ckpt{id: p.ckNext, state: map[uint32]map[uint64][]byte{}}, wait: map[uint32]bool{0: true, 1: true},
+			frames: map[uint32]uint32{}, done: make(chan struct{}), abort: make(chan struct{})}
+		p.ckRun = r
+		return r
+	}
+	run := start()
+	kg0 := uint16(0) // owned by worker 0 (even split: groups 0..63)
+	good := wire.Snapshot{ID: 1, From: 0, Op: 1, KG: kg0, Keys: []uint64{128}, Values: [][]byte{{1}}}
+	for name, c := range map[string]struct {
+		from uint32
+		s    wire.Snapshot
+	}{
+		"never asked for":    {0, wire.Snapshot{ID: 9, From: 0, Op: 1, KG: kg0}},
+		"forged sender":      {1, good},
+		"group not owned":    {1, wire.Snapshot{ID: 1, From: 1, Op: 1, KG: kg0}},
+		"missing operator":   {0, wire.Snapshot{ID: 1, From: 0, Op: 7, KG: kg0}},
+		"not a member of it": {5, wire.Snapshot{ID: 1, From: 5, Op: 1, KG: 100}},
+	} {
+		if err := p.onSnapshot(c.from, c.s); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+		if len(run.state) != 0 || len(run.frames) != 0 {
+			t.Fatalf("%s: changed the checkpoint", name)
+		}
+	}
+	if err := p.onSnapshot(0, good); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.onSnapshotDone(0, wire.SnapshotDone{ID: 9, From: 0, Epoch: 1, OK: true}); err == nil {
+		t.Error("snapshot-done of a checkpoint never asked for accepted")
+	}
+	if err := p.onSnapshotDone(0, wire.SnapshotDone{ID: 1, From: 1, Epoch: 1, OK: true}); err == nil {
+		t.Error("forged snapshot-done accepted")
+	}
+	if err := p.onSnapshotDone(0, wire.SnapshotDone{ID: 1, From: 0, Epoch: 1, OK: true, Frames: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.onSnapshotDone(0, wire.SnapshotDone{ID: 1, From: 0, Epoch: 1, OK: true, Frames: 1}); err == nil {
+		t.Error("repeated snapshot-done accepted")
+	}
+	if err := p.onSnapshot(0, good); err == nil {
+		t.Error("snapshot after the worker's snapshot-done accepted")
+	}
+	// Worker 1 claims a frame it never sent: the checkpoint is discarded.
+	if err := p.onSnapshotDone(1, wire.SnapshotDone{ID: 1, From: 1, Epoch: 1, OK: true, Frames: 1}); err == nil || !run.aborted {
+		t.Fatalf("a frame count that disagrees: %v, aborted %v", err, run.aborted)
+	}
+	// Late frames of a discarded checkpoint are ignored, not refused.
+	if err := p.onSnapshot(0, good); err != nil || run.keys != 1 {
+		t.Fatalf("late frame: %v, keys %d", err, run.keys)
+	}
+	// A worker that could not snapshot discards the next checkpoint.
+	run = start()
+	if err := p.onSnapshotDone(1, wire.SnapshotDone{ID: 2, From: 1, Epoch: 1}); err != nil || !run.aborted {
+		t.Fatalf("a refused snapshot: %v, aborted %v", err, run.aborted)
+	}
 }
