@@ -79,7 +79,7 @@ func (w *Worker) snapshot(c wire.Checkpoint) {
 type restoring struct {
 	r     wire.Restore
 	got   uint32
-	bad   bool // a frame of it was refused
+	bad   bool                         // a frame of it was refused
 	state map[uint32]map[uint64][]byte // holdKey(op, kg) → key → value
 }
 
