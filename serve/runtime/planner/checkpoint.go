@@ -313,6 +313,7 @@ func (p *Planner) restoreLocked(dead map[uint32]bool, before int) *Migration {
 	for _, id := range members {
 		pl.Members = append(pl.Members, wire.Member{ID: id, Addr: p.members[id].addr})
 		p.placed[id] = true
+		p.members[id].placed = true
 	}
 	keys := make([]uint32, 0, len(ck.state))
 	for k := range ck.state {

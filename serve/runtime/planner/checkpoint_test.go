@@ -99,9 +99,10 @@ func checkExact(t *testing.T, app ops.App, seed uint64, n int, counts map[uint64
 }
 
 // failureRun runs checked word count on three in-process workers with
-// checkpoints every interval, kills worker 1 when kill says so and
-// restarts it 1 s later.
-func failureRun(t *testing.T, seed uint64, interval time.Duration, setup func(p *Planner, kill func())) (Result, *Planner, *inproc, *atomic.Int64, *atomic.Int64) {
+// checkpoints every interval, kills worker 1 when the load's second
+// killAt ends (0: never) or when setup's kill is called, and restarts it
+// 1 s later.
+func failureRun(t *testing.T, seed uint64, interval time.Duration, killAt float64, setup func(p *Planner, kill func())) (Result, *Planner, *inproc, *atomic.Int64, *atomic.Int64) {
 	t.Helper()
 	var violations, dupes atomic.Int64
 	app := checkedWC(&violations, &dupes)
@@ -132,7 +133,14 @@ func failureRun(t *testing.T, seed uint64, interval time.Duration, setup func(p 
 			}()
 		})
 	}
-	setup(p, kill)
+	p.cfg.Rows = func(r Row) {
+		if r.T == killAt {
+			kill()
+		}
+	}
+	if setup != nil {
+		setup(p, kill)
+	}
 	res, err := p.Serve(ctx, ln, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -155,7 +163,9 @@ func checkRecovered(t *testing.T, res Result, p *Planner, prov *inproc, violatio
 	t.Helper()
 	rejoined := false
 	for _, m := range res.Migrations {
-		rejoined = rejoined || (m.Reason == "rejoin" && m.Complete && m.To == 3)
+		// The restarted worker is placed by a rejoin, or by the failover
+		// itself when it joined before the dead worker was noticed.
+		rejoined = rejoined || (m.Reason == "rejoin" || m.Reason == "failover") && m.Complete && m.To == 3
 	}
 	if res.Failures != 1 || res.Inputs != 6000 || res.Completed != res.Inputs || res.Lost != 0 || res.Duplicated != 0 {
 		t.Fatalf("failures %d, inputs %d, completed %d, lost %d, duplicated %d", res.Failures, res.Inputs, res.Completed, res.Lost, res.Duplicated)
@@ -190,12 +200,7 @@ func checkRecovered(t *testing.T, res Result, p *Planner, prov *inproc, violatio
 // checkpoint and every worker rolls back to it, so the checker demands the
 // exact result for every key group.
 func TestCheckpointRestore(t *testing.T) {
-	res, p, prov, v, d := failureRun(t, 11, 300*time.Millisecond, func(_ *Planner, kill func()) {
-		go func() {
-			time.Sleep(2 * time.Second) // the workers join, then 1.5 s of load or so
-			kill()
-		}()
-	})
+	res, p, prov, v, d := failureRun(t, 11, 300*time.Millisecond, 2, nil)
 	defer prov.Close()
 	checkRecovered(t, res, p, prov, v, d)
 	if res.Restores[0].Checkpoint == 0 {
@@ -208,7 +213,7 @@ func TestCheckpointRestore(t *testing.T) {
 // is discarded and the failover restores checkpoint 2; the result is
 // still exact.
 func TestCheckpointDiscardedOnFailure(t *testing.T) {
-	res, p, prov, v, d := failureRun(t, 12, 400*time.Millisecond, func(p *Planner, kill func()) {
+	res, p, prov, v, d := failureRun(t, 12, 400*time.Millisecond, 0, func(p *Planner, kill func()) {
 		p.ckHook = func(id uint64) {
 			if id == 3 {
 				kill()
@@ -238,8 +243,13 @@ func TestCheckpointDiscardedOnFailure(t *testing.T) {
 func TestSIGKILLCheckpoint(t *testing.T) {
 	app := ledgerWC()
 	cfg := Config{App: app, Seed: 3, Rate: 1000, Duration: 4 * time.Second, Workers: 3, Miss: 10, CheckpointInterval: 300 * time.Millisecond}
+	// Kill worker 1 when the load's first second ends (the workers start
+	// as processes: a fixed delay may fall before they joined).
+	start := make(chan struct{})
+	var once sync.Once
+	cfg.Rows = func(r Row) { once.Do(func() { close(start) }) }
 	res, p := runProcessesPlanner(t, "ledger-wc", func(lp *local.Provider) {
-		time.Sleep(2 * time.Second)
+		<-start
 		if err := lp.Kill(1); err != nil {
 			t.Error(err)
 		}
@@ -253,7 +263,7 @@ func TestSIGKILLCheckpoint(t *testing.T) {
 	rejoined := false
 	for _, m := range res.Migrations {
 		t.Logf("  %+v", m)
-		rejoined = rejoined || (m.Reason == "rejoin" && m.Complete)
+		rejoined = rejoined || (m.Reason == "rejoin" || m.Reason == "failover") && m.Complete && m.To == 3
 	}
 	if res.Failures != 1 || res.Inputs != 4000 || res.Completed != res.Inputs || res.Duplicated != 0 || !rejoined || res.Workers != 3 || len(res.Restores) != 1 {
 		t.Fatalf("failures %d, inputs %d, completed %d, duplicated %d, rejoined %v, workers %d, restores %d", res.Failures, res.Inputs, res.Completed, res.Duplicated, rejoined, res.Workers, len(res.Restores))

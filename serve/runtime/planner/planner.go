@@ -181,6 +181,11 @@ type member struct {
 	fresh    bool // metrics not yet read by the controller
 	leaving  bool // drained; stopped after the current epoch
 	dead     bool
+	// placed: this connection was sent a placement broadcast. A worker
+	// restarted under a dead worker's ID before the failover is not: the
+	// owner table still names the dead worker, and the ingress must not
+	// feed the newcomer the dead worker's key groups with empty state.
+	placed bool
 	cancel   context.CancelFunc
 }
 
@@ -511,6 +516,7 @@ func (p *Planner) broadcastPlacement(moves []wire.Move) wire.Placement {
 	for _, id := range ids {
 		pl.Members = append(pl.Members, wire.Member{ID: id, Addr: p.members[id].addr})
 		p.placed[id] = true
+		p.members[id].placed = true
 	}
 	for _, id := range ids {
 		p.members[id].out.frame(pl.Append)
@@ -523,7 +529,7 @@ func (p *Planner) broadcastPlacement(moves []wire.Move) wire.Placement {
 func (p *Planner) placedIDs() []uint32 {
 	var ids []uint32
 	for _, id := range p.liveIDs() {
-		if p.placed[id] {
+		if p.placed[id] && p.members[id].placed {
 			ids = append(ids, id)
 		}
 	}
@@ -796,7 +802,7 @@ func (p *Planner) send(idx int) {
 	for _, o := range p.sources {
 		owner := p.owners[o][kg]
 		m := p.members[owner]
-		if m == nil || m.dead {
+		if m == nil || m.dead || !m.placed {
 			// No live owner: the weight of this copy never comes back;
 			// the input stays open and is replayed after the failover.
 			continue
