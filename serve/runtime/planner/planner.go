@@ -186,7 +186,7 @@ type member struct {
 	// owner table still names the dead worker, and the ingress must not
 	// feed the newcomer the dead worker's key groups with empty state.
 	placed bool
-	cancel   context.CancelFunc
+	cancel context.CancelFunc
 }
 
 // outbox holds frames for one worker (guarded by Planner.mu).
