@@ -77,14 +77,14 @@ func TestLocalCommand(t *testing.T) {
 }
 
 // TestLocalKillCheckpoint runs `serve local` with checkpoints and a
-// worker process killed with SIGKILL at t = 2 s and restarted 1 s later:
+// worker process killed with SIGKILL at t = 1 s and restarted 1 s later:
 // every input completes, the failover restores a checkpoint, and the JSON
 // carries the checkpoint figures.
 func TestLocalKillCheckpoint(t *testing.T) {
 	t.Setenv(reexecEnv, "1")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	code, out, errOut := run(t, ctx, []string{"local", "-app", "wc", "-workers", "3", "-rate", "1000", "-duration", "4s", "-checkpoint-interval", "300ms", "-kill-at", "2:1", "-miss", "10", "-json"}, os.Getenv)
+	code, out, errOut := run(t, ctx, []string{"local", "-app", "wc", "-workers", "3", "-rate", "1000", "-duration", "3s", "-checkpoint-interval", "300ms", "-kill-at", "1:1", "-miss", "10", "-json"}, os.Getenv)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -101,7 +101,7 @@ func TestLocalKillCheckpoint(t *testing.T) {
 		t.Fatalf("%v: %s", err, out)
 	}
 	t.Logf("%+v", res)
-	if res.Inputs != 4000 || res.Completed != res.Inputs || res.Duplicated != 0 || res.Failures != 1 || len(res.Restores) != 1 {
+	if res.Inputs != 3000 || res.Completed != res.Inputs || res.Duplicated != 0 || res.Failures != 1 || len(res.Restores) != 1 {
 		t.Fatalf("inputs %d completed %d duplicated %d failures %d restores %d: %s", res.Inputs, res.Completed, res.Duplicated, res.Failures, len(res.Restores), errOut)
 	}
 	if res.Checkpoints < 2 || res.Restored == 0 || res.Replayed == 0 || !(res.PauseMax > 0) || res.Bytes == 0 {

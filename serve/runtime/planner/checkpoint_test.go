@@ -106,7 +106,7 @@ func failureRun(t *testing.T, seed uint64, interval time.Duration, killAt float6
 	t.Helper()
 	var violations, dupes atomic.Int64
 	app := checkedWC(&violations, &dupes)
-	cfg := Config{App: app, Seed: seed, Rate: 1500, Duration: 4 * time.Second, Workers: 3, Miss: 10, CheckpointInterval: interval}
+	cfg := Config{App: app, Seed: seed, Rate: 1500, Duration: 3 * time.Second, Workers: 3, Miss: 10, CheckpointInterval: interval}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func checkRecovered(t *testing.T, res Result, p *Planner, prov *inproc, violatio
 		// itself when it joined before the dead worker was noticed.
 		rejoined = rejoined || (m.Reason == "rejoin" || m.Reason == "failover") && m.Complete && m.To == 3
 	}
-	if res.Failures != 1 || res.Inputs != 6000 || res.Completed != res.Inputs || res.Lost != 0 || res.Duplicated != 0 {
+	if res.Failures != 1 || res.Inputs != 4500 || res.Completed != res.Inputs || res.Lost != 0 || res.Duplicated != 0 {
 		t.Fatalf("failures %d, inputs %d, completed %d, lost %d, duplicated %d", res.Failures, res.Inputs, res.Completed, res.Lost, res.Duplicated)
 	}
 	if !rejoined || res.Workers != 3 {
@@ -200,7 +200,7 @@ func checkRecovered(t *testing.T, res Result, p *Planner, prov *inproc, violatio
 // checkpoint and every worker rolls back to it, so the checker demands the
 // exact result for every key group.
 func TestCheckpointRestore(t *testing.T) {
-	res, p, prov, v, d := failureRun(t, 11, 300*time.Millisecond, 2, nil)
+	res, p, prov, v, d := failureRun(t, 11, 300*time.Millisecond, 1, nil)
 	defer prov.Close()
 	checkRecovered(t, res, p, prov, v, d)
 	if res.Restores[0].Checkpoint == 0 {

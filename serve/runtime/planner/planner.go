@@ -181,12 +181,12 @@ type member struct {
 	fresh    bool // metrics not yet read by the controller
 	leaving  bool // drained; stopped after the current epoch
 	dead     bool
+	cancel   context.CancelFunc
 	// placed: this connection was sent a placement broadcast. A worker
 	// restarted under a dead worker's ID before the failover is not: the
 	// owner table still names the dead worker, and the ingress must not
 	// feed the newcomer the dead worker's key groups with empty state.
 	placed bool
-	cancel context.CancelFunc
 }
 
 // outbox holds frames for one worker (guarded by Planner.mu).
