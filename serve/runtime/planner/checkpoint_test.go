@@ -99,9 +99,9 @@ func checkExact(t *testing.T, app ops.App, seed uint64, n int, counts map[uint64
 }
 
 // failureRun runs checked word count on three in-process workers with
-// checkpoints every interval, kills worker 1 when the load's second
-// killAt ends (0: never) or when setup's kill is called, and restarts it
-// 1 s later.
+// checkpoints every interval, kills worker 1 at the end of the load's
+// second killAt or the first later one after a checkpoint completed (0:
+// never) or when setup's kill is called, and restarts it 1 s later.
 func failureRun(t *testing.T, seed uint64, interval time.Duration, killAt float64, setup func(p *Planner, kill func())) (Result, *Planner, *inproc, *atomic.Int64, *atomic.Int64) {
 	t.Helper()
 	var violations, dupes atomic.Int64
@@ -134,7 +134,10 @@ func failureRun(t *testing.T, seed uint64, interval time.Duration, killAt float6
 		})
 	}
 	p.cfg.Rows = func(r Row) {
-		if r.T == killAt {
+		p.mu.Lock()
+		checkpointed := p.ck.id > 0
+		p.mu.Unlock()
+		if killAt > 0 && r.T >= killAt && checkpointed {
 			kill()
 		}
 	}

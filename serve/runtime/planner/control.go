@@ -166,6 +166,16 @@ func (p *Planner) scale(ctx context.Context, n int, shares [][]float64, reason s
 	cur := p.placedIDs()
 	if reason != "rejoin" {
 		p.target = n
+	} else {
+		// Decided outside the lock: a reconfiguration since may have
+		// placed the newcomers already (a scale step's own new workers
+		// look like rejoining ones until it broadcasts).
+		live := len(p.liveIDs())
+		if live <= len(cur) || len(cur) >= p.target {
+			p.mu.Unlock()
+			return nil
+		}
+		n = min(live, p.target)
 	}
 	p.mu.Unlock()
 	if n == len(cur) && shares == nil {
