@@ -759,6 +759,7 @@ func (p *Planner) complete(es []wire.DoneEntry) {
 		if sum == wire.Total && in.redo {
 			in.redo = false
 			p.redoOpen--
+			p.lastDone = now
 			continue
 		}
 		if sum == wire.Total {
@@ -995,7 +996,7 @@ func (p *Planner) result() Result {
 		r.MigrationPlannerMS = max(r.MigrationPlannerMS, m.PlannerMS)
 		r.MigrationWorkerPauseMSMax = max(r.MigrationWorkerPauseMSMax, m.PauseMSMax)
 	}
-	r.CheckpointLog, r.Restores, r.Replayed = slices.Clone(p.ckStats), slices.Clone(p.restores), p.replayed
+	r.CheckpointLog, r.Restores, r.Replayed = append([]CheckpointStat{}, p.ckStats...), append([]Restore{}, p.restores...), p.replayed
 	for _, c := range r.CheckpointLog {
 		if !c.Complete {
 			r.CheckpointsDiscarded++
