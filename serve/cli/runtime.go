@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -186,6 +187,14 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	alloc := fs.String("alloc", "none", "vertical allocation loop: none or threshold (±100 mc when a task uses > 90% or < 50%)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the input source")
 	fs.IntVar(&cfg.Miss, "miss", 5, "heartbeats (200 ms) a worker may miss before it is declared dead")
+	fs.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", 0, "checkpoint the workers' keyed state this often, so that a failover restores a dead worker's state (0: no checkpoints; a dead worker's state is lost)")
+	fs.DurationVar(&cfg.CheckpointTimeout, "checkpoint-timeout", 5*time.Second, "discard a checkpoint not complete within this time (ingress pause included)")
+	var kill killFlag
+	restartAfter := time.Duration(0)
+	if spawn {
+		fs.Var(&kill, "kill-at", "failure injection: SIGKILL worker W at T seconds after the load starts (T:W, whole seconds)")
+		fs.DurationVar(&restartAfter, "restart-after", time.Second, "with -kill-at: restart the killed worker this long after the kill (0: never)")
+	}
 	parquetPath := fs.String("parquet", "", "write one row per second to this Parquet file")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	verbose := fs.Bool("v", false, "log events (and the workers' output) to stderr")
@@ -221,6 +230,10 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 		return command.Usagef("%s: -alloc %q, want none or threshold", name, *alloc)
 	case cfg.Miss < 1:
 		return command.Usagef("%s: -miss %d, want ≥ 1", name, cfg.Miss)
+	case cfg.CheckpointInterval < 0 || cfg.CheckpointTimeout <= 0:
+		return command.Usagef("%s: -checkpoint-interval %v must be ≥ 0 and -checkpoint-timeout %v > 0", name, cfg.CheckpointInterval, cfg.CheckpointTimeout)
+	case restartAfter < 0:
+		return command.Usagef("%s: -restart-after %v, want ≥ 0", name, restartAfter)
 	case *slots < 1:
 		return command.Usagef("%s: -slots %d, want ≥ 1", name, *slots)
 	case !(cfg.RateMult > 0):
@@ -262,13 +275,16 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 		cfg.Log = o.Stderr
 	}
 	var rows []planner.Row
+	var lp *local.Provider
 	cfg.Rows = func(r planner.Row) {
 		rows = append(rows, r)
+		if kill.set && lp != nil && r.T == float64(kill.at) {
+			kill.do(ctx, lp, restartAfter, o.Stderr)
+		}
 		if *verbose {
 			fmt.Fprintf(o.Stderr, "serve: t=%3.0fs offered %5d completed %5d p95 %7.1f ms workers %d queue %d\n", r.T, r.Offered, r.Completed, r.P95MS, r.Workers, r.PlannerQueue+r.WorkerQueue)
 		}
 	}
-	var lp *local.Provider
 	if spawn {
 		lp = &local.Provider{Extra: []string{"-app", *appName, "-slots", strconv.Itoa(*slots)}}
 		if cfg.Token != "" {
@@ -307,6 +323,7 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 		}
 		fmt.Fprintf(o.Stderr, "serve: planner listening on %s\n", addr)
 	})
+	kill.stop()
 	if lp != nil {
 		lp.Close()
 	}
@@ -327,6 +344,10 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	} else {
 		fmt.Fprintf(o.Stdout, "%s: %d inputs, %d completed, %d lost, %d duplicated; latency p50 %.1f ms p95 %.1f ms p99 %.1f ms; %d migrations (planner ≤ %.1f ms, worker pause ≤ %.2f ms)\n",
 			res.App, res.Inputs, res.Completed, res.Lost, res.Duplicated, res.P50MS, res.P95MS, res.P99MS, len(res.Migrations), res.MigrationPlannerMS, res.MigrationWorkerPauseMSMax)
+		if res.Checkpoints+res.CheckpointsDiscarded > 0 || res.Failures > 0 {
+			fmt.Fprintf(o.Stdout, "%d failures; %d checkpoints (%d discarded), ingress pause ≤ %.1f ms (mean %.1f ms), ≤ %d keys and %d bytes; %d key groups restored, %d inputs replayed\n",
+				res.Failures, res.Checkpoints, res.CheckpointsDiscarded, res.CheckpointMSMax, res.CheckpointMSMean, res.CheckpointKeysMax, res.CheckpointBytesMax, res.RestoredGroups, res.Replayed)
+		}
 	}
 	if err != nil {
 		return errors.New("serve: interrupted; the result covers the run until then")
@@ -355,6 +376,82 @@ func writeRows(path string, rows []planner.Row) error {
 }
 
 var _ flag.Value = (*stepsFlag)(nil)
+
+// killFlag parses -kill-at T:W: SIGKILL worker W when the per-second row
+// for second T closes.
+type killFlag struct {
+	set    bool
+	at     int
+	worker int
+	wg     sync.WaitGroup // the restart
+	stopCh chan struct{}
+}
+
+// stop cancels a pending restart and waits for one in progress.
+func (k *killFlag) stop() {
+	if k.stopCh != nil {
+		close(k.stopCh)
+		k.stopCh = nil
+	}
+	k.wg.Wait()
+}
+
+func (k *killFlag) String() string {
+	if !k.set {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", k.at, k.worker)
+}
+
+func (k *killFlag) Set(v string) error {
+	t, w, ok := strings.Cut(strings.TrimSpace(v), ":")
+	if !ok {
+		return fmt.Errorf("kill %q, want T:W", v)
+	}
+	t = strings.TrimSuffix(t, "s")
+	at, err := strconv.Atoi(t)
+	if err != nil || at < 1 || at > 1e6 {
+		return fmt.Errorf("kill %q: time %q, want whole seconds ≥ 1", v, t)
+	}
+	id, err := strconv.Atoi(w)
+	if err != nil || id < 0 || id >= wire.MaxMembers {
+		return fmt.Errorf("kill %q: worker %q, want 0..%d", v, w, wire.MaxMembers-1)
+	}
+	k.set, k.at, k.worker = true, at, id
+	return nil
+}
+
+// do kills the worker and, after restart (if > 0), starts it again.
+func (k *killFlag) do(ctx context.Context, lp *local.Provider, restart time.Duration, log io.Writer) {
+	if err := lp.Kill(k.worker); err != nil {
+		fmt.Fprintf(log, "serve: -kill-at: %v\n", err)
+		return
+	}
+	fmt.Fprintf(log, "serve: killed worker %d (SIGKILL) at t=%ds\n", k.worker, k.at)
+	if restart <= 0 {
+		return
+	}
+	k.stopCh = make(chan struct{})
+	stop := k.stopCh
+	k.wg.Go(func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-stop:
+			return
+		case <-time.After(restart):
+		}
+		addrs, err := lp.Workers(ctx)
+		if err == nil {
+			_, err = lp.Scale(ctx, len(addrs))
+		}
+		if err != nil {
+			fmt.Fprintf(log, "serve: -restart-after: %v\n", err)
+			return
+		}
+		fmt.Fprintf(log, "serve: restarted worker %d\n", k.worker)
+	})
+}
 
 // serveHealth answers GET /healthz with 200 on addr until stop is called:
 // the liveness and readiness probe of the Kubernetes manifests

@@ -76,6 +76,42 @@ func TestLocalCommand(t *testing.T) {
 	}
 }
 
+// TestLocalKillCheckpoint runs `serve local` with checkpoints and a
+// worker process killed with SIGKILL at t = 1 s and restarted 1 s later:
+// every input completes, the failover restores a checkpoint, and the JSON
+// carries the checkpoint figures.
+func TestLocalKillCheckpoint(t *testing.T) {
+	t.Setenv(reexecEnv, "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code, out, errOut := run(t, ctx, []string{"local", "-app", "wc", "-workers", "3", "-rate", "1000", "-duration", "3s", "-checkpoint-interval", "300ms", "-kill-at", "1:1", "-miss", "10", "-json"}, os.Getenv)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var res struct {
+		Inputs, Completed, Duplicated uint64
+		Failures, Checkpoints         int
+		Restored                      int     `json:"restored_groups"`
+		Replayed                      int     `json:"replayed"`
+		PauseMax                      float64 `json:"checkpoint_ms_max"`
+		Bytes                         uint64  `json:"checkpoint_bytes_max"`
+		Restores                      []struct{ Checkpoint uint64 }
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	t.Logf("%+v", res)
+	if res.Inputs != 3000 || res.Completed != res.Inputs || res.Duplicated != 0 || res.Failures != 1 || len(res.Restores) != 1 {
+		t.Fatalf("inputs %d completed %d duplicated %d failures %d restores %d: %s", res.Inputs, res.Completed, res.Duplicated, res.Failures, len(res.Restores), errOut)
+	}
+	if res.Checkpoints < 2 || res.Restored == 0 || res.Replayed == 0 || !(res.PauseMax > 0) || res.Bytes == 0 {
+		t.Fatalf("checkpoints %d, restored groups %d, replayed %d, pause ≤ %v ms, %d bytes", res.Checkpoints, res.Restored, res.Replayed, res.PauseMax, res.Bytes)
+	}
+	if !strings.Contains(errOut, "killed worker 1") || !strings.Contains(errOut, "restarted worker 1") {
+		t.Fatalf("no kill or restart line: %s", errOut)
+	}
+}
+
 func TestRuntimeUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"worker"},
@@ -87,6 +123,14 @@ func TestRuntimeUsage(t *testing.T) {
 		{"local", "-controller", "nope"},
 		{"planner", "-rate", "-3"},
 		{"planner", "-trace", "/no/such/file.csv"},
+		{"local", "-checkpoint-interval", "-1s"},
+		{"local", "-checkpoint-timeout", "0s"},
+		{"local", "-kill-at", "3"},
+		{"local", "-kill-at", "0:1"},
+		{"local", "-kill-at", "2.5:1"},
+		{"local", "-kill-at", "2:-1"},
+		{"local", "-restart-after", "-1s"},
+		{"planner", "-kill-at", "2:1"},
 	} {
 		code, _, errOut := run(t, context.Background(), args, nil)
 		if code != 2 || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {

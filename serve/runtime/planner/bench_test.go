@@ -26,7 +26,9 @@ var chain2 = runtime.Chain("chain2", 2, 0)
 func TestMain(m *testing.M) {
 	if name := os.Getenv(workerEnv); name != "" {
 		app := chain2
-		if name != "chain2" {
+		if name == "ledger-wc" {
+			app = ledgerWC()
+		} else if name != "chain2" {
 			var err error
 			if app, err = runtime.Apps(name); err != nil {
 				fmt.Fprintln(os.Stderr, err)
@@ -78,6 +80,13 @@ func BenchmarkRemoteDispatch(b *testing.B) {
 // test binary running app; during, if set, runs beside the load.
 func runProcesses(b testing.TB, app string, during func(*local.Provider), cfg Config) Result {
 	b.Helper()
+	res, _ := runProcessesPlanner(b, app, during, cfg)
+	return res
+}
+
+// runProcessesPlanner is runProcesses returning the planner too.
+func runProcessesPlanner(b testing.TB, app string, during func(*local.Provider), cfg Config) (Result, *Planner) {
+	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -85,6 +94,9 @@ func runProcesses(b testing.TB, app string, during func(*local.Provider), cfg Co
 	lp := &local.Provider{Bin: os.Args[0], Args: []string{}, Planner: ln.Addr().String(), Env: []string{workerEnv + "=" + app}}
 	defer lp.Close()
 	cfg.Provider = lp
+	if testing.Verbose() && cfg.Log == nil {
+		cfg.Log = os.Stderr
+	}
 	if during != nil {
 		go during(lp)
 	}
@@ -98,5 +110,5 @@ func runProcesses(b testing.TB, app string, during func(*local.Provider), cfg Co
 	if err != nil {
 		b.Fatal(err)
 	}
-	return res
+	return res, p
 }

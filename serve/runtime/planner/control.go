@@ -166,6 +166,16 @@ func (p *Planner) scale(ctx context.Context, n int, shares [][]float64, reason s
 	cur := p.placedIDs()
 	if reason != "rejoin" {
 		p.target = n
+	} else {
+		// Decided outside the lock: a reconfiguration since may have
+		// placed the newcomers already (a scale step's own new workers
+		// look like rejoining ones until it broadcasts).
+		live := len(p.liveIDs())
+		if live <= len(cur) || len(cur) >= p.target {
+			p.mu.Unlock()
+			return nil
+		}
+		n = min(live, p.target)
 	}
 	p.mu.Unlock()
 	if n == len(cur) && shares == nil {
@@ -255,20 +265,36 @@ func (p *Planner) awaitMigration(ctx context.Context, mig *Migration) {
 	p.migs = append(p.migs, *mig)
 }
 
-// failover reassigns the key groups of dead workers to the live ones and
-// replays every input not yet complete.
+// failover reassigns the key groups of dead workers to the live ones.
+// Without checkpoints it replays every input not yet complete; with them
+// it restores the last complete checkpoint everywhere (restoreLocked). The
+// dead are marked before the reconfiguration lock is taken, so that a
+// checkpoint in progress is discarded at once instead of waiting for them.
 func (p *Planner) failover(ctx context.Context, dead []uint32) {
-	p.reconf.Lock()
-	defer p.reconf.Unlock()
 	p.mu.Lock()
 	before := len(p.liveIDs())
+	gone := map[uint32]bool{}
 	for _, id := range dead {
 		if m := p.members[id]; m != nil && !m.dead {
 			m.dead = true
 			m.cancel()
+			gone[id] = true
 			p.logf("worker %d missed %d heartbeats: dead", id, p.cfg.Miss)
+			if p.ckRun != nil {
+				p.ckRun.fail(fmt.Sprintf("worker %d died", id))
+			}
 		}
 	}
+	if len(gone) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	p.failing++ // no checkpoint starts until this failover is done
+	p.mu.Unlock()
+	p.reconf.Lock()
+	defer p.reconf.Unlock()
+	p.mu.Lock()
+	p.failing--
 	ids := p.liveIDs()
 	if len(ids) == 0 {
 		p.mu.Unlock()
@@ -276,6 +302,12 @@ func (p *Planner) failover(ctx context.Context, dead []uint32) {
 		return
 	}
 	p.failures++
+	if p.cfg.CheckpointInterval > 0 {
+		mig := p.restoreLocked(gone, before)
+		p.mu.Unlock()
+		p.awaitMigration(ctx, mig)
+		return
+	}
 	owners := assign(p.owners, len(p.cfg.App.Operators), ids, nil)
 	mig := p.reconfigure(owners, before, len(ids), "failover")
 	replayed := 0
@@ -286,6 +318,7 @@ func (p *Planner) failover(ctx context.Context, dead []uint32) {
 			replayed++
 		}
 	}
+	p.replayed += replayed
 	p.mu.Unlock()
 	p.logf("replayed %d inputs", replayed)
 	p.awaitMigration(ctx, mig)

@@ -34,11 +34,90 @@
 //
 // # Failures
 //
-// A worker that misses Miss heartbeats is dead: its key groups go to the
-// live workers (their state is lost and rebuilt by replay), and every input
-// not yet complete is sent again with a new attempt number (completion
-// weight of older attempts is ignored). Delivery is then at-least-once:
-// replayed inputs may update state twice.
+// A worker that misses Miss heartbeats (or whose stream ends) is dead: its
+// key groups go to the live workers. Without checkpoints
+// (Config.CheckpointInterval 0) their state is lost and rebuilt only by
+// replay: every input not yet complete is sent again with a new attempt
+// number (completion weight of older attempts is ignored). Delivery is
+// then at-least-once: replayed inputs may update state twice, and the
+// dead worker's state is gone.
+//
+// # Checkpoints
+//
+// With Config.CheckpointInterval > 0 the planner takes a consistent
+// checkpoint of every key group's state every interval, and a failover
+// restores the last complete one everywhere (a global rollback, as Flink
+// does) so that no state is lost and none is applied twice.
+//
+// The scheme quiesces the ingress instead of sending barriers with the
+// data. Flink's asynchronous barrier snapshotting (Carbone et al.,
+// "Lightweight Asynchronous Snapshots for Distributed Dataflows", 2015)
+// injects barriers at the sources and aligns them at every operator with
+// several inputs; here every worker exchanges records with every other,
+// so each would align n−1 peer streams and the ingress. The simpler cut:
+//
+//  1. Stop the ingress: inputs keep being generated at their intended
+//     times and logged, but are not sent. The cut c is the number of
+//     inputs generated so far.
+//  2. Wait until every input before c has completed. Completion weights
+//     (above) make this exact: all their records everywhere have executed
+//     and none is in flight, and no record of a later input exists. The
+//     workers' state is then exactly the effect of inputs 0..c−1.
+//  3. Send every worker a Checkpoint; each stops executions, checks that
+//     it holds no request (else it answers OK = false), and sends the
+//     state of every key group it owns, then a SnapshotDone.
+//  4. When every worker has answered, the checkpoint (state by key group,
+//     and c) replaces the previous one; the payloads of inputs before c
+//     are dropped (they will never be replayed). The held inputs are sent
+//     and the ingress resumes.
+//
+// The ingress pause (steps 1–4, Result.CheckpointMSMax) is the scheme's
+// cost: inputs due during it wait, and as latency counts from the
+// intended time it shows in the latency figures. A worker's death, a
+// refusal or Config.CheckpointTimeout discards the checkpoint in progress
+// (the previous complete one stays); no checkpoint starts while a failover
+// is pending. Checkpoints and reconfigurations take turns. Before the
+// first checkpoint completes, the checkpoint is the empty state covering
+// no input. The run ends with a checkpoint of the final state
+// (CheckpointState).
+//
+// Snapshots live in the planner's memory (the last complete one only):
+// the planner already holds the one thing recovery cannot do without,
+// the log of inputs to replay, since the load generator is not a durable,
+// replayable source; a checkpoint on disk would survive a planner failure
+// that the input log does not, so it would recover nothing more. A worker's
+// death is what checkpoints protect against, and its disk goes with it.
+//
+// On a worker's death the planner marks it dead (discarding a checkpoint
+// in progress), assigns the key groups to the live workers and sends each
+// live worker a Restore, the checkpoint's state of the key groups it owns
+// in the new placement, and that placement (without moves). A worker
+// installing it stops executions, discards every request it holds (queued,
+// held, early, in its send buffers) and every completion weight not yet
+// returned, replaces the state of every key group by the checkpoint's, and
+// from then on drops records stamped with an earlier epoch (sent before the
+// sender restored). The planner then sends again, with a new attempt
+// number, every input from c on: those still open and those that
+// completed after the checkpoint, whose effects were rolled back on every
+// worker. A rolled-back input's new completion is awaited (the run, and
+// the next checkpoint, wait for it) but not counted or timed again.
+//
+// Why every worker rolls back, not only the dead worker's key groups: one
+// input updates state in several key groups on several workers (word
+// count: its key's group at the splitter, each word's group at the
+// counter). Replaying an input that completed after the checkpoint to
+// rebuild the dead worker's groups would apply it a second time to the
+// surviving groups it touched; telling those apart would need a record of
+// applied inputs per key group, which operator state does not carry.
+//
+// Guarantee: exactly-once state — after any number of worker failures
+// (one at a time, the planner alive) every key group's state equals that
+// of a failure-free run over the same inputs, and the inputs reach every
+// keyed operator in per-key order without gaps or repeats (the failover
+// tests check both against an oracle). Output is at-least-once: effects
+// outside keyed state of a record executed after the checkpoint and
+// before the failure (nothing in this runtime's applications) happen
+// again on replay. The planner counts each input complete once.
 //
 // Determinism: the inputs (keys, payloads, sequence numbers, intended
 // times) are a function of the seed and the rate or trace; everything

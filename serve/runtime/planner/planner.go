@@ -94,6 +94,12 @@ type Config struct {
 	Miss      int
 	// JoinTimeout bounds the wait for workers to say hello (default 30 s).
 	JoinTimeout time.Duration
+	// CheckpointInterval is the time between checkpoints of the workers'
+	// keyed state (0: none, and a failover loses the dead workers' state:
+	// see the package documentation); CheckpointTimeout bounds one
+	// checkpoint, ingress pause included (default 5 s).
+	CheckpointInterval time.Duration
+	CheckpointTimeout  time.Duration
 	// Rows, if set, receives one Row per second.
 	Rows func(Row)
 	// Log receives one line per notable event.
@@ -131,6 +137,9 @@ func (c *Config) fill() error {
 	if c.Controller == "" {
 		c.Controller = "none"
 	}
+	if c.CheckpointTimeout == 0 {
+		c.CheckpointTimeout = 5 * time.Second
+	}
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
@@ -151,6 +160,8 @@ func (c *Config) fill() error {
 		return fmt.Errorf("planner: controller %q, want none, clasp, or a NewPlacer", c.Controller)
 	case c.MaxWorkers < 1:
 		return fmt.Errorf("planner: max workers %d, want ≥ 1", c.MaxWorkers)
+	case c.CheckpointInterval < 0 || c.CheckpointTimeout < 0:
+		return fmt.Errorf("planner: checkpoint interval %v and timeout %v, want ≥ 0", c.CheckpointInterval, c.CheckpointTimeout)
 	}
 	for i, s := range c.Steps {
 		if s.Workers < 1 || s.Workers > wire.MaxMembers || s.At < 0 {
@@ -171,6 +182,11 @@ type member struct {
 	leaving  bool // drained; stopped after the current epoch
 	dead     bool
 	cancel   context.CancelFunc
+	// placed: this connection was sent a placement broadcast. A worker
+	// restarted under a dead worker's ID before the failover is not: the
+	// owner table still names the dead worker, and the ingress must not
+	// feed the newcomer the dead worker's key groups with empty state.
+	placed bool
 }
 
 // outbox holds frames for one worker (guarded by Planner.mu).
@@ -204,8 +220,9 @@ type input struct {
 	intended int64 // ns after the load started
 	attempt  uint8
 	done     bool
+	redo     bool // complete, rolled back by a restore and replayed: its completion is awaited, not counted
 	w        wire.Weight
-	payload  []byte // kept until complete, for replay
+	payload  []byte // kept for replay: until complete, or with checkpoints until a checkpoint covers it
 }
 
 // inputID encodes an input's index and attempt as a record's Input.
@@ -248,6 +265,21 @@ type Planner struct {
 	winLat   []float64
 	winOffer int
 	winOpen  int // inputs before this index are complete
+	// Checkpoints (checkpoint.go): the last complete one (the empty state
+	// covering no input until the first completes), the one in progress,
+	// the ingress pause, inputs [0, sent) sent.
+	ck       *ckpt
+	ckRun    *ckRun
+	ckNext   uint64
+	ckPaused bool
+	failing  int // failovers between marking the dead and restoring
+	ckOpen   int // inputs before this index are complete (checkpoint drain)
+	sent     int
+	redoOpen int // replayed inputs that had completed, not complete again
+	ckStats  []CheckpointStat
+	restores []Restore
+	replayed int
+	ckHook   func(id uint64) // tests: called before the snapshot requests go out
 }
 
 // Migration is one reconfiguration's measurements.
@@ -281,7 +313,7 @@ func New(cfg Config) (*Planner, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	p := &Planner{cfg: cfg, members: map[uint32]*member{}, seqs: map[uint64]uint64{}, joined: make(chan struct{}, 1)}
+	p := &Planner{cfg: cfg, members: map[uint32]*member{}, seqs: map[uint64]uint64{}, joined: make(chan struct{}, 1), ck: &ckpt{state: map[uint32]map[uint64][]byte{}}}
 	hasIn := make([]bool, len(cfg.App.Operators))
 	for _, e := range cfg.App.Edges {
 		if e[1] < 0 || e[1] >= len(hasIn) || e[0] < 0 || e[0] >= len(hasIn) {
@@ -360,6 +392,7 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	wg.Go(func() { p.control(lctx) })
 	wg.Go(func() { p.steps(lctx) })
 	wg.Go(func() { p.rejoin(lctx) })
+	wg.Go(func() { p.checkpoints(lctx) })
 	select {
 	case <-loadDone:
 	case <-ctx.Done():
@@ -368,13 +401,14 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	deadline := time.Now().Add(p.cfg.Drain)
 	for ctx.Err() == nil && time.Now().Before(deadline) {
 		p.mu.Lock()
-		open := uint64(len(p.ins)) - p.completed - p.lost
+		open := uint64(len(p.ins)) - p.completed - p.lost + uint64(p.redoOpen)
 		p.mu.Unlock()
 		if open == 0 {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	p.finalCheckpoint(lctx)
 	stopLoad()
 	wg.Wait()
 	p.mu.Lock()
@@ -482,6 +516,7 @@ func (p *Planner) broadcastPlacement(moves []wire.Move) wire.Placement {
 	for _, id := range ids {
 		pl.Members = append(pl.Members, wire.Member{ID: id, Addr: p.members[id].addr})
 		p.placed[id] = true
+		p.members[id].placed = true
 	}
 	for _, id := range ids {
 		p.members[id].out.frame(pl.Append)
@@ -494,7 +529,7 @@ func (p *Planner) broadcastPlacement(moves []wire.Move) wire.Placement {
 func (p *Planner) placedIDs() []uint32 {
 	var ids []uint32
 	for _, id := range p.liveIDs() {
-		if p.placed[id] {
+		if p.placed[id] && p.members[id].placed {
 			ids = append(ids, id)
 		}
 	}
@@ -621,6 +656,16 @@ func (p *Planner) handleWorker(ctx context.Context, s *transport.Stream) {
 			if r, err = wire.DecodeMigrated(b); err == nil && r.From == id {
 				p.migrated(r)
 			}
+		case wire.KindSnapshot:
+			var sn wire.Snapshot
+			if sn, err = wire.DecodeSnapshot(b); err == nil {
+				err = p.onSnapshot(id, sn)
+			}
+		case wire.KindSnapshotDone:
+			var sd wire.SnapshotDone
+			if sd, err = wire.DecodeSnapshotDone(b); err == nil {
+				err = p.onSnapshotDone(id, sd)
+			}
 		default:
 			err = fmt.Errorf("unexpected %v", k)
 		}
@@ -701,7 +746,7 @@ func (p *Planner) complete(es []wire.DoneEntry) {
 		if att != in.attempt {
 			continue // an older attempt's records
 		}
-		if in.done {
+		if in.done && !in.redo {
 			p.dup++
 			continue
 		}
@@ -711,9 +756,17 @@ func (p *Planner) complete(es []wire.DoneEntry) {
 			sum = wire.Total
 		}
 		in.w = sum
+		if sum == wire.Total && in.redo {
+			in.redo = false
+			p.redoOpen--
+			p.lastDone = now
+			continue
+		}
 		if sum == wire.Total {
 			in.done = true
-			in.payload = nil
+			if p.cfg.CheckpointInterval == 0 {
+				in.payload = nil
+			}
 			p.completed++
 			p.lastDone = now
 			ms := float64(now.Nanoseconds()-in.intended) / 1e6
@@ -750,7 +803,7 @@ func (p *Planner) send(idx int) {
 	for _, o := range p.sources {
 		owner := p.owners[o][kg]
 		m := p.members[owner]
-		if m == nil || m.dead {
+		if m == nil || m.dead || !m.placed {
 			// No live owner: the weight of this copy never comes back;
 			// the input stays open and is replayed after the failover.
 			continue
@@ -828,7 +881,7 @@ func (p *Planner) generate(ctx context.Context) {
 			if p.cfg.Allocate != nil {
 				p.winOffer++
 			}
-			p.send(len(p.ins) - 1)
+			p.flush() // nothing while a checkpoint pauses the ingress
 			k++
 		}
 		p.mu.Unlock()
@@ -909,7 +962,25 @@ type Result struct {
 	MigrationWorkerPauseMSMax float64 `json:"migration_worker_pause_ms_max"`
 	// ElapsedS is the time from the load's start to the last completion.
 	ElapsedS float64 `json:"elapsed_s"`
-	Rows     []Row   `json:"-"`
+	// Checkpoints counts the complete checkpoints and CheckpointsDiscarded
+	// the others; CheckpointMSMax and CheckpointMSMean are their ingress
+	// pauses, CheckpointDrainMSMax the longest wait for the inputs in
+	// flight within one, CheckpointBytesMax and CheckpointKeysMax the
+	// largest. RestoredGroups counts the dead workers' key groups restored
+	// by failovers and Replayed the inputs sent again by them (with or
+	// without checkpoints).
+	Checkpoints          int              `json:"checkpoints"`
+	CheckpointsDiscarded int              `json:"checkpoints_discarded"`
+	CheckpointMSMax      float64          `json:"checkpoint_ms_max"`
+	CheckpointMSMean     float64          `json:"checkpoint_ms_mean"`
+	CheckpointDrainMSMax float64          `json:"checkpoint_drain_ms_max"`
+	CheckpointBytesMax   uint64           `json:"checkpoint_bytes_max"`
+	CheckpointKeysMax    uint64           `json:"checkpoint_keys_max"`
+	RestoredGroups       int              `json:"restored_groups"`
+	Replayed             int              `json:"replayed"`
+	CheckpointLog        []CheckpointStat `json:"checkpoint_log"`
+	Restores             []Restore        `json:"restores"`
+	Rows                 []Row            `json:"-"`
 }
 
 func (p *Planner) result() Result {
@@ -924,6 +995,25 @@ func (p *Planner) result() Result {
 	for _, m := range r.Migrations {
 		r.MigrationPlannerMS = max(r.MigrationPlannerMS, m.PlannerMS)
 		r.MigrationWorkerPauseMSMax = max(r.MigrationWorkerPauseMSMax, m.PauseMSMax)
+	}
+	r.CheckpointLog, r.Restores, r.Replayed = append([]CheckpointStat{}, p.ckStats...), append([]Restore{}, p.restores...), p.replayed
+	for _, c := range r.CheckpointLog {
+		if !c.Complete {
+			r.CheckpointsDiscarded++
+			continue
+		}
+		r.Checkpoints++
+		r.CheckpointMSMax = max(r.CheckpointMSMax, c.PauseMS)
+		r.CheckpointMSMean += c.PauseMS
+		r.CheckpointDrainMSMax = max(r.CheckpointDrainMSMax, c.DrainMS)
+		r.CheckpointBytesMax = max(r.CheckpointBytesMax, c.Bytes)
+		r.CheckpointKeysMax = max(r.CheckpointKeysMax, c.Keys)
+	}
+	if r.Checkpoints > 0 {
+		r.CheckpointMSMean /= float64(r.Checkpoints)
+	}
+	for _, rs := range r.Restores {
+		r.RestoredGroups += rs.Groups
 	}
 	return r
 }

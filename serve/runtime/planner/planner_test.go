@@ -365,8 +365,12 @@ func TestWorkerFailure(t *testing.T) {
 // process rejoins and is placed again. Every input completes.
 func TestSIGKILL(t *testing.T) {
 	app, _ := runtime.Apps("wc")
+	// Kill when the load's first second ends: the workers start as
+	// processes, and a fixed delay may fall before they joined.
+	start := make(chan struct{})
+	var once sync.Once
 	res := runProcesses(t, "wc", func(lp *local.Provider) {
-		time.Sleep(1500 * time.Millisecond)
+		<-start
 		if err := lp.Kill(1); err != nil {
 			t.Error(err)
 		}
@@ -374,7 +378,7 @@ func TestSIGKILL(t *testing.T) {
 		if _, err := lp.Scale(context.Background(), 3); err != nil { // restart it
 			t.Error(err)
 		}
-	}, Config{App: app, Seed: 3, Rate: 1000, Duration: 4 * time.Second, Workers: 3, Miss: 10})
+	}, Config{App: app, Seed: 3, Rate: 1000, Duration: 4 * time.Second, Workers: 3, Miss: 10, Rows: func(Row) { once.Do(func() { close(start) }) }})
 	t.Logf("inputs %d completed %d dup %d failures %d workers %d", res.Inputs, res.Completed, res.Duplicated, res.Failures, res.Workers)
 	rejoined := false
 	for _, m := range res.Migrations {

@@ -30,21 +30,25 @@ type Kind uint8
 
 // Message kinds.
 const (
-	KindHello     Kind = iota + 1 // Hello: a worker joins the planner or a peer; the planner's welcome
-	KindHeartbeat                 // Heartbeat: worker → planner, liveness
-	KindBatch                     // Batch: records for operator instances
-	KindMetrics                   // Metrics: worker → planner, once a second
-	KindAlloc                     // Alloc: planner → worker, millicores per task
-	KindPlacement                 // Placement: planner → worker, owners and moves for an epoch
-	KindState                     // State: worker → worker, one moving key group
-	KindMark                      // Mark: worker → every peer, "I switched to this epoch"
-	KindEnd                       // End: worker → worker, end of this epoch's handover to you
-	KindDone                      // Done: worker → planner, completion weight per input
-	KindMigrated                  // Migrated: worker → planner, handover finished, with the pause
+	KindHello        Kind = iota + 1 // Hello: a worker joins the planner or a peer; the planner's welcome
+	KindHeartbeat                    // Heartbeat: worker → planner, liveness
+	KindBatch                        // Batch: records for operator instances
+	KindMetrics                      // Metrics: worker → planner, once a second
+	KindAlloc                        // Alloc: planner → worker, millicores per task
+	KindPlacement                    // Placement: planner → worker, owners and moves for an epoch
+	KindState                        // State: worker → worker, one moving key group
+	KindMark                         // Mark: worker → every peer, "I switched to this epoch"
+	KindEnd                          // End: worker → worker, end of this epoch's handover to you
+	KindDone                         // Done: worker → planner, completion weight per input
+	KindMigrated                     // Migrated: worker → planner, handover finished, with the pause
+	KindCheckpoint                   // Checkpoint: planner → worker, snapshot your key groups now
+	KindSnapshot                     // Snapshot: one key group's state in a checkpoint (worker → planner, planner → worker on a restore)
+	KindSnapshotDone                 // SnapshotDone: worker → planner, this worker's part of a checkpoint is complete
+	KindRestore                      // Restore: planner → worker, the next placement restores a checkpoint
 	kindMax
 )
 
-var kindNames = [...]string{"", "hello", "heartbeat", "batch", "metrics", "alloc", "placement", "state", "mark", "end", "done", "migrated"}
+var kindNames = [...]string{"", "hello", "heartbeat", "batch", "metrics", "alloc", "placement", "state", "mark", "end", "done", "migrated", "checkpoint", "snapshot", "snapshot-done", "restore"}
 
 func (k Kind) String() string {
 	if k > 0 && k < kindMax {

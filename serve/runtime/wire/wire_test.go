@@ -33,6 +33,12 @@ func sample() []interface{ Append([]byte) []byte } {
 		&State{Epoch: 4, From: 1, Op: 1, KG: 5, Keys: []uint64{5, 133}, Values: [][]byte{[]byte("x"), {}}, Queued: []Record{{Op: 1, Key: 261, Input: 1, Payload: []byte("q")}}},
 		&Done{From: 2, Entries: []DoneEntry{{Input: 1, W: Weight{1, 2}}}},
 		&Migrated{From: 1, Epoch: 4, PauseNS: 5, WaitNS: 6, MovedGroups: 7, MovedKeys: 8, MovedBytes: 9, MovedQueued: 10},
+		&Checkpoint{ID: 3, Epoch: 4},
+		&Snapshot{ID: 3, From: 1, Op: 1, KG: 5, Keys: []uint64{5, 133}, Values: [][]byte{[]byte("x"), {}}},
+		&Snapshot{ID: 3, From: NoID, Op: 0, KG: 9},
+		&SnapshotDone{ID: 3, From: 1, Epoch: 4, OK: true, Frames: 2, Keys: 2, Bytes: 17},
+		&SnapshotDone{ID: 4, From: 2, Epoch: 4},
+		&Restore{Epoch: 5, ID: 3, Frames: 2},
 	}
 }
 
@@ -67,6 +73,18 @@ func decode(k Kind, p []byte) (any, error) {
 		return &m, err
 	case KindMigrated:
 		m, err := DecodeMigrated(p)
+		return &m, err
+	case KindCheckpoint:
+		m, err := DecodeCheckpoint(p)
+		return &m, err
+	case KindSnapshot:
+		m, err := DecodeSnapshot(p)
+		return &m, err
+	case KindSnapshotDone:
+		m, err := DecodeSnapshotDone(p)
+		return &m, err
+	case KindRestore:
+		m, err := DecodeRestore(p)
 		return &m, err
 	}
 	return nil, errors.New("unknown")
@@ -162,6 +180,21 @@ func TestBadPayloads(t *testing.T) {
 	al := &Alloc{Millicores: []uint32{0}}
 	if _, err := DecodeAlloc(al.Append(nil)[5:]); err == nil {
 		t.Error("zero allocation accepted")
+	}
+	for name, m := range map[string]interface{ Append([]byte) []byte }{
+		"snapshot key outside its key group": &Snapshot{KG: 3, Keys: []uint64{4}, Values: [][]byte{nil}},
+		"snapshot key repeated":              &Snapshot{KG: 3, Keys: []uint64{3, 3}, Values: [][]byte{nil, nil}},
+		"snapshot key group 128":             &Snapshot{KG: KeyGroups},
+		"failed snapshot with frames":        &SnapshotDone{Frames: 1},
+		"restore for epoch 0":                &Restore{ID: 1},
+	} {
+		f := m.Append(nil)
+		if _, err := decode(Kind(f[4]), f[5:]); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: error %v, want ErrMalformed", name, err)
+		}
+	}
+	if _, err := DecodeSnapshotDone(append((&SnapshotDone{}).Append(nil)[5:5+20], 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)); !errors.Is(err, ErrMalformed) {
+		t.Errorf("snapshot-done with ok flag 2: error %v", err)
 	}
 	b := &Batch{Records: []Record{{Exp: MaxExp + 1}}}
 	if _, err := DecodeBatch(b.Append(nil)[5:], nil); err == nil {

@@ -47,6 +47,22 @@
 // planner never relays data. The pause reported is the time executions
 // were stopped; the wait is placement received → last End received.
 //
+// # Checkpoints and restores
+//
+// On the planner's Checkpoint the worker stops executions and, if it holds
+// no request (the planner asks only when nothing is in flight), sends the
+// state of every key group it owns to the planner (wire.Snapshot frames,
+// then wire.SnapshotDone); otherwise it answers OK = false. A Restore, the
+// Snapshot frames it announces and the following Placement are a global
+// rollback: executions stop, every request held and every completion
+// weight not yet returned are discarded, every key group's state becomes
+// the checkpoint's (empty where the checkpoint has none or the worker does
+// not own the group), the placement is installed without handovers, and
+// records stamped with an earlier epoch are dropped from then on
+// (Stats.Stale). A restore missing frames, with moves, or giving the
+// worker a group it does not own is refused as a whole (see package
+// planner, "Checkpoints").
+//
 // # Concurrency
 //
 // One mutex guards the queues, the placement and the counters; it is never

@@ -16,6 +16,7 @@ import (
 type placeReq struct {
 	pl        wire.Placement
 	installed chan struct{}
+	restore   *restoring // nil: a migration
 }
 
 // early is a frame of the next epoch that arrived before this worker
@@ -69,7 +70,12 @@ func (w *Worker) runMigrations(ctx context.Context, client *transport.Client) {
 		case <-ctx.Done():
 			return
 		case r := <-w.placeCh:
-			rep := w.migrate(ctx, client, r)
+			var rep wire.Migrated
+			if r.restore != nil {
+				rep = w.restore(ctx, client, r)
+			} else {
+				rep = w.migrate(ctx, client, r)
+			}
 			w.mu.Lock()
 			if !w.closing {
 				w.planner.frame(rep.Append)
@@ -298,6 +304,9 @@ func (w *Worker) onState(from uint32, st wire.State) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if st.Epoch < w.floor {
+		return nil // a handover the last restore superseded
+	}
 	if st.Epoch == w.epoch+1 {
 		c := st
 		c.Values = make([][]byte, len(st.Values))
@@ -345,6 +354,9 @@ func (w *Worker) onMark(from uint32, k wire.Kind, m wire.Mark) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if m.Epoch < w.floor {
+		return nil // of a migration the last restore superseded
+	}
 	if m.Epoch > w.epoch+1 || m.Epoch+1 < w.epoch {
 		return fmt.Errorf("worker: %v for unknown epoch %d (this worker is at %d)", k, m.Epoch, w.epoch)
 	}

@@ -168,6 +168,7 @@ func (w *Worker) plannerLink(ctx context.Context, client *transport.Client, addr
 	w.logf("joined planner %s", w.cfg.Planner)
 	go w.sendLoop(ctx, w.planner, func() (*transport.Stream, error) { return s, nil }, true)
 	var recs []wire.Record
+	var rs *restoring // a restore being received
 	for {
 		k, p, buf, err = wire.ReadFrame(s.R, buf)
 		if err != nil {
@@ -179,7 +180,11 @@ func (w *Worker) plannerLink(ctx context.Context, client *transport.Client, addr
 		switch k {
 		case wire.KindPlacement:
 			pl, err := wire.DecodePlacement(p)
-			if err == nil {
+			restore := rs
+			rs = nil
+			if err == nil && restore != nil {
+				err = w.checkRestore(restore, &pl)
+			} else if err == nil {
 				err = w.checkPlacement(&pl)
 			}
 			if err != nil {
@@ -190,7 +195,7 @@ func (w *Worker) plannerLink(ctx context.Context, client *transport.Client, addr
 			// next records are addressed under it.
 			installed := make(chan struct{})
 			select {
-			case w.placeCh <- placeReq{pl, installed}:
+			case w.placeCh <- placeReq{pl, installed, restore}:
 			case <-ctx.Done():
 				return nil
 			}
@@ -215,6 +220,36 @@ func (w *Worker) plannerLink(ctx context.Context, client *transport.Client, addr
 				err = w.onBatch(wire.NoID, b)
 			}
 			if err != nil {
+				w.refuse("planner", err)
+			}
+		case wire.KindCheckpoint:
+			var c wire.Checkpoint
+			if c, err = wire.DecodeCheckpoint(p); err != nil {
+				w.refuse("planner", err)
+				continue
+			}
+			w.snapshot(c)
+		case wire.KindRestore:
+			var r wire.Restore
+			if r, err = wire.DecodeRestore(p); err != nil {
+				rs = nil
+				w.refuse("planner", err)
+				continue
+			}
+			rs = &restoring{r: r, state: map[uint32]map[uint64][]byte{}}
+		case wire.KindSnapshot:
+			var sn wire.Snapshot
+			sn, err = wire.DecodeSnapshot(p)
+			if err == nil && rs == nil {
+				err = fmt.Errorf("worker: snapshot of checkpoint %d outside a restore", sn.ID)
+			}
+			if err == nil {
+				err = rs.add(sn, w.nOps)
+			}
+			if err != nil {
+				if rs != nil {
+					rs.bad = true // the restore cannot complete: its placement is refused
+				}
 				w.refuse("planner", err)
 			}
 		default:
@@ -503,6 +538,11 @@ func (w *Worker) onBatch(from uint32, b wire.Batch) error {
 		}
 		w.future = append(w.future, early{batch: &c})
 		w.futureN += len(c.Records)
+		return nil
+	case b.Epoch < w.floor:
+		// Sent before the sender or this worker restored a checkpoint:
+		// the planner replays its input.
+		w.stats.Stale += uint64(len(b.Records))
 		return nil
 	case b.Epoch != w.epoch && b.Epoch+1 != w.epoch:
 		return fmt.Errorf("worker: batch of unknown epoch %d (this worker is at %d)", b.Epoch, w.epoch)

@@ -189,6 +189,10 @@ type Stats struct {
 	Dropped        uint64 // records dropped: operator errors, bad emits
 	WeightOverflow uint64 // fan-outs beyond the weight precision
 	Migrations     uint64
+	Snapshots      uint64 // checkpoint snapshots taken
+	Restores       uint64 // checkpoints restored (failovers)
+	Discarded      uint64 // requests discarded by restores (the planner replays their inputs)
+	Stale          uint64 // records stamped before the last restore, dropped
 }
 
 // Worker is one worker. Create it with New, run it with Run.
@@ -210,6 +214,7 @@ type Worker struct {
 	rr       int
 	id       uint32
 	epoch    uint64
+	floor    uint64 // the last restore's epoch: frames stamped earlier are dropped
 	owners   [][ops.KeyGroups]uint32
 	members  map[uint32]string
 	prevMem  map[uint32]string

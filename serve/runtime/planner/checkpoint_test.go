@@ -1,0 +1,351 @@
+package planner
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"streamscale/serve/runtime"
+	"streamscale/serve/runtime/ops"
+	"streamscale/serve/runtime/provider/local"
+	"streamscale/serve/runtime/wire"
+	"streamscale/serve/runtime/worker"
+)
+
+// ledgerWC is word count whose first operator keeps, per input key, the
+// next expected sequence number and the gaps and repeats it saw, in its
+// keyed state: a checkpoint of a worker process shows them.
+func ledgerWC() ops.App {
+	app := runtime.WordCount()
+	app.Name = "ledger-wc"
+	split := app.Operators[0].New
+	app.Operators[0] = ops.Spec{Name: "ledger-split", Stateful: true, New: func() ops.Operator { return ledgerOp{split()} }}
+	return app
+}
+
+type ledgerOp struct{ split ops.Operator }
+
+func (l ledgerOp) Process(in ops.Record, st ops.State, out ops.Emitter) error {
+	var v [24]byte // next, gaps, repeats
+	if b, ok := st.Get(in.Key); ok && len(b) == 24 {
+		copy(v[:], b)
+	}
+	next, gaps, reps := binary.LittleEndian.Uint64(v[0:]), binary.LittleEndian.Uint64(v[8:]), binary.LittleEndian.Uint64(v[16:])
+	switch {
+	case in.Seq < next:
+		binary.LittleEndian.PutUint64(v[16:], reps+1)
+		st.Put(in.Key, v[:])
+		return nil
+	case in.Seq > next:
+		binary.LittleEndian.PutUint64(v[8:], gaps+1)
+	}
+	binary.LittleEndian.PutUint64(v[0:], in.Seq+1)
+	st.Put(in.Key, v[:])
+	return l.split.Process(in, st, out)
+}
+
+// inputsPerKey counts the first n inputs of app by key.
+func inputsPerKey(app ops.App, seed uint64, n int) map[uint64]uint64 {
+	src := app.NewSource(seed)
+	out := map[uint64]uint64{}
+	var buf []byte
+	for range n {
+		var k uint64
+		k, buf = src.Next(buf)
+		out[k]++
+	}
+	return out
+}
+
+// checkExact holds a run's final state against the oracle: the word
+// counts of every key group (from counts) equal the oracle's, and, when
+// ledger is not nil, every key's ledger shows all of its inputs in order
+// exactly once.
+func checkExact(t *testing.T, app ops.App, seed uint64, n int, counts map[uint64][]byte, ledger map[uint64][]byte) {
+	t.Helper()
+	want := oracle(app, seed, n)
+	if len(counts) != len(want) {
+		t.Errorf("%d words counted, oracle %d", len(counts), len(want))
+	}
+	bad := 0
+	for k, c := range want {
+		if v := counts[k]; len(v) != 8 || binary.LittleEndian.Uint64(v) != c {
+			if bad++; bad <= 3 {
+				t.Errorf("word %d (key group %d): %v, oracle %d", k, ops.KeyGroup(k), v, c)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d words differ from the oracle", bad, len(want))
+	}
+	if ledger == nil {
+		return
+	}
+	per := inputsPerKey(app, seed, n)
+	if len(ledger) != len(per) {
+		t.Fatalf("ledger has %d keys, the inputs %d", len(ledger), len(per))
+	}
+	for k, c := range per {
+		v := ledger[k]
+		if len(v) != 24 || binary.LittleEndian.Uint64(v) != c || binary.LittleEndian.Uint64(v[8:]) != 0 || binary.LittleEndian.Uint64(v[16:]) != 0 {
+			t.Fatalf("key %d: ledger %v, want next %d and no gap or repeat", k, v, c)
+		}
+	}
+}
+
+// failureRun runs checked word count on three in-process workers with
+// checkpoints every interval, kills worker 1 at the end of the load's
+// second killAt or the first later one after a checkpoint completed (0:
+// never) or when setup's kill is called, and restarts it 1 s later.
+func failureRun(t *testing.T, seed uint64, interval time.Duration, killAt float64, setup func(p *Planner, kill func())) (Result, *Planner, *inproc, *atomic.Int64, *atomic.Int64) {
+	t.Helper()
+	var violations, dupes atomic.Int64
+	app := checkedWC(&violations, &dupes)
+	cfg := Config{App: app, Seed: seed, Rate: 1500, Duration: 3 * time.Second, Workers: 3, Miss: 10, CheckpointInterval: interval}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &inproc{t: t, planner: ln.Addr().String(), app: app, cfg: worker.Config{Interval: 5 * time.Millisecond, Check: time.Millisecond, Slots: 4}}
+	cfg.Provider = prov
+	if testing.Verbose() {
+		cfg.Log = os.Stderr
+		prov.cfg.Log = os.Stderr
+	}
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var once sync.Once
+	kill := func() {
+		once.Do(func() {
+			prov.kill(1)
+			go func() {
+				time.Sleep(time.Second)
+				prov.Scale(ctx, 3) //nolint:errcheck // restarts worker 1
+			}()
+		})
+	}
+	p.cfg.Rows = func(r Row) {
+		p.mu.Lock()
+		checkpointed := p.ck.id > 0
+		p.mu.Unlock()
+		if killAt > 0 && r.T >= killAt && checkpointed {
+			kill()
+		}
+	}
+	if setup != nil {
+		setup(p, kill)
+	}
+	res, err := p.Serve(ctx, ln, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("inputs %d completed %d dup %d failures %d workers %d; checkpoints %d (discarded %d, pause ≤ %.1f ms, ≤ %d bytes); restores %+v; seq gaps %d repeats %d",
+		res.Inputs, res.Completed, res.Duplicated, res.Failures, res.Workers, res.Checkpoints, res.CheckpointsDiscarded, res.CheckpointMSMax, res.CheckpointBytesMax, res.Restores, violations.Load(), dupes.Load())
+	for _, m := range res.Migrations {
+		t.Logf("  %+v", m)
+	}
+	return res, p, prov, &violations, &dupes
+}
+
+// checkRecovered checks a run with one failure and checkpoints: every
+// input completed once, one restore of the dead worker's key groups, the
+// worker rejoined, no record ever executed out of order or twice (the
+// checker's counters survive rollbacks: they see every execution), and
+// the final state — on the workers and in the final checkpoint — equals
+// the oracle for every key group.
+func checkRecovered(t *testing.T, res Result, p *Planner, prov *inproc, violations, dupes *atomic.Int64) {
+	t.Helper()
+	rejoined := false
+	for _, m := range res.Migrations {
+		// The restarted worker is placed by a rejoin, or by the failover
+		// itself when it joined before the dead worker was noticed.
+		rejoined = rejoined || (m.Reason == "rejoin" || m.Reason == "failover") && m.Complete && m.To == 3
+	}
+	if res.Failures != 1 || res.Inputs != 4500 || res.Completed != res.Inputs || res.Lost != 0 || res.Duplicated != 0 {
+		t.Fatalf("failures %d, inputs %d, completed %d, lost %d, duplicated %d", res.Failures, res.Inputs, res.Completed, res.Lost, res.Duplicated)
+	}
+	if !rejoined || res.Workers != 3 {
+		t.Fatalf("worker 1 did not rejoin (workers at the end %d)", res.Workers)
+	}
+	if len(res.Restores) != 1 || res.Restores[0].Groups == 0 || res.RestoredGroups != res.Restores[0].Groups || res.Replayed != res.Restores[0].Replayed {
+		t.Fatalf("restores %+v (restored groups %d, replayed %d)", res.Restores, res.RestoredGroups, res.Replayed)
+	}
+	if r := res.Restores[0]; r.Replayed != int(res.Inputs)-r.Cut && r.Replayed > int(res.Inputs)-r.Cut {
+		t.Fatalf("replayed %d inputs after a checkpoint covering %d of %d", r.Replayed, r.Cut, res.Inputs)
+	}
+	if v, d := violations.Load(), dupes.Load(); v != 0 || d != 0 {
+		t.Fatalf("sequence check: %d gaps or reorderings, %d repeats", v, d)
+	}
+	app := p.cfg.App
+	got := map[uint64][]byte{}
+	for k, n := range wordCounts(prov.current()) {
+		got[k] = binary.LittleEndian.AppendUint64(nil, n)
+	}
+	checkExact(t, app, p.cfg.Seed, int(res.Inputs), got, nil)
+	counts, covered := p.CheckpointState(1)
+	if covered != int(res.Inputs) {
+		t.Fatalf("the final checkpoint covers %d of %d inputs", covered, res.Inputs)
+	}
+	checkExact(t, app, p.cfg.Seed, int(res.Inputs), counts, nil)
+}
+
+// TestCheckpointRestore: as TestWorkerFailure, with checkpoints every
+// 300 ms. The dead worker's key groups are restored from the last
+// checkpoint and every worker rolls back to it, so the checker demands the
+// exact result for every key group.
+func TestCheckpointRestore(t *testing.T) {
+	res, p, prov, v, d := failureRun(t, 11, 300*time.Millisecond, 1, nil)
+	defer prov.Close()
+	checkRecovered(t, res, p, prov, v, d)
+	if res.Restores[0].Checkpoint == 0 {
+		t.Fatalf("restored the initial empty state: no checkpoint completed before the failure (%+v)", res.CheckpointLog)
+	}
+}
+
+// TestCheckpointDiscardedOnFailure: worker 1 dies while checkpoint 3 is
+// being taken (just before the snapshot requests go out). That checkpoint
+// is discarded and the failover restores checkpoint 2; the result is
+// still exact.
+func TestCheckpointDiscardedOnFailure(t *testing.T) {
+	res, p, prov, v, d := failureRun(t, 12, 400*time.Millisecond, 0, func(p *Planner, kill func()) {
+		p.ckHook = func(id uint64) {
+			if id == 3 {
+				kill()
+			}
+		}
+	})
+	defer prov.Close()
+	checkRecovered(t, res, p, prov, v, d)
+	var third *CheckpointStat
+	for i := range res.CheckpointLog {
+		if res.CheckpointLog[i].ID == 3 {
+			third = &res.CheckpointLog[i]
+		}
+	}
+	if third == nil || third.Complete || third.Reason == "" {
+		t.Fatalf("checkpoint 3: %+v, want discarded with a reason", third)
+	}
+	if res.Restores[0].Checkpoint != 2 {
+		t.Fatalf("restored checkpoint %d, want 2 (the last complete one)", res.Restores[0].Checkpoint)
+	}
+}
+
+// TestSIGKILLCheckpoint: TestSIGKILL with checkpoints every 300 ms and
+// word count with a ledger (ledgerWC). The run ends with a checkpoint of
+// every worker process's state: every key group's word counts equal the
+// oracle's and every key's ledger shows all of its inputs, in order, once.
+func TestSIGKILLCheckpoint(t *testing.T) {
+	app := ledgerWC()
+	cfg := Config{App: app, Seed: 3, Rate: 1000, Duration: 4 * time.Second, Workers: 3, Miss: 10, CheckpointInterval: 300 * time.Millisecond}
+	// Kill worker 1 when the load's first second ends (the workers start
+	// as processes: a fixed delay may fall before they joined).
+	start := make(chan struct{})
+	var once sync.Once
+	cfg.Rows = func(r Row) { once.Do(func() { close(start) }) }
+	res, p := runProcessesPlanner(t, "ledger-wc", func(lp *local.Provider) {
+		<-start
+		if err := lp.Kill(1); err != nil {
+			t.Error(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		if _, err := lp.Scale(context.Background(), 3); err != nil { // restart it
+			t.Error(err)
+		}
+	}, cfg)
+	t.Logf("inputs %d completed %d dup %d failures %d workers %d; checkpoints %d (discarded %d, pause ≤ %.1f ms mean %.1f ms, ≤ %d bytes); restores %+v",
+		res.Inputs, res.Completed, res.Duplicated, res.Failures, res.Workers, res.Checkpoints, res.CheckpointsDiscarded, res.CheckpointMSMax, res.CheckpointMSMean, res.CheckpointBytesMax, res.Restores)
+	rejoined := false
+	for _, m := range res.Migrations {
+		t.Logf("  %+v", m)
+		rejoined = rejoined || (m.Reason == "rejoin" || m.Reason == "failover") && m.Complete && m.To == 3
+	}
+	if res.Failures != 1 || res.Inputs != 4000 || res.Completed != res.Inputs || res.Duplicated != 0 || !rejoined || res.Workers != 3 || len(res.Restores) != 1 {
+		t.Fatalf("failures %d, inputs %d, completed %d, duplicated %d, rejoined %v, workers %d, restores %d", res.Failures, res.Inputs, res.Completed, res.Duplicated, rejoined, res.Workers, len(res.Restores))
+	}
+	counts, covered := p.CheckpointState(1)
+	ledger, _ := p.CheckpointState(0)
+	if covered != int(res.Inputs) {
+		t.Fatalf("the final checkpoint covers %d of %d inputs", covered, res.Inputs)
+	}
+	checkExact(t, app, cfg.Seed, int(res.Inputs), counts, ledger)
+}
+
+// TestBadSnapshotFrames: snapshot frames the checkpoint in progress did
+// not ask for are refused and change nothing; frames of a discarded
+// checkpoint are ignored; a count that disagrees discards the checkpoint.
+func TestBadSnapshotFrames(t *testing.T) {
+	app := runtime.WordCount()
+	p, err := New(Config{App: app, Workers: 2, Provider: &inproc{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.owners = assign(nil, len(app.Operators), []uint32{0, 1}, nil)
+	p.epoch = 1
+	start := func() *ckRun {
+		p.ckNext++
+		r := &ckRun{ckpt: ckpt{id: p.ckNext, state: map[uint32]map[uint64][]byte{}}, wait: map[uint32]bool{0: true, 1: true},
+			frames: map[uint32]uint32{}, done: make(chan struct{}), abort: make(chan struct{})}
+		p.ckRun = r
+		return r
+	}
+	run := start()
+	kg0 := uint16(0) // owned by worker 0 (even split: groups 0..63)
+	good := wire.Snapshot{ID: 1, From: 0, Op: 1, KG: kg0, Keys: []uint64{128}, Values: [][]byte{{1}}}
+	for name, c := range map[string]struct {
+		from uint32
+		s    wire.Snapshot
+	}{
+		"never asked for":    {0, wire.Snapshot{ID: 9, From: 0, Op: 1, KG: kg0}},
+		"forged sender":      {1, good},
+		"group not owned":    {1, wire.Snapshot{ID: 1, From: 1, Op: 1, KG: kg0}},
+		"missing operator":   {0, wire.Snapshot{ID: 1, From: 0, Op: 7, KG: kg0}},
+		"not a member of it": {5, wire.Snapshot{ID: 1, From: 5, Op: 1, KG: 100}},
+	} {
+		if err := p.onSnapshot(c.from, c.s); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+		if len(run.state) != 0 || len(run.frames) != 0 {
+			t.Fatalf("%s: changed the checkpoint", name)
+		}
+	}
+	if err := p.onSnapshot(0, good); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.onSnapshotDone(0, wire.SnapshotDone{ID: 9, From: 0, Epoch: 1, OK: true}); err == nil {
+		t.Error("snapshot-done of a checkpoint never asked for accepted")
+	}
+	if err := p.onSnapshotDone(0, wire.SnapshotDone{ID: 1, From: 1, Epoch: 1, OK: true}); err == nil {
+		t.Error("forged snapshot-done accepted")
+	}
+	if err := p.onSnapshotDone(0, wire.SnapshotDone{ID: 1, From: 0, Epoch: 1, OK: true, Frames: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.onSnapshotDone(0, wire.SnapshotDone{ID: 1, From: 0, Epoch: 1, OK: true, Frames: 1}); err == nil {
+		t.Error("repeated snapshot-done accepted")
+	}
+	if err := p.onSnapshot(0, good); err == nil {
+		t.Error("snapshot after the worker's snapshot-done accepted")
+	}
+	// Worker 1 claims a frame it never sent: the checkpoint is discarded.
+	if err := p.onSnapshotDone(1, wire.SnapshotDone{ID: 1, From: 1, Epoch: 1, OK: true, Frames: 1}); err == nil || !run.aborted {
+		t.Fatalf("a frame count that disagrees: %v, aborted %v", err, run.aborted)
+	}
+	// Late frames of a discarded checkpoint are ignored, not refused.
+	if err := p.onSnapshot(0, good); err != nil || run.keys != 1 {
+		t.Fatalf("late frame: %v, keys %d", err, run.keys)
+	}
+	// A worker that could not snapshot discards the next checkpoint.
+	run = start()
+	if err := p.onSnapshotDone(1, wire.SnapshotDone{ID: 2, From: 1, Epoch: 1}); err != nil || !run.aborted {
+		t.Fatalf("a refused snapshot: %v, aborted %v", err, run.aborted)
+	}
+}
