@@ -40,6 +40,10 @@ type Options struct {
 	// TrainPlacements is the number of training placements (0: the
 	// paper's two, 42 and 37; more adds 2001, 2002, …; -train-placements).
 	TrainPlacements int
+	// SelectLast ships the last iterate instead of the policy with the
+	// best development reward (-select last; SB3's default, which saves
+	// the final model unless an EvalCallback keeps the best one).
+	SelectLast bool
 	// TrainTraces are the training workloads (-train-traces; nil: the
 	// paper's taxi-train ×1 and ×2).
 	TrainTraces []simvec.TraceVariant
@@ -79,6 +83,7 @@ type Summary struct {
 	Randomize       bool     `json:"randomize,omitempty"`        // domain randomisation of the training physics
 	TrainPlacements int      `json:"train_placements,omitempty"` // training placements beyond the paper's two, if set
 	TrainTraces     string   `json:"train_traces,omitempty"`     // training workloads other than the paper's, if set
+	Select          string   `json:"select,omitempty"`           // "last" when the last iterate is shipped (-select last); absent: best development reward
 	Seed            uint64   `json:"seed"`
 	Transitions     int      `json:"transitions"`
 	Iterations      int      `json:"iterations"`
@@ -453,6 +458,9 @@ func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall floa
 	}
 	if o.Env == "streamscale" {
 		sum.Profile, sum.Scenario, sum.Randomize, sum.TrainPlacements = o.Profile, o.Scenario, o.Randomize, o.TrainPlacements
+		if o.SelectLast {
+			sum.Select = "last"
+		}
 		if o.TrainTraces != nil {
 			parts := make([]string, len(o.TrainTraces))
 			for i, v := range o.TrainTraces {

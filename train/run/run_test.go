@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -46,6 +47,23 @@ func TestOptionErrorsBeforeWork(t *testing.T) {
 		if out.Len() != 0 {
 			t.Errorf("%+v: wrote %q before failing", tc.o, out.String())
 		}
+	}
+}
+
+// TestSelectLast: with SelectLast no development episode chooses the
+// policy (no best dev reward) and the summary says so; after one iteration
+// the last iterate is the policy model selection would have kept.
+func TestSelectLast(t *testing.T) {
+	o := Options{Env: "streamscale", Profile: "pred", Seed: 3, Steps: 8192, Envs: 4, Workers: 1, SelectLast: true, Out: t.TempDir()}
+	s, err := runJSON(t, context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Select != "last" || s.BestDevReward != nil {
+		t.Fatalf("select %q, best dev reward %v; want last and none", s.Select, s.BestDevReward)
+	}
+	if _, err := os.Stat(filepath.Join(o.Out, "best.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("best.json written with -select last (%v)", err)
 	}
 }
 

@@ -116,7 +116,8 @@ func (s simulator) DevReward(c agents.Controller, profile string, seed uint64, o
 func quietLog(string, ...any) {}
 
 // selector keeps the policy with the best dev reward (streamscale), or the
-// last policy (cartpole).
+// last policy (cartpole, or Options.SelectLast, which skips the dev
+// episodes).
 type selector struct {
 	s      *setup
 	best   *policy.Policy
@@ -126,7 +127,7 @@ type selector struct {
 // consider evaluates the trainer's current policy on the dev episodes and
 // keeps it if it is the best so far; improved reports whether it was.
 func (sel *selector) consider(t *ppo.Trainer) (improved bool, err error) {
-	if sel.s.sim == nil {
+	if sel.s.sim == nil || sel.s.o.SelectLast {
 		return false, nil
 	}
 	p := t.Policy()
