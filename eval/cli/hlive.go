@@ -64,6 +64,7 @@ type hliveFlags struct {
 	taskMC                   int
 	seed                     uint64
 	asJSON, verbose          bool
+	planner, plannerToken    string
 }
 
 // isHorizontalProfile reports whether profile is a runtime application
@@ -188,7 +189,8 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 	var results []runner.Result
 	for _, r := range runs {
 		cfg := live.HConfig{App: app, Trace: tr, Step: step, Intervals: n, Seed: f.seed, Workers: f.workers, MaxWorkers: f.maxWorkers,
-			TaskMillicores: f.taskMC, SLOMS: f.sloMS, Name: r.name, NewPlacer: r.placer, WorkerArgs: []string{"live-worker"}}
+			TaskMillicores: f.taskMC, SLOMS: f.sloMS, Name: r.name, NewPlacer: r.placer, WorkerArgs: []string{"live-worker"},
+			Planner: f.planner, PlannerToken: f.plannerToken}
 		if r.fixed > 0 {
 			cfg.Workers = r.fixed
 		}

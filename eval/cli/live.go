@@ -110,8 +110,13 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	taskMC := fs.Int("task-mc", 1000, "horizontal profiles: CFS quota of every task in every worker, millicores (the worker capacity scaled)")
 	peak := fs.Float64("peak", 200, "horizontal profiles with -trace burst or gradual: inputs/s at 100% of the CLASP load mode")
 	sloMS := fs.Float64("slo-ms", 1000, "horizontal profiles: the p95 an interval must stay under, ms")
+	plannerAddr := fs.String("planner", "", "attach to a running planner service's control API at HOST:PORT (serve planner -serve) instead of starting a planner and workers here")
+	plannerToken := fs.String("planner-token", "", "the planner service's token (default $"+live.TokenEnv+")")
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
+	}
+	if *plannerAddr != "" && *plannerToken == "" {
+		*plannerToken = o.Env(live.TokenEnv)
 	}
 	if isHorizontalProfile(*profile) {
 		if simgap {
@@ -123,7 +128,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		set := explicit(fs)
 		hf := hliveFlags{profile: *profile, trace: *trace, dir: *dir, out: *out, scale: *scale, dur: *dur, scaleSet: set["time-scale"],
 			durSet: set["duration"], multSet: set["rate-mult"], mult: *mult, peak: *peak, sloMS: *sloMS, workers: *workers, maxWorkers: *maxWorkers, taskMC: *taskMC,
-			seed: *seed, asJSON: *asJSON, verbose: *verbose}
+			seed: *seed, asJSON: *asJSON, verbose: *verbose, planner: *plannerAddr, plannerToken: *plannerToken}
 		switch {
 		case (*ctrl == "") == (*ctrls == ""):
 			return usagef("eval: give one of -controller and -controllers")
@@ -272,7 +277,8 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 				sum.API = apiURL
 			}
 			cfg := live.Config{Scenario: sc, App: app, Trace: tr, Step: *scale, Intervals: n, Seed: *seed, Workers: *workers,
-				CPUScale: *cpuScale, Controller: c, Name: sp.String(), WorkerArgs: []string{"live-worker"}}
+				CPUScale: *cpuScale, Controller: c, Name: sp.String(), WorkerArgs: []string{"live-worker"},
+				Planner: *plannerAddr, PlannerToken: *plannerToken}
 			if *verbose {
 				cfg.Log = o.Stderr
 			}

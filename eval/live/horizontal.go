@@ -56,6 +56,11 @@ type HConfig struct {
 	WorkerEnv  []string
 	// Log receives the planner's and the workers' events (nil: discarded).
 	Log io.Writer
+	// Planner and PlannerToken attach to a running planner service, as in
+	// Config; the service runs its own placement controller (NewPlacer is
+	// then only a flag: nil asks for a fixed-worker replay).
+	Planner      string
+	PlannerToken string
 }
 
 // HInfo is what a horizontal live run records beyond runner.Result: the
@@ -164,20 +169,19 @@ func RunHorizontal(ctx context.Context, c HConfig) (runner.Result, HInfo, error)
 		workers  float64
 		loadEnds = time.Duration(c.Intervals) * c.Step
 	)
-	hook := func(now float64, tasks []planner.TaskObs) map[uint32][]int {
-		w := pl.TakeWindow()
-		t := time.Now()
+	// record records one interval: the window, the workers in use and
+	// their reports, at now seconds after the load started.
+	record := func(w planner.Window, inUse int, tasks []planner.TaskObs, now float64, t time.Time) {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(res.Intervals) >= c.Intervals || time.Duration(now*float64(time.Second)) > loadEnds+c.Step/2 {
-			return nil // draining
+			return // draining
 		}
 		span := c.Step.Seconds()
 		if !last.IsZero() {
 			span = max(span, t.Sub(last).Seconds()) // a migration held the loop
 		}
 		last = t
-		inUse := pl.PlacedWorkers()
 		iv := runner.Interval{Step: int64(len(res.Intervals)), Offered: float64(w.Offered) / span,
 			Throughput: float64(len(w.LatencyMS)) / span, SinkEvents: float64(len(w.LatencyMS)),
 			P95MS: p95(w.LatencyMS, w.OpenAgeMS), Queue: make([]float64, nOps), Applied: make([]float64, nOps)}
@@ -204,7 +208,30 @@ func RunHorizontal(ctx context.Context, c HConfig) (runner.Result, HInfo, error)
 		info.PeakWorkers = max(info.PeakWorkers, inUse)
 		info.FinalWorkers = inUse
 		res.Intervals = append(res.Intervals, iv)
+	}
+	hook := func(now float64, tasks []planner.TaskObs) map[uint32][]int {
+		record(pl.TakeWindow(), pl.PlacedWorkers(), tasks, now, time.Now())
 		return nil
+	}
+	var pr planner.Result
+	if c.Planner != "" {
+		alloc := make([]int, nOps)
+		for i := range alloc {
+			alloc[i] = c.TaskMillicores
+		}
+		a := attachment{addr: c.Planner, token: c.PlannerToken, app: c.App, log: c.Log, controller: c.Name,
+			req: startRequest(c.App, planner.ModeHorizontal, c.Trace, c.Intervals, c.Step, c.Seed, c.Workers, alloc)}
+		if c.NewPlacer == nil {
+			a.req.Mode, a.controller = planner.ModeVertical, "" // fixed workers: no placement loop
+		}
+		var err error
+		if pr, err = attach(ctx, a, func(iv planner.IntervalReport) map[uint32][]int {
+			record(iv.Window, iv.Workers, iv.Tasks, iv.AtS, time.Now())
+			return nil
+		}); err != nil {
+			return runner.Result{}, HInfo{}, err
+		}
+		return finishHorizontal(c, &mu, &res, &info, cpuUsed, workers, pr)
 	}
 	bin := c.WorkerBin
 	if bin == "" {
@@ -233,13 +260,20 @@ func RunHorizontal(ctx context.Context, c HConfig) (runner.Result, HInfo, error)
 	if pl, err = planner.New(pc); err != nil {
 		return runner.Result{}, HInfo{}, fmt.Errorf("live: %w", err)
 	}
-	pr, err := pl.Run(ctx, func(addr string) { prov.Planner = addr })
+	pr, err = pl.Run(ctx, func(addr string) { prov.Planner = addr })
 	prov.Close()
 	if err != nil {
 		return runner.Result{}, HInfo{}, fmt.Errorf("live: %w", err)
 	}
+	return finishHorizontal(c, &mu, &res, &info, cpuUsed, workers, pr)
+}
+
+// finishHorizontal closes a horizontal run: migrations by interval, the
+// run-level figures and the summary.
+func finishHorizontal(c HConfig, mu *sync.Mutex, resp *runner.Result, infop *HInfo, cpuUsed, workers float64, pr planner.Result) (runner.Result, HInfo, error) {
 	mu.Lock()
 	defer mu.Unlock()
+	res, info := resp, infop
 	if len(res.Intervals) == 0 {
 		return runner.Result{}, HInfo{}, errors.New("live: no control interval completed (did the workers report?)")
 	}
@@ -268,7 +302,7 @@ func RunHorizontal(ctx context.Context, c HConfig) (runner.Result, HInfo, error)
 	}
 	res.Summary = runner.Summarize(res.Intervals)
 	res.TrajectorySHA256 = runner.TrajectoryHash(res.Intervals)
-	return res, info, nil
+	return *res, *info, nil
 }
 
 // round1 rounds to one decimal (summary.json stays readable).
