@@ -90,6 +90,9 @@ type HInfo struct {
 	PlannerMSMax     float64             `json:"migration_planner_ms_max"`
 	WorkerPauseMSMax float64             `json:"migration_worker_pause_ms_max"`
 	MigrationLog     []planner.Migration `json:"migration_log,omitempty"`
+	// Failovers counts the workers declared dead (missed heartbeats) and
+	// failed over; on a loaded host a starved worker can miss its beats.
+	Failovers int `json:"failovers"`
 	// MeanCPUUsedCores is the mean CPU the tasks used, cores.
 	MeanCPUUsedCores float64 `json:"mean_cpu_used_cores"`
 	// Per interval (as eval clasp's mode rows): workers in use, offered
@@ -294,6 +297,7 @@ func finishHorizontal(c HConfig, mu *sync.Mutex, resp *runner.Result, infop *HIn
 	info.Migrations = len(pr.Migrations)
 	info.PlannerMSMax, info.WorkerPauseMSMax = pr.MigrationPlannerMS, pr.MigrationWorkerPauseMSMax
 	info.MigrationLog = slices.Clone(pr.Migrations)
+	info.Failovers = pr.Failures
 	for _, iv := range res.Intervals {
 		info.WorkersPerStep = append(info.WorkersPerStep, int(iv.ActiveServers))
 		info.OfferedPerStep = append(info.OfferedPerStep, round1(iv.Offered))
