@@ -278,7 +278,11 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 			fmt.Fprintf(o.Stderr, "serve: t=%3.0fs offered %5d completed %5d p95 %7.1f ms workers %d queue %d\n", r.T, r.Offered, r.Completed, r.P95MS, r.Workers, r.PlannerQueue+r.WorkerQueue)
 		}
 	}
-	if svc.serve && providerName == "local" {
+	serviceLocal := svc.serve && providerName == "local"
+	if !spawn && !svc.serve && providerName == "local" {
+		return command.Usagef("%s: -provider local needs -serve (or use serve local)", name)
+	}
+	if serviceLocal {
 		spawn = true
 	}
 	var lp *local.Provider
@@ -312,9 +316,6 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	}
 	if svc.serve {
 		return runService(ctx, name, cfg, lp, svc, o)
-	}
-	if providerName == "local" {
-		return command.Usagef("%s: -provider local needs -serve (or use serve local)", name)
 	}
 	p, err := planner.New(cfg)
 	if err != nil {
