@@ -234,8 +234,9 @@ func (s *Service) handleStatus(w http.ResponseWriter, _ *http.Request) {
 func (s *Service) handleStop(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	r := s.run
+	running := r != nil && r.state == "running"
 	s.mu.Unlock()
-	if r == nil || r.state != "running" {
+	if !running {
 		writeErr(w, http.StatusConflict, errors.New("planner: no replay is running"))
 		return
 	}
@@ -269,10 +270,12 @@ func (s *Service) handleIntervals(w http.ResponseWriter, r *http.Request) {
 		if len(run.intervals) > from || run.state != "running" || wait == 0 {
 			out := Intervals{ID: run.id, State: run.state, Intervals: []IntervalReport{}}
 			if from < len(run.intervals) {
-				out.Intervals = run.intervals[from:]
+				// Reports are never changed once appended: encode them
+				// outside the lock.
+				out.Intervals = run.intervals[from:len(run.intervals):len(run.intervals)]
 			}
-			b, err := json.Marshal(out)
 			s.mu.Unlock()
+			b, err := json.Marshal(out)
 			if err != nil {
 				writeErr(w, http.StatusInternalServerError, err)
 				return
@@ -305,9 +308,10 @@ func (s *Service) handleAlloc(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	run := s.run
+	running := run != nil && run.state == "running"
 	s.mu.Unlock()
 	switch {
-	case run == nil || run.state != "running":
+	case !running:
 		writeErr(w, http.StatusConflict, errors.New("planner: no replay is running"))
 		return
 	case run.req.Mode != ModeVertical:
