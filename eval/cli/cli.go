@@ -40,6 +40,7 @@ commands:
   clasp    reproduce the CLASP evaluation in simulation
   live     run controllers against the real planner/worker runtime on a trace slice
   simgap   eval live, and the same controllers in the simulator on the same slice, side by side
+  liveclasp  re-measure CLASP's claims live (worker-count error, placement throughput, migrations) on CLASP apps
   calibrate  probe the live runtime: per-operator CPU per event, per-hop delay, actuation delay
 
 Run 'go run ./eval <command> -h' for the flags of a command.
@@ -66,7 +67,7 @@ func run(ctx context.Context, args []string, o Options) int {
 	}
 	return command.Dispatch(ctx, "eval", usage, map[string]func(context.Context, []string, command.IO) error{
 		"run": wrap(runCmd), "paired": wrap(pairedCmd), "clasp": wrap(claspCmd), "sweep": wrap(sweepCmd),
-		"live": wrap(liveCmd), "simgap": wrap(simgapCmd), "calibrate": wrap(calibrateCmd), "live-worker": wrap(liveWorkerCmd),
+		"live": wrap(liveCmd), "simgap": wrap(simgapCmd), "calibrate": wrap(calibrateCmd), "live-worker": wrap(liveWorkerCmd), "liveclasp": wrap(liveclaspCmd),
 	}, args, o.IO)
 }
 

@@ -112,8 +112,8 @@ func simgapCmd(ctx context.Context, args []string, o Options) error {
 
 func liveCommand(ctx context.Context, name string, simgap bool, args []string, o Options) error {
 	fs := command.NewFlagSet(name)
-	profile := fs.String("profile", "pred", "application profile: pred or etl")
-	ctrl := fs.String("controller", "", "controller: static:N, threshold, vrebalance, ppo, ppo:DIR (or -controllers)")
+	profile := fs.String("profile", "pred", "application profile: pred or etl (vertical), or wc, sd, aa, pl, nwm, syn (horizontal: the planner's placement loop)")
+	ctrl := fs.String("controller", "", "controller: static:N, threshold, vrebalance, ppo, ppo:DIR; for a horizontal profile clasp, faasflow, zhang24, ds2, hpa, faasflow-sp, zhang24-sp, clasp-paper, clasp-h90 or fixed:N (or -controllers)")
 	ctrls := fs.String("controllers", "", "comma-separated controllers run in turn on the same slice and seed (paired live runs)")
 	trace := fs.String("trace", "taxi", "workload: taxi, taxi-train, intel, or a .csv/.parquet trace file")
 	dir := fs.String("traces", "", "trace data directory (default env STREAMSCALE_TRACES or the built-in one)")
@@ -134,8 +134,49 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	verbose := fs.Bool("v", false, "log the runtime's events to stderr")
 	scenario := fs.String("scenario", env.Scenarios()[0], "with simgap: "+scenarioUsage)
 	baseline := fs.String("baseline", "", "with simgap: a second scenario every controller is also simulated in (the gap before a calibration, e.g. realistic)")
+	maxWorkers := fs.Int("max-workers", 8, "horizontal profiles: most workers the placement controller may use")
+	taskMC := fs.Int("task-mc", 1000, "horizontal profiles: CFS quota of every task in every worker, millicores (the worker capacity scaled)")
+	peak := fs.Float64("peak", 200, "horizontal profiles with -trace burst or gradual: inputs/s at 100% of the CLASP load mode")
+	sloMS := fs.Float64("slo-ms", 1000, "horizontal profiles: the p95 an interval must stay under, ms")
+	plannerAddr := fs.String("planner", "", "attach to a running planner service's control API at HOST:PORT (serve planner -serve) instead of starting a planner and workers here")
+	plannerToken := fs.String("planner-token", "", "the planner service's token (default $"+live.TokenEnv+")")
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
+	}
+	if *plannerAddr != "" && *plannerToken == "" {
+		*plannerToken = o.Env(live.TokenEnv)
+	}
+	if isHorizontalProfile(*profile) {
+		if simgap {
+			return usagef("%s: profile %s is horizontal; simgap compares vertical controllers (pred, etl)", name, *profile)
+		}
+		if err := checkRateMult(*mult); err != nil {
+			return err
+		}
+		set := explicit(fs)
+		hf := hliveFlags{profile: *profile, trace: *trace, dir: *dir, out: *out, scale: *scale, dur: *dur, scaleSet: set["time-scale"],
+			durSet: set["duration"], multSet: set["rate-mult"], mult: *mult, peak: *peak, sloMS: *sloMS, workers: *workers, maxWorkers: *maxWorkers, taskMC: *taskMC,
+			seed: *seed, asJSON: *asJSON, verbose: *verbose, planner: *plannerAddr, plannerToken: *plannerToken}
+		switch {
+		case (*ctrl == "") == (*ctrls == ""):
+			return usagef("eval: give one of -controller and -controllers")
+		case *scale < 10*time.Millisecond || *scale > time.Minute:
+			return usagef("eval: -time-scale %v, want 10ms..1m", *scale)
+		case *dur < *scale || *dur > 24*time.Hour:
+			return usagef("eval: -duration %v, want at least one -time-scale (%v) and at most 24h", *dur, *scale)
+		case *workers < 1 || *workers > 16:
+			return usagef("eval: -workers %d, want 1..16", *workers)
+		case *out == "":
+			return usagef("eval: -out is empty")
+		}
+		hf.specs = []string{*ctrl}
+		if *ctrls != "" {
+			var err error
+			if hf.specs, err = splitList("controllers", *ctrls); err != nil {
+				return err
+			}
+		}
+		return hlive(ctx, hf, o)
 	}
 	scen, err := resolveScenario("scenario", *scenario)
 	if err != nil {
@@ -285,7 +326,8 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 				sum.API = apiURL
 			}
 			cfg := live.Config{Scenario: sc, App: app, Trace: tr, Step: *scale, Intervals: n, Seed: *seed, Workers: *workers,
-				CPUScale: *cpuScale, Controller: c, Name: sp.String(), WorkerArgs: []string{"live-worker"}}
+				CPUScale: *cpuScale, Controller: c, Name: sp.String(), WorkerArgs: []string{"live-worker"},
+				Planner: *plannerAddr, PlannerToken: *plannerToken}
 			if *verbose {
 				cfg.Log = o.Stderr
 			}

@@ -5,6 +5,15 @@
 // (Observer), the controller asked, and its action applied to the tasks'
 // CFS quotas through the planner's Allocate hook.
 //
+// Horizontal runs (RunHorizontal) replay a trace on a CLASP application
+// while the planner's own placement loop (CLASP or any clasp.Planner
+// behind CLASP's triggers) decides workers and placement with migration;
+// each interval records the window, the workers in use and the quotas.
+// Both kinds can attach to a running planner service instead of starting
+// one (Config.Planner, HConfig.Planner; attach.go): the service replays
+// the same trace slice and reports every interval through its control
+// API, and the same code records it.
+//
 // Mapping onto the simulator. One control interval is one trace point and
 // stands for the simulator's one-second step; it lasts Config.Step of wall
 // time (the time compression). Allocations are the scenario's millicores

@@ -63,6 +63,13 @@ type Config struct {
 	WorkerEnv  []string
 	// Log receives the planner's and the workers' events (nil: discarded).
 	Log io.Writer
+	// Planner, if set, is the control API (host:port) of a running planner
+	// service (`serve planner -serve`) to attach to instead of starting a
+	// planner and workers here; PlannerToken is its shared token. The
+	// service must run App; Workers, the trace slice, Seed and Step are
+	// sent with the replay request, so the run is the in-process one.
+	Planner      string
+	PlannerToken string
 	// Tap, if set, receives every recorded interval's index and the
 	// workers' reports it was measured from (calibration).
 	Tap func(step int, tasks []planner.TaskObs)
@@ -187,8 +194,11 @@ func Run(ctx context.Context, c Config) (runner.Result, Info, error) {
 		}
 		return mcs
 	}
-	hook := func(_ float64, tasks []planner.TaskObs) map[uint32][]int {
-		w := pl.TakeWindow()
+	// step records one interval from the window and the workers' reports,
+	// asks the controller and returns the new per-worker allocation (nil:
+	// unchanged); in process it runs as the planner's Allocator, attached
+	// once per interval the service reports.
+	step := func(w planner.Window, tasks []planner.TaskObs) map[uint32][]int {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(res.Intervals) >= c.Intervals {
@@ -242,6 +252,8 @@ func Run(ctx context.Context, c Config) (runner.Result, Info, error) {
 		return out
 	}
 
+	hook := func(_ float64, tasks []planner.TaskObs) map[uint32][]int { return step(pl.TakeWindow(), tasks) }
+
 	// As after env.Reset, the controller first acts on the observation
 	// of the initial state (nothing measured yet); the workers start with
 	// that allocation.
@@ -256,11 +268,24 @@ func Run(ctx context.Context, c Config) (runner.Result, Info, error) {
 	} else {
 		copy(alloc, next)
 	}
+	finish := func(pr planner.Result) (runner.Result, Info, error) {
+		return finishVertical(&mu, &res, &info, &cpuUsed, pr)
+	}
 	initial := make([]string, len(c.App.Operators))
 	for i, mc := range perWorker() {
 		initial[i] = strconv.Itoa(mc)
 	}
 
+	var pr planner.Result
+	if c.Planner != "" {
+		mcs := perWorker()
+		if pr, err = attach(ctx, c.attachment(planner.ModeVertical, mcs), func(iv planner.IntervalReport) map[uint32][]int {
+			return step(iv.Window, iv.Tasks)
+		}); err != nil {
+			return runner.Result{}, Info{}, err
+		}
+		return finish(pr)
+	}
 	bin := c.WorkerBin
 	if bin == "" {
 		if bin, err = os.Executable(); err != nil {
@@ -283,21 +308,27 @@ func Run(ctx context.Context, c Config) (runner.Result, Info, error) {
 	if err != nil {
 		return runner.Result{}, Info{}, fmt.Errorf("live: %w", err)
 	}
-	pr, err := pl.Run(ctx, func(addr string) { prov.Planner = addr })
+	pr, err = pl.Run(ctx, func(addr string) { prov.Planner = addr })
 	prov.Close()
 	if err != nil {
 		return runner.Result{}, Info{}, fmt.Errorf("live: %w", err)
 	}
+	return finish(pr)
+}
+
+// finishVertical closes a vertical run: the run-level figures and the
+// summary (mu guards res and info against a late hook).
+func finishVertical(mu *sync.Mutex, res *runner.Result, info *Info, cpuUsed *float64, pr planner.Result) (runner.Result, Info, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	if len(res.Intervals) == 0 {
 		return runner.Result{}, Info{}, errors.New("live: no control interval completed (did the workers report?)")
 	}
 	info.Inputs, info.Completed, info.Lost, info.Duplicated, info.RunP95MS = pr.Inputs, pr.Completed, pr.Lost, pr.Duplicated, pr.P95MS
-	info.MeanCPUUsedCores = cpuUsed / float64(len(res.Intervals))
+	info.MeanCPUUsedCores = *cpuUsed / float64(len(res.Intervals))
 	res.Summary = runner.Summarize(res.Intervals)
 	res.TrajectorySHA256 = runner.TrajectoryHash(res.Intervals)
-	return res, info, nil
+	return *res, *info, nil
 }
 
 // asker asks a controller with a timeout. The decision runs on its own

@@ -48,6 +48,8 @@ func runWorker(ctx context.Context, args []string, o command.IO) error {
 	fs.IntVar(&cfg.Millicores, "millicores", 1000, "initial CPU allocation of every task")
 	verbose := fs.Bool("v", false, "log events to stderr")
 	healthAddr := fs.String("health-addr", "", "if set, serve GET /healthz on this address (for Kubernetes probes)")
+	fs.DurationVar(&cfg.Report, "report", time.Second, "metrics report interval")
+	perOp := fs.String("alloc", "", "initial allocation per operator, comma-separated millicores (overrides -millicores)")
 	if err := command.Parse(fs, "usage: serve worker -planner HOST:PORT [flags]\nruns one stream-processing worker of the planner/worker runtime", args, o); err != nil {
 		return err
 	}
@@ -73,6 +75,12 @@ func runWorker(ctx context.Context, args []string, o command.IO) error {
 		return command.Usagef("serve worker: -app: %v", err)
 	}
 	cfg.App = app
+	if cfg.Report <= 0 {
+		return command.Usagef("serve worker: -report %v, want > 0", cfg.Report)
+	}
+	if cfg.Alloc, err = parseAlloc(*perOp, len(app.Operators)); err != nil {
+		return command.Usagef("serve worker: -alloc: %v", err)
+	}
 	cfg.ID = wire.NoID
 	if *id >= 0 {
 		cfg.ID = uint32(*id)
@@ -202,9 +210,11 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	healthAddr := fs.String("health-addr", "", "if set, serve GET /healthz on this address (for Kubernetes probes)")
 	providerName := "local"
 	var kc k8s.Config
+	var svc serviceFlags
 	if !spawn {
-		fs.StringVar(&providerName, "provider", "external", "worker provider: external (workers join by themselves with serve worker) or k8s (scale a StatefulSet in this cluster; the -k8s-* flags)")
+		fs.StringVar(&providerName, "provider", "external", "worker provider: external (workers join by themselves with serve worker), k8s (scale a StatefulSet in this cluster; the -k8s-* flags) or, with -serve, local (worker processes of this binary)")
 		kc.RegisterFlags(fs)
+		svc.register(fs)
 	}
 	synopsis := "usage: " + name + " [flags]\nruns the planner of the planner/worker runtime and a load"
 	if spawn {
@@ -285,6 +295,13 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 			fmt.Fprintf(o.Stderr, "serve: t=%3.0fs offered %5d completed %5d p95 %7.1f ms workers %d queue %d\n", r.T, r.Offered, r.Completed, r.P95MS, r.Workers, r.PlannerQueue+r.WorkerQueue)
 		}
 	}
+	serviceLocal := svc.serve && providerName == "local"
+	if !spawn && !svc.serve && providerName == "local" {
+		return command.Usagef("%s: -provider local needs -serve (or use serve local)", name)
+	}
+	if serviceLocal {
+		spawn = true
+	}
 	if spawn {
 		lp = &local.Provider{Extra: []string{"-app", *appName, "-slots", strconv.Itoa(*slots)}}
 		if cfg.Token != "" {
@@ -312,6 +329,9 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 			return fmt.Errorf("%s: -health-addr: %w", name, err)
 		}
 		defer stop()
+	}
+	if svc.serve {
+		return runService(ctx, name, cfg, lp, svc, o)
 	}
 	p, err := planner.New(cfg)
 	if err != nil {

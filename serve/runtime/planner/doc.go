@@ -4,6 +4,19 @@
 // to Parquet), the placement controller (CLASP by default, or scale steps
 // given in advance) and the hook for a vertical allocation controller.
 //
+// # Service
+//
+// A Planner runs one load and returns. A Service (service.go) is the
+// long-running form: it keeps an authenticated HTTP control API open
+// (control_api.go: loopback by default, the runtime's shared token as a
+// bearer token) and runs one replay at a time, each a fresh Planner on the
+// same worker address and provider, for a client such as `eval live
+// -planner`: the client reads every control interval's report (the
+// Allocator's per-task metrics and the TakeWindow latencies), sets
+// allocations (vertical replays) or lets the placement controller run
+// (horizontal), and may stop the replay. Requests are decoded strictly and
+// checked whole before anything changes.
+//
 // # Ingress and latency
 //
 // The load generator is open-loop: input i has an intended send time fixed

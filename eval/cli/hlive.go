@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"streamscale/clasp"
+	"streamscale/env"
+	"streamscale/eval/claspexp"
+	"streamscale/eval/live"
+	"streamscale/eval/report"
+	"streamscale/eval/runner"
+	"streamscale/serve/runtime/ops"
+	"streamscale/traces"
+)
+
+// HLiveRun is one horizontal controller's live run in summary.json: its
+// key, the interval means (runner.Summary) and the CLASP figures
+// (live.HInfo: workers, migrations, planner ms, worker pauses,
+// delivered, p50/p95).
+type HLiveRun struct {
+	runner.Key
+	runner.Summary
+	live.HInfo
+	TrajectorySHA256 string `json:"trajectory_sha256"`
+}
+
+// HLiveSummary is summary.json of `eval live` with a horizontal profile.
+type HLiveSummary struct {
+	Profile        string     `json:"profile"`
+	Trace          string     `json:"trace"`
+	TraceSource    string     `json:"trace_source"`
+	Intervals      int        `json:"intervals"`
+	TimeScaleS     float64    `json:"time_scale_s"`
+	RateMult       float64    `json:"rate_mult"`
+	PeakRate       float64    `json:"peak_rate,omitempty"`
+	InitialWorkers int        `json:"initial_workers"`
+	MaxWorkers     int        `json:"max_workers"`
+	TaskMillicores int        `json:"task_millicores"`
+	Seed           uint64     `json:"seed"`
+	SLOMS          float64    `json:"slo_ms"`
+	Tasks          []string   `json:"tasks"`
+	Planner        string     `json:"planner,omitempty"`
+	Runs           []HLiveRun `json:"runs"`
+	Commit         string     `json:"commit"`
+	GoVersion      string     `json:"go_version"`
+}
+
+// hliveFlags are the flags of `eval live` a horizontal run reads.
+type hliveFlags struct {
+	profile, trace, dir, out string
+	specs                    []string
+	scale, dur               time.Duration
+	scaleSet, durSet         bool
+	mult, peak, sloMS        float64
+	multSet                  bool
+	workers, maxWorkers      int
+	taskMC                   int
+	seed                     uint64
+	asJSON, verbose          bool
+	planner, plannerToken    string
+}
+
+// isHorizontalProfile reports whether profile is a runtime application
+// without a vertical scenario (the CLASP applications).
+func isHorizontalProfile(profile string) bool {
+	return !slices.Contains(env.Profiles(), profile) && slices.Contains(ops.AppNames(), profile)
+}
+
+// horizontalPlacer returns the planner constructor of a horizontal
+// controller spec: a method of eval clasp, or fixed:N (nil constructor, N
+// workers with even shares).
+func horizontalPlacer(spec string, maxWorkers int) (newPlacer func() (clasp.Planner, error), fixed int, err error) {
+	if n, ok := strings.CutPrefix(spec, "fixed:"); ok {
+		k, err := strconv.Atoi(n)
+		if err != nil || k < 1 || k > maxWorkers {
+			return nil, 0, usagef("eval: controller %q, want fixed:N with N in 1..%d (-max-workers)", spec, maxWorkers)
+		}
+		return nil, k, nil
+	}
+	var names []string
+	for _, m := range claspexp.Methods(maxWorkers) {
+		if m.Name == spec {
+			return m.New, 0, nil
+		}
+		names = append(names, m.Name)
+	}
+	return nil, 0, usagef("eval: controller %q for a horizontal profile, want fixed:N or one of %s", spec, strings.Join(names, ", "))
+}
+
+// horizontalTrace builds the trace of a horizontal run: the CLASP paper's
+// load modes (burst, gradual: claspexp.ModeTraces with peak rate),
+// levels:R×N[,R×N…] (rate R inputs/s held N points), or a named or file
+// trace times the rate multiplier.
+func horizontalTrace(f hliveFlags, o Options) (*traces.Trace, error) {
+	switch {
+	case f.trace == "burst" || f.trace == "gradual":
+		if !(f.peak > 0) || f.peak > 1e6 {
+			return nil, usagef("eval: -peak %v, want > 0 and ≤ 1e6 inputs/s", f.peak)
+		}
+		m := claspexp.ModeTraces(f.peak, f.seed)[f.trace]
+		return &traces.Trace{Name: f.trace, Source: "synthetic", Counts: slices.Clone(m), Scale: 1, Mult: f.synthMult()}, nil
+	case strings.HasPrefix(f.trace, "levels:"):
+		c, err := live.ParseLevels(strings.TrimPrefix(f.trace, "levels:"))
+		if err != nil {
+			return nil, usageError(fmt.Errorf("eval: -trace: %w", err))
+		}
+		return &traces.Trace{Name: f.trace, Source: "synthetic", Counts: c, Scale: 1, Mult: f.synthMult()}, nil
+	}
+	if err := checkTrace(f.trace); err != nil {
+		return nil, err
+	}
+	return loadTrace(f.trace, f.dir, f.mult, f.seed, o)
+}
+
+// synthMult is the rate multiplier of a synthetic trace (its rates are
+// given in inputs/s): -rate-mult only when set explicitly.
+func (f hliveFlags) synthMult() float64 {
+	if f.multSet {
+		return f.mult
+	}
+	return 1
+}
+
+// hlive runs `eval live` with a horizontal profile: every controller in
+// turn on the same trace slice and seed, the planner's placement loop
+// deciding workers and placement with migration.
+func hlive(ctx context.Context, f hliveFlags, o Options) error {
+	app, err := ops.AppByName(f.profile)
+	if err != nil {
+		return usageError(err)
+	}
+	switch {
+	case f.maxWorkers < 1 || f.maxWorkers > 16:
+		return usagef("eval: -max-workers %d, want 1..16", f.maxWorkers)
+	case f.workers > f.maxWorkers:
+		return usagef("eval: -workers %d above -max-workers %d", f.workers, f.maxWorkers)
+	case f.taskMC < 1 || f.taskMC > 64000:
+		return usagef("eval: -task-mc %d, want 1..64000", f.taskMC)
+	case !(f.sloMS > 0) || f.sloMS > 1e7:
+		return usagef("eval: -slo-ms %v, want > 0", f.sloMS)
+	}
+	type run struct {
+		name   string
+		placer func() (clasp.Planner, error)
+		fixed  int
+	}
+	var runs []run
+	for _, s := range f.specs {
+		np, k, err := horizontalPlacer(s, f.maxWorkers)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run{s, np, k})
+	}
+	tr, err := horizontalTrace(f, o)
+	if err != nil {
+		return err
+	}
+	step := f.scale
+	if !f.scaleSet {
+		step = time.Second // CLASP's triggers count seconds
+	}
+	n := tr.Len()
+	if f.durSet || (f.trace != "burst" && f.trace != "gradual" && !strings.HasPrefix(f.trace, "levels:")) {
+		n = int(f.dur / step)
+	}
+	if n < 1 {
+		return usagef("eval: -duration %v holds no -time-scale %v", f.dur, step)
+	}
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	sum := HLiveSummary{Profile: app.Name, Trace: f.trace, TraceSource: traceSource(tr), Intervals: n, TimeScaleS: step.Seconds(),
+		RateMult: tr.Mult, InitialWorkers: f.workers, MaxWorkers: f.maxWorkers, TaskMillicores: f.taskMC, Seed: f.seed, SLOMS: f.sloMS,
+		Commit: o.Commit, GoVersion: o.GoVersion}
+	if f.trace == "burst" || f.trace == "gradual" {
+		sum.PeakRate = f.peak
+	}
+	for _, op := range app.Operators {
+		sum.Tasks = append(sum.Tasks, op.Name)
+	}
+	var results []runner.Result
+	for _, r := range runs {
+		cfg := live.HConfig{App: app, Trace: tr, Step: step, Intervals: n, Seed: f.seed, Workers: f.workers, MaxWorkers: f.maxWorkers,
+			TaskMillicores: f.taskMC, SLOMS: f.sloMS, Name: r.name, NewPlacer: r.placer, WorkerArgs: []string{"live-worker"},
+			Planner: f.planner, PlannerToken: f.plannerToken}
+		if r.fixed > 0 {
+			cfg.Workers = r.fixed
+		}
+		if f.verbose {
+			cfg.Log = o.Stderr
+		}
+		fmt.Fprintf(o.Stderr, "eval: live %s / %s: %s for %d intervals of %v\n", app.Name, f.trace, r.name, n, step)
+		res, info, err := live.RunHorizontal(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("eval: live %s: %w", r.name, err)
+		}
+		res.Trace = f.trace
+		results = append(results, res)
+		sum.Runs = append(sum.Runs, HLiveRun{Key: res.Key, Summary: res.Summary, HInfo: info, TrajectorySHA256: res.TrajectorySHA256})
+		fmt.Fprintf(o.Stderr, "eval: %s: delivered %.3f, p50 %.1f ms, p95 %.1f ms, workers mean %.2f peak %d, %d migrations (planner ≤ %.1f ms, pause ≤ %.2f ms)\n",
+			r.name, info.Delivered, info.P50MS, info.P95MS, info.MeanWorkers, info.PeakWorkers, info.Migrations, info.PlannerMSMax, info.WorkerPauseMSMax)
+	}
+	return writeHLive(f, sum, results, o)
+}
+
+// writeHLive writes intervals.parquet, summary.json and report.md.
+func writeHLive(f hliveFlags, sum HLiveSummary, results []runner.Result, o Options) error {
+	if err := writeLiveIntervals(filepath.Join(f.out, FileIntervals), results); err != nil {
+		return err
+	}
+	b, err := report.MarshalJSON(sum)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(f.out, FileSummary), b, 0o644); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	md := hliveMarkdown(sum)
+	if err := os.WriteFile(filepath.Join(f.out, FileReport), md, 0o644); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	if f.asJSON {
+		_, err = o.Stdout.Write(b)
+	} else {
+		_, err = o.Stdout.Write(md)
+	}
+	return err
+}
+
+// hliveMarkdown is report.md of a horizontal live run.
+func hliveMarkdown(s HLiveSummary) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Live horizontal evaluation: %s on %s\n\n", s.Profile, s.Trace)
+	fmt.Fprintf(&b, "%d intervals of %.3g s (rate × %g", s.Intervals, s.TimeScaleS, s.RateMult)
+	if s.PeakRate > 0 {
+		fmt.Fprintf(&b, ", peak %g inputs/s", s.PeakRate)
+	}
+	fmt.Fprintf(&b, "), %d initial worker(s), at most %d, %d mc of CFS quota per task per worker, seed %d, SLO %g ms. Live runs are not reproducible (real time on a shared machine).\n\n",
+		s.InitialWorkers, s.MaxWorkers, s.TaskMillicores, s.Seed, s.SLOMS)
+	b.WriteString("| controller | delivered | p50 ms | p95 ms | violation rate | throughput /s | offered /s | workers mean | peak | final | migrations | planner ms max | worker pause ms max | lost | CPU used (cores) |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range s.Runs {
+		fmt.Fprintf(&b, "| %s | %.3f | %.1f | %.1f | %.3f | %.1f | %.1f | %.2f | %d | %d | %d | %.1f | %.2f | %d | %.3f |\n",
+			r.Controller, r.Delivered, r.P50MS, r.P95MS, r.ViolationRate, r.MeanThroughput, r.MeanOffered, r.MeanWorkers, r.PeakWorkers,
+			r.FinalWorkers, r.Migrations, r.PlannerMSMax, r.WorkerPauseMSMax, r.Lost, r.MeanCPUUsedCores)
+	}
+	return []byte(b.String())
+}
