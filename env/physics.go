@@ -77,6 +77,16 @@ type Physics struct {
 	// server's processing capacity (co-located load), log-normal with
 	// mean 1; 0: none.
 	CapacityJitter float64 `json:"capacity_jitter,omitempty"`
+	// HopMS is a fixed dispatch latency, ms, that every event spends after
+	// each task that forwards it to a successor (not after the task that
+	// delivers it): the time a record waits in its sender's outgoing batch
+	// until the batch is flushed, which the live runtime's timer batching
+	// adds at every operator (its workers flush every 20 ms, or at 64
+	// records; `eval calibrate` measures the mean per hop). A constant,
+	// not a distribution: it shifts latencies and leaves the CPU, queues
+	// and throughput of the fluid as they are (the records it holds back
+	// are at most HopMS × rate per hop). 0: none.
+	HopMS float64 `json:"hop_ms,omitempty"`
 }
 
 // Stochastic reports whether any option of p draws randomness.
@@ -88,7 +98,7 @@ func (p Physics) Stochastic() bool {
 // changes latencies event by event (everything but the observation's
 // metric noise and lag and the actuation delay).
 func (p Physics) traced() bool {
-	return (p.Arrivals != "" && p.Arrivals != ArrivalsUniform) || p.RateCV > 0 || p.ServiceCV > 0 || p.CFSPeriodMS > 0 || p.CapacityJitter > 0
+	return (p.Arrivals != "" && p.Arrivals != ArrivalsUniform) || p.RateCV > 0 || p.ServiceCV > 0 || p.CFSPeriodMS > 0 || p.CapacityJitter > 0 || p.HopMS > 0
 }
 
 // validate checks p for an episode of steps steps.
@@ -108,13 +118,16 @@ func (p Physics) validate(steps int) error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"rate_cv", p.RateCV}, {"service_cv", p.ServiceCV}, {"cfs_period_ms", p.CFSPeriodMS}, {"metric_noise", p.MetricNoise}, {"capacity_jitter", p.CapacityJitter}} {
+	}{{"rate_cv", p.RateCV}, {"service_cv", p.ServiceCV}, {"cfs_period_ms", p.CFSPeriodMS}, {"metric_noise", p.MetricNoise}, {"capacity_jitter", p.CapacityJitter}, {"hop_ms", p.HopMS}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("env: physics %s %v, want a finite number ≥ 0", f.name, f.v)
 		}
 	}
 	if p.CFSThreads < 0 || p.CFSThreads > 1024 {
 		return fmt.Errorf("env: physics cfs_threads %d, want 0…1,024", p.CFSThreads)
+	}
+	if p.HopMS > 1000 {
+		return fmt.Errorf("env: physics hop_ms %v, want at most 1,000 (one step)", p.HopMS)
 	}
 	if p.CFSPeriodMS > 1000 {
 		return fmt.Errorf("env: physics cfs_period_ms %v, want at most 1,000 (one step)", p.CFSPeriodMS)

@@ -37,6 +37,9 @@ func TestPhysicsValidation(t *testing.T) {
 		{Physics{MetricNoise: math.Inf(1)}, "metric_noise +Inf"},
 		{Physics{CapacityJitter: -0.1}, "capacity_jitter"},
 		{Physics{CFSPeriodMS: 2000}, "cfs_period_ms 2000"},
+		{Physics{HopMS: -1}, "hop_ms -1"},
+		{Physics{HopMS: math.NaN()}, "hop_ms NaN"},
+		{Physics{HopMS: 1500}, "hop_ms 1500"},
 		{Physics{ActuationDelaySteps: -1}, "actuation_delay_steps -1"},
 		{Physics{ActuationDelaySteps: 10}, "actuation_delay_steps 10"},
 		{Physics{MetricLagSteps: 12}, "metric_lag_steps 12"},
@@ -49,6 +52,37 @@ func TestPhysicsValidation(t *testing.T) {
 		_, err = New(cfg)
 		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want an invalid-config error containing %q", tc.p, err, tc.want)
+		}
+	}
+}
+
+// TestHopLatency: Physics.HopMS adds its latency after every task that
+// forwards an event, in both cores. On the fork-join toy (Split → Work →
+// Join, Join the sink) every message crosses two hops, so 5 ms per hop
+// moves the mean latency by 10 ms. With deterministic physics the hop alone
+// turns the fast core's tracer on, which gathers the siblings as the
+// reference does (the untraced deterministic fluid carries the join by its
+// selectivity only), so there the fast core is checked against the
+// reference with hops.
+func TestHopLatency(t *testing.T) {
+	for _, base := range []Physics{{ServiceCV: 1}, {}} {
+		with := base
+		with.HopMS = 5
+		refPlain, _ := joinLatency(t, joinApp(10, false), PerEvent, base, 20)
+		ref, _ := joinLatency(t, joinApp(10, false), PerEvent, with, 20)
+		fastPlain, _ := joinLatency(t, joinApp(10, false), Fluid, base, 20)
+		fast, _ := joinLatency(t, joinApp(10, false), Fluid, with, 20)
+		t.Logf("%+v: reference %.3f → %.3f ms, fast %.3f → %.3f ms with 5 ms hops", base, refPlain, ref, fastPlain, fast)
+		if d := ref - refPlain; math.Abs(d-10) > 0.5 {
+			t.Errorf("%+v: reference core +%.3f ms with two 5 ms hops, want +10 ± 0.5", base, d)
+		}
+		if math.Abs(fast-ref) > 0.05*ref {
+			t.Errorf("%+v: fast core %.3f ms vs reference %.3f ms with hops, want within 5%%", base, fast, ref)
+		}
+		if base.Stochastic() {
+			if d := fast - fastPlain; math.Abs(d-10) > 0.5 {
+				t.Errorf("%+v: fast core +%.3f ms with two 5 ms hops, want +10 ± 0.5", base, d)
+			}
 		}
 	}
 }

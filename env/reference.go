@@ -32,6 +32,7 @@ type refStage struct {
 	out     []int
 	sink    bool
 	joinN   int // a join (Task.JoinOf): siblings gathered per message; 0 otherwise
+	hop     float64 // dispatch latency to the successors (Physics.HopMS), seconds; task stages only
 	queue   []event
 	inbox   []event
 	free    float64 // time the server becomes free
@@ -84,6 +85,9 @@ func newPerEvent(c *Config, t topology) *perEvent {
 			out: s.out, outW: s.outW, outAcc: make([]float64, len(s.out)), sink: s.sink, headRem: 1,
 			cpu: cpuOf{service: s.service, work: s.service, speed: 1, quota: math.Inf(1)}}
 		if s.task >= 0 {
+			if len(s.out) > 0 {
+				p.stages[i].hop = c.Physics.HopMS / 1000
+			}
 			if fork, _ := c.App.joinFork(s.task); fork >= 0 {
 				p.stages[i].joinN = int(c.App.Tasks[fork].Selectivity)
 				p.pending = map[joinKey]int{}
@@ -289,7 +293,7 @@ func (p *perEvent) finish(s *refStage, ev event, fin float64) {
 			s.outAcc[j] += s.outW[j]
 			if s.outAcc[j] >= 1-1e-9 {
 				s.outAcc[j]--
-				p.push(d, event{a: fin + s.delay, o: ev.o, id: ev.id})
+				p.push(d, event{a: fin + s.delay + s.hop, o: ev.o, id: ev.id})
 			}
 		}
 	}

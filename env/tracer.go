@@ -66,6 +66,7 @@ type tracer struct {
 	cum  [][]float64
 	src  []float64 // cumulative choice weights over the source stages
 	lat  []float64 // latencies of the step's samples
+	hop  []float64 // per replica stage: dispatch latency after it (Physics.HopMS), seconds; 0 at stages without successors
 	// Fork-joins (Task.JoinOf): per stage, the siblings a replica of a
 	// fork sends per event (0: not a fork) and the task gathering them;
 	// per stage, the sibling run of the message being traced (see
@@ -109,8 +110,12 @@ func newTracer(f *fluid, ph *physicsRun, nrep int) *tracer {
 			}
 		}
 	}
+	t.hop = make([]float64, nrep)
 	for r := range t.cpu {
 		t.cpu[r] = cpuOf{service: f.stages[r].service, work: f.stages[r].service, speed: 1, quota: math.Inf(1)}
+		if len(f.stages[r].out) > 0 {
+			t.hop[r] = ph.p.HopMS / 1000
+		}
 	}
 	// Sink gains in reverse topological order.
 	for k := len(f.order) - 1; k >= 0; k-- {
@@ -335,6 +340,9 @@ func (t *tracer) step(f *fluid, t0 float64) {
 				// sink events delivered here.
 				stop := s.sel / t.gain[i]
 				if q < stop {
+					if i < t.nrep {
+						at -= t.hop[i] // delivered here, not dispatched on
+					}
 					break
 				}
 				q = (q - stop) / (1 - stop)
@@ -529,7 +537,8 @@ func (t *tracer) factor() float64 {
 // wait returns how long an event arriving at replica r at time at
 // (seconds since the step's start t0) takes to leave: the work ahead at
 // its arrival plus its own work own (core-seconds), served at the
-// replica's speed, under CFS only while quota is left in the period.
+// replica's speed, under CFS only while quota is left in the period; plus
+// the dispatch latency to its successors (Physics.HopMS).
 func (t *tracer) wait(r int, t0, at, own float64) float64 {
 	c := &t.cpu[r]
 	if !(c.speed > 0) || math.IsInf(c.work, 1) {
@@ -539,13 +548,13 @@ func (t *tracer) wait(r int, t0, at, own float64) float64 {
 	base := r * (tracerSub + 1)
 	work := t.vs[base+j] + own
 	if math.IsInf(c.quota, 1) {
-		return work / c.speed
+		return work/c.speed + t.hop[r]
 	}
 	P := t.ph.cfsPeriod
 	left := max(t.qs[base+j], 0)
 	abs := t0 + at
 	toEnd := P - (abs - P*math.Floor(abs/P))
-	return cfsDelay(work, left, toEnd, P, c.speed, c.quota)
+	return cfsDelay(work, left, toEnd, P, c.speed, c.quota) + t.hop[r]
 }
 
 // wait2 is wait for two amounts of own work of events arriving together
@@ -557,15 +566,15 @@ func (t *tracer) wait2(r int, t0, at, own1, own2 float64) (float64, float64) {
 	}
 	j := min(int(max(at, 0)*tracerSub), tracerSub)
 	base := r * (tracerSub + 1)
-	v := t.vs[base+j]
+	v, h := t.vs[base+j], t.hop[r]
 	if math.IsInf(c.quota, 1) {
-		return (v + own1) / c.speed, (v + own2) / c.speed
+		return (v+own1)/c.speed + h, (v+own2)/c.speed + h
 	}
 	P := t.ph.cfsPeriod
 	left := max(t.qs[base+j], 0)
 	abs := t0 + at
 	toEnd := P - (abs - P*math.Floor(abs/P))
-	return cfsDelay(v+own1, left, toEnd, P, c.speed, c.quota), cfsDelay(v+own2, left, toEnd, P, c.speed, c.quota)
+	return cfsDelay(v+own1, left, toEnd, P, c.speed, c.quota) + h, cfsDelay(v+own2, left, toEnd, P, c.speed, c.quota) + h
 }
 
 // cfsDelay is how long work (core-seconds) takes at speed (cores) with

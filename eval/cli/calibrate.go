@@ -359,7 +359,7 @@ func calibrationMethods(c Calibration) map[string]string {
 		"cfs_threads":           "a task runs on at most one executor slot at a time (serve/runtime/worker): one thread",
 		"actuation_delay_steps": fmt.Sprintf("step of every task from %g to %g mc at interval %d; the workers reported the new quota %d interval(s) later", c.HighMC, c.LowMC, half, c.ActuationIntervals),
 		"metric_noise":          "the live observation is built from the workers' exact counters (eval/live), so no measurement noise is added",
-		"hop_ms":                fmt.Sprintf("mean over operators of the workers' mean delay enqueue → execution finished, high phase: %.2f ms (the workers' 20 ms batching timer dominates); recorded, the vertical simulator has no per-hop knob", c.HopMS),
+		"hop_ms":                fmt.Sprintf("mean over operators of the workers' mean delay enqueue → execution finished, high phase: %.2f ms (the workers' 20 ms batching timer dominates), written as physics hop_ms (a fixed latency after every forwarding task; at the generous allocation queueing adds almost nothing, so the mean is the dispatch latency)", c.HopMS),
 		"cost_model":            "three live runs (1 worker; 2 workers even; 2 workers, operators split in halves) at the calibration rate with every task at -cost-millicores live mc; every control interval each worker whose queue exceeds 0.5 s of its execution rate is one sample of CLASP Eq. 1 for clasp.Estimator (RLS from the paper's start, pooled); W̄ is its EWMA",
 		"demand":                fmt.Sprintf("cpu_us_per_event per task with the cpu scale %g; env.ScenarioDemand maps it to MI per event on the placed server", c.CPUScale),
 	}
@@ -385,6 +385,10 @@ func calibratedScenario(c Calibration, sc env.Config) (env.Scenario, error) {
 	p.CapacityJitter = round3(c.CapacityJitter)
 	p.CFSPeriodMS, p.CFSThreads = c.CFSPeriodMS, 1
 	p.MetricNoise = 0
+	if c.HopMS > 0 && c.HopMS <= 1000 {
+		p.HopMS = round3(c.HopMS)
+		notes["hop_ms"] = m["hop_ms"]
+	}
 	if c.ActuationIntervals >= 0 {
 		p.ActuationDelaySteps = c.ActuationIntervals
 		notes["actuation_delay_steps"] = m["actuation_delay_steps"]
