@@ -270,3 +270,50 @@ func TestWorkerInFlightCapShared(t *testing.T) {
 		t.Errorf("sunk %v of %v", sunk, emitted)
 	}
 }
+
+// TestWorkerInFlightCapReplan checks that a re-plan transfers only the
+// requests at the worker: those its cap holds upstream are re-routed to the
+// new replicas, not sent from the old worker, and nothing is lost.
+func TestWorkerInFlightCapReplan(t *testing.T) {
+	plan := [][]Replica{{{Server: 0, Share: 0.5}, {Server: 2, Share: 0.5}}, {{Server: 1, Share: 1}}}
+	move := func(maxInFlight int) (held float64, m Migration) {
+		cfg := cluster(3000, 30)
+		cfg.Worker = WorkerPhysics{On: true, Cores: 8, Slots: 10, MaxInFlight: maxInFlight}
+		e, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Reset(0)
+		var info Info
+		for range 10 {
+			sr, err := e.Step(Action{Hold: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			info = sr.Info
+		}
+		held = info.Queue[0] - info.Workers[0].Queue
+		before := total(e)
+		sr, err := e.Step(Action{Replicas: plan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := before + sr.Info.OfferedRate - sr.Info.SinkEvents - total(e); math.Abs(diff) > 1e-6*before {
+			t.Errorf("cap %d: the re-plan lost %v events", maxInFlight, diff)
+		}
+		return held, sr.Info.Migration
+	}
+	held0, free := move(0)
+	held, capped := move(10)
+	if held0 != 0 || !(held > 1000) {
+		t.Fatalf("held upstream: %v without the cap, %v with it", held0, held)
+	}
+	// Half of a's queue moves to server 2: the held half is not sent.
+	want := 0.5 * held * cluster(3000, 30).App.Tasks[0].OutBytes / (1 << 20)
+	if d := free.MovedMB - capped.MovedMB; math.Abs(d-want) > 1e-6*want {
+		t.Errorf("the cap moved %v MB less, want %v (half of %v held events)", d, want, held)
+	}
+	if !(capped.MaxPauseS < free.MaxPauseS) {
+		t.Errorf("pause %v s with the cap, %v without", capped.MaxPauseS, free.MaxPauseS)
+	}
+}
