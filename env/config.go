@@ -73,7 +73,7 @@ func (m StateMigration) extraUS() float64 {
 //     slots on one of Cores cores at full core speed: it takes its own work
 //     (h_k at one core plus the α/β work of the requests it sends), slowed
 //     by b/Cores when b, the executions in flight on the worker (Little:
-//     Σ arrival rate × work, at most Slots: the cap on requests in
+//     Σ arrival rate × work, at most Slots: the cap on executions in
 //     flight), exceeds the cores; and the worker executes at most
 //     min(Slots, Cores) cores' worth, split among its replicas by their
 //     forecast arrivals (so in overload of the cores the split is not work
@@ -92,6 +92,31 @@ func (m StateMigration) extraUS() float64 {
 //     batched hop; over several hops it adds the maxima, not the
 //     convolution, so it overstates the p95 of long remote chains).
 //     Requests to the same server are direct calls (α) and are not batched.
+//   - Cap on requests in flight (MaxInFlight). A worker holds at most
+//     MaxInFlight of the requests it receives from outside (inputs from
+//     the ingress and requests from other workers): the b executing in
+//     its slots plus those waiting in its queue. Requests beyond the
+//     slots wait in the worker's queue up to the cap; beyond it the
+//     worker admits no more: they wait upstream, at the ingress or queued
+//     at the sender, and are admitted in arrival order as room frees.
+//     Requests a worker's own executions send to itself pass in memory
+//     (the paper's workers use shared memory): always admitted, not
+//     counted, so a local fan-out can queue beyond the cap. Below the
+//     cap nothing changes. Above it, what waits upstream no longer counts in the
+//     worker's queue Q_w (WorkerMetrics), in its replicas' demand of the
+//     shared-CPU split, or in the queued events a re-plan transfers to
+//     another worker; Info.Queue and Info.PlannerQueue still count it
+//     (events waiting for the task, and at the sources). Since the cap
+//     is at least the slots (validated), an admitted request never waits
+//     for room to start executing, and each replica serves its requests
+//     in arrival order, so a request's departure does not depend on
+//     where it waited: latency is accounted from the original arrival
+//     and a single stream's throughput and latency are unchanged; the
+//     backlog and its waiting time move upstream. Not modelled: the
+//     head-of-line blocking one replica's held backlog imposes on the
+//     admission of another replica's requests on the same worker (each
+//     replica keeps its own FIFO), and a worker's refusal does not slow
+//     the sender (its send buffer is unbounded).
 //
 // PaperWorkers gives the values of the paper and its public harness. The
 // fluid core only (PerEvent and stochastic physics reject it).
@@ -107,6 +132,13 @@ type WorkerPhysics struct {
 	// BatchIntervalMS and BatchCheckMS are the batching timer's interval
 	// and check period, ms (harness: 20 and 5); both 0 turn batching off.
 	BatchIntervalMS, BatchCheckMS float64
+	// MaxInFlight is the cap on requests in flight per worker (executing
+	// plus queued at the worker), requests; 0 (the default, and
+	// PaperWorkers') is no cap: the worker's queue is unbounded, as in the
+	// paper's public harness, whose workers put every dispatched request
+	// in an unbounded per-function waiting queue and cap only the
+	// executors that run them. Otherwise at least Slots.
+	MaxInFlight int
 }
 
 // PaperWorkers returns the CLASP paper's worker: 8 cores, 10 executor
@@ -114,7 +146,14 @@ type WorkerPhysics struct {
 // an RPC latency of 1 ms per remote hop — the paper's measured extra time
 // of reaching another worker over a local call (§2.4: a remote state
 // access takes ≈ 1,400 µs against ≈ 400 µs locally); the paper gives no
-// separate figure for a chained request.
+// separate figure for a chained request. It sets no cap on requests in
+// flight (MaxInFlight 0): the harness's workers (the CLASP fork of
+// faabric, scheduler::Scheduler) queue every request they are sent in an
+// unbounded per-function waiting queue, its planner's ingress queue is
+// unbounded too, and only the executors are capped; CLASP detects a
+// saturated worker by its queue's growth, which a cap at the worker would
+// stop. The paper's text (as issue 15 reads it) says requests in flight
+// are capped but gives no figure.
 func PaperWorkers() WorkerPhysics {
 	return WorkerPhysics{On: true, Cores: 8, Slots: 10, HopMS: 1, BatchIntervalMS: 20, BatchCheckMS: 5}
 }
@@ -142,6 +181,8 @@ func (w WorkerPhysics) validate(c *Config) error {
 		return fmt.Errorf("env: worker physics need the fluid core and deterministic physics")
 	case w.Cores < 1 || w.Slots < 1:
 		return fmt.Errorf("env: worker physics: %d cores and %d slots, want ≥ 1", w.Cores, w.Slots)
+	case w.MaxInFlight < 0 || (w.MaxInFlight > 0 && w.MaxInFlight < w.Slots):
+		return fmt.Errorf("env: worker physics: cap of %d requests in flight, want 0 (none) or ≥ the %d slots", w.MaxInFlight, w.Slots)
 	case !(w.HopMS >= 0) || !(w.BatchIntervalMS >= 0) || !(w.BatchCheckMS >= 0) || math.IsInf(w.HopMS+w.BatchIntervalMS+w.BatchCheckMS, 0):
 		return fmt.Errorf("env: worker physics: hop %v ms, batching %v / %v ms, want finite and ≥ 0", w.HopMS, w.BatchIntervalMS, w.BatchCheckMS)
 	}

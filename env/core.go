@@ -8,6 +8,9 @@ type taskStats struct {
 	done   float64 // input events processed during the step
 	delayW float64 // Σ over processed events of (departure − arrival), event-seconds
 	queue  float64 // events that have arrived and wait (or are in service) at step end
+	// held is the part of queue a worker's cap on requests in flight
+	// keeps upstream, at the ingress or the sender (Config.Worker.MaxInFlight).
+	held float64
 }
 
 // stepStats is what a simulator core reports after a step.
@@ -59,18 +62,7 @@ func (f *fluid) collect(st *stepStats) {
 	clear(st.tasks)
 	for i := range f.stages {
 		s := &f.stages[i]
-		future := 0.0
-		for j := s.queue.len() - 1; j >= 0; j-- {
-			p := s.queue.at(j)
-			if p.ae <= T {
-				break
-			}
-			if p.as >= T || p.ae == p.as {
-				future += p.w
-			} else {
-				future += p.w * (p.ae - T) / (p.ae - p.as)
-			}
-		}
+		future := s.future(T)
 		if s.queue.len() > 0 {
 			st.oldest = min(st.oldest, s.queue.front().os)
 		}
@@ -93,6 +85,31 @@ func (f *fluid) collect(st *stepStats) {
 	if f.tr != nil && f.tr.valid && st.completed {
 		st.mean, st.p95 = f.tr.mean, f.tr.p95
 	}
+	if f.room != nil {
+		f.holdUpstream(f.held)
+		for r, h := range f.held {
+			st.replicas[r].held = h
+			st.tasks[f.stages[r].task].held += h
+		}
+	}
+}
+
+// future is the part of stage s's queue that arrives after T (events on
+// their way: a piece arriving across T counts its share after T).
+func (s *stage) future(T float64) float64 {
+	future := 0.0
+	for j := s.queue.len() - 1; j >= 0; j-- {
+		p := s.queue.at(j)
+		if p.ae <= T {
+			break
+		}
+		if p.as >= T || p.ae == p.as {
+			future += p.w
+		} else {
+			future += p.w * (p.ae - T) / (p.ae - p.as)
+		}
+	}
+	return future
 }
 
 func (f *fluid) balance() (float64, float64, []float64) {

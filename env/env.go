@@ -62,7 +62,7 @@ type StepResult struct {
 
 // WorkerMetrics are one server's metrics for a step (CLASP, Table 2).
 type WorkerMetrics struct {
-	Queue              float64   // Q_w: events waiting at the server's replicas
+	Queue              float64   // Q_w: events waiting at the server's replicas (not those its cap on requests in flight holds upstream)
 	LocalRequests      float64   // R^l_w: requests sent to replicas on the same server, per second
 	RemoteRequests     float64   // R^r_w: requests sent to other servers, per second
 	RemoteDestinations int       // δ_w: distinct remote servers requests were sent to
@@ -107,7 +107,12 @@ type Env struct {
 	// the coming step (events/s) and per server the executions in flight
 	// it implies (Σ arrivals × execution time).
 	execIn, busy []float64
-	memUsed      []float64 // per server
+	// held is, per replica, the waiting events its worker's cap on
+	// requests in flight keeps upstream (Config.Worker.MaxInFlight):
+	// they are not part of the replica's demand in the split.
+	held []float64
+
+	memUsed []float64 // per server
 
 	shared           []float64 // shared-CPU scenarios: each replica's service millicores this step
 	svc              []float64 // each replica's service time this step, seconds
@@ -579,13 +584,11 @@ func (e *Env) shareCPU() {
 		if arrive < 0 {
 			arrive = rate * e.taskGain[rep.task] * rep.share
 		}
-		// The γ work of the destinations it holds is demand too.
-		return (x.queue+arrive)*work + e.gammaUS[r]*1e-6 + eps
+		// The γ work of the destinations it holds is demand too; what
+		// waits upstream of a worker's cap is not.
+		return (x.queue-e.held[r]+arrive)*work + e.gammaUS[r]*1e-6 + eps
 	}
-	for r, rep := range e.topo.replicas {
-		e.serverCPU[rep.server] += demand(r)
-	}
-	if e.cfg.Worker.On {
+	if w := e.cfg.Worker; w.On {
 		clear(e.busy)
 		for r, rep := range e.topo.replicas {
 			e.execIn[r] = 0
@@ -599,6 +602,17 @@ func (e *Env) shareCPU() {
 			e.execIn[r] = in
 			e.busy[rep.server] += in * (e.cfg.App.Tasks[rep.task].MIPSPerEvent/(e.mipsPerM[r]*1000) + e.reqUS[r]*1e-6)
 		}
+		if f, ok := e.core.(*fluid); ok && f.room != nil {
+			// The cap leaves room for waiting requests beside the
+			// executions in flight (at most the slots).
+			for s := range f.room {
+				f.room[s] = max(float64(w.MaxInFlight)-min(e.busy[s], float64(w.Slots)), 0)
+			}
+			f.holdUpstream(e.held)
+		}
+	}
+	for r, rep := range e.topo.replicas {
+		e.serverCPU[rep.server] += demand(r)
 	}
 	clear(e.alloc)
 	for r, rep := range e.topo.replicas {
@@ -964,7 +978,7 @@ func (e *Env) WorkerMetrics() []WorkerMetrics {
 	for r, rep := range e.topo.replicas {
 		m := &e.workers[rep.server]
 		x := e.st.replicas[r]
-		m.Queue += x.queue
+		m.Queue += x.queue - x.held // what waits upstream of its cap is not at the worker
 		m.Executions[rep.task] += x.done
 		m.ExecUS[rep.task] = e.cfg.App.Tasks[rep.task].MIPSPerEvent / (e.mipsPerM[r] * 1000) * 1e6
 	}
@@ -1032,7 +1046,7 @@ func (e *Env) rebind() {
 	e.svcCPU = make([]float64, nr)
 	e.remoteFrom, e.remoteTo = make([]float64, nr), make([]float64, nr)
 	e.arrive = make([]float64, nr)
-	e.execIn, e.busy = make([]float64, nr), make([]float64, e.m)
+	e.execIn, e.busy, e.held = make([]float64, nr), make([]float64, e.m), make([]float64, nr)
 	for r := range e.arrive {
 		e.arrive[r] = -1
 	}

@@ -66,6 +66,14 @@ func (e *Env) replan(plan [][]Replica) {
 		oldShare[r.task][r.server] += r.share
 	}
 	nr := len(oldTopo.replicas)
+	// Requests a worker's cap on requests in flight holds upstream are
+	// re-routed to the new replicas, not transferred from the old worker.
+	if old.room != nil {
+		old.holdUpstream(old.held)
+		for r, h := range old.held {
+			queued[oldTopo.replicas[r].task] -= h
+		}
+	}
 	for i := range old.stages {
 		s := &old.stages[i]
 		task, delay := s.task, 0.0

@@ -36,6 +36,13 @@ type stage struct {
 	// Cumulative counters for conservation checks; carried counts events
 	// handed over by a re-plan.
 	cumPushed, cumDeparted, carried float64
+
+	// server is a task stage's server; ext marks a task stage that
+	// receives from outside its server (a source, or a cross-server
+	// flow), whose arrivals a worker's cap on requests in flight can hold
+	// upstream (Config.Worker.MaxInFlight; holdUpstream).
+	server int
+	ext    bool
 }
 
 // fluid is the fast simulator core: cohort ("piece") based, exact for the
@@ -67,6 +74,12 @@ type fluid struct {
 	// at the join; the deterministic fluid carries the join's mass by its
 	// selectivity (1/n), its latency that of the average sibling.
 	joinOf []int
+
+	// room is, per server, the requests its cap on requests in flight
+	// leaves for waiting ones (MaxInFlight − executions in flight); nil
+	// without a cap (Config.Worker.MaxInFlight 0).
+	room []float64
+	held []float64 // per replica: scratch of collect's holdUpstream
 }
 
 // latPiece is the end-to-end latency contribution of a piece delivered to
@@ -222,7 +235,13 @@ func newFluid(c *Config, t topology) *fluid {
 	f.stages = make([]stage, nr+len(t.flowLink))
 	ups := make([]int, len(f.stages))
 	for i, r := range t.replicas {
-		f.stages[i] = stage{task: r.task, replica: i, edge: -1, sel: c.App.Tasks[r.task].Selectivity, pipe: c.Worker.On}
+		f.stages[i] = stage{task: r.task, replica: i, edge: -1, sel: c.App.Tasks[r.task].Selectivity, pipe: c.Worker.On, server: r.server}
+	}
+	if c.Worker.On && c.Worker.MaxInFlight > 0 {
+		f.room, f.held = make([]float64, len(c.Servers)), make([]float64, nr)
+		for w := range f.room {
+			f.room[w] = float64(c.Worker.MaxInFlight)
+		}
 	}
 	for _, k := range c.App.Sinks {
 		for _, r := range t.ofTask[k] {
@@ -233,6 +252,7 @@ func newFluid(c *Config, t topology) *fluid {
 		for _, r := range t.ofTask[k] {
 			f.sources = append(f.sources, r)
 			f.srcW = append(f.srcW, t.replicas[r].share)
+			f.stages[r].ext = true
 			ups[r]++
 		}
 	}
@@ -257,6 +277,7 @@ func newFluid(c *Config, t topology) *fluid {
 			from.outW = append(from.outW, l.frac)
 			f.stages[fs].out = []int{l.to}
 			f.stages[fs].outW = []float64{1}
+			f.stages[l.to].ext = true
 			ups[fs]++
 		} else {
 			from.out = append(from.out, l.to)

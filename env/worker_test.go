@@ -2,6 +2,7 @@ package env
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 )
@@ -104,6 +105,8 @@ func TestWorkerPhysicsValidate(t *testing.T) {
 		"infinite":    func(c *Config) { c.Worker.BatchIntervalMS = math.Inf(1) },
 		"set, not on": func(c *Config) { c.Worker.On = false },
 		"stochastic":  func(c *Config) { c.Physics.ServiceCV = 1 },
+		"cap < slots": func(c *Config) { c.Worker.MaxInFlight = 5 },
+		"cap < 0":     func(c *Config) { c.Worker.MaxInFlight = -1 },
 	} {
 		cfg := cluster(100, 5)
 		cfg.Worker = PaperWorkers()
@@ -146,5 +149,171 @@ func TestWorkerSlots(t *testing.T) {
 	// One core: at most 1 s / 0.8385 ms ≈ 1,193 inputs/s.
 	if x := run(2000, WorkerPhysics{On: true, Cores: 1, Slots: 10}); !(x.Throughput <= 1000/exec+1) {
 		t.Errorf("1 core at 2,000 ev/s: throughput %.1f, want ≤ %.1f", x.Throughput, 1000/exec)
+	}
+}
+
+// episode runs cfg with Hold for its episode and returns every step's info
+// (deep copies of the slices a test reads) and the env.
+func episode(t *testing.T, cfg Config) ([]Info, *Env) {
+	t.Helper()
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.Reset(1); err != nil {
+		t.Fatal(err)
+	}
+	var out []Info
+	for {
+		res, err := e.Step(Action{Hold: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := res.Info
+		info.Queue = append([]float64(nil), info.Queue...)
+		info.Workers = append([]WorkerMetrics(nil), info.Workers...)
+		out = append(out, info)
+		if res.Truncated {
+			return out, e
+		}
+	}
+}
+
+// TestWorkerInFlightCap checks the cap on requests in flight
+// (WorkerPhysics.MaxInFlight) on the two-worker chain a → b (a alone on
+// worker 0, 1,000 millicores: ≈ 1,400 ev/s).
+func TestWorkerInFlightCap(t *testing.T) {
+	slots := WorkerPhysics{On: true, Cores: 8, Slots: 10, HopMS: 1, BatchIntervalMS: 20, BatchCheckMS: 5}
+	capped := slots
+	capped.MaxInFlight = 10
+	run := func(rate float64, w WorkerPhysics) []Info {
+		cfg := cluster(rate, 30)
+		cfg.Worker = w
+		infos, _ := episode(t, cfg)
+		return infos
+	}
+	// Below the cap nothing changes: every step's info is identical.
+	for _, rate := range []float64{300, 1265} {
+		a, b := run(rate, slots), run(rate, capped)
+		for i := range a {
+			if fa, fb := fmt.Sprintf("%+v", a[i]), fmt.Sprintf("%+v", b[i]); fa != fb {
+				t.Fatalf("%v ev/s, step %d: with the cap %s, without %s", rate, i, fb, fa)
+			}
+		}
+	}
+	// Above it (3,000 ev/s, twice worker 0's capacity) worker 0 holds at
+	// most the cap; the rest of a's backlog waits at the ingress. A single
+	// FIFO stream departs as without the cap, so throughput and latency
+	// (from the original arrival) are the same, and every event is still
+	// counted (Info.Queue, PlannerQueue).
+	a, b := run(3000, slots), run(3000, capped)
+	for i := range a {
+		x, y := a[i], b[i]
+		if q := y.Workers[0].Queue; q > float64(capped.MaxInFlight)+1e-9 {
+			t.Errorf("step %d: worker 0 holds %.3f requests, cap %d", i, q, capped.MaxInFlight)
+		}
+		same := func(what string, u, v float64) {
+			if math.Abs(u-v) > 1e-9*max(1, math.Abs(u)) {
+				t.Errorf("step %d: %s %v with the cap, %v without", i, what, v, u)
+			}
+		}
+		same("throughput", x.Throughput, y.Throughput)
+		same("p95", x.P95MS, y.P95MS)
+		same("mean latency", x.MeanMS, y.MeanMS)
+		same("queue of a", x.Queue[0], y.Queue[0])
+		same("queue of b", x.Queue[1], y.Queue[1])
+		same("planner queue", x.PlannerQueue, y.PlannerQueue)
+		same("worker 1's queue", x.Workers[1].Queue, y.Workers[1].Queue)
+	}
+	last, lastCap := a[len(a)-1], b[len(b)-1]
+	if !(last.Workers[0].Queue > 10*float64(capped.MaxInFlight)) {
+		t.Errorf("without the cap worker 0 holds only %.1f requests at 3,000 ev/s", last.Workers[0].Queue)
+	}
+	if up := lastCap.Queue[0] - lastCap.Workers[0].Queue; !(up > 1000) {
+		t.Errorf("with the cap %.1f requests wait upstream, want the backlog (%.0f)", up, lastCap.Queue[0])
+	}
+	if !(lastCap.P95MS > 1000) {
+		t.Errorf("p95 %.1f ms: the upstream wait is not in the latency", lastCap.P95MS)
+	}
+}
+
+// TestWorkerInFlightCapShared checks the cap on one worker running a and b
+// (b fed only by a's local requests, which pass in memory: not counted)
+// in overload: the worker never holds more than the cap of inputs, the
+// excess waits at the ingress, and nothing is lost.
+func TestWorkerInFlightCapShared(t *testing.T) {
+	w := WorkerPhysics{On: true, Cores: 8, Slots: 10, MaxInFlight: 25}
+	cfg := cluster(3000, 20)
+	cfg.Replicas[1] = []Replica{{Server: 0, Share: 1}}
+	cfg.Worker = w
+	infos, e := episode(t, cfg)
+	for i, info := range infos {
+		if q := info.Workers[0].Queue - info.Queue[1]; q > float64(w.MaxInFlight)+1e-9 {
+			t.Errorf("step %d: worker 0 holds %.3f inputs, cap %d", i, q, w.MaxInFlight)
+		}
+	}
+	last := infos[len(infos)-1]
+	all := last.InFlight + last.Queue[0] + last.Queue[1]
+	if tot := total(e); math.Abs(all-tot) > 1e-6*tot {
+		t.Errorf("info counts %.3f events in the system, the core %.3f", all, tot)
+	}
+	if up := all - last.Workers[0].Queue - last.InFlight; !(up > 1000) {
+		t.Errorf("%.1f events wait upstream, want the backlog", up)
+	}
+	emitted, sunk, res := e.core.balance()
+	for i, r := range res {
+		if math.Abs(r) > 1e-6*emitted {
+			t.Errorf("stage %d: residual %v", i, r)
+		}
+	}
+	if !(sunk < emitted) {
+		t.Errorf("sunk %v of %v", sunk, emitted)
+	}
+}
+
+// TestWorkerInFlightCapReplan checks that a re-plan transfers only the
+// requests at the worker: those its cap holds upstream are re-routed to the
+// new replicas, not sent from the old worker, and nothing is lost.
+func TestWorkerInFlightCapReplan(t *testing.T) {
+	plan := [][]Replica{{{Server: 0, Share: 0.5}, {Server: 2, Share: 0.5}}, {{Server: 1, Share: 1}}}
+	move := func(maxInFlight int) (held float64, m Migration) {
+		cfg := cluster(3000, 30)
+		cfg.Worker = WorkerPhysics{On: true, Cores: 8, Slots: 10, MaxInFlight: maxInFlight}
+		e, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Reset(0)
+		var info Info
+		for range 10 {
+			sr, err := e.Step(Action{Hold: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			info = sr.Info
+		}
+		held = info.Queue[0] - info.Workers[0].Queue
+		before := total(e)
+		sr, err := e.Step(Action{Replicas: plan})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := before + sr.Info.OfferedRate - sr.Info.SinkEvents - total(e); math.Abs(diff) > 1e-6*before {
+			t.Errorf("cap %d: the re-plan lost %v events", maxInFlight, diff)
+		}
+		return held, sr.Info.Migration
+	}
+	held0, free := move(0)
+	held, capped := move(10)
+	if held0 != 0 || !(held > 1000) {
+		t.Fatalf("held upstream: %v without the cap, %v with it", held0, held)
+	}
+	// Half of a's queue moves to server 2: the held half is not sent.
+	want := 0.5 * held * cluster(3000, 30).App.Tasks[0].OutBytes / (1 << 20)
+	if d := free.MovedMB - capped.MovedMB; math.Abs(d-want) > 1e-6*want {
+		t.Errorf("the cap moved %v MB less, want %v (half of %v held events)", d, want, held)
+	}
+	if !(capped.MaxPauseS < free.MaxPauseS) {
+		t.Errorf("pause %v s with the cap, %v without", capped.MaxPauseS, free.MaxPauseS)
 	}
 }

@@ -70,12 +70,14 @@ func Methods(maxWorkers int) []Method {
 // closedLoop runs method's planner on app over trace on servers workers
 // (every task starts on worker 0) and returns the step records and the
 // controller. With warm > 0 the planner's first decision (the initial
-// placement) is followed by warm steps without remapping.
-func closedLoop(m Method, app clasp.App, servers int, trace Trace, warm int) ([]StepRecord, *horizontal.Adapter, error) {
+// placement) is followed by warm steps without remapping. maxInFlight is
+// the workers' cap on requests in flight (0: none).
+func closedLoop(m Method, app clasp.App, servers int, trace Trace, warm, maxInFlight int) ([]StepRecord, *horizontal.Adapter, error) {
 	cfg, err := ClusterConfig(app, servers, 0, len(trace), nil)
 	if err != nil {
 		return nil, nil, err
 	}
+	capInFlight(&cfg, maxInFlight)
 	cfg.Workload = trace
 	p, err := m.New()
 	if err != nil {
@@ -119,6 +121,9 @@ type TransitionOptions struct {
 	// Warm is the number of steps at the source rate; After the number at
 	// the target rate before the worker count is read.
 	Warm, After int
+	// MaxInFlight is the workers' cap on requests in flight
+	// (env.WorkerPhysics.MaxInFlight); 0, the default, is none.
+	MaxInFlight int `json:"max_in_flight,omitempty"`
 }
 
 // DefaultTransitionOptions: 10%, 20%, …, 100% of the 10-worker maximum
@@ -174,7 +179,7 @@ func WorkerTransitions(app clasp.App, maxRate []float64, methods []Method, o Tra
 			for range o.After {
 				trace = append(trace, row.To)
 			}
-			_, ctrl, err := closedLoop(byName[row.Method], app, len(maxRate), trace, 0)
+			_, ctrl, err := closedLoop(byName[row.Method], app, len(maxRate), trace, 0, o.MaxInFlight)
 			if err != nil {
 				return err
 			}
@@ -362,8 +367,10 @@ func PooledLatency(recs []StepRecord, q float64) float64 {
 
 // Modes runs every method closed loop on app over both load modes drawn
 // with each seed, on servers workers, concurrently; rows come back in
-// (mode, seed, method) order. Each run starts with the warm-up.
-func Modes(app clasp.App, top float64, servers int, methods []Method, seeds []uint64) ([]ModeRow, error) {
+// (mode, seed, method) order. Each run starts with the warm-up. maxInFlight
+// is the workers' cap on requests in flight (env.WorkerPhysics.MaxInFlight;
+// 0: none).
+func Modes(app clasp.App, top float64, servers int, methods []Method, seeds []uint64, maxInFlight int) ([]ModeRow, error) {
 	traces := make([]map[string]Trace, len(seeds))
 	for i, sd := range seeds {
 		traces[i] = ModeTraces(top, sd)
@@ -391,7 +398,7 @@ func Modes(app clasp.App, top float64, servers int, methods []Method, seeds []ui
 				full = append(full, tr[0])
 			}
 			full = append(full, tr...)
-			recs, ctrl, err := closedLoop(m, app, servers, full, row.WarmSteps)
+			recs, ctrl, err := closedLoop(m, app, servers, full, row.WarmSteps, maxInFlight)
 			if err != nil {
 				return err
 			}

@@ -83,7 +83,7 @@ func TestModesSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := pick(Methods(4), "clasp", "hpa")
-	rows, err := Modes(app, top, 4, ms, []uint64{1})
+	rows, err := Modes(app, top, 4, ms, []uint64{1}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestModesSmall(t *testing.T) {
 	if rows[0].WarmSteps < 1 || rows[0].MedianMS <= 0 || rows[0].P95MS < rows[0].MedianMS {
 		t.Errorf("warm-up %d steps, pooled median %v, p95 %v", rows[0].WarmSteps, rows[0].MedianMS, rows[0].P95MS)
 	}
-	again, err := Modes(app, top, 4, ms, []uint64{1})
+	again, err := Modes(app, top, 4, ms, []uint64{1}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,8 @@
 //     γ = 51,500 µs, and the paper's worker physics (env.PaperWorkers:
 //     8 cores, 10 executor slots at full core speed behind a serial dispatch
 //     path of W̄, 1 ms RPC latency per remote hop, 20 ms timer batching of
-//     inputs and remote requests checked every 5 ms);
+//     inputs and remote requests checked every 5 ms, no cap on requests in
+//     flight unless Options.MaxInFlight sets one);
 //   - the experiments (Scaling, Overprovision, StateLocalities,
 //     Coefficients, Placements, WorkerTransitions, Modes, Migrations), their
 //     report (Report, Markdown) and figures (Figures).

@@ -98,6 +98,9 @@ type Probe struct {
 	// (env.Config.Worker off: every execution at its replica's share of
 	// the worker's CPU); only the ablation of (2) sets it.
 	ProcessorSharing bool `json:"processor_sharing,omitempty"`
+	// MaxInFlight is the workers' cap on requests in flight
+	// (env.WorkerPhysics.MaxInFlight); 0, the default, is none.
+	MaxInFlight int `json:"max_in_flight,omitempty"`
 }
 
 // DefaultProbe returns the defaults documented on the fields.
@@ -125,6 +128,7 @@ func Sustains(app clasp.App, servers int, place Placer, rate float64, pr Probe) 
 	if pr.ProcessorSharing {
 		cfg.Worker = env.WorkerPhysics{}
 	}
+	capInFlight(&cfg, pr.MaxInFlight)
 	recs, err := run(cfg, horizontal.Hold{}, 1, nil)
 	if err != nil {
 		return false, err
@@ -251,7 +255,7 @@ type CoefResult struct {
 // model, at α₀ = 100 µs, β₀ = 1,000 µs, γ₀ = 100,000 µs, W₀ = 10⁶ µs/s
 // (CoefStart), so the result measures estimation rather than the start;
 // the closed-loop runs start from the paper's values (the default).
-func Coefficients(apps []clasp.App, steps int) (CoefResult, error) {
+func Coefficients(apps []clasp.App, steps, maxInFlight int) (CoefResult, error) {
 	ec := clasp.DefaultEstimatorConfig()
 	ec.Initial = CoefStart
 	est, err := clasp.NewEstimator(ec)
@@ -286,6 +290,7 @@ func Coefficients(apps []clasp.App, steps int) (CoefResult, error) {
 				if err != nil {
 					return CoefResult{}, err
 				}
+				capInFlight(&cfg, maxInFlight)
 				q := horizontal.QuantizeShares(shares)
 				var obsErr error
 				_, err = run(cfg, horizontal.Hold{}, 1, func(t int, info env.Info) {
@@ -516,8 +521,9 @@ type MigrationRow struct {
 // Migrations moves app between CLASP placements of from and to workers at
 // rate (which the smaller must sustain) under CLASP's stop-and-copy, after
 // fill steps of state growth on the first. clock, if not nil, times the
-// planner's decision.
-func Migrations(app clasp.App, pairs [][2]int, rate float64, fill int, clock func() time.Time) ([]MigrationRow, error) {
+// planner's decision. maxInFlight is the workers' cap on requests in
+// flight (env.WorkerPhysics.MaxInFlight; 0: none).
+func Migrations(app clasp.App, pairs [][2]int, rate float64, fill int, clock func() time.Time, maxInFlight int) ([]MigrationRow, error) {
 	var rows []MigrationRow
 	const servers = 10
 	for _, pair := range pairs {
@@ -534,6 +540,7 @@ func Migrations(app clasp.App, pairs [][2]int, rate float64, fill int, clock fun
 		if err != nil {
 			return nil, err
 		}
+		capInFlight(&cfg, maxInFlight)
 		row := MigrationRow{App: app.Name, From: from, To: to, Step: fmt.Sprintf("%d->%d", from, to), Rate: rate}
 		q0 := horizontal.QuantizeShares(sh0)
 		ctrl := &scriptedMove{at: fill, to: to, app: app, ids0: ids0, q0: q0, row: &row, clock: clock}

@@ -96,6 +96,7 @@ func meanP95(app clasp.App, n int, rate float64, pr Probe) (float64, error) {
 	if pr.ProcessorSharing {
 		cfg.Worker = env.WorkerPhysics{}
 	}
+	capInFlight(&cfg, pr.MaxInFlight)
 	recs, err := run(cfg, horizontal.Hold{}, 1, nil)
 	if err != nil {
 		return 0, err

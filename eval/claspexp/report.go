@@ -95,6 +95,11 @@ type Options struct {
 	// (MigrationFigures.PlannerMS); nil leaves it 0 and keeps the report
 	// a function of the options alone.
 	Clock func() time.Time
+	// MaxInFlight is the workers' cap on requests in flight in every
+	// experiment (env.WorkerPhysics.MaxInFlight; 0, the default and the
+	// paper's harness, is none); Reproduce copies it into Probe and
+	// Transition.
+	MaxInFlight int
 }
 
 // DefaultOptions runs every application.
@@ -120,6 +125,7 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 	if progress == nil {
 		progress = func(string) {}
 	}
+	o.Probe.MaxInFlight, o.Transition.MaxInFlight = o.MaxInFlight, o.MaxInFlight
 	r := Report{
 		Probe: o.Probe,
 		Scenario: fmt.Sprintf("homogeneous workers of %d millicores at %d MIPS/core (W = %.0f µs/s), star network %.0f Gbps / %.2f ms per link, shared CPU, α = %.1f µs, β = %.0f µs, γ = %.0f µs, SLO p95 %d ms",
@@ -159,7 +165,7 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 		return r, err
 	}
 	progress("coefficients")
-	if r.Coefficients, err = Coefficients(o.Apps, o.CoefSteps); err != nil {
+	if r.Coefficients, err = Coefficients(o.Apps, o.CoefSteps, o.MaxInFlight); err != nil {
 		return r, err
 	}
 	r.CoefRelError = r.Coefficients.MaxRelError
@@ -216,7 +222,7 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 			}
 			top = sc[0].MaxRate[1]
 		}
-		rows, err := Modes(app, top, 10, methods, o.ModeSeeds)
+		rows, err := Modes(app, top, 10, methods, o.ModeSeeds, o.MaxInFlight)
 		if err != nil {
 			return r, err
 		}
@@ -235,7 +241,7 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 		if err != nil {
 			return r, err
 		}
-		mr, err := Migrations(app, pairs, 0.5*one, o.MigrateFillS, o.Clock)
+		mr, err := Migrations(app, pairs, 0.5*one, o.MigrateFillS, o.Clock, o.MaxInFlight)
 		if err != nil {
 			return r, err
 		}

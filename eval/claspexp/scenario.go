@@ -129,6 +129,14 @@ func Cluster(n int) (env.Network, []env.Server) {
 	return net, servers
 }
 
+// capInFlight sets the workers' cap on requests in flight
+// (env.WorkerPhysics.MaxInFlight; 0: none) when the worker physics are on.
+func capInFlight(cfg *env.Config, n int) {
+	if cfg.Worker.On {
+		cfg.Worker.MaxInFlight = n
+	}
+}
+
 // ClusterConfig builds the simulator configuration of app on n workers with a
 // constant input rate for steps seconds: shared-CPU workers with the paper's
 // worker physics (env.PaperWorkers: executor slots at full core speed

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"streamscale/clasp"
+	"streamscale/env"
 	"streamscale/eval/claspexp"
 	"streamscale/internal/command"
 )
@@ -23,6 +24,7 @@ func claspCmd(ctx context.Context, args []string, o Options) error {
 	iters := fs.Int("iters", claspexp.DefaultProbe().Iters, "bisection steps of the sustained-rate search, 1…30")
 	seed := fs.Uint64("seed", 1, "root seed (recorded; the scenarios draw no randomness)")
 	seeds := fs.Int("seeds", len(claspexp.DefaultOptions().ModeSeeds), "seeds of the load modes' traces (1, 2, …), 1…20; the other experiments have no randomness")
+	maxInFlight := fs.Int("max-in-flight", 0, "the workers' cap on requests in flight (env.WorkerPhysics.MaxInFlight): 0 (default, the paper's harness) is none, else at least the 10 executor slots")
 	timePlanner := fs.Bool("time-planner", false, "measure the planner's decision time of each move with the wall clock (experiment 7's planner_ms; off: 0, and the same flags give identical bytes)")
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
@@ -36,8 +38,12 @@ func claspCmd(ctx context.Context, args []string, o Options) error {
 	if *seeds < 1 || *seeds > 20 {
 		return usagef("eval clasp: -seeds %d outside 1…20", *seeds)
 	}
+	if slots := env.PaperWorkers().Slots; *maxInFlight < 0 || (*maxInFlight > 0 && *maxInFlight < slots) {
+		return usagef("eval clasp: -max-in-flight %d: want 0 (no cap) or ≥ the %d executor slots", *maxInFlight, slots)
+	}
 	opt := claspexp.DefaultOptions()
 	opt.Probe.Iters = *iters
+	opt.MaxInFlight = *maxInFlight
 	opt.ModeSeeds = nil
 	for i := range *seeds {
 		opt.ModeSeeds = append(opt.ModeSeeds, uint64(i+1))

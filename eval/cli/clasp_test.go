@@ -17,6 +17,8 @@ func TestClaspBadFlags(t *testing.T) {
 		{[]string{"clasp", "-out", t.TempDir(), "-apps", "nope"}, "unknown app"},
 		{[]string{"clasp", "-out", t.TempDir(), "-iters", "0"}, "-iters 0"},
 		{[]string{"clasp", "-out", t.TempDir(), "-seeds", "0"}, "-seeds 0"},
+		{[]string{"clasp", "-out", t.TempDir(), "-max-in-flight", "5"}, "-max-in-flight 5"},
+		{[]string{"clasp", "-out", t.TempDir(), "-max-in-flight", "-1"}, "-max-in-flight -1"},
 		{[]string{"clasp", "-out", t.TempDir(), "-frob"}, "flag provided but not defined"},
 		{[]string{"clasp", "-out", t.TempDir(), "extra"}, "unexpected argument"},
 	} {
