@@ -31,7 +31,7 @@ type refStage struct {
 	sel     float64
 	out     []int
 	sink    bool
-	joinN   int // a join (Task.JoinOf): siblings gathered per message; 0 otherwise
+	joinN   int     // a join (Task.JoinOf): siblings gathered per message; 0 otherwise
 	hop     float64 // dispatch latency to the successors (Physics.HopMS), seconds; task stages only
 	queue   []event
 	inbox   []event
