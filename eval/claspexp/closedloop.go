@@ -25,47 +25,12 @@ func (t Trace) Len() int { return len(t) }
 func (t Trace) Rate(i int) float64 { return t[i] }
 
 // Method is a named planner constructor.
-type Method struct {
-	Name string
-	New  func() (clasp.Planner, error)
-}
+type Method = clasp.Method
 
-// Methods returns every horizontal planner of the closed-loop experiments,
-// each with at most maxWorkers workers: CLASP, FaaSFlow, Zhang24, DS2, the
-// -SP variants (FaaSFlow's and Zhang24's worker counts with CLASP's
-// placement), HPA (every baseline behind CLASP's triggers), clasp-paper: CLASP with the paper's projection
-// s = λ_p/Λ alone (Config.Propagate and DrainS off), the ablation of our two
-// additions, and clasp-h90: CLASP packing to 90% of W̄ (Config.Headroom
-// 0.9) instead of the paper's L_w ≤ W̄.
-func Methods(maxWorkers int) []Method {
-	var ms []Method
-	for _, b := range Baselines(maxWorkers) {
-		ms = append(ms, Method{b.Name, b.New})
-	}
-	c := clasp.DefaultConfig()
-	c.MaxWorkers = maxWorkers
-	ff := clasp.DefaultFaaSFlowConfig()
-	ff.MaxWorkers = maxWorkers
-	zc := clasp.DefaultZhang24Config()
-	zc.MaxWorkers = maxWorkers
-	hc := clasp.DefaultHPAConfig()
-	hc.MaxWorkers = maxWorkers
-	return append(ms,
-		Method{"faasflow-sp", func() (clasp.Planner, error) { return clasp.NewFaaSFlowSP(c, ff) }},
-		Method{"zhang24-sp", func() (clasp.Planner, error) { return clasp.NewZhang24SP(c, zc) }},
-		Method{"hpa", func() (clasp.Planner, error) { return gated(clasp.NewHPA(hc)) }},
-		Method{"clasp-paper", func() (clasp.Planner, error) {
-			cp := c
-			cp.Propagate, cp.DrainS = false, 0
-			return clasp.NewNamed(cp, "clasp-paper")
-		}},
-		Method{"clasp-h90", func() (clasp.Planner, error) {
-			ch := c
-			ch.Headroom = 0.9
-			return clasp.NewNamed(ch, "clasp-h90")
-		}},
-	)
-}
+// Methods returns every horizontal planner of the closed-loop experiments
+// (clasp.Methods), each with at most maxWorkers workers, their triggers
+// checking saturation with the scenarios' TrueModel.
+func Methods(maxWorkers int) []Method { return clasp.Methods(maxWorkers, TrueModel()) }
 
 // closedLoop runs method's planner on app over trace on servers workers
 // (every task starts on worker 0) and returns the step records and the

@@ -371,49 +371,10 @@ func planWithWorkers(mk func() (clasp.Planner, error), app clasp.App, n int) (cl
 	return best, nil
 }
 
-// gated puts a baseline behind CLASP's triggers under its own name: the
-// paper applies its triggers (input rate changed consistently for 2 s, or
-// throughput short of input for 3 s) to every method.
-func gated(p clasp.Planner, err error) (clasp.Planner, error) {
-	if err != nil {
-		return nil, err
-	}
-	return clasp.NewGatedNamed(p, p.Name(), clasp.DefaultTriggerConfig(), TrueModel())
-}
-
-// Baselines are the planners compared with CLASP, by name, each with at
-// most maxWorkers workers; every baseline runs behind the same triggers as
-// CLASP (gated).
-func Baselines(maxWorkers int) []struct {
-	Name string
-	New  func() (clasp.Planner, error)
-} {
-	return []struct {
-		Name string
-		New  func() (clasp.Planner, error)
-	}{
-		{"clasp", func() (clasp.Planner, error) {
-			c := clasp.DefaultConfig()
-			c.MaxWorkers = maxWorkers
-			return clasp.New(c)
-		}},
-		{"faasflow", func() (clasp.Planner, error) {
-			c := clasp.DefaultFaaSFlowConfig()
-			c.MaxWorkers = maxWorkers
-			return gated(clasp.NewFaaSFlow(c))
-		}},
-		{"zhang24", func() (clasp.Planner, error) {
-			c := clasp.DefaultZhang24Config()
-			c.MaxWorkers = maxWorkers
-			return gated(clasp.NewZhang24(c))
-		}},
-		{"ds2", func() (clasp.Planner, error) {
-			c := clasp.DefaultDS2Config()
-			c.MaxWorkers = maxWorkers
-			return gated(clasp.NewDS2(c))
-		}},
-	}
-}
+// Baselines are CLASP and the planners compared with it
+// (clasp.Baselines), each with at most maxWorkers workers, behind CLASP's
+// triggers checking saturation with TrueModel.
+func Baselines(maxWorkers int) []Method { return clasp.Baselines(maxWorkers, TrueModel()) }
 
 // PlacementRow is one application's maximum sustained throughput on n
 // workers under each method's placement.

@@ -273,7 +273,7 @@ func pick(ms []Method, names ...string) []Method {
 // (a re-plan after a step up also sizes for the backlog built while the
 // trigger waited, one worker above the observed optimal count).
 func noDrain(maxWorkers int) Method {
-	return Method{"clasp-nodrain", func() (clasp.Planner, error) {
+	return Method{Name: "clasp-nodrain", New: func() (clasp.Planner, error) {
 		c := clasp.DefaultConfig()
 		c.MaxWorkers = maxWorkers
 		c.DrainS = 0

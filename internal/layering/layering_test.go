@@ -130,6 +130,18 @@ func TestLayers(t *testing.T) {
 			}
 		}
 	}
+	// The serving and training commands stand on the libraries, not on the
+	// evaluation command: serve's CLASP planners come from package clasp.
+	for pkg, imps := range direct {
+		for _, c := range []string{"streamscale/serve", "streamscale/train"} {
+			if pkg != c && !strings.HasPrefix(pkg, c+"/") {
+				continue
+			}
+			if g := hasPrefix(imps, "streamscale/eval"); len(g) > 0 {
+				t.Errorf("%s imports %v; the evaluation command is not a library", pkg, g)
+			}
+		}
+	}
 	// Only the command layer imports eval's controller registry.
 	for pkg, imps := range direct {
 		if slices.Contains(imps, "streamscale/eval/controllers") && pkg != "streamscale/eval/cli" {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"streamscale/eval/claspexp"
+	"streamscale/clasp"
 	"streamscale/internal/command"
 	"streamscale/serve/runtime"
 	"streamscale/serve/runtime/planner"
@@ -253,7 +253,7 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	}
 	if cfg.Controller != "none" {
 		var names []string
-		for _, m := range claspexp.Methods(cfg.MaxWorkers) {
+		for _, m := range clasp.Methods(cfg.MaxWorkers, clasp.DefaultCostModel()) {
 			names = append(names, m.Name)
 			if m.Name == cfg.Controller {
 				cfg.NewPlacer = m.New
