@@ -3,6 +3,8 @@ package env
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -83,6 +85,31 @@ func TestHopLatency(t *testing.T) {
 			if d := fast - fastPlain; math.Abs(d-10) > 0.5 {
 				t.Errorf("%+v: fast core +%.3f ms with two 5 ms hops, want +10 ± 0.5", base, d)
 			}
+		}
+	}
+}
+
+// TestTopKMatchesSort holds the tracer's p95 selection to a full sort:
+// the tracerTop largest samples, ties and repeated values included.
+func TestTopKMatchesSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 9))
+	xs := make([]float64, tracerEvents)
+	for trial := range 2000 {
+		for i := range xs {
+			switch trial % 3 {
+			case 0:
+				xs[i] = r.Float64()
+			case 1:
+				xs[i] = float64(r.IntN(5)) // many ties
+			default:
+				xs[i] = -r.ExpFloat64()
+			}
+		}
+		top := topK(xs)
+		sorted := slices.Clone(xs)
+		slices.Sort(sorted)
+		if want := sorted[len(sorted)-tracerTop:]; !slices.Equal(top[:], want) {
+			t.Fatalf("trial %d: topK %v, sort gives %v", trial, top, want)
 		}
 	}
 }
