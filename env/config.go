@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"streamscale/rng"
+	"strings"
 )
 
 // Workload is the arrival process of an episode: the rate, in events per
@@ -258,6 +260,15 @@ type Config struct {
 	// and 10,000.
 	MinCPU, MaxCPU float64
 
+	// ActionDeltas is the CPU change, millicores, of each of the five
+	// choices of the MultiDiscrete action; the zero value means the
+	// paper's DeltaMillicores {−500, −50, 0, +50, +500}. Another set is an
+	// ablation (train -action-deltas): strictly increasing, the middle
+	// choice 0 (hold), each finite and at most MaxCPU − MinCPU in
+	// magnitude. A policy records the set it was trained with in its
+	// Spaces, and evaluation runs it with that set.
+	ActionDeltas [5]float64 `json:"ActionDeltas,omitzero"`
+
 	// Reward holds the reward coefficients; the zero value means
 	// DefaultReward().
 	Reward *RewardConfig
@@ -312,6 +323,11 @@ func (c *Config) validate() error {
 	}
 	if len(c.Servers) == 0 {
 		return fmt.Errorf("env: no servers")
+	}
+	if c.ActionDeltas != ([5]float64{}) {
+		if err := validateDeltas(c.ActionDeltas, c.MinCPU, c.MaxCPU); err != nil {
+			return err
+		}
 	}
 	for i, s := range c.Servers {
 		if !(s.CPU > 0) || !(s.MIPS > 0) || !(s.RAMMB > 0) || math.IsInf(s.CPU+s.MIPS+s.RAMMB, 0) {
@@ -470,7 +486,55 @@ func (c *Config) ReplicaPlan() [][]Replica { return clonePlan(c.replicaSets()) }
 // Spaces describes the observation and action spaces of the environment
 // New(c) builds, without building it (the counts of c's tasks and
 // servers; c is not validated).
-func (c *Config) Spaces() Spaces { return makeSpaces(len(c.App.Tasks), len(c.Servers)) }
+func (c *Config) Spaces() Spaces {
+	return makeSpaces(len(c.App.Tasks), len(c.Servers), c.Deltas())
+}
+
+// Deltas returns the action set in force: ActionDeltas, or the paper's
+// DeltaMillicores when it is zero.
+func (c *Config) Deltas() [5]float64 {
+	if c.ActionDeltas == ([5]float64{}) {
+		return DeltaMillicores
+	}
+	return c.ActionDeltas
+}
+
+// ParseActionDeltas parses five comma-separated millicore changes (e.g.
+// "-200,-50,0,50,500") into an action set and checks it as Config does
+// (minCPU and maxCPU the allocation bounds).
+func ParseActionDeltas(s string, minCPU, maxCPU float64) ([5]float64, error) {
+	var d [5]float64
+	parts := strings.Split(s, ",")
+	if len(parts) != len(d) {
+		return d, fmt.Errorf("env: action deltas %q: %d values, want %d", s, len(parts), len(d))
+	}
+	for i, p := range parts {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil {
+			return d, fmt.Errorf("env: action deltas %q: value %d: %v", s, i, err)
+		}
+		d[i] = v
+	}
+	return d, validateDeltas(d, minCPU, maxCPU)
+}
+
+// validateDeltas checks an action set: strictly increasing, the middle
+// choice 0, magnitudes finite and at most maxCPU − minCPU.
+func validateDeltas(d [5]float64, minCPU, maxCPU float64) error {
+	span := maxCPU - minCPU
+	for i, v := range d {
+		if math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > span {
+			return fmt.Errorf("env: action delta %d is %v millicores, want finite and at most %v in magnitude (MaxCPU − MinCPU)", i, v, span)
+		}
+		if i > 0 && !(v > d[i-1]) {
+			return fmt.Errorf("env: action deltas %v are not strictly increasing", d)
+		}
+	}
+	if d[2] != 0 {
+		return fmt.Errorf("env: action deltas %v: the middle choice is %v, want 0 (hold)", d, d[2])
+	}
+	return nil
+}
 
 // ClonePlan returns a deep copy of a replica plan.
 func ClonePlan(p [][]Replica) [][]Replica { return clonePlan(p) }

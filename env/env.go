@@ -80,6 +80,7 @@ type Env struct {
 	topo   topology
 	core   simCore
 	spaces Spaces
+	deltas [5]float64 // the action set in force (Config.Deltas)
 	n, m   int
 	plan   [][]Replica // the replica plan in force (Info.Plan)
 
@@ -185,7 +186,8 @@ func New(cfg Config) (*Env, error) {
 	default:
 		e.setCore(newFluid(&e.cfg, e.topo))
 	}
-	e.spaces = makeSpaces(e.n, e.m)
+	e.spaces = makeSpaces(e.n, e.m, cfg.Deltas())
+	e.deltas = cfg.Deltas()
 	e.rebind()
 	e.taskGain, e.gain = reach(e.cfg.App, e.topo.order)
 	mk := func() []float64 { return make([]float64, e.n) }
@@ -350,8 +352,8 @@ func (e *Env) ValidateAction(a Action) error {
 			return fmt.Errorf("env: action has %d entries, want %d", len(a.Choices), e.n)
 		}
 		for k, c := range a.Choices {
-			if c < 0 || c >= len(DeltaMillicores) {
-				return fmt.Errorf("env: action entry %d (task %s) is %d, want 0..%d", k, e.cfg.App.Tasks[k].Name, c, len(DeltaMillicores)-1)
+			if c < 0 || c >= len(e.deltas) {
+				return fmt.Errorf("env: action entry %d (task %s) is %d, want 0..%d", k, e.cfg.App.Tasks[k].Name, c, len(e.deltas)-1)
 			}
 		}
 	case a.Targets != nil:
@@ -370,7 +372,8 @@ func (e *Env) ValidateAction(a Action) error {
 }
 
 // Step applies a and simulates one second. a is one of: Choices (the
-// MultiDiscrete action, one index into DeltaMillicores per task), Targets
+// MultiDiscrete action, one index per task into the action set,
+// Config.Deltas), Targets
 // (an absolute allocation per task, millicores, for controllers that
 // think in allocations; clipped and projected the same way), Replicas (a
 // new replica plan, for horizontal controllers) or Hold. An invalid
@@ -392,7 +395,7 @@ func (e *Env) Step(a Action) (StepResult, error) {
 	for k := range e.req {
 		switch {
 		case a.Choices != nil:
-			e.req[k] = clip(e.desired[k]+DeltaMillicores[a.Choices[k]], lo, hi)
+			e.req[k] = clip(e.desired[k]+e.deltas[a.Choices[k]], lo, hi)
 		case a.Targets != nil:
 			e.req[k] = clip(a.Targets[k], lo, hi)
 		default:

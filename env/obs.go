@@ -91,7 +91,7 @@ func tiledBox(rows int, low, high []float64) Box {
 	return b
 }
 
-func makeSpaces(nTasks, nServers int) Spaces {
+func makeSpaces(nTasks, nServers int, deltas [5]float64) Spaces {
 	s := Spaces{
 		Keys: []string{"app", "server", "task"},
 		Observation: map[string]Box{
@@ -99,10 +99,10 @@ func makeSpaces(nTasks, nServers int) Spaces {
 			"server": tiledBox(nServers, srvLow[:], srvHigh[:]),
 			"task":   tiledBox(nTasks, taskLow[:], taskHigh[:]),
 		},
-		DeltaMillicores: DeltaMillicores[:],
+		DeltaMillicores: deltas[:],
 	}
 	for k := 0; k < nTasks; k++ {
-		s.Nvec = append(s.Nvec, len(DeltaMillicores))
+		s.Nvec = append(s.Nvec, len(deltas))
 	}
 	return s
 }

@@ -316,8 +316,14 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		}
 	}
 	var results []runner.Result
-	for pi, sc := range scs {
+	for pi, edge := range scs {
 		for _, sp := range parsed {
+			// The controller's own scenario: a policy's action set
+			// (env.Config.ActionDeltas) from its card.
+			sc, err := sp.Config(edge)
+			if err != nil {
+				return usageError(err)
+			}
 			c, err := buildLive(ctx, sp, sc, *policies, apiURL)
 			if err != nil {
 				return err

@@ -1,7 +1,10 @@
 package controllers
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -198,4 +201,60 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("canonical %q of %q reparses to %q, %v", s, spec, again, err)
 		}
 	})
+}
+
+// TestPPOActionSet: a policy runs with the action set its card records
+// (env.Config.ActionDeltas), and a card with the paper's set leaves the
+// scenario as it is.
+func TestPPOActionSet(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "policies", "pred", "policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	weights, err := os.ReadFile(filepath.Join("..", "..", "policies", "pred", "policy.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var card map[string]any
+	if err := json.Unmarshal(raw, &card); err != nil {
+		t.Fatal(err)
+	}
+	spaces := card["spaces"].(map[string]any)
+	if got := fmt.Sprint(spaces["delta_millicores"]); got != "[-500 -50 0 50 500]" {
+		t.Fatalf("the shipped card records the action set %s, want the paper's", got)
+	}
+	spaces["delta_millicores"] = []float64{-200, -50, 0, 50, 500}
+	other, err := json.Marshal(card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		card string
+		want [5]float64
+	}{
+		{string(raw), [5]float64{}},
+		{string(other), [5]float64{-200, -50, 0, 50, 500}},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "policy.json"), []byte(tc.card), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "policy.safetensors"), weights, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(Options{}).Parse("ppo:" + dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := s.Config(scenario(t, "pred"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.ActionDeltas != tc.want {
+			t.Errorf("scenario action set %v, want %v", sc.ActionDeltas, tc.want)
+		}
+		if _, err := s.Build(sc); err != nil {
+			t.Errorf("build on its own scenario: %v", err)
+		}
+	}
 }

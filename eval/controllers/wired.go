@@ -110,7 +110,30 @@ func ppoParser(name string, deterministic bool) func(string, Options) (Spec, err
 			canon = name + ":" + dir
 			dirOf = func(string) string { return dir }
 		}
-		return Spec{spec: canon, build: func(sc env.Config) (agents.Controller, error) {
+		// The policy runs with the action set it was trained with (its
+		// card's Spaces; env.Config.ActionDeltas), whatever the base
+		// scenario's; the baselines beside it emit Targets and are not
+		// affected.
+		scenario := func(base env.Config) (env.Config, error) {
+			_, card, err := cache.load(dirOf(base.App.Name))
+			if err != nil {
+				return env.Config{}, err
+			}
+			d := card.Spaces.DeltaMillicores
+			switch {
+			case len(d) == 0: // cards that predate the record: the paper's
+				return base, nil
+			case len(d) != len(base.ActionDeltas):
+				return env.Config{}, fmt.Errorf("policy in %s has %d action choices, want %d", dirOf(base.App.Name), len(d), len(base.ActionDeltas))
+			}
+			var set [5]float64
+			copy(set[:], d)
+			if set != env.DeltaMillicores {
+				base.ActionDeltas = set
+			}
+			return base, nil
+		}
+		return Spec{spec: canon, scenario: scenario, build: func(sc env.Config) (agents.Controller, error) {
 			profile := sc.App.Name
 			p, card, err := cache.load(dirOf(profile))
 			if err != nil {

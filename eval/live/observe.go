@@ -302,7 +302,7 @@ func (o *Observer) Observe(m Measured, alloc []float64) env.Observation {
 
 // Apply returns the allocation (scenario millicores per task) after action
 // a on the allocation cur, as env.Step computes it for an edge scenario:
-// Choices add DeltaMillicores, Targets set; both are clipped to [MinCPU,
+// Choices add the scenario's action deltas (env.Config.Deltas), Targets set; both are clipped to [MinCPU,
 // MaxCPU] and projected onto the servers' capacity. Hold keeps cur. A
 // replica plan or a malformed action is an error and changes nothing.
 func (o *Observer) Apply(cur []float64, a env.Action) ([]float64, error) {
@@ -322,11 +322,12 @@ func (o *Observer) Apply(cur []float64, a env.Action) ([]float64, error) {
 		if len(a.Choices) != n {
 			return nil, fmt.Errorf("live: action has %d entries, want %d", len(a.Choices), n)
 		}
+		deltas := o.sc.Deltas()
 		for k, c := range a.Choices {
-			if c < 0 || c >= len(env.DeltaMillicores) {
-				return nil, fmt.Errorf("live: action entry %d is %d, want 0..%d", k, c, len(env.DeltaMillicores)-1)
+			if c < 0 || c >= len(deltas) {
+				return nil, fmt.Errorf("live: action entry %d is %d, want 0..%d", k, c, len(deltas)-1)
 			}
-			req[k] = clip(cur[k]+env.DeltaMillicores[c], lo, hi)
+			req[k] = clip(cur[k]+deltas[c], lo, hi)
 		}
 	case a.Targets != nil:
 		if len(a.Targets) != n {

@@ -63,6 +63,7 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	fs.BoolVar(&opts.Randomize, "randomize", false, "domain randomisation: draw service CV, rate CV, jitter, metric noise and actuation delay per training episode from env.DefaultRanges() (streamscale; development episodes keep the preset)")
 	fs.IntVar(&opts.TrainPlacements, "train-placements", 0, "training placements (streamscale): 0 = the paper's two (seeds 42, 37); N > 2 adds seeds 2001… (not the dev 1001–1003 or eval 101–110 ones)")
 	sel := fs.String("select", "best-dev", "which policy to ship (streamscale): best-dev (the iterate with the best development reward) or last (the last iterate, as SB3 saves by default; skips the development episodes)")
+	actionDeltas := fs.String("action-deltas", "", "the action set (streamscale): five comma-separated millicore changes, strictly increasing, the middle 0 (default: the paper's -500,-50,0,50,500); an ablation, recorded in the policy")
 	trainTraces := fs.String("train-traces", "", "training workloads (streamscale), TRACE[:MULT],… (default: the paper's taxi-train:1,taxi-train:2); e.g. taxi-train:1,taxi-train:2,intel-train adds the held-out Intel windows; each on every training placement and in the development episodes")
 	fs.Uint64Var(&opts.Seed, "seed", 284572, "root seed of every random stream")
 	fs.IntVar(&opts.Steps, "steps", 0, "env steps to train for, rounded up to whole iterations (0: 500000 streamscale, 100000 cartpole)")
@@ -105,6 +106,13 @@ func parse(args []string, o command.IO) (run.Options, error) {
 			return run.Options{}, command.Usagef("train: -train-traces: %v", err)
 		}
 		opts.TrainTraces = v
+	}
+	if command.Set(fs, "action-deltas") {
+		d, err := env.ParseActionDeltas(*actionDeltas, 500, 10000)
+		if err != nil {
+			return run.Options{}, command.Usagef("train: -action-deltas: %v", err)
+		}
+		opts.ActionDeltas = d
 	}
 	opts.ProfileSet = command.Set(fs, "profile")
 	opts.ScenarioSet = command.Set(fs, "scenario")

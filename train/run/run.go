@@ -47,15 +47,18 @@ type Options struct {
 	// TrainTraces are the training workloads (-train-traces; nil: the
 	// paper's taxi-train ×1 and ×2).
 	TrainTraces []simvec.TraceVariant
-	Seed        uint64
-	Steps       int    // 0: environment default
-	Envs        int    // 0: environment default
-	Out         string // "" → runs/<env>-seed<seed>
-	Resume      bool
-	JSON        bool
-	Workers     int
-	NormObs     bool // ppo.Config.NormObs (-norm-obs)
-	NormReward  bool // ppo.Config.NormReward (-norm-reward)
+	// ActionDeltas is the action set (-action-deltas; zero: the paper's
+	// {−500, −50, 0, +50, +500}).
+	ActionDeltas [5]float64
+	Seed         uint64
+	Steps        int    // 0: environment default
+	Envs         int    // 0: environment default
+	Out          string // "" → runs/<env>-seed<seed>
+	Resume       bool
+	JSON         bool
+	Workers      int
+	NormObs      bool // ppo.Config.NormObs (-norm-obs)
+	NormReward   bool // ppo.Config.NormReward (-norm-reward)
 	// EntCoef and ClipRangeVF, when not nil, override ppo.Config's
 	// ent_coef and clip_range_vf (-ent-coef, -clip-range-vf); nil keeps
 	// the environment's default.
@@ -77,31 +80,32 @@ const (
 
 // Summary is what -json prints and summary.json holds.
 type Summary struct {
-	Env             string   `json:"env"`
-	Profile         string   `json:"profile,omitempty"`
-	Scenario        string   `json:"scenario,omitempty"`         // streamscale physics preset
-	Randomize       bool     `json:"randomize,omitempty"`        // domain randomisation of the training physics
-	TrainPlacements int      `json:"train_placements,omitempty"` // training placements beyond the paper's two, if set
-	TrainTraces     string   `json:"train_traces,omitempty"`     // training workloads other than the paper's, if set
-	Select          string   `json:"select,omitempty"`           // "last" when the last iterate is shipped (-select last); absent: best development reward
-	Seed            uint64   `json:"seed"`
-	Transitions     int      `json:"transitions"`
-	Iterations      int      `json:"iterations"`
-	Updates         int      `json:"updates"` // Adam steps
-	WallSeconds     float64  `json:"wall_seconds"`
-	SPS             float64  `json:"sps"`
-	PolicyPath      string   `json:"policy_path"`
-	PolicySHA256    string   `json:"policy_sha256"`
-	EvalEpisodes    int      `json:"eval_episodes"`
-	EvalMeanReturn  *float64 `json:"eval_mean_return"`
-	EvalStdReturn   *float64 `json:"eval_std_return"`
-	BestDevReward   *float64 `json:"best_dev_reward"`
-	ConfigHash      string   `json:"config_hash"`
-	Commit          string   `json:"commit"`
-	GoVersion       string   `json:"go_version"`
-	Resumed         bool     `json:"resumed"`
-	NormObs         bool     `json:"norm_obs"`    // observations normalised (VecNormalize)
-	NormReward      bool     `json:"norm_reward"` // rewards scaled (VecNormalize)
+	Env             string    `json:"env"`
+	Profile         string    `json:"profile,omitempty"`
+	Scenario        string    `json:"scenario,omitempty"`         // streamscale physics preset
+	Randomize       bool      `json:"randomize,omitempty"`        // domain randomisation of the training physics
+	TrainPlacements int       `json:"train_placements,omitempty"` // training placements beyond the paper's two, if set
+	TrainTraces     string    `json:"train_traces,omitempty"`     // training workloads other than the paper's, if set
+	ActionDeltas    []float64 `json:"action_deltas,omitempty"`    // the action set, if not the paper's (-action-deltas)
+	Select          string    `json:"select,omitempty"`           // "last" when the last iterate is shipped (-select last); absent: best development reward
+	Seed            uint64    `json:"seed"`
+	Transitions     int       `json:"transitions"`
+	Iterations      int       `json:"iterations"`
+	Updates         int       `json:"updates"` // Adam steps
+	WallSeconds     float64   `json:"wall_seconds"`
+	SPS             float64   `json:"sps"`
+	PolicyPath      string    `json:"policy_path"`
+	PolicySHA256    string    `json:"policy_sha256"`
+	EvalEpisodes    int       `json:"eval_episodes"`
+	EvalMeanReturn  *float64  `json:"eval_mean_return"`
+	EvalStdReturn   *float64  `json:"eval_std_return"`
+	BestDevReward   *float64  `json:"best_dev_reward"`
+	ConfigHash      string    `json:"config_hash"`
+	Commit          string    `json:"commit"`
+	GoVersion       string    `json:"go_version"`
+	Resumed         bool      `json:"resumed"`
+	NormObs         bool      `json:"norm_obs"`    // observations normalised (VecNormalize)
+	NormReward      bool      `json:"norm_reward"` // rewards scaled (VecNormalize)
 
 	// Learning diagnostics, from the progress rows (ppo.Stats) of every
 	// iteration, those of a resumed run's first part included; null when
@@ -155,8 +159,8 @@ func (o *Options) check() error {
 	if o.TrainPlacements < 0 || o.TrainPlacements > 64 {
 		return command.Usagef("train: -train-placements %d, want 0 (the paper's two) to 64", o.TrainPlacements)
 	}
-	if o.Env == "cartpole" && (o.Randomize || o.TrainPlacements != 0 || o.TrainTraces != nil) {
-		return command.Usagef("train: -randomize, -train-placements and -train-traces apply only to -env streamscale")
+	if o.Env == "cartpole" && (o.Randomize || o.TrainPlacements != 0 || o.TrainTraces != nil || o.ActionDeltas != [5]float64{}) {
+		return command.Usagef("train: -randomize, -train-placements, -train-traces and -action-deltas apply only to -env streamscale")
 	}
 	if o.Env == "cartpole" && o.ScenarioSet {
 		return command.Usagef("train: -scenario applies only to -env streamscale")
@@ -260,7 +264,7 @@ func prepare(o Options) (*setup, error) {
 			r := env.DefaultRanges()
 			ranges = &r
 		}
-		sim, err := NewSimulator(scen, ranges, o.TrainPlacements, o.TrainTraces)
+		sim, err := NewSimulator(scen, ranges, o.TrainPlacements, o.TrainTraces, o.ActionDeltas)
 		if err != nil {
 			return nil, err
 		}
@@ -460,6 +464,9 @@ func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall floa
 		sum.Profile, sum.Scenario, sum.Randomize, sum.TrainPlacements = o.Profile, o.Scenario, o.Randomize, o.TrainPlacements
 		if o.SelectLast {
 			sum.Select = "last"
+		}
+		if o.ActionDeltas != ([5]float64{}) {
+			sum.ActionDeltas = o.ActionDeltas[:]
 		}
 		if o.TrainTraces != nil {
 			parts := make([]string, len(o.TrainTraces))

@@ -45,11 +45,12 @@ type Simulator interface {
 // 0 or 2: the paper's two); variants the training workloads, each on
 // every placement and used by the development episodes too (nil: the
 // paper's, simvec.PaperTraces).
-var NewSimulator = func(sc env.Scenario, randomize *env.PhysicsRanges, placements int, variants []simvec.TraceVariant) (Simulator, error) {
+// deltas is the action set (env.Config.ActionDeltas; zero: the paper's).
+var NewSimulator = func(sc env.Scenario, randomize *env.PhysicsRanges, placements int, variants []simvec.TraceVariant, deltas [5]float64) (Simulator, error) {
 	if placements == 0 {
 		placements = len(simvec.TrainingPlacements)
 	}
-	return simulator{physics: sc.Physics, demand: sc.Demand, randomize: randomize, placements: simvec.Placements(placements), variants: variants}, nil
+	return simulator{physics: sc.Physics, demand: sc.Demand, randomize: randomize, placements: simvec.Placements(placements), variants: variants, deltas: deltas}, nil
 }
 
 type simulator struct {
@@ -63,10 +64,14 @@ type simulator struct {
 	placements []uint64
 	// variants are the training workloads (nil: simvec.PaperTraces).
 	variants []simvec.TraceVariant
+	// deltas is the action set of every environment (zero: the paper's).
+	deltas [5]float64
 }
 
 func (s simulator) Spaces(profile string) (env.Spaces, error) {
-	c, err := simvec.TrainingScenarios(profile, s.physics)[0].Config("", 0, quietLog)
+	sc := simvec.TrainingScenarios(profile, s.physics)[0]
+	sc.ActionDeltas = s.deltas
+	c, err := sc.Config("", 0, quietLog)
 	if err != nil {
 		return env.Spaces{}, err
 	}
@@ -76,7 +81,7 @@ func (s simulator) Spaces(profile string) (env.Spaces, error) {
 func (s simulator) VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error) {
 	scs := simvec.TrainingScenariosOn(profile, s.physics, s.placements, s.variants)
 	for i := range scs {
-		scs[i].Randomize, scs[i].Demand = s.randomize, s.demand
+		scs[i].Randomize, scs[i].Demand, scs[i].ActionDeltas = s.randomize, s.demand, s.deltas
 	}
 	return simvec.NewVec(scs, n, "", seed, 0, log.Printf)
 }
@@ -87,7 +92,7 @@ func (s simulator) DevReward(c agents.Controller, profile string, seed uint64, o
 	total := 0.0
 	scs := simvec.DevScenarios(profile, s.physics, s.variants)
 	for i, sc := range scs {
-		sc.Demand = s.demand
+		sc.Demand, sc.ActionDeltas = s.demand, s.deltas
 		cfg, err := sc.Config("", seed, quietLog)
 		if err != nil {
 			return 0, err

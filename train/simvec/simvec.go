@@ -208,6 +208,9 @@ type EnvSpec struct {
 	// Demand, if not nil, replaces the profile's task demands with
 	// measured ones (a scenario file's, env.Scenario.Apply).
 	Demand *env.ScenarioDemand
+	// ActionDeltas is the action set (env.Config.ActionDeltas; zero: the
+	// paper's).
+	ActionDeltas [5]float64
 }
 
 // TrainingPlacements are the paper's training placement seeds.
@@ -333,6 +336,7 @@ func (sc EnvSpec) Config(dir string, seed uint64, logf func(string, ...any)) (en
 		return env.Config{}, err
 	}
 	cfg.Randomize = sc.Randomize
+	cfg.ActionDeltas = sc.ActionDeltas
 	return cfg, nil
 }
 
