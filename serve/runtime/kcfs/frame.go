@@ -90,9 +90,9 @@ type Result struct {
 	// The host's counters after the batch: process CPU (every thread:
 	// the operator, I/O, GC), the CPU charged to the in-process quota and
 	// its period counts (0 in kernel mode), and the batch's wall time.
-	ProcCPU, Charged    time.Duration
-	Periods, Throttled  int64
-	Exec                time.Duration
+	ProcCPU, Charged   time.Duration
+	Periods, Throttled int64
+	Exec               time.Duration
 }
 
 // writeFrame writes one frame.
