@@ -264,10 +264,14 @@ func OperatorInputs(app ops.App, op int, seed uint64, n int) ([]ops.Record, erro
 	return out, nil
 }
 
-type collect struct{ out []Emit }
+// collect keeps copies of what an operator emits (cur: the parent).
+type collect struct {
+	out []Emit
+	cur int
+}
 
 func (c *collect) Emit(to int, key uint64, p []byte) {
-	c.out = append(c.out, Emit{To: to, Key: key, Payload: slices.Clone(p)})
+	c.out = append(c.out, Emit{Parent: c.cur, To: to, Key: key, Payload: slices.Clone(p)})
 }
 
 // measureCost is the operator's mean thread CPU per record over three
@@ -281,7 +285,7 @@ func measureCost(o ops.Operator, in []ops.Record) time.Duration {
 	for range 3 {
 		n := 0
 		t0 := threadCPU()
-		for n < 2000 || threadCPU()-t0 < 50*time.Millisecond {
+		for n < 200 || threadCPU()-t0 < 50*time.Millisecond {
 			c.out = c.out[:0]
 			o.Process(in[n%len(in)], st, &c) //nolint:errcheck // failures cost CPU too
 			n++
