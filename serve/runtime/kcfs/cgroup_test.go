@@ -148,11 +148,11 @@ func TestRemoveStale(t *testing.T) {
 	dir := t.TempDir()
 	dead := deadPid(t)
 	names := map[string]bool{ // name → should survive
-		Prefix + strconv.Itoa(dead) + "-1":         false,
-		Prefix + strconv.Itoa(dead) + "-probe":     false,
+		Prefix + strconv.Itoa(dead) + "-1":        false,
+		Prefix + strconv.Itoa(dead) + "-probe":    false,
 		Prefix + strconv.Itoa(os.Getpid()) + "-1": true,
-		Prefix + "junk":                            true,
-		"other-" + strconv.Itoa(dead):              true,
+		Prefix + "junk":               true,
+		"other-" + strconv.Itoa(dead): true,
 	}
 	for n := range names {
 		if err := os.Mkdir(filepath.Join(dir, n), 0o755); err != nil {

@@ -177,7 +177,7 @@ func FuzzHello(f *testing.F) {
 			return
 		}
 		var in, out bytes.Buffer
-		writeFrame(&in, tHello, body) //nolint:errcheck // bytes.Buffer
+		writeFrame(&in, tHello, body)   //nolint:errcheck // bytes.Buffer
 		Serve(&in, &out, ops.AppByName) //nolint:errcheck // may refuse the app
 		typ, _, _, err := readFrame(&out, nil)
 		if err != nil || (typ != tReady && typ != tError) {
