@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +23,7 @@ func runTaskHost(_ context.Context, args []string, _ command.IO) error {
 	if len(args) != 0 {
 		return command.Usagef("serve taskhost: takes no arguments (it is started by serve worker -cpu-enforce kernel and serve cfscheck)")
 	}
-	return kcfs.Serve(os.Stdin, os.Stdout, runtime.Apps)
+	return kcfs.ServeStdio(runtime.Apps)
 }
 
 // kernelCgroups detects a writable CPU cgroup and removes stale ones left
@@ -81,6 +80,7 @@ func workerHosts(cfg *worker.Config, appName string, log io.Writer) (closeAll fu
 // the kernel's on one operator's real work (kcfs.Check).
 func runCFSCheck(ctx context.Context, args []string, o command.IO) error {
 	fs := command.NewFlagSet("serve cfscheck")
+	var cfg kcfs.CheckConfig
 	appName := fs.String("app", "syn", "application ("+strings.Join(runtime.AppNames(), ", ")+")")
 	opName := fs.String("op", "noop0", "operator name of -app, or APP/OPERATOR (e.g. pred/SenMLParse)")
 	mcs := fs.String("millicores", "250,500,1500", "allocations to check, comma-separated millicores (each 10..1000000)")
@@ -91,12 +91,13 @@ func runCFSCheck(ctx context.Context, args []string, o command.IO) error {
 	period := fs.Duration("period", kcfs.DefaultPeriod, "CFS period (1ms..1s)")
 	batch := fs.Int("batch", 64, "records per batch frame at most")
 	seed := fs.Uint64("seed", 1, "seed of the operator's inputs (the app's source)")
+	fs.IntVar(&cfg.Procs, "host-procs", 1, "GOMAXPROCS of the task-host processes")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	if err := command.Parse(fs, "usage: serve cfscheck [-app syn] [-op noop0] [-millicores 250,500,1500] [-duration 10s] [-json]\nruns one operator's work in a task-host process under the in-process CPU quota and under the kernel's CFS quota (a CPU cgroup; needs root) and prints CPU used / quota, throttled periods and event latency per mode", args, o); err != nil {
 		return err
 	}
 	o = o.Fill()
-	cfg := kcfs.CheckConfig{Apps: runtime.Apps, App: *appName, Op: *opName, Duration: *dur, Warmup: *warm, Period: *period, Batch: *batch, Seed: *seed}
+	cfg.Apps, cfg.App, cfg.Op, cfg.Duration, cfg.Warmup, cfg.Period, cfg.Batch, cfg.Seed = runtime.Apps, *appName, *opName, *dur, *warm, *period, *batch, *seed
 	if a, op, ok := strings.Cut(*opName, "/"); ok {
 		cfg.App, cfg.Op = a, op
 	}
@@ -123,6 +124,8 @@ func runCFSCheck(ctx context.Context, args []string, o command.IO) error {
 		return command.Usagef("serve cfscheck: -duration %v must be > 0, -warmup %v ≥ 0", *dur, *warm)
 	case *period < time.Millisecond || *period > time.Second:
 		return command.Usagef("serve cfscheck: -period %v, want 1ms..1s", *period)
+	case cfg.Procs < 1 || cfg.Procs > 1024:
+		return command.Usagef("serve cfscheck: -host-procs %d, want 1..1024", cfg.Procs)
 	case *batch < 1 || *batch > kcfs.MaxRecords:
 		return command.Usagef("serve cfscheck: -batch %d, want 1..%d", *batch, kcfs.MaxRecords)
 	}
@@ -169,8 +172,8 @@ func parseInts(s string) ([]int, error) {
 }
 
 func printCheck(w io.Writer, r *kcfs.CheckReport) {
-	fmt.Fprintf(w, "%s/%s: %.3f µs CPU per event (this process), %d inputs cycled, period %s, %d CPUs, load average %.2f → %.2f\n%s\n",
-		r.App, r.Op, r.CPUPerEvent, r.Inputs, r.Period, r.CPUs, r.Load1, r.Load1End, r.Cgroup)
+	fmt.Fprintf(w, "%s/%s: %.3f µs CPU per event (this process), %d inputs cycled, period %s, host GOMAXPROCS %d, %d CPUs, load average %.2f → %.2f\n%s\n",
+		r.App, r.Op, r.CPUPerEvent, r.Inputs, r.Period, r.HostProcs, r.CPUs, r.Load1, r.Load1End, r.Cgroup)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode\tmillicores\tload\tevents/s\tcores\tused/quota\tcharged/quota\tthrottled\tp50 ms\tp95 ms\tp99 ms\t")
 	for _, p := range r.Points {

@@ -55,9 +55,10 @@ type CheckConfig struct {
 	// Kernel mode (CgroupsErr says why).
 	Cgroups    *Controller
 	CgroupsErr error
-	// Command and Env start the task host (see HostConfig).
+	// Command, Env and Procs start the task host (see HostConfig).
 	Command []string
 	Env     []string
+	Procs   int
 }
 
 // Point is one measured (mode, allocation, load).
@@ -99,6 +100,7 @@ type CheckReport struct {
 	CPUPerEvent float64 `json:"cpu_per_event_us"` // measured in this process, thread CPU
 	Inputs      int     `json:"inputs"`           // distinct input records, cycled
 	Period      string  `json:"period"`
+	HostProcs   int     `json:"host_gomaxprocs"`
 	Cgroup      string  `json:"cgroup"` // the kernel mode's hierarchy, or why it was skipped
 	Load1       float64 `json:"loadavg_1m_start"`
 	Load1End    float64 `json:"loadavg_1m_end"`
@@ -177,7 +179,7 @@ func Check(ctx context.Context, cfg CheckConfig) (*CheckReport, error) {
 	}
 	cost := measureCost(app.Operators[op].New(), inputs)
 	rep := &CheckReport{App: app.Name, Op: app.Operators[op].Name, CPUPerEvent: float64(cost) / 1e3, Inputs: len(inputs),
-		Period: cfg.Period.String(), CPUs: runtime.NumCPU(), Load1: load1()}
+		Period: cfg.Period.String(), HostProcs: max(cfg.Procs, 1), CPUs: runtime.NumCPU(), Load1: load1()}
 	switch {
 	case cfg.Cgroups != nil:
 		rep.Cgroup = fmt.Sprintf("%s at %s", cfg.Cgroups.Version, cfg.Cgroups.Parent)
@@ -338,7 +340,7 @@ type sample struct {
 // checkPoint runs one point: rate events per second open-loop (load is
 // its label), or saturation when rate is 0.
 func checkPoint(ctx context.Context, cfg CheckConfig, app string, op int, in []ops.Record, load, rate float64, mode Mode, mc int) (Point, error) {
-	h, err := StartHost(ctx, HostConfig{Command: cfg.Command, Env: cfg.Env, App: app, Op: op, Mode: mode,
+	h, err := StartHost(ctx, HostConfig{Command: cfg.Command, Env: cfg.Env, Procs: cfg.Procs, App: app, Op: op, Mode: mode,
 		Millicores: mc, Period: cfg.Period, Cgroups: cfg.Cgroups, Stderr: os.Stderr})
 	if err != nil {
 		return Point{}, err

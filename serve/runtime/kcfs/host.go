@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"sync"
 	"time"
 
@@ -27,6 +28,11 @@ type HostConfig struct {
 	Command []string
 	// Env is appended to this process's environment for the child.
 	Env []string
+	// Procs is the child's GOMAXPROCS (default 1: a task runs one batch
+	// at a time, and a second P only adds runtime CPU — spinning threads
+	// looking for work after every pipe wake-up — which the kernel quota
+	// charges; serve cfscheck -host-procs measures it).
+	Procs int
 	// App and Op name the operator (an app name the child resolves, an
 	// operator index).
 	App string
@@ -107,7 +113,11 @@ func StartHost(ctx context.Context, cfg HostConfig) (*Host, error) {
 		h.cg = g
 	}
 	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
-	cmd.Env = append(os.Environ(), cfg.Env...)
+	procs := cfg.Procs
+	if procs <= 0 {
+		procs = 1
+	}
+	cmd.Env = append(append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs)), cfg.Env...)
 	cmd.Stderr = cfg.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -459,4 +469,18 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ts.Nano())
+}
+
+// ServeStdio is Serve on this process's stdin and stdout, the task host's
+// entry point (serve taskhost). It switches both pipes to non-blocking
+// mode first, so that a read waiting for the next batch parks in Go's
+// network poller instead of holding a thread in a blocking system call
+// (which makes the runtime hand its P to another thread at every wait:
+// CPU that the kernel quota charges to the task).
+func ServeStdio(apps func(string) (ops.App, error)) error {
+	in, out := os.Stdin, os.Stdout
+	if unix.SetNonblock(0, true) == nil && unix.SetNonblock(1, true) == nil {
+		in, out = os.NewFile(0, "stdin"), os.NewFile(1, "stdout")
+	}
+	return Serve(in, out, apps)
 }

@@ -13,7 +13,7 @@ const hostEnv = "KCFS_TEST_TASKHOST=1"
 
 func TestMain(m *testing.M) {
 	if os.Getenv("KCFS_TEST_TASKHOST") == "1" {
-		if err := Serve(os.Stdin, os.Stdout, ops.AppByName); err != nil {
+		if err := ServeStdio(ops.AppByName); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
