@@ -72,6 +72,9 @@ func TestHostsRefuseStatefulOperator(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "operator count keeps keyed state") {
 		t.Fatalf("New with task hosts for word count: %v, want a refusal naming the stateful operator count", err)
 	}
+	if made != 0 {
+		t.Errorf("%d task hosts started before the refusal, want none", made)
+	}
 }
 
 // TestHostsExecute checks that with Config.Hosts every record runs in its

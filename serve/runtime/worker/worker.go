@@ -288,10 +288,15 @@ func New(cfg Config) (*Worker, error) {
 		}
 		w.edgeIdx[e[0]][e[1]] = i
 	}
-	for o, s := range cfg.App.Operators {
+	for _, s := range cfg.App.Operators {
 		if s.New == nil {
 			return nil, fmt.Errorf("worker: app %s: operator %s has no constructor", cfg.App.Name, s.Name)
 		}
+		if cfg.Hosts != nil && s.Stateful {
+			return nil, fmt.Errorf("worker: app %s: operator %s keeps keyed state, which a task host cannot run (state, migration and checkpoints live in the worker); use the in-process CPU enforcement", cfg.App.Name, s.Name)
+		}
+	}
+	for o, s := range cfg.App.Operators {
 		mc := cfg.Millicores
 		if cfg.Alloc != nil {
 			mc = cfg.Alloc[o]
@@ -301,9 +306,6 @@ func New(cfg Config) (*Worker, error) {
 			t.inproc = cfs.New(cfg.Period, mc)
 			t.quota = t.inproc
 		} else {
-			if s.Stateful {
-				return nil, fmt.Errorf("worker: app %s: operator %s keeps keyed state, which a task host cannot run (state, migration and checkpoints live in the worker); use the in-process CPU enforcement", cfg.App.Name, s.Name)
-			}
 			h, err := cfg.Hosts(o, mc)
 			if err != nil {
 				return nil, fmt.Errorf("worker: task host for operator %s: %w", s.Name, err)
