@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"streamscale/internal/command"
 	"streamscale/serve/runtime/kcfs"
 )
 
@@ -80,4 +82,86 @@ func TestWorkerKernelRefusesStateful(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, want) {
 		t.Errorf("exit %d, %q; want a failure with %q", code, errOut, want)
 	}
+}
+
+// TestWorkerKernelMode runs a planner and one worker with -cpu-enforce
+// kernel on the stateless syn app: every input completes with each task in
+// its own task-host process under a cgroup quota, and no cgroup is left.
+func TestWorkerKernelMode(t *testing.T) {
+	c, err := kcfs.Detect()
+	if err != nil {
+		t.Skipf("kernel CPU enforcement not testable here: %v", err)
+	}
+	t.Setenv(reexecEnv, "1") // the task hosts are this binary as serve taskhost
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var pout, perr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"planner", "-addr", "127.0.0.1:0", "-app", "syn", "-workers", "1", "-rate", "100", "-duration", "2s", "-drain", "5s", "-json"},
+			command.IO{Stdout: &pout, Stderr: &perr})
+	}()
+	var addr string
+	for addr == "" {
+		if ctx.Err() != nil {
+			t.Fatalf("planner did not listen: %s", perr.String())
+		}
+		if _, a, ok := strings.Cut(perr.String(), "planner listening on "); ok {
+			addr, _, _ = strings.Cut(a, "\n")
+			if !strings.Contains(a, "\n") {
+				addr = ""
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	wctx, wcancel := context.WithCancel(ctx)
+	var werr syncBuffer
+	wdone := make(chan int, 1)
+	go func() {
+		wdone <- Main(wctx, []string{"worker", "-planner", addr, "-app", "syn", "-cpu-enforce", "kernel", "-millicores", "400", "-v"},
+			command.IO{Stderr: &werr, Getenv: os.Getenv})
+	}()
+	hosts := 0 // the worker starts its 10 hosts one after another
+	for deadline := time.Now().Add(10 * time.Second); hosts < 10 && time.Now().Before(deadline); {
+		hosts = ourCgroups(t, c.Parent)
+		time.Sleep(20 * time.Millisecond)
+	}
+	code := <-done
+	wcancel()
+	wcode := <-wdone
+	if code != 0 {
+		t.Fatalf("planner exit %d: %s\nworker: %s", code, perr.String(), werr.String())
+	}
+	if wcode != 0 {
+		t.Errorf("worker exit %d: %s", wcode, werr.String())
+	}
+	var res struct{ Inputs, Completed, Lost uint64 }
+	if err := json.Unmarshal([]byte(pout.String()), &res); err != nil {
+		t.Fatalf("%v: %s", err, pout.String())
+	}
+	if res.Inputs == 0 || res.Completed != res.Inputs || res.Lost != 0 {
+		t.Errorf("inputs %d completed %d lost %d", res.Inputs, res.Completed, res.Lost)
+	}
+	if hosts != 10 {
+		t.Errorf("%d task-host cgroups while running, want 10 (one per syn operator)", hosts)
+	}
+	if n := ourCgroups(t, c.Parent); n != 0 {
+		t.Errorf("%d cgroups of this process left after the worker stopped", n)
+	}
+}
+
+// ourCgroups counts the kcfs cgroups of this process under parent.
+func ourCgroups(t *testing.T, parent string) int {
+	t.Helper()
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), kcfs.Prefix+strconv.Itoa(os.Getpid())+"-") {
+			n++
+		}
+	}
+	return n
 }
