@@ -53,8 +53,8 @@
 // latencies in the report in ms.
 //
 // Concurrency: a Host's Send and Recv may run in two goroutines (one
-// each); Exec, Set, Stats and Close are safe for concurrent use. A
-// Controller is safe for concurrent use.
+// each); Exec, Set and Stats are safe for concurrent use; Close must not
+// run while a Recv or Exec waits. A Controller is safe for concurrent use.
 //
 // Determinism: the inputs are a function of the seed; the figures are
 // measurements of a shared machine and are not reproducible.

@@ -53,7 +53,8 @@ type HostConfig struct {
 }
 
 // Host is a running task host. Send and Recv may be used from two
-// goroutines (one each); Exec, Set and Close are safe for concurrent use.
+// goroutines (one each); Exec, Set, Millicores and Stats are safe for
+// concurrent use. Close must not run while a Recv or Exec is waiting.
 type Host struct {
 	cfg  HostConfig
 	cmd  *exec.Cmd
