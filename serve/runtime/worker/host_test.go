@@ -23,7 +23,6 @@ type fakeHost struct {
 	recs int
 	mc   int
 	fail bool
-	buf  []byte
 	cur  int
 	res  *kcfs.Result
 }
