@@ -121,14 +121,23 @@ func TestWorkerKernelMode(t *testing.T) {
 		wdone <- Main(wctx, []string{"worker", "-planner", addr, "-app", "syn", "-cpu-enforce", "kernel", "-millicores", "400", "-v"},
 			command.IO{Stderr: &werr, Getenv: os.Getenv})
 	}()
-	hosts := 0 // the worker starts its 10 hosts one after another
-	for deadline := time.Now().Add(10 * time.Second); hosts < 10 && time.Now().Before(deadline); {
-		hosts = ourCgroups(t, c.Parent)
-		time.Sleep(20 * time.Millisecond)
+	// The worker starts its 10 hosts one after another: collect the
+	// cgroups seen until the planner ends.
+	seen := map[string]bool{}
+	var code int
+	for polling := true; polling; {
+		for _, n := range ourCgroups(t, c.Parent) {
+			seen[n] = true
+		}
+		select {
+		case code = <-done:
+			polling = false
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	code := <-done
 	wcancel()
 	wcode := <-wdone
+	hosts := len(seen)
 	if code != 0 {
 		t.Fatalf("planner exit %d: %s\nworker: %s", code, perr.String(), werr.String())
 	}
@@ -145,23 +154,23 @@ func TestWorkerKernelMode(t *testing.T) {
 	if hosts != 10 {
 		t.Errorf("%d task-host cgroups while running, want 10 (one per syn operator)", hosts)
 	}
-	if n := ourCgroups(t, c.Parent); n != 0 {
-		t.Errorf("%d cgroups of this process left after the worker stopped", n)
+	if left := ourCgroups(t, c.Parent); len(left) != 0 {
+		t.Errorf("cgroups of this process left after the worker stopped: %v", left)
 	}
 }
 
-// ourCgroups counts the kcfs cgroups of this process under parent.
-func ourCgroups(t *testing.T, parent string) int {
+// ourCgroups lists the kcfs cgroups of this process under parent.
+func ourCgroups(t *testing.T, parent string) []string {
 	t.Helper()
 	ents, err := os.ReadDir(parent)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	var out []string
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), kcfs.Prefix+strconv.Itoa(os.Getpid())+"-") {
-			n++
+			out = append(out, e.Name())
 		}
 	}
-	return n
+	return out
 }
