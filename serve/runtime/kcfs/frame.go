@@ -301,7 +301,9 @@ func AppendResult(b []byte, r *Result) []byte {
 }
 
 // DecodeResult decodes a result body into r, reusing its slices; payloads
-// alias body. Every emit's parent indexes a record of the batch.
+// alias body. Every emit's parent indexes a record of the batch that did
+// not fail, and parents never decrease (emission order), as the worker
+// routes them.
 func DecodeResult(body []byte, r *Result) error {
 	d := dec{b: body}
 	r.ID = d.u64("result id")
@@ -328,8 +330,14 @@ func DecodeResult(body []byte, r *Result) error {
 	for i := 0; i < m && d.err == nil; i++ {
 		var e Emit
 		p, to := d.uvarint("result emit parent"), d.uvarint("result emit operator")
-		if d.err == nil && (p >= uint64(n) || to >= 1<<16) {
+		switch {
+		case d.err != nil:
+		case p >= uint64(n) || to >= 1<<16:
 			d.err = fmt.Errorf("kcfs: result emit %d: parent %d of %d records, operator %d", i, p, n, to)
+		case i > 0 && int(p) < r.Emits[i-1].Parent:
+			d.err = fmt.Errorf("kcfs: result emit %d: parent %d after parent %d, want emission order", i, p, r.Emits[i-1].Parent)
+		case r.Failed[p]:
+			d.err = fmt.Errorf("kcfs: result emit %d: its record %d failed", i, p)
 		}
 		e.Parent, e.To = int(p), int(to)
 		e.Key = d.u64("result emit key")

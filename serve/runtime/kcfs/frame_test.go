@@ -61,10 +61,19 @@ func TestResultRoundTrip(t *testing.T) {
 			t.Errorf("result truncated to %d of %d bytes accepted", n, len(body))
 		}
 	}
-	bad := r
-	bad.Emits = []Emit{{Parent: 3}} // only 3 records
-	if err := DecodeResult(AppendResult(nil, &bad), &got); err == nil || !strings.Contains(err.Error(), "parent 3 of 3 records") {
-		t.Errorf("emit of a missing record: %v", err)
+	for _, c := range []struct {
+		emits []Emit
+		want  string
+	}{
+		{[]Emit{{Parent: 3}}, "parent 3 of 3 records"},
+		{[]Emit{{Parent: 2}, {Parent: 0}}, "parent 0 after parent 2"},
+		{[]Emit{{Parent: 1}}, "record 1 failed"},
+	} {
+		bad := r
+		bad.Emits = c.emits
+		if err := DecodeResult(AppendResult(nil, &bad), &got); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("emits %+v: %v, want %q", c.emits, err, c.want)
+		}
 	}
 }
 
@@ -146,9 +155,9 @@ func FuzzDecodeResult(f *testing.F) {
 			}
 			return
 		}
-		for _, e := range r.Emits {
-			if e.Parent < 0 || e.Parent >= len(r.Failed) || e.To < 0 || e.To >= 1<<16 {
-				t.Fatalf("emit %+v of %d records", e, len(r.Failed))
+		for i, e := range r.Emits {
+			if e.Parent < 0 || e.Parent >= len(r.Failed) || e.To < 0 || e.To >= 1<<16 || r.Failed[e.Parent] || (i > 0 && e.Parent < r.Emits[i-1].Parent) {
+				t.Fatalf("emit %d %+v of %d records %v", i, e, len(r.Failed), r.Failed)
 			}
 		}
 		if r.ProcCPU < 0 || r.Charged < 0 || r.Periods < 0 || r.Throttled < 0 || r.Exec < 0 {
