@@ -30,19 +30,22 @@ const usage = `usage:
   serve planner -serve -token T [-provider local|k8s] [-control-addr 127.0.0.1:7401] [-app wc] ...   (a service for eval live -planner)
   serve worker  -planner HOST:PORT [-addr 127.0.0.1:0] [-app wc] [-slots 10] ...
   serve local   [-app wc] [-workers N] [-rate R] [-duration D] [-scale-at T:K] [-json] ...
-run "serve SUBCOMMAND -h" (api, loadgen, env, planner, worker, local) for every flag
+  serve cfscheck [-app syn] [-op noop0] [-millicores 250,500,1500] [-duration 10s] [-json]   (in-process vs kernel CPU quota)
+run "serve SUBCOMMAND -h" (api, loadgen, env, planner, worker, local, cfscheck) for every flag
 `
 
 // Main runs the command with args (without the program name) and returns
 // the exit status: 0 success (or -h), 1 failure, 2 usage.
 func Main(ctx context.Context, args []string, o command.IO) int {
 	return command.Dispatch(ctx, "serve", usage, map[string]func(context.Context, []string, command.IO) error{
-		"api":     runAPI,
-		"loadgen": runLoadgen,
-		"env":     runEnv,
-		"planner": runPlanner,
-		"worker":  runWorker,
-		"local":   runLocal,
+		"api":      runAPI,
+		"loadgen":  runLoadgen,
+		"env":      runEnv,
+		"planner":  runPlanner,
+		"worker":   runWorker,
+		"local":    runLocal,
+		"cfscheck": runCFSCheck,
+		"taskhost": runTaskHost, // hidden: the task-host child of -cpu-enforce kernel and cfscheck
 	}, args, o)
 }
 

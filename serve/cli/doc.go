@@ -16,6 +16,11 @@
 // runs the garbage collector at GOGC=400: the live heap is a few MB, and
 // the default collects about ten times a second under load.
 //
+// "serve cfscheck" measures the runtime's in-process CPU enforcement
+// against the kernel's (package kcfs); "serve taskhost", not listed in the
+// usage, is the task-host child process that serve worker -cpu-enforce
+// kernel and serve cfscheck start.
+//
 // Main has the shape of every streamscale command (internal/command):
 // subcommands through command.Dispatch, -h on each, usage errors on one
 // line naming the flag. Exit codes: 0 success (or -h), 1 failure, 2 usage. Log lines go to stderr, load

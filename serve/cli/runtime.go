@@ -21,6 +21,7 @@ import (
 	"streamscale/clasp"
 	"streamscale/internal/command"
 	"streamscale/serve/runtime"
+	"streamscale/serve/runtime/kcfs"
 	"streamscale/serve/runtime/planner"
 	"streamscale/serve/runtime/provider/k8s"
 	"streamscale/serve/runtime/provider/local"
@@ -50,6 +51,7 @@ func runWorker(ctx context.Context, args []string, o command.IO) error {
 	healthAddr := fs.String("health-addr", "", "if set, serve GET /healthz on this address (for Kubernetes probes)")
 	fs.DurationVar(&cfg.Report, "report", time.Second, "metrics report interval")
 	perOp := fs.String("alloc", "", "initial allocation per operator, comma-separated millicores (overrides -millicores)")
+	enforce := fs.String("cpu-enforce", "inprocess", "CPU allocation enforcement: inprocess (package cfs) or kernel (each task in a 'serve taskhost' process under a CPU cgroup's CFS quota; needs a writable CPU cgroup, i.e. root, and an app whose operators keep no keyed state)")
 	if err := command.Parse(fs, "usage: serve worker -planner HOST:PORT [flags]\nruns one stream-processing worker of the planner/worker runtime", args, o); err != nil {
 		return err
 	}
@@ -100,6 +102,17 @@ func runWorker(ctx context.Context, args []string, o command.IO) error {
 		// in migration pauses (BenchmarkMigrationPause: a few ms without
 		// GC, tens of ms with it on a loaded machine).
 		debug.SetGCPercent(gcPercent)
+	}
+	mode, err := kcfs.ParseMode(*enforce)
+	if err != nil {
+		return command.Usagef("serve worker: -cpu-enforce: %v", err)
+	}
+	if mode == kcfs.Kernel {
+		closeHosts, err := workerHosts(&cfg, *appName, o.Stderr)
+		if err != nil {
+			return fmt.Errorf("serve worker: -cpu-enforce kernel: %w", err)
+		}
+		defer closeHosts()
 	}
 	w, err := worker.New(cfg)
 	if err != nil {

@@ -18,8 +18,13 @@
 // calls wait, and for how long, is a function of the monotonic clock and the
 // CPU each call used.
 //
-// Kernel enforcement (cgroup v2 cpu.max) is not offered here: the build
-// machine has a cgroup v1 hierarchy with a hybrid unified mount that holds no
-// cpu controller, so an option running each task under cpu.max could not be
-// tested.
+// Kernel enforcement: package kcfs runs a task in its own process under a
+// CPU cgroup's quota (cgroup v2 cpu.max, or v1 cpu.cfs_quota_us and
+// cpu.cfs_period_us, the same kernel bandwidth control; the build machine
+// has the v1 cpu controller) for serve worker -cpu-enforce kernel, and
+// serve cfscheck measures this package's enforcement against it. One
+// difference by design: a Quota charges only the CPU of the threads
+// running the task's batches, while the kernel charges every thread of
+// the process, so the process's I/O and runtime CPU (per batch, not per
+// record) is outside the in-process quota.
 package cfs

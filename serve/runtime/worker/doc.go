@@ -14,7 +14,10 @@
 // request is Config.Interval old, checked every Config.Check (0: at once).
 // A task runs on at most one slot at a time, so a task's records execute in
 // queue order and its state needs no lock; different tasks run in parallel.
-// A batch runs inside the task's cfs.Quota.Run. The requests a worker holds
+// A batch runs inside the task's cfs.Quota.Run, or, with Config.Hosts
+// (serve worker -cpu-enforce kernel), in the task's own process under a
+// kernel CPU quota (package kcfs; apps without keyed state only). The
+// requests a worker holds
 // (queued, held for a migration or executing) are capped by
 // Config.MaxInFlight: a stream reader that would exceed it stops reading,
 // and HTTP/2 flow control then stops the sender.

@@ -1,11 +1,51 @@
 package worker
 
 import (
+	"fmt"
 	"time"
 
+	"streamscale/serve/runtime/cfs"
+	"streamscale/serve/runtime/kcfs"
 	"streamscale/serve/runtime/ops"
 	"streamscale/serve/runtime/wire"
 )
+
+// limiter is a task's CPU allocation: a *cfs.Quota, or a task host's
+// kernel quota.
+type limiter interface {
+	Set(millicores int)
+	Millicores() int
+	Stats() cfs.Stats
+}
+
+// TaskHost runs one task's operator work outside the worker (Config.Hosts;
+// *kcfs.Host is one). It is used by one slot at a time.
+type TaskHost interface {
+	// Exec runs the records in order; r.Failed gets one flag per record
+	// and r.Emits what they emitted, in order.
+	Exec(recs []ops.Record, r *kcfs.Result) error
+	// Set changes the CPU allocation, millicores.
+	Set(millicores int) error
+	Millicores() int
+	// Stats are the host's CPU counters (Used: all of its CPU).
+	Stats() cfs.Stats
+}
+
+// hostLimiter is a TaskHost's allocation as a limiter.
+type hostLimiter struct {
+	h  TaskHost
+	w  *Worker
+	op int
+}
+
+// Set is called with w.mu held; logf takes no lock.
+func (l hostLimiter) Set(mc int) {
+	if err := l.h.Set(mc); err != nil {
+		l.w.logf("operator %d: task host: %v", l.op, err)
+	}
+}
+func (l hostLimiter) Millicores() int  { return l.h.Millicores() }
+func (l hostLimiter) Stats() cfs.Stats { return l.h.Stats() }
 
 // emit is one record an execution emitted, its payload in slot.buf.
 type emit struct {
@@ -26,6 +66,8 @@ type slot struct {
 	cur     int32
 	failed  []bool
 	elapsed time.Duration
+	recs    []ops.Record // task host input
+	res     kcfs.Result  // task host output
 }
 
 // Emit implements ops.Emitter.
@@ -98,7 +140,12 @@ func (s *slot) execute() {
 	t := s.t
 	st := stateView{t}
 	begin := time.Now()
-	t.quota.Run(func() {
+	if t.host != nil {
+		s.executeHost()
+		s.elapsed = time.Since(begin)
+		return
+	}
+	t.inproc.Run(func() {
 		for i := range s.batch {
 			r := &s.batch[i]
 			s.cur = int32(i)
@@ -112,6 +159,30 @@ func (s *slot) execute() {
 		}
 	})
 	s.elapsed = time.Since(begin)
+}
+
+// executeHost runs the batch in the task's host; if the host fails, every
+// record of the batch fails (is dropped and counted) and the error is
+// logged.
+func (s *slot) executeHost() {
+	s.recs = s.recs[:0]
+	for i := range s.batch {
+		r := &s.batch[i]
+		s.recs = append(s.recs, ops.Record{Key: r.Key, Input: r.Input, Seq: r.Seq, Payload: r.Payload})
+	}
+	if err := s.t.host.Exec(s.recs, &s.res); err != nil {
+		// Not logf: it reads w.id, which w.mu guards.
+		fmt.Fprintf(s.w.cfg.Log, "worker: operator %d: task host: %v\n", s.t.op, err)
+		for range s.batch {
+			s.failed = append(s.failed, true)
+		}
+		return
+	}
+	s.failed = append(s.failed, s.res.Failed...)
+	for _, e := range s.res.Emits {
+		s.cur = int32(e.Parent)
+		s.Emit(e.To, e.Key, e.Payload)
+	}
 }
 
 // finish routes the batch's outputs and returns completion weight (w.mu

@@ -63,6 +63,15 @@ type Config struct {
 	JoinWait time.Duration
 	// Log receives one line per notable event (nil: discarded).
 	Log io.Writer
+	// Hosts, if set, runs each task's operator work in a TaskHost made
+	// for it (operator index, initial millicores) instead of under the
+	// in-process cfs.Quota: package kcfs's child process under the
+	// kernel's CFS quota (serve worker -cpu-enforce kernel). Only apps
+	// whose operators keep no keyed state can run so: New refuses the
+	// others, naming the operator (keyed state, migrations and
+	// checkpoints live in the worker). The caller closes the hosts, also
+	// when New fails.
+	Hosts func(op, millicores int) (TaskHost, error)
 }
 
 func (c *Config) fill() error {
@@ -138,7 +147,9 @@ type rec struct {
 type task struct {
 	op      int
 	impl    ops.Operator
-	quota   *cfs.Quota
+	quota   limiter    // the allocation: inproc, or host's kernel quota
+	inproc  *cfs.Quota // nil when the work runs in host
+	host    TaskHost
 	q       []rec
 	head    int
 	running bool
@@ -277,15 +288,31 @@ func New(cfg Config) (*Worker, error) {
 		}
 		w.edgeIdx[e[0]][e[1]] = i
 	}
-	for o, s := range cfg.App.Operators {
+	for _, s := range cfg.App.Operators {
 		if s.New == nil {
 			return nil, fmt.Errorf("worker: app %s: operator %s has no constructor", cfg.App.Name, s.Name)
 		}
+		if cfg.Hosts != nil && s.Stateful {
+			return nil, fmt.Errorf("worker: app %s: operator %s keeps keyed state, which a task host cannot run (state, migration and checkpoints live in the worker); use the in-process CPU enforcement", cfg.App.Name, s.Name)
+		}
+	}
+	for o, s := range cfg.App.Operators {
 		mc := cfg.Millicores
 		if cfg.Alloc != nil {
 			mc = cfg.Alloc[o]
 		}
-		t := &task{op: o, impl: s.New(), quota: cfs.New(cfg.Period, mc)}
+		t := &task{op: o, impl: s.New()}
+		if cfg.Hosts == nil {
+			t.inproc = cfs.New(cfg.Period, mc)
+			t.quota = t.inproc
+		} else {
+			h, err := cfg.Hosts(o, mc)
+			if err != nil {
+				return nil, fmt.Errorf("worker: task host for operator %s: %w", s.Name, err)
+			}
+			t.host = h
+			t.quota = hostLimiter{h, w, o}
+		}
 		for g := range t.state {
 			t.state[g] = map[uint64][]byte{}
 		}
