@@ -65,6 +65,10 @@ type Calibration struct {
 	// execution finished), ms: the per-hop latency at a generous
 	// allocation.
 	HopMS float64 `json:"hop_ms"`
+	// HopsAfter is the dispatch latency after each forwarding task of the
+	// profile (live.HopsAfter from the operators' delays), ms, in operator
+	// order: the scenario's hop_ms_by_task.
+	HopsAfter []live.TaskHop `json:"hops_after"`
 	// CFSPeriodMS is the workers' CFS period, ms.
 	CFSPeriodMS float64 `json:"cfs_period_ms"`
 	// CostModel is the cost-model probe's estimate (nil: skipped).
@@ -210,6 +214,13 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	for _, oc := range c.Operators {
 		c.HopMS += oc.DelayMS / float64(len(c.Operators))
 	}
+	var taskNames []string
+	for _, t := range sc.App.Tasks {
+		taskNames = append(taskNames, t.Name)
+	}
+	if c.HopsAfter, err = live.HopsAfter(app, c.Operators, taskNames); err != nil {
+		return fmt.Errorf("eval: calibrate: %w", err)
+	}
 	c.CFSPeriodMS = float64(cfs.DefaultPeriod) / float64(time.Millisecond)
 	c.Methods = calibrationMethods(c)
 	if u := hostLoad(); u != "" {
@@ -254,9 +265,15 @@ func calibrationMarkdown(c Calibration) []byte {
 	fmt.Fprintf(&b, "# Live calibration: %s at %g inputs/s\n\n", c.Profile, c.Rate)
 	fmt.Fprintf(&b, "%d intervals of %.3g s; every task at %g scenario mc (cpu scale %g) until interval %d, then %g mc. Costs and delays from intervals 2..%d (the high phase).\n\n",
 		c.Intervals, c.TimeScaleS, c.HighMC, c.CPUScale, c.Intervals/2, c.LowMC, c.Intervals/2-1)
-	b.WriteString("| operator | CPU µs per event | CV (between intervals) | delay ms (enqueue → done) | intervals |\n|---|---:|---:|---:|---:|\n")
+	b.WriteString("| operator | CPU µs per event | CV (between intervals) | delay ms (enqueue → done) | intervals | hop after it ms (simulator) | hop from |\n|---|---:|---:|---:|---:|---:|---|\n")
 	for _, oc := range c.Operators {
-		fmt.Fprintf(&b, "| %s | %.3f | %.2f | %.2f | %d |\n", oc.Operator, oc.CPUUSPerEvent, oc.CV, oc.DelayMS, oc.Intervals)
+		hop, from := "–", ""
+		for _, h := range c.HopsAfter {
+			if h.Task == oc.Operator {
+				hop, from = fmt.Sprintf("%.2f", h.MS), strings.Join(h.From, " + ")
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %.3f | %.2f | %.2f | %d | %s | %s |\n", oc.Operator, oc.CPUUSPerEvent, oc.CV, oc.DelayMS, oc.Intervals, hop, from)
 	}
 	fmt.Fprintf(&b, "\nActuation: the workers reported the new quota %d interval(s) after the decision (≤ %.0f ms). Mean p95: %.1f ms at %g mc, %.1f ms at %g mc.\n",
 		c.ActuationIntervals, c.ActuationMaxMS, c.P95HighMS, c.HighMC, c.P95LowMS, c.LowMC)
@@ -359,7 +376,8 @@ func calibrationMethods(c Calibration) map[string]string {
 		"cfs_threads":           "a task runs on at most one executor slot at a time (serve/runtime/worker): one thread",
 		"actuation_delay_steps": fmt.Sprintf("step of every task from %g to %g mc at interval %d; the workers reported the new quota %d interval(s) later", c.HighMC, c.LowMC, half, c.ActuationIntervals),
 		"metric_noise":          "the live observation is built from the workers' exact counters (eval/live), so no measurement noise is added",
-		"hop_ms":                fmt.Sprintf("mean over operators of the workers' mean delay enqueue → execution finished, high phase: %.2f ms (the workers' 20 ms batching timer dominates), written as physics hop_ms (a fixed latency after every forwarding task; at the generous allocation queueing adds almost nothing, so the mean is the dispatch latency)", c.HopMS),
+		"hop_ms":                fmt.Sprintf("mean over operators of the workers' mean delay enqueue → execution finished, high phase: %.2f ms (the workers' 20 ms batching timer dominates), written as physics hop_ms (a fixed latency after every forwarding task; at the generous allocation queueing adds almost nothing, so the mean is the dispatch latency); hop_ms_by_task overrides it for every task it lists", c.HopMS),
+		"hop_ms_by_task":        "per forwarding task (live.HopsAfter): the workers' mean delay enqueue → execution finished at its successors that are tasks of the profile, high phase, weighted by their executions (the batching wait is paid at the receiving queue: 64 records or 20 ms); the single source also carries its own input wait and the delay of every operator the profile lacks (etl's Sink), which the simulator has no other place for, so each path's hops sum to the live delays along it",
 		"cost_model":            "three live runs (1 worker; 2 workers even; 2 workers, operators split in halves) at the calibration rate with every task at -cost-millicores live mc; every control interval each worker whose queue exceeds 0.5 s of its execution rate is one sample of CLASP Eq. 1 for clasp.Estimator (RLS from the paper's start, pooled); W̄ is its EWMA",
 		"demand":                fmt.Sprintf("cpu_us_per_event per task with the cpu scale %g; env.ScenarioDemand maps it to MI per event on the placed server", c.CPUScale),
 	}
@@ -388,6 +406,26 @@ func calibratedScenario(c Calibration, sc env.Config) (env.Scenario, error) {
 	if c.HopMS > 0 && c.HopMS <= 1000 {
 		p.HopMS = round3(c.HopMS)
 		notes["hop_ms"] = m["hop_ms"]
+	}
+	if len(c.HopsAfter) > 0 {
+		byTask := map[string]float64{}
+		var dropped []string
+		for _, h := range c.HopsAfter {
+			if v := round3(h.MS); v >= 0 && v <= 1000 {
+				byTask[h.Task] = v
+			} else {
+				dropped = append(dropped, fmt.Sprintf("%s %.3g ms", h.Task, h.MS))
+			}
+		}
+		hops, err := env.NewTaskHops(byTask)
+		if err != nil {
+			return env.Scenario{}, err
+		}
+		p.HopMSByTask = hops
+		notes["hop_ms_by_task"] = m["hop_ms_by_task"]
+		if len(dropped) > 0 {
+			notes["hop_ms_by_task"] += "; not written (outside 0..1,000 ms, hop_ms applies): " + strings.Join(dropped, ", ")
+		}
 	}
 	if c.ActuationIntervals >= 0 {
 		p.ActuationDelaySteps = c.ActuationIntervals

@@ -10,6 +10,7 @@ import (
 	"streamscale/env"
 	"streamscale/eval/live"
 	"streamscale/eval/runner"
+	rtops "streamscale/serve/runtime/ops"
 )
 
 // TestRunScenarioFile: `eval run -scenario FILE` with only the base is
@@ -64,9 +65,11 @@ func TestCalibratedScenario(t *testing.T) {
 	}
 	var ops []live.OperatorCost
 	var svc []live.ServiceDist
-	for _, task := range sc.App.Tasks {
-		ops = append(ops, live.OperatorCost{Operator: task.Name, CPUUSPerEvent: 1.5, CV: 0.2, Intervals: 10, ExecsPerInterval: 500})
+	var names []string
+	for k, task := range sc.App.Tasks {
+		ops = append(ops, live.OperatorCost{Operator: task.Name, CPUUSPerEvent: 1.5, CV: 0.2, Intervals: 10, ExecsPerInterval: 500, DelayMS: float64(k + 1)})
 		svc = append(svc, live.ServiceDist{Operator: task.Name, N: 100, MeanUS: 1.2, CV: 0.8})
+		names = append(names, task.Name)
 	}
 	c := Calibration{Profile: "pred", Rate: 2000, TimeScaleS: 0.25, Intervals: 40, CPUScale: 0.01, HighMC: 10000, LowMC: 500,
 		Operators: ops, ServiceTimes: svc, ActuationIntervals: 1, CFSPeriodMS: 100, Enforcement: 0.97, EnforcementIntervals: 19,
@@ -74,6 +77,9 @@ func TestCalibratedScenario(t *testing.T) {
 	c.CostModel.Model.Alpha, c.CostModel.Model.Beta, c.CostModel.Smoothed = 10, -5, 1e6
 	c.ServiceCV, c.CapacityJitter = serviceCV(svc, ops)
 	c.Methods = calibrationMethods(c)
+	if c.HopsAfter, err = live.HopsAfter(rtops.PRED(), ops, names); err != nil {
+		t.Fatal(err)
+	}
 	s, err := calibratedScenario(c, sc)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +106,20 @@ func TestCalibratedScenario(t *testing.T) {
 	if got.CostModel != nil || !strings.Contains(got.Notes["cost_model"], "not written") {
 		t.Errorf("a negative β was written as a cost model: %+v, note %q", got.CostModel, got.Notes["cost_model"])
 	}
-	for _, k := range []string{"service_cv", "capacity_jitter", "cfs_period_ms", "actuation_delay_steps", "demand", "arrivals"} {
+	// pred: SenMLParse (delay 1) → DecisionTreeClassify (2),
+	// LinearRegression (3), BlockWindowAverage (4); LR, BWA →
+	// ErrorEstimate (5); DTC, EE → MQTTPublish (6). Equal executions.
+	want := map[string]float64{"SenMLParse": 3 + 1, "DecisionTreeClassify": 6, "LinearRegression": 5, "BlockWindowAverage": 5, "ErrorEstimate": 6}
+	e := p.HopMSByTask.Entries()
+	if len(e) != len(want) {
+		t.Errorf("hop_ms_by_task %v, want %v", e, want)
+	}
+	for _, h := range e {
+		if want[h.Task] != h.MS {
+			t.Errorf("hop after %s %v ms, want %v", h.Task, h.MS, want[h.Task])
+		}
+	}
+	for _, k := range []string{"service_cv", "capacity_jitter", "cfs_period_ms", "actuation_delay_steps", "demand", "arrivals", "hop_ms_by_task"} {
 		if got.Notes[k] == "" {
 			t.Errorf("no note for %s", k)
 		}
