@@ -181,6 +181,14 @@ func checkTaskHop(task string, ms float64) error {
 // Len returns the number of entries.
 func (h TaskHops) Len() int { return len(h.Entries()) }
 
+// String returns h as its JSON object ("{}" when empty).
+func (h TaskHops) String() string {
+	if h.enc == "" {
+		return "{}"
+	}
+	return h.enc
+}
+
 // IsZero reports whether h is empty (for the omitzero JSON option).
 func (h TaskHops) IsZero() bool { return h.enc == "" }
 
@@ -215,12 +223,7 @@ func (h TaskHops) Entries() []TaskHop {
 }
 
 // MarshalJSON writes h as a JSON object, keys sorted.
-func (h TaskHops) MarshalJSON() ([]byte, error) {
-	if h.enc == "" {
-		return []byte("{}"), nil
-	}
-	return []byte(h.enc), nil
-}
+func (h TaskHops) MarshalJSON() ([]byte, error) { return []byte(h.String()), nil }
 
 // UnmarshalJSON reads a JSON object of task name → ms (or null: empty),
 // refusing a name given twice, a value that is not a number and every
