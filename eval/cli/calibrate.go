@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,6 +74,9 @@ type Calibration struct {
 	// profile (live.HopsAfter from the operators' delays), ms, in operator
 	// order: the scenario's hop_ms_by_task.
 	HopsAfter []live.TaskHop `json:"hops_after"`
+	// Rederived says which file and commits `eval calibrate -from`
+	// recomputed the derived values from ("" for a live probe).
+	Rederived string `json:"rederived,omitempty"`
 	// CFSPeriodMS is the workers' CFS period, ms.
 	CFSPeriodMS float64 `json:"cfs_period_ms"`
 	// CostModel is the cost-model probe's estimate (nil: skipped).
@@ -101,8 +109,12 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	costDur := fs.Duration("cost-duration", 5*time.Second, "load per mix of the cost-model probe (1 worker; 2 workers even; 2 workers split by operator); 0 skips it")
 	costMC := fs.Int("cost-millicores", 2, "live CFS millicores of every task in the cost-model probe (low, so the workers saturate)")
 	svcInputs := fs.Int("service-inputs", 3000, "inputs of the in-process per-execution timing (service-time distribution)")
+	from := fs.String("from", "", "an earlier probe's calibration.json: recompute its derived values (per-task hops, methods) and the scenario with this commit, without live runs (the probe flags are ignored)")
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
+	}
+	if *from != "" {
+		return rederive(*from, *out, *asJSON, o)
 	}
 	if err := checkProfile(*profile); err != nil {
 		return err
@@ -211,6 +223,19 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		}
 	}
 	c.Enforcement, c.EnforcementIntervals = cal.Enforcement(c.EnforcementOp, actAt, n)
+	c.CFSPeriodMS = float64(cfs.DefaultPeriod) / float64(time.Millisecond)
+	if u := hostLoad(); u != "" {
+		uptime = append(uptime, "after: "+u)
+	}
+	c.Uptime = uptime
+	return writeCalibration(&c, sc, app, *out, *asJSON, o)
+}
+
+// writeCalibration derives the hops and the methods of c from its
+// measurements and writes scenario.json, calibration.json and
+// calibration.md to out (and one of the last two to stdout).
+func writeCalibration(c *Calibration, sc env.Config, app ops.App, out string, asJSON bool, o Options) error {
+	c.HopMS = 0
 	for _, oc := range c.Operators {
 		c.HopMS += oc.DelayMS / float64(len(c.Operators))
 	}
@@ -218,46 +243,120 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	for _, t := range sc.App.Tasks {
 		taskNames = append(taskNames, t.Name)
 	}
+	var err error
 	if c.HopsAfter, err = live.HopsAfter(app, c.Operators, taskNames); err != nil {
 		return fmt.Errorf("eval: calibrate: %w", err)
 	}
-	c.CFSPeriodMS = float64(cfs.DefaultPeriod) / float64(time.Millisecond)
-	c.Methods = calibrationMethods(c)
-	if u := hostLoad(); u != "" {
-		uptime = append(uptime, "after: "+u)
-	}
-	c.Uptime = uptime
-	scen, err := calibratedScenario(c, sc)
+	c.Methods = calibrationMethods(*c)
+	scen, err := calibratedScenario(*c, sc)
 	if err != nil {
 		return fmt.Errorf("eval: calibrate: %w", err)
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return fmt.Errorf("eval: %w", err)
 	}
 	sb, err := scen.MarshalFile()
 	if err != nil {
 		return fmt.Errorf("eval: calibrate: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(*out, "scenario.json"), sb, 0o644); err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
 	b, err := report.MarshalJSON(c)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(*out, "calibration.json"), b, 0o644); err != nil {
+	md := calibrationMarkdown(*c)
+	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	md := calibrationMarkdown(c)
-	if err := os.WriteFile(filepath.Join(*out, "calibration.md"), md, 0o644); err != nil {
-		return fmt.Errorf("eval: %w", err)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"scenario.json", sb}, {"calibration.json", b}, {"calibration.md", md}} {
+		if err := os.WriteFile(filepath.Join(out, f.name), f.data, 0o644); err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
 	}
-	if *asJSON {
+	if asJSON {
 		_, err = o.Stdout.Write(b)
 	} else {
 		_, err = o.Stdout.Write(md)
 	}
 	return err
+}
+
+// rederive is `eval calibrate -from FILE`: the outputs of an earlier
+// probe's calibration.json recomputed from its measurements by this
+// commit (the per-task hops, the methods and the scenario), without live
+// runs.
+func rederive(path, out string, asJSON bool, o Options) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return usagef("eval: -from: %v", err)
+	}
+	c, err := parseCalibration(data)
+	if err != nil {
+		return usagef("eval: -from %s: %v", path, err)
+	}
+	sc, err := runner.Config(runner.Spec{Profile: c.Profile, Workload: &traces.Trace{Name: "constant", Source: "synthetic", Counts: []float64{c.Rate}, Scale: 1},
+		PlacementSeed: 101, Steps: c.Intervals})
+	if err != nil {
+		return usagef("eval: -from %s: %v", path, err)
+	}
+	app, err := ops.AppByName(c.Profile)
+	if err != nil {
+		return usagef("eval: -from %s: %v", path, err)
+	}
+	c.Rederived = fmt.Sprintf("from %s (probe commit %s) by commit %s", path, c.Commit, o.Commit)
+	return writeCalibration(&c, sc, app, out, asJSON, o)
+}
+
+// parseCalibration decodes a calibration.json strictly (unknown fields
+// and trailing data refused) and checks what writeCalibration relies on:
+// the operators are the profile application's, in order, every measured
+// number finite and in range, one service-time entry per operator.
+func parseCalibration(data []byte) (Calibration, error) {
+	var c Calibration
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Calibration{}, fmt.Errorf("calibration.json: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Calibration{}, errors.New("calibration.json: data after the JSON value")
+	}
+	if !slices.Contains(env.Profiles(), c.Profile) {
+		return Calibration{}, fmt.Errorf("calibration.json: profile %q, want %s", c.Profile, strings.Join(env.Profiles(), " or "))
+	}
+	app, err := ops.AppByName(c.Profile)
+	if err != nil {
+		return Calibration{}, err
+	}
+	fin := func(x, lo, hi float64) bool { return x >= lo && x <= hi }
+	switch {
+	case !fin(c.Rate, 1e-9, 1e6) || !fin(c.TimeScaleS, 1e-3, 3600) || !fin(c.CPUScale, 1e-9, 1000):
+		return Calibration{}, fmt.Errorf("calibration.json: rate %v, time_scale_s %v, cpu_scale %v out of range", c.Rate, c.TimeScaleS, c.CPUScale)
+	case c.Intervals < 8 || c.Intervals > 1e6:
+		return Calibration{}, fmt.Errorf("calibration.json: intervals %d, want 8..1e6", c.Intervals)
+	case c.ActuationIntervals < -1 || c.ActuationIntervals >= c.Intervals:
+		return Calibration{}, fmt.Errorf("calibration.json: actuation_intervals %d, want -1..%d", c.ActuationIntervals, c.Intervals-1)
+	case !fin(c.ServiceCV, 0, 1e3) || !fin(c.CapacityJitter, 0, 1e3) || !fin(c.CFSPeriodMS, 0, 1000) || !fin(c.Enforcement, 0, 1e3):
+		return Calibration{}, fmt.Errorf("calibration.json: service_cv %v, capacity_jitter %v, cfs_period_ms %v or enforcement %v out of range", c.ServiceCV, c.CapacityJitter, c.CFSPeriodMS, c.Enforcement)
+	case len(c.Operators) != len(app.Operators) || len(c.ServiceTimes) != len(app.Operators):
+		return Calibration{}, fmt.Errorf("calibration.json: %d operators and %d service times, want %d (the operators of %s)", len(c.Operators), len(c.ServiceTimes), len(app.Operators), c.Profile)
+	case c.EnforcementOp < 0 || c.EnforcementOp >= len(app.Operators):
+		return Calibration{}, fmt.Errorf("calibration.json: enforcement_op %d, want 0..%d", c.EnforcementOp, len(app.Operators)-1)
+	}
+	for i, oc := range c.Operators {
+		if oc.Operator != app.Operators[i].Name || c.ServiceTimes[i].Operator != oc.Operator {
+			return Calibration{}, fmt.Errorf("calibration.json: operators[%d] %q (service times %q), want %q", i, oc.Operator, c.ServiceTimes[i].Operator, app.Operators[i].Name)
+		}
+		if !fin(oc.CPUUSPerEvent, 0, 1e6) || !fin(oc.CV, 0, 1e3) || !fin(oc.DelayMS, 0, 1e7) || !fin(oc.ExecsPerInterval, 0, 1e12) || oc.Intervals < 0 {
+			return Calibration{}, fmt.Errorf("calibration.json: operator %s: a value out of range (%+v)", oc.Operator, oc)
+		}
+		if s := c.ServiceTimes[i]; !fin(s.MeanUS, 0, 1e9) || !fin(s.CV, 0, 1e3) || s.N < 0 {
+			return Calibration{}, fmt.Errorf("calibration.json: service time of %s: a value out of range (%+v)", oc.Operator, s)
+		}
+	}
+	if ce := c.CostModel; ce != nil && len(ce.Samples) != len(ce.Mixes) {
+		return Calibration{}, fmt.Errorf("calibration.json: cost model with %d sample counts for %d mixes", len(ce.Samples), len(ce.Mixes))
+	}
+	return c, nil
 }
 
 func calibrationMarkdown(c Calibration) []byte {
@@ -294,6 +393,9 @@ func calibrationMarkdown(c Calibration) []byte {
 	}
 	for _, u := range c.Uptime {
 		fmt.Fprintf(&b, "\nuptime %s", u)
+	}
+	if c.Rederived != "" {
+		fmt.Fprintf(&b, "\n\nDerived values recomputed %s.", c.Rederived)
 	}
 	b.WriteString("\n")
 	return []byte(b.String())
