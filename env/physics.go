@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Arrival processes inside a one-second step (Physics.Arrivals).
@@ -121,8 +122,8 @@ type TaskHop struct {
 // maxTaskHops bounds a TaskHops' entries (no application has more tasks).
 const maxTaskHops = 1024
 
-// NewTaskHops returns the table of the entries of m: names non-empty,
-// values in [0, 1000] ms (at most one step). An error names the entry.
+// NewTaskHops returns the table of the entries of m: names non-empty
+// UTF-8, values in [0, 1000] ms (at most one step). An error names the entry.
 func NewTaskHops(m map[string]float64) (TaskHops, error) {
 	h, err := newTaskHops(m)
 	if err != nil {
@@ -171,6 +172,9 @@ func newTaskHops(m map[string]float64) (TaskHops, error) {
 func checkTaskHop(task string, ms float64) error {
 	if task == "" {
 		return errors.New("hop_ms_by_task has an empty task name")
+	}
+	if !utf8.ValidString(task) {
+		return fmt.Errorf("hop_ms_by_task task %q is not valid UTF-8", task)
 	}
 	if !(ms >= 0 && ms <= 1000) {
 		return fmt.Errorf("hop_ms_by_task task %q: %v ms, want a finite number in [0, 1,000] (at most one step)", task, ms)

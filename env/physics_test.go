@@ -156,6 +156,7 @@ func TestTaskHopsValue(t *testing.T) {
 		{map[string]float64{"Work": math.Inf(1)}, `task "Work": +Inf ms`},
 		{map[string]float64{"Work": 1000.5}, `task "Work": 1000.5 ms`},
 		{map[string]float64{"": 1}, "empty task name"},
+		{map[string]float64{"W\xffrk": 1}, "not valid UTF-8"},
 	} {
 		if _, err := NewTaskHops(tc.m); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "env: ") {
 			t.Errorf("%v: %v, want an error containing %q", tc.m, err, tc.want)
