@@ -353,6 +353,9 @@ func (c *Config) validate() error {
 	if err := c.Physics.validate(max(c.Steps, 1)); err != nil {
 		return err
 	}
+	if err := c.Physics.checkTasks(c.App); err != nil {
+		return err
+	}
 	if r := c.Randomize; r != nil {
 		if err := r.validate(max(c.Steps, 1)); err != nil {
 			return err

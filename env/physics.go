@@ -1,10 +1,15 @@
 package env
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Arrival processes inside a one-second step (Physics.Arrivals).
@@ -87,6 +92,222 @@ type Physics struct {
 	// and throughput of the fluid as they are (the records it holds back
 	// are at most HopMS × rate per hop). 0: none.
 	HopMS float64 `json:"hop_ms,omitempty"`
+	// HopMSByTask overrides HopMS for the tasks it names: the dispatch
+	// latency, ms, after each listed task, which must forward to a
+	// successor (the live runtime's batching wait differs by operator: a
+	// stage fed at a high rate fills its 64-record batch long before the
+	// 20 ms timer; `eval calibrate` measures it per operator). Each value
+	// in [0, 1000]; a task name the application does not have, or one
+	// without successors, is an error at New. Unlisted tasks keep HopMS.
+	// The cores resolve it once, at construction, to a latency per task
+	// in the application's task order (Physics.hopSeconds).
+	HopMSByTask TaskHops `json:"hop_ms_by_task,omitzero"`
+}
+
+// TaskHops is a table of dispatch latencies by task name, ms
+// (Physics.HopMSByTask). It is a value: two tables with the same entries
+// are == (it keeps them in one canonical encoding, sorted by name), so
+// Physics stays comparable. The zero TaskHops is the empty table. On disk
+// it is a JSON object {"task": ms, …}.
+type TaskHops struct {
+	enc string // canonical JSON object, keys sorted; "" when empty
+}
+
+// TaskHop is one entry of a TaskHops.
+type TaskHop struct {
+	Task string
+	MS   float64
+}
+
+// maxTaskHops bounds a TaskHops' entries (no application has more tasks).
+const maxTaskHops = 1024
+
+// NewTaskHops returns the table of the entries of m: names non-empty
+// UTF-8, values in [0, 1000] ms (at most one step). An error names the entry.
+func NewTaskHops(m map[string]float64) (TaskHops, error) {
+	h, err := newTaskHops(m)
+	if err != nil {
+		return TaskHops{}, fmt.Errorf("env: %w", err)
+	}
+	return h, nil
+}
+
+// newTaskHops is NewTaskHops with errors not prefixed by the package
+// (UnmarshalJSON's errors reach ParseScenario's).
+func newTaskHops(m map[string]float64) (TaskHops, error) {
+	if len(m) > maxTaskHops {
+		return TaskHops{}, fmt.Errorf("hop_ms_by_task has %d entries, want at most %d", len(m), maxTaskHops)
+	}
+	if len(m) == 0 {
+		return TaskHops{}, nil
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range names {
+		v := m[k]
+		if err := checkTaskHop(k, v); err != nil {
+			return TaskHops{}, err
+		}
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return TaskHops{}, fmt.Errorf("hop_ms_by_task task %q: %w", k, err)
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(kb)
+		b.WriteByte(':')
+		b.WriteString(strconv.FormatFloat(v+0, 'g', -1, 64)) // +0: no "-0"
+	}
+	b.WriteByte('}')
+	return TaskHops{enc: b.String()}, nil
+}
+
+// checkTaskHop checks one entry of a TaskHops.
+func checkTaskHop(task string, ms float64) error {
+	if task == "" {
+		return errors.New("hop_ms_by_task has an empty task name")
+	}
+	if !utf8.ValidString(task) {
+		return fmt.Errorf("hop_ms_by_task task %q is not valid UTF-8", task)
+	}
+	if !(ms >= 0 && ms <= 1000) {
+		return fmt.Errorf("hop_ms_by_task task %q: %v ms, want a finite number in [0, 1,000] (at most one step)", task, ms)
+	}
+	return nil
+}
+
+// Len returns the number of entries.
+func (h TaskHops) Len() int { return len(h.Entries()) }
+
+// String returns h as its JSON object ("{}" when empty).
+func (h TaskHops) String() string {
+	if h.enc == "" {
+		return "{}"
+	}
+	return h.enc
+}
+
+// IsZero reports whether h is empty (for the omitzero JSON option).
+func (h TaskHops) IsZero() bool { return h.enc == "" }
+
+// Entries returns the entries sorted by task name.
+func (h TaskHops) Entries() []TaskHop {
+	if h.enc == "" {
+		return nil
+	}
+	var out []TaskHop
+	// enc was written by NewTaskHops: a valid object of unique names.
+	dec := json.NewDecoder(strings.NewReader(h.enc))
+	dec.UseNumber()
+	if _, err := dec.Token(); err != nil {
+		panic("env: corrupt TaskHops: " + err.Error())
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			panic("env: corrupt TaskHops: " + err.Error())
+		}
+		v, err := dec.Token()
+		if err != nil {
+			panic("env: corrupt TaskHops: " + err.Error())
+		}
+		ms, err := v.(json.Number).Float64()
+		if err != nil {
+			panic("env: corrupt TaskHops: " + err.Error())
+		}
+		out = append(out, TaskHop{Task: k.(string), MS: ms})
+	}
+	return out
+}
+
+// MarshalJSON writes h as a JSON object, keys sorted.
+func (h TaskHops) MarshalJSON() ([]byte, error) { return []byte(h.String()), nil }
+
+// UnmarshalJSON reads a JSON object of task name → ms (or null: empty),
+// refusing a name given twice, a value that is not a number and every
+// entry NewTaskHops refuses.
+func (h *TaskHops) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("hop_ms_by_task: %w", err)
+	}
+	if tok == nil {
+		*h = TaskHops{}
+		return nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("hop_ms_by_task: %v, want an object of task name → ms", tok)
+	}
+	m := map[string]float64{}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("hop_ms_by_task: %w", err)
+		}
+		name := k.(string) // an object key is a string
+		v, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("hop_ms_by_task task %q: %w", name, err)
+		}
+		n, ok := v.(json.Number)
+		if !ok {
+			return fmt.Errorf("hop_ms_by_task task %q: %v, want a number of ms", name, v)
+		}
+		ms, err := n.Float64()
+		if err != nil {
+			return fmt.Errorf("hop_ms_by_task task %q: %v, want a finite number of ms", name, n)
+		}
+		if _, dup := m[name]; dup {
+			return fmt.Errorf("hop_ms_by_task task %q given twice", name)
+		}
+		m[name] = ms
+	}
+	t, err := newTaskHops(m)
+	if err != nil {
+		return err
+	}
+	*h = t
+	return nil
+}
+
+// checkTasks checks p's per-task hops against the application a: every
+// named task exists and forwards to a successor. The error names the task
+// and the application.
+func (p Physics) checkTasks(a App) error {
+	for _, e := range p.HopMSByTask.Entries() {
+		k := slices.IndexFunc(a.Tasks, func(t Task) bool { return t.Name == e.Task })
+		if k < 0 {
+			return fmt.Errorf("env: physics hop_ms_by_task: task %q is not a task of %s", e.Task, a.Name)
+		}
+		if !slices.ContainsFunc(a.Edges, func(ed Edge) bool { return ed.From == k }) {
+			return fmt.Errorf("env: physics hop_ms_by_task: task %q of %s forwards to no task (a hop applies after a task that forwards)", e.Task, a.Name)
+		}
+	}
+	return nil
+}
+
+// hopSeconds returns the dispatch latency after each task of a, seconds,
+// indexed as a.Tasks: its HopMSByTask entry, else HopMS for a task that
+// forwards to a successor, else 0. p has passed checkTasks for a.
+func (p Physics) hopSeconds(a App) []float64 {
+	out := make([]float64, len(a.Tasks))
+	for _, e := range a.Edges {
+		out[e.From] = p.HopMS / 1000
+	}
+	for _, e := range p.HopMSByTask.Entries() {
+		if k := slices.IndexFunc(a.Tasks, func(t Task) bool { return t.Name == e.Task }); k >= 0 {
+			out[k] = e.MS / 1000
+		}
+	}
+	return out
 }
 
 // Stochastic reports whether any option of p draws randomness.
@@ -98,7 +319,12 @@ func (p Physics) Stochastic() bool {
 // changes latencies event by event (everything but the observation's
 // metric noise and lag and the actuation delay).
 func (p Physics) traced() bool {
-	return (p.Arrivals != "" && p.Arrivals != ArrivalsUniform) || p.RateCV > 0 || p.ServiceCV > 0 || p.CFSPeriodMS > 0 || p.CapacityJitter > 0 || p.HopMS > 0
+	return (p.Arrivals != "" && p.Arrivals != ArrivalsUniform) || p.RateCV > 0 || p.ServiceCV > 0 || p.CFSPeriodMS > 0 || p.CapacityJitter > 0 || p.HopMS > 0 || p.HopMSByTask.positive()
+}
+
+// positive reports whether any entry of h is above 0.
+func (h TaskHops) positive() bool {
+	return slices.ContainsFunc(h.Entries(), func(e TaskHop) bool { return e.MS > 0 })
 }
 
 // validate checks p for an episode of steps steps.
@@ -128,6 +354,11 @@ func (p Physics) validate(steps int) error {
 	}
 	if p.HopMS > 1000 {
 		return fmt.Errorf("env: physics hop_ms %v, want at most 1,000 (one step)", p.HopMS)
+	}
+	for _, e := range p.HopMSByTask.Entries() {
+		if err := checkTaskHop(e.Task, e.MS); err != nil {
+			return fmt.Errorf("env: physics %w", err)
+		}
 	}
 	if p.CFSPeriodMS > 1000 {
 		return fmt.Errorf("env: physics cfs_period_ms %v, want at most 1,000 (one step)", p.CFSPeriodMS)

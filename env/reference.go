@@ -32,7 +32,7 @@ type refStage struct {
 	out     []int
 	sink    bool
 	joinN   int     // a join (Task.JoinOf): siblings gathered per message; 0 otherwise
-	hop     float64 // dispatch latency to the successors (Physics.HopMS), seconds; task stages only
+	hop     float64 // dispatch latency to the successors (Physics.HopMS, HopMSByTask), seconds; task stages only
 	queue   []event
 	inbox   []event
 	free    float64 // time the server becomes free
@@ -86,7 +86,7 @@ func newPerEvent(c *Config, t topology) *perEvent {
 			cpu: cpuOf{service: s.service, work: s.service, speed: 1, quota: math.Inf(1)}}
 		if s.task >= 0 {
 			if len(s.out) > 0 {
-				p.stages[i].hop = c.Physics.HopMS / 1000
+				p.stages[i].hop = f.hop[s.task]
 			}
 			if fork, _ := c.App.joinFork(s.task); fork >= 0 {
 				p.stages[i].joinN = int(c.App.Tasks[fork].Selectivity)

@@ -32,7 +32,8 @@ const maxScenarioFile = 1 << 20
 //	  "version": 1,                    // ScenarioFileVersion, required
 //	  "base": "realistic",             // preset the physics start from, required
 //	  "comment": "…",                  // free text
-//	  "physics": {"service_cv": 0.4},  // overrides of any Physics field (its JSON name)
+//	  "physics": {"service_cv": 0.4},  // overrides of any Physics field (its JSON name);
+//	                                   // "hop_ms_by_task": {"SenMLParse": 3.1} is an object of task → ms
 //	  "notes": {"service_cv": "…"},    // how each value was obtained; keys: Physics fields, "demand", "cost_model"
 //	  "demand": {…},                   // optional: ScenarioDemand
 //	  "cost_model": {…}                // optional: ScenarioCostModel
@@ -309,9 +310,13 @@ func (s Scenario) MarshalFile() ([]byte, error) {
 // demand of every listed task (ScenarioDemand's mapping, on the server of
 // the task's first replica). cfg must be placed (EdgeConfig or a
 // horizontal scenario); an application other than the demand's profile
-// is an error and leaves cfg unchanged. The task list is copied, so a
-// shared App is not modified.
+// is an error and leaves cfg unchanged, as is a per-task hop
+// (Physics.HopMSByTask) naming a task the application does not have. The
+// task list is copied, so a shared App is not modified.
 func (s Scenario) Apply(cfg *Config) error {
+	if err := s.Physics.checkTasks(cfg.App); err != nil {
+		return err
+	}
 	if s.Demand == nil {
 		cfg.Physics = s.Physics
 		return nil

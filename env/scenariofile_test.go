@@ -52,6 +52,12 @@ func TestScenarioFileRoundTrip(t *testing.T) {
 	p.MetricNoise, p.MetricLagSteps, p.Arrivals = 0, 0, ArrivalsUniform
 	p.ServiceCV, p.CFSThreads, p.ActuationDelaySteps = 0.37, 2, 0
 	gamma := Physics{Arrivals: ArrivalsGamma, ArrivalCV: 2.5, CFSPeriodMS: 50}
+	hops := real
+	hops.HopMS = 7.5
+	var err error
+	if hops.HopMSByTask, err = NewTaskHops(map[string]float64{"SenMLParse": 3.125, "Annotate": 0, "Join": 20.98}); err != nil {
+		t.Fatal(err)
+	}
 	for _, s := range []Scenario{
 		{Base: ScenarioRealistic, Physics: p, Comment: "c", Notes: map[string]string{"service_cv": "measured", "demand": "d"},
 			Demand:    &ScenarioDemand{Profile: "pred", CPUScale: 0.01, Tasks: []MeasuredDemand{{Task: "SenMLParse", CPUUSPerEvent: 4.1, Comment: "x"}, {Task: "MQTTPublish", CPUUSPerEvent: 0.25}}},
@@ -59,6 +65,7 @@ func TestScenarioFileRoundTrip(t *testing.T) {
 		{Base: ScenarioPaper, Physics: gamma},
 		{Base: ScenarioPaper, Physics: real},
 		{Base: ScenarioRealistic, Physics: Physics{}},
+		{Base: ScenarioRealistic, Physics: hops},
 	} {
 		b, err := s.MarshalFile()
 		if err != nil {
@@ -98,6 +105,14 @@ func TestScenarioFileErrors(t *testing.T) {
 		{`{"version":1,"base":"paper","demand":{"profile":"pred","cpu_scale":1,"tasks":[{"task":"SenMLParse","cpu_us_per_event":1,"x":1}]}}`, `unknown field "x"`},
 		{`{"version":1,"base":"paper","cost_model":{"alpha_us":-1,"beta_us":0,"gamma_us":0,"budget_us_per_s":1}}`, "alpha_us -1"},
 		{`{"version":1,"base":"paper","cost_model":{"alpha_us":0,"beta_us":0,"gamma_us":0,"budget_us_per_s":0}}`, "budget_us_per_s 0"},
+		{`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"Join":-1}}}`, `hop_ms_by_task task "Join": -1 ms`},
+		{`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"Join":1001}}}`, `hop_ms_by_task task "Join": 1001 ms`},
+		{`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"Join":1e400}}}`, `task "Join": 1e400, want a finite number`},
+		{`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"Join":"3"}}}`, `task "Join": 3, want a number`},
+		{`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"Join":1,"Join":2}}}`, `task "Join" given twice`},
+		{`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"":2}}}`, "empty task name"},
+		{`{"version":1,"base":"paper","physics":{"hop_ms_by_task":[1]}}`, "want an object"},
+		{`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"Join":{}}}}`, `task "Join"`},
 	} {
 		_, err := ParseScenario([]byte(tc.file))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -178,6 +193,9 @@ func FuzzParseScenario(f *testing.F) {
 		`{"version":1,"base":"realistic","physics":{"metric_noise":0},"notes":{"metric_noise":"x"},"demand":{"profile":"etl","cpu_scale":0.01,"tasks":[{"task":"Join","cpu_us_per_event":0.2}]},"cost_model":{"alpha_us":1,"beta_us":2,"gamma_us":3,"budget_us_per_s":5,"samples":1}}`,
 		`{"version":1,"base":"paper","physics":null}`,
 		`[]`, `{"version":1e400}`, `{"version":1,"base":"paper","notes":{}}`,
+		`{"version":1,"base":"realistic","physics":{"hop_ms":7.7,"hop_ms_by_task":{"SenMLParse":19.4,"RangeFilter":0.82,"Join":20.98}}}`,
+		`{"version":1,"base":"paper","physics":{"hop_ms_by_task":null}}`, `{"version":1,"base":"paper","physics":{"hop_ms_by_task":{}}}`,
+		`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"a\u0000":1,"\u00e9":2e-300}}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -68,6 +68,7 @@ type fluid struct {
 	scrB                   []float64
 	ph                     *physicsRun // the episode's physics
 	batch                  float64     // timer batching window of the inputs, seconds (Config.Worker)
+	hop                    []float64   // per task: dispatch latency after it, seconds (Physics.hopSeconds)
 	tr                     *tracer     // stochastic latencies; nil under deterministic physics
 	// joinOf gives, per task, the fork task it gathers (Task.JoinOf) or
 	// −1. The per-event core and the tracer gather a message's siblings
@@ -227,7 +228,7 @@ func buildTopology(c *Config) topology {
 
 func newFluid(c *Config, t topology) *fluid {
 	nr := len(t.replicas)
-	f := &fluid{slices: c.SlicesPerStep, nSources: len(c.App.Sources), batch: c.Worker.batchS()}
+	f := &fluid{slices: c.SlicesPerStep, nSources: len(c.App.Sources), batch: c.Worker.batchS(), hop: c.Physics.hopSeconds(c.App)}
 	f.joinOf = make([]int, len(c.App.Tasks))
 	for k := range f.joinOf {
 		f.joinOf[k], _ = c.App.joinFork(k) // validated already

@@ -114,7 +114,7 @@ func newTracer(f *fluid, ph *physicsRun, nrep int) *tracer {
 	for r := range t.cpu {
 		t.cpu[r] = cpuOf{service: f.stages[r].service, work: f.stages[r].service, speed: 1, quota: math.Inf(1)}
 		if len(f.stages[r].out) > 0 {
-			t.hop[r] = ph.p.HopMS / 1000
+			t.hop[r] = f.hop[f.stages[r].task]
 		}
 	}
 	// Sink gains in reverse topological order.

@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,6 +70,13 @@ type Calibration struct {
 	// execution finished), ms: the per-hop latency at a generous
 	// allocation.
 	HopMS float64 `json:"hop_ms"`
+	// HopsAfter is the dispatch latency after each forwarding task of the
+	// profile (live.HopsAfter from the operators' delays), ms, in operator
+	// order: the scenario's hop_ms_by_task.
+	HopsAfter []live.TaskHop `json:"hops_after"`
+	// Rederived says which file and commits `eval calibrate -from`
+	// recomputed the derived values from ("" for a live probe).
+	Rederived string `json:"rederived,omitempty"`
 	// CFSPeriodMS is the workers' CFS period, ms.
 	CFSPeriodMS float64 `json:"cfs_period_ms"`
 	// CostModel is the cost-model probe's estimate (nil: skipped).
@@ -97,8 +109,12 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	costDur := fs.Duration("cost-duration", 5*time.Second, "load per mix of the cost-model probe (1 worker; 2 workers even; 2 workers split by operator); 0 skips it")
 	costMC := fs.Int("cost-millicores", 2, "live CFS millicores of every task in the cost-model probe (low, so the workers saturate)")
 	svcInputs := fs.Int("service-inputs", 3000, "inputs of the in-process per-execution timing (service-time distribution)")
+	from := fs.String("from", "", "an earlier probe's calibration.json: recompute its derived values (per-task hops, methods) and the scenario with this commit, without live runs (the probe flags are ignored)")
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
+	}
+	if *from != "" {
+		return rederive(*from, *out, *asJSON, o)
 	}
 	if err := checkProfile(*profile); err != nil {
 		return err
@@ -207,41 +223,56 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		}
 	}
 	c.Enforcement, c.EnforcementIntervals = cal.Enforcement(c.EnforcementOp, actAt, n)
-	for _, oc := range c.Operators {
-		c.HopMS += oc.DelayMS / float64(len(c.Operators))
-	}
 	c.CFSPeriodMS = float64(cfs.DefaultPeriod) / float64(time.Millisecond)
-	c.Methods = calibrationMethods(c)
 	if u := hostLoad(); u != "" {
 		uptime = append(uptime, "after: "+u)
 	}
 	c.Uptime = uptime
-	scen, err := calibratedScenario(c, sc)
-	if err != nil {
+	return writeCalibration(&c, sc, app, *out, *asJSON, o)
+}
+
+// writeCalibration derives the hops and the methods of c from its
+// measurements and writes scenario.json, calibration.json and
+// calibration.md to out (and one of the last two to stdout).
+func writeCalibration(c *Calibration, sc env.Config, app ops.App, out string, asJSON bool, o Options) error {
+	c.HopMS = 0
+	for _, oc := range c.Operators {
+		c.HopMS += oc.DelayMS / float64(len(c.Operators))
+	}
+	var taskNames []string
+	for _, t := range sc.App.Tasks {
+		taskNames = append(taskNames, t.Name)
+	}
+	var err error
+	if c.HopsAfter, err = live.HopsAfter(app, c.Operators, taskNames); err != nil {
 		return fmt.Errorf("eval: calibrate: %w", err)
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		return fmt.Errorf("eval: %w", err)
+	c.Methods = calibrationMethods(*c)
+	scen, err := calibratedScenario(*c, sc)
+	if err != nil {
+		return fmt.Errorf("eval: calibrate: %w", err)
 	}
 	sb, err := scen.MarshalFile()
 	if err != nil {
 		return fmt.Errorf("eval: calibrate: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(*out, "scenario.json"), sb, 0o644); err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
 	b, err := report.MarshalJSON(c)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(*out, "calibration.json"), b, 0o644); err != nil {
+	md := calibrationMarkdown(*c)
+	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	md := calibrationMarkdown(c)
-	if err := os.WriteFile(filepath.Join(*out, "calibration.md"), md, 0o644); err != nil {
-		return fmt.Errorf("eval: %w", err)
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"scenario.json", sb}, {"calibration.json", b}, {"calibration.md", md}} {
+		if err := os.WriteFile(filepath.Join(out, f.name), f.data, 0o644); err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
 	}
-	if *asJSON {
+	if asJSON {
 		_, err = o.Stdout.Write(b)
 	} else {
 		_, err = o.Stdout.Write(md)
@@ -249,14 +280,99 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	return err
 }
 
+// rederive is `eval calibrate -from FILE`: the outputs of an earlier
+// probe's calibration.json recomputed from its measurements by this
+// commit (the per-task hops, the methods and the scenario), without live
+// runs.
+func rederive(path, out string, asJSON bool, o Options) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return usagef("eval: -from: %v", err)
+	}
+	c, err := parseCalibration(data)
+	if err != nil {
+		return usagef("eval: -from %s: %v", path, err)
+	}
+	sc, err := runner.Config(runner.Spec{Profile: c.Profile, Workload: &traces.Trace{Name: "constant", Source: "synthetic", Counts: []float64{c.Rate}, Scale: 1},
+		PlacementSeed: 101, Steps: c.Intervals})
+	if err != nil {
+		return usagef("eval: -from %s: %v", path, err)
+	}
+	app, err := ops.AppByName(c.Profile)
+	if err != nil {
+		return usagef("eval: -from %s: %v", path, err)
+	}
+	c.Rederived = fmt.Sprintf("from %s (probe commit %s) by commit %s", path, c.Commit, o.Commit)
+	return writeCalibration(&c, sc, app, out, asJSON, o)
+}
+
+// parseCalibration decodes a calibration.json strictly (unknown fields
+// and trailing data refused) and checks what writeCalibration relies on:
+// the operators are the profile application's, in order, every measured
+// number finite and in range, one service-time entry per operator.
+func parseCalibration(data []byte) (Calibration, error) {
+	var c Calibration
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Calibration{}, fmt.Errorf("calibration.json: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Calibration{}, errors.New("calibration.json: data after the JSON value")
+	}
+	if !slices.Contains(env.Profiles(), c.Profile) {
+		return Calibration{}, fmt.Errorf("calibration.json: profile %q, want %s", c.Profile, strings.Join(env.Profiles(), " or "))
+	}
+	app, err := ops.AppByName(c.Profile)
+	if err != nil {
+		return Calibration{}, err
+	}
+	fin := func(x, lo, hi float64) bool { return x >= lo && x <= hi }
+	switch {
+	case !fin(c.Rate, 1e-9, 1e6) || !fin(c.TimeScaleS, 1e-3, 3600) || !fin(c.CPUScale, 1e-9, 1000):
+		return Calibration{}, fmt.Errorf("calibration.json: rate %v, time_scale_s %v, cpu_scale %v out of range", c.Rate, c.TimeScaleS, c.CPUScale)
+	case c.Intervals < 8 || c.Intervals > 1e6:
+		return Calibration{}, fmt.Errorf("calibration.json: intervals %d, want 8..1e6", c.Intervals)
+	case c.ActuationIntervals < -1 || c.ActuationIntervals >= c.Intervals:
+		return Calibration{}, fmt.Errorf("calibration.json: actuation_intervals %d, want -1..%d", c.ActuationIntervals, c.Intervals-1)
+	case !fin(c.ServiceCV, 0, 1e3) || !fin(c.CapacityJitter, 0, 1e3) || !fin(c.CFSPeriodMS, 0, 1000) || !fin(c.Enforcement, 0, 1e3):
+		return Calibration{}, fmt.Errorf("calibration.json: service_cv %v, capacity_jitter %v, cfs_period_ms %v or enforcement %v out of range", c.ServiceCV, c.CapacityJitter, c.CFSPeriodMS, c.Enforcement)
+	case len(c.Operators) != len(app.Operators) || len(c.ServiceTimes) != len(app.Operators):
+		return Calibration{}, fmt.Errorf("calibration.json: %d operators and %d service times, want %d (the operators of %s)", len(c.Operators), len(c.ServiceTimes), len(app.Operators), c.Profile)
+	case c.EnforcementOp < 0 || c.EnforcementOp >= len(app.Operators):
+		return Calibration{}, fmt.Errorf("calibration.json: enforcement_op %d, want 0..%d", c.EnforcementOp, len(app.Operators)-1)
+	}
+	for i, oc := range c.Operators {
+		if oc.Operator != app.Operators[i].Name || c.ServiceTimes[i].Operator != oc.Operator {
+			return Calibration{}, fmt.Errorf("calibration.json: operators[%d] %q (service times %q), want %q", i, oc.Operator, c.ServiceTimes[i].Operator, app.Operators[i].Name)
+		}
+		if !fin(oc.CPUUSPerEvent, 0, 1e6) || !fin(oc.CV, 0, 1e3) || !fin(oc.DelayMS, 0, 1e7) || !fin(oc.ExecsPerInterval, 0, 1e12) || oc.Intervals < 0 {
+			return Calibration{}, fmt.Errorf("calibration.json: operator %s: a value out of range (%+v)", oc.Operator, oc)
+		}
+		if s := c.ServiceTimes[i]; !fin(s.MeanUS, 0, 1e9) || !fin(s.CV, 0, 1e3) || s.N < 0 {
+			return Calibration{}, fmt.Errorf("calibration.json: service time of %s: a value out of range (%+v)", oc.Operator, s)
+		}
+	}
+	if ce := c.CostModel; ce != nil && len(ce.Samples) != len(ce.Mixes) {
+		return Calibration{}, fmt.Errorf("calibration.json: cost model with %d sample counts for %d mixes", len(ce.Samples), len(ce.Mixes))
+	}
+	return c, nil
+}
+
 func calibrationMarkdown(c Calibration) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Live calibration: %s at %g inputs/s\n\n", c.Profile, c.Rate)
 	fmt.Fprintf(&b, "%d intervals of %.3g s; every task at %g scenario mc (cpu scale %g) until interval %d, then %g mc. Costs and delays from intervals 2..%d (the high phase).\n\n",
 		c.Intervals, c.TimeScaleS, c.HighMC, c.CPUScale, c.Intervals/2, c.LowMC, c.Intervals/2-1)
-	b.WriteString("| operator | CPU µs per event | CV (between intervals) | delay ms (enqueue → done) | intervals |\n|---|---:|---:|---:|---:|\n")
+	b.WriteString("| operator | CPU µs per event | CV (between intervals) | delay ms (enqueue → done) | intervals | hop after it ms (simulator) | hop from |\n|---|---:|---:|---:|---:|---:|---|\n")
 	for _, oc := range c.Operators {
-		fmt.Fprintf(&b, "| %s | %.3f | %.2f | %.2f | %d |\n", oc.Operator, oc.CPUUSPerEvent, oc.CV, oc.DelayMS, oc.Intervals)
+		hop, from := "–", ""
+		for _, h := range c.HopsAfter {
+			if h.Task == oc.Operator {
+				hop, from = fmt.Sprintf("%.2f", h.MS), strings.Join(h.From, " + ")
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %.3f | %.2f | %.2f | %d | %s | %s |\n", oc.Operator, oc.CPUUSPerEvent, oc.CV, oc.DelayMS, oc.Intervals, hop, from)
 	}
 	fmt.Fprintf(&b, "\nActuation: the workers reported the new quota %d interval(s) after the decision (≤ %.0f ms). Mean p95: %.1f ms at %g mc, %.1f ms at %g mc.\n",
 		c.ActuationIntervals, c.ActuationMaxMS, c.P95HighMS, c.HighMC, c.P95LowMS, c.LowMC)
@@ -277,6 +393,9 @@ func calibrationMarkdown(c Calibration) []byte {
 	}
 	for _, u := range c.Uptime {
 		fmt.Fprintf(&b, "\nuptime %s", u)
+	}
+	if c.Rederived != "" {
+		fmt.Fprintf(&b, "\n\nDerived values recomputed %s.", c.Rederived)
 	}
 	b.WriteString("\n")
 	return []byte(b.String())
@@ -359,7 +478,8 @@ func calibrationMethods(c Calibration) map[string]string {
 		"cfs_threads":           "a task runs on at most one executor slot at a time (serve/runtime/worker): one thread",
 		"actuation_delay_steps": fmt.Sprintf("step of every task from %g to %g mc at interval %d; the workers reported the new quota %d interval(s) later", c.HighMC, c.LowMC, half, c.ActuationIntervals),
 		"metric_noise":          "the live observation is built from the workers' exact counters (eval/live), so no measurement noise is added",
-		"hop_ms":                fmt.Sprintf("mean over operators of the workers' mean delay enqueue → execution finished, high phase: %.2f ms (the workers' 20 ms batching timer dominates), written as physics hop_ms (a fixed latency after every forwarding task; at the generous allocation queueing adds almost nothing, so the mean is the dispatch latency)", c.HopMS),
+		"hop_ms":                fmt.Sprintf("mean over operators of the workers' mean delay enqueue → execution finished, high phase: %.2f ms (the workers' 20 ms batching timer dominates), written as physics hop_ms (a fixed latency after every forwarding task; at the generous allocation queueing adds almost nothing, so the mean is the dispatch latency); hop_ms_by_task overrides it for every task it lists", c.HopMS),
+		"hop_ms_by_task":        "per forwarding task (live.HopsAfter): the workers' mean delay enqueue → execution finished at its successors that are tasks of the profile, high phase, weighted by their executions (the batching wait is paid at the receiving queue: 64 records or 20 ms); the single source also carries its own input wait and the delay of every operator the profile lacks (etl's Sink), which the simulator has no other place for, so each path's hops sum to the live delays along it",
 		"cost_model":            "three live runs (1 worker; 2 workers even; 2 workers, operators split in halves) at the calibration rate with every task at -cost-millicores live mc; every control interval each worker whose queue exceeds 0.5 s of its execution rate is one sample of CLASP Eq. 1 for clasp.Estimator (RLS from the paper's start, pooled); W̄ is its EWMA",
 		"demand":                fmt.Sprintf("cpu_us_per_event per task with the cpu scale %g; env.ScenarioDemand maps it to MI per event on the placed server", c.CPUScale),
 	}
@@ -388,6 +508,26 @@ func calibratedScenario(c Calibration, sc env.Config) (env.Scenario, error) {
 	if c.HopMS > 0 && c.HopMS <= 1000 {
 		p.HopMS = round3(c.HopMS)
 		notes["hop_ms"] = m["hop_ms"]
+	}
+	if len(c.HopsAfter) > 0 {
+		byTask := map[string]float64{}
+		var dropped []string
+		for _, h := range c.HopsAfter {
+			if v := round3(h.MS); v >= 0 && v <= 1000 {
+				byTask[h.Task] = v
+			} else {
+				dropped = append(dropped, fmt.Sprintf("%s %.3g ms", h.Task, h.MS))
+			}
+		}
+		hops, err := env.NewTaskHops(byTask)
+		if err != nil {
+			return env.Scenario{}, err
+		}
+		p.HopMSByTask = hops
+		notes["hop_ms_by_task"] = m["hop_ms_by_task"]
+		if len(dropped) > 0 {
+			notes["hop_ms_by_task"] += "; not written (outside 0..1,000 ms, hop_ms applies): " + strings.Join(dropped, ", ")
+		}
 	}
 	if c.ActuationIntervals >= 0 {
 		p.ActuationDelaySteps = c.ActuationIntervals

@@ -277,6 +277,21 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		if err := checkScenario(sc); err != nil {
 			return err
 		}
+		// The simulated scenarios too (a per-task hop naming a task of
+		// another profile, a delay longer than the run), before any live
+		// run spends minutes.
+		for _, s := range []*env.Scenario{&scen, base} {
+			if s == nil || !simgap {
+				continue
+			}
+			c := sc
+			if err := (env.Scenario{Physics: s.Physics}).Apply(&c); err != nil {
+				return usageError(err)
+			}
+			if err := checkScenario(c); err != nil {
+				return err
+			}
+		}
 		// Check every controller before any run (a missing policy)
 		// so that a bad list fails at once.
 		for _, sp := range parsed {

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -35,6 +37,18 @@ func TestLiveUsage(t *testing.T) {
 		code, _, stderr := call(t, append([]string{"live", "-out", out, "-traces", "testdata"}, c.args...)...)
 		if code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
+		}
+	}
+	// simgap checks its scenarios against the profile before any run: a
+	// per-task hop of etl's Join on pred, as the scenario or the baseline.
+	bad := filepath.Join(t.TempDir(), "etl-hops.json")
+	if err := os.WriteFile(bad, []byte(`{"version":1,"base":"realistic","physics":{"hop_ms_by_task":{"Join":3}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, flag := range []string{"-scenario", "-baseline"} {
+		code, _, stderr := call(t, "simgap", "-out", out, "-traces", "testdata", "-controller", "static:500", flag, bad)
+		if want := `task "Join" is not a task of pred`; code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("simgap %s %s: exit %d, stderr %q; want 2 and %q", flag, bad, code, stderr, want)
 		}
 	}
 }

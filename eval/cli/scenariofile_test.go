@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"streamscale/env"
 	"streamscale/eval/live"
 	"streamscale/eval/runner"
+	rtops "streamscale/serve/runtime/ops"
 )
 
 // TestRunScenarioFile: `eval run -scenario FILE` with only the base is
@@ -46,6 +48,7 @@ func TestRunScenarioFile(t *testing.T) {
 	for file, want := range map[string]string{
 		write("neg.json", `{"version":1,"base":"paper","physics":{"service_cv":-1}}`):                                                             "service_cv -1",
 		write("etl.json", `{"version":1,"base":"paper","demand":{"profile":"etl","cpu_scale":1,"tasks":[{"task":"Join","cpu_us_per_event":1}]}}`): "demand is for profile etl, not pred",
+		write("hop.json", `{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"Join":1}}}`):                                                 `task "Join" is not a task of pred`,
 	} {
 		code, _, errs := call(t, "run", "-profile", "pred", "-trace", testTrace, "-steps", "5", "-scenario", file)
 		if code != 2 || !strings.Contains(errs, want) {
@@ -64,9 +67,11 @@ func TestCalibratedScenario(t *testing.T) {
 	}
 	var ops []live.OperatorCost
 	var svc []live.ServiceDist
-	for _, task := range sc.App.Tasks {
-		ops = append(ops, live.OperatorCost{Operator: task.Name, CPUUSPerEvent: 1.5, CV: 0.2, Intervals: 10, ExecsPerInterval: 500})
+	var names []string
+	for k, task := range sc.App.Tasks {
+		ops = append(ops, live.OperatorCost{Operator: task.Name, CPUUSPerEvent: 1.5, CV: 0.2, Intervals: 10, ExecsPerInterval: 500, DelayMS: float64(k + 1)})
 		svc = append(svc, live.ServiceDist{Operator: task.Name, N: 100, MeanUS: 1.2, CV: 0.8})
+		names = append(names, task.Name)
 	}
 	c := Calibration{Profile: "pred", Rate: 2000, TimeScaleS: 0.25, Intervals: 40, CPUScale: 0.01, HighMC: 10000, LowMC: 500,
 		Operators: ops, ServiceTimes: svc, ActuationIntervals: 1, CFSPeriodMS: 100, Enforcement: 0.97, EnforcementIntervals: 19,
@@ -74,6 +79,9 @@ func TestCalibratedScenario(t *testing.T) {
 	c.CostModel.Model.Alpha, c.CostModel.Model.Beta, c.CostModel.Smoothed = 10, -5, 1e6
 	c.ServiceCV, c.CapacityJitter = serviceCV(svc, ops)
 	c.Methods = calibrationMethods(c)
+	if c.HopsAfter, err = live.HopsAfter(rtops.PRED(), ops, names); err != nil {
+		t.Fatal(err)
+	}
 	s, err := calibratedScenario(c, sc)
 	if err != nil {
 		t.Fatal(err)
@@ -100,7 +108,20 @@ func TestCalibratedScenario(t *testing.T) {
 	if got.CostModel != nil || !strings.Contains(got.Notes["cost_model"], "not written") {
 		t.Errorf("a negative β was written as a cost model: %+v, note %q", got.CostModel, got.Notes["cost_model"])
 	}
-	for _, k := range []string{"service_cv", "capacity_jitter", "cfs_period_ms", "actuation_delay_steps", "demand", "arrivals"} {
+	// pred: SenMLParse (delay 1) → DecisionTreeClassify (2),
+	// LinearRegression (3), BlockWindowAverage (4); LR, BWA →
+	// ErrorEstimate (5); DTC, EE → MQTTPublish (6). Equal executions.
+	want := map[string]float64{"SenMLParse": 3 + 1, "DecisionTreeClassify": 6, "LinearRegression": 5, "BlockWindowAverage": 5, "ErrorEstimate": 6}
+	e := p.HopMSByTask.Entries()
+	if len(e) != len(want) {
+		t.Errorf("hop_ms_by_task %v, want %v", e, want)
+	}
+	for _, h := range e {
+		if want[h.Task] != h.MS {
+			t.Errorf("hop after %s %v ms, want %v", h.Task, h.MS, want[h.Task])
+		}
+	}
+	for _, k := range []string{"service_cv", "capacity_jitter", "cfs_period_ms", "actuation_delay_steps", "demand", "arrivals", "hop_ms_by_task"} {
 		if got.Notes[k] == "" {
 			t.Errorf("no note for %s", k)
 		}
@@ -128,3 +149,128 @@ type constantRates [2]float64
 
 func (c constantRates) Len() int         { return int(c[1]) }
 func (c constantRates) Rate(int) float64 { return c[0] }
+
+// TestCalibrateFrom: `eval calibrate -from` recomputes a recorded probe's
+// derived values (testdata: an etl probe of 2026-12-01 recorded before
+// the per-task hops existed) and writes a scenario whose hops along every
+// source-to-sink path sum to the live delays along it (plus the Sink's);
+// a bad file is a usage error naming what is wrong, and writes nothing.
+func TestCalibrateFrom(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join("testdata", "calibration-etl.json")
+	code, out, errs := call(t, "calibrate", "-from", src, "-out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "hop after it ms") || !strings.Contains(out, "Derived values recomputed from "+src) {
+		t.Errorf("calibration.md:\n%s", out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "scenario.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := env.ParseScenario(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseCalibration(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delay := map[string]float64{}
+	for _, oc := range c.Operators {
+		delay[oc.Operator] = oc.DelayMS
+	}
+	hop := map[string]float64{}
+	for _, h := range s.Physics.HopMSByTask.Entries() {
+		hop[h.Task] = h.MS
+	}
+	for _, path := range [][]string{
+		{"SenMLParse", "RangeFilter", "BloomFilter", "Interpolation", "Join", "Annotate", "CsvToSenML", "MQTTPublish"},
+		{"SenMLParse", "RangeFilter", "BloomFilter", "Interpolation", "Join", "Annotate", "TableInsert"},
+	} {
+		var hops, live float64
+		for i, task := range path {
+			live += delay[task]
+			if i < len(path)-1 {
+				hops += hop[task]
+			}
+		}
+		live += delay["Sink"]
+		// Annotate's hop is the mean over its two branches.
+		tol := 0.01 + math.Abs(delay["CsvToSenML"]-delay["TableInsert"])/2
+		if math.Abs(hops-live) > tol {
+			t.Errorf("path to %s: hops sum to %.3f ms, live delays to %.3f", path[len(path)-1], hops, live)
+		}
+	}
+	if s.Notes["hop_ms_by_task"] == "" || len(hop) != 7 {
+		t.Errorf("hops %v, note %q", hop, s.Notes["hop_ms_by_task"])
+	}
+	for name, edit := range map[string]func(string) string{
+		`unknown field "x"`:        func(j string) string { return strings.Replace(j, `"profile"`, `"x": 1, "profile"`, 1) },
+		`profile "wc"`:             func(j string) string { return strings.Replace(j, `"profile": "etl"`, `"profile": "wc"`, 1) },
+		`operators[0] "Parse"`:     func(j string) string { return strings.Replace(j, `"operator": "SenMLParse"`, `"operator": "Parse"`, 1) },
+		"operator SenMLParse":      func(j string) string { return strings.Replace(j, `"delay_ms": 11.`, `"delay_ms": -11.`, 1) },
+		"data after":               func(j string) string { return j + "{}" },
+		"intervals 2, want 8..1e6": func(j string) string { return strings.Replace(j, `"intervals": 40`, `"intervals": 2`, 1) },
+	} {
+		bad := filepath.Join(t.TempDir(), "calibration.json")
+		if err := os.WriteFile(bad, []byte(edit(string(rec))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o := filepath.Join(t.TempDir(), "out")
+		code, _, errs := call(t, "calibrate", "-from", bad, "-out", o)
+		if _, err := os.Stat(o); code != 2 || !strings.Contains(errs, name) || err == nil {
+			t.Errorf("%s: exit %d, stderr %q, out dir %v; want 2, the error named and nothing written", name, code, errs, err)
+		}
+	}
+}
+
+// FuzzParseCalibration: no calibration.json panics the parser or the
+// derivation of what it accepts.
+func FuzzParseCalibration(f *testing.F) {
+	rec, err := os.ReadFile(filepath.Join("testdata", "calibration-etl.json"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(rec)
+	f.Add([]byte(`{"profile":"pred"}`))
+	f.Add([]byte(`{"profile":"etl","rate":1,"time_scale_s":1,"cpu_scale":1,"intervals":8,"operators":[]}`))
+	f.Add([]byte(`[]`))
+	scs := map[string]env.Config{}
+	for _, p := range []string{"pred", "etl"} {
+		sc, err := runner.Config(runner.Spec{Profile: p, Workload: constantRates{2000, 8}, PlacementSeed: 101})
+		if err != nil {
+			f.Fatal(err)
+		}
+		scs[p] = sc
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := parseCalibration(data)
+		if err != nil {
+			return
+		}
+		app, err := rtops.AppByName(c.Profile)
+		if err != nil {
+			t.Fatalf("accepted profile %q: %v", c.Profile, err)
+		}
+		var names []string
+		for _, task := range scs[c.Profile].App.Tasks {
+			names = append(names, task.Name)
+		}
+		if c.HopsAfter, err = live.HopsAfter(app, c.Operators, names); err != nil {
+			t.Fatalf("accepted but HopsAfter: %v", err)
+		}
+		c.Methods = calibrationMethods(c)
+		calibrationMarkdown(c)
+		if s, err := calibratedScenario(c, scs[c.Profile]); err == nil {
+			if _, err := s.MarshalFile(); err != nil {
+				t.Logf("scenario not written: %v", err)
+			}
+		}
+	})
+}

@@ -490,3 +490,101 @@ func (r *costRecorder) Plan(now float64, ob clasp.Observation) (clasp.Plan, erro
 	}
 	return clasp.Plan{Planner: "probe", Time: now, Reason: "probe"}, nil
 }
+
+// TaskHop is the dispatch latency after one forwarding task of the
+// simulator's profile, derived from the operators' measured delays
+// (HopsAfter): the value of env.Physics.HopMSByTask.
+type TaskHop struct {
+	Task string  `json:"task"`
+	MS   float64 `json:"ms"`
+	// From lists the measured operator delays it sums, e.g.
+	// "RangeFilter 1.68", "SenMLParse 11.89 (input)".
+	From []string `json:"from"`
+}
+
+// HopsAfter maps the operators' measured mean delays (OperatorCost.DelayMS,
+// enqueue at the operator's queue → execution finished, whose batching
+// wait — a queue dispatched at 64 records or when its oldest is 20 ms old
+// — is paid on the receiving side) to the simulator's dispatch latency
+// after each forwarding task (env.Physics.HopMSByTask, paid on the way to
+// the successors). tasks are the profile's task names (the simulator's
+// application); operators are matched to them by name.
+//
+//   - After task k: the mean of the delays at k's successors that are
+//     tasks of the profile, weighted by their executions (each successor
+//     receives every record k emits in pred and etl, so these are the
+//     records k dispatches).
+//   - The simulator has no hop before a source task and no place for
+//     operators the profile lacks (etl's Sink, which joins the branches
+//     before completion), yet every input waits at both once: with exactly
+//     one source operator, its own delay and every such operator's delay
+//     are added to the hop after it, so each path's sum of hops is the sum
+//     of the live delays along it. With several sources they are left out.
+//
+// Operators without executions (no delay measured) contribute nothing; a
+// forwarding task none of whose successors executed gets no entry (HopMS
+// applies). The result is in the application's operator order.
+func HopsAfter(app ops.App, costs []OperatorCost, tasks []string) ([]TaskHop, error) {
+	if len(costs) != len(app.Operators) {
+		return nil, fmt.Errorf("live: %d operator costs for the %d operators of %s", len(costs), len(app.Operators), app.Name)
+	}
+	isTask := make([]bool, len(app.Operators))
+	hasIn := make([]bool, len(app.Operators))
+	for o, s := range app.Operators {
+		isTask[o] = slices.Contains(tasks, s.Name)
+		if costs[o].Operator != s.Name {
+			return nil, fmt.Errorf("live: cost %d is of %q, want operator %q of %s", o, costs[o].Operator, s.Name, app.Name)
+		}
+	}
+	for _, e := range app.Edges {
+		hasIn[e[1]] = true
+	}
+	measured := func(o int) bool {
+		return costs[o].ExecsPerInterval > 0 && costs[o].DelayMS >= 0 && !math.IsInf(costs[o].DelayMS, 0)
+	}
+	label := func(o int, what string) string {
+		return fmt.Sprintf("%s %.2f%s", app.Operators[o].Name, costs[o].DelayMS, what)
+	}
+	var out []TaskHop
+	at := make([]int, len(app.Operators)) // index in out, or -1
+	for o := range app.Operators {
+		at[o] = -1
+		if !isTask[o] {
+			continue
+		}
+		var num, den float64
+		var from []string
+		for _, e := range app.Edges {
+			if s := e[1]; e[0] == o && isTask[s] && measured(s) {
+				w := costs[s].ExecsPerInterval
+				num += w * costs[s].DelayMS
+				den += w
+				from = append(from, label(s, ""))
+			}
+		}
+		if den > 0 {
+			at[o] = len(out)
+			out = append(out, TaskHop{Task: app.Operators[o].Name, MS: num / den, From: from})
+		}
+	}
+	var srcs []int
+	for o := range app.Operators {
+		if !hasIn[o] {
+			srcs = append(srcs, o)
+		}
+	}
+	if len(srcs) == 1 && at[srcs[0]] >= 0 {
+		h := &out[at[srcs[0]]]
+		if measured(srcs[0]) {
+			h.MS += costs[srcs[0]].DelayMS
+			h.From = append(h.From, label(srcs[0], " (input)"))
+		}
+		for o := range app.Operators {
+			if !isTask[o] && measured(o) {
+				h.MS += costs[o].DelayMS
+				h.From = append(h.From, label(o, " (not a task of the profile)"))
+			}
+		}
+	}
+	return out, nil
+}

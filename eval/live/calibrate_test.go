@@ -2,6 +2,7 @@ package live
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"streamscale/env"
@@ -92,5 +93,67 @@ func TestDistOf(t *testing.T) {
 	d := distOf("x", []float64{1, 2, 3, 2, 1000})
 	if d.Outliers != 1 || d.N != 4 || d.MeanUS != 2 || d.P50US != 2 || math.Abs(d.CV-math.Sqrt(2.0/3)/2) > 1e-12 {
 		t.Errorf("%+v", d)
+	}
+}
+
+// TestHopsAfter: the hop after each forwarding task is the execution-
+// weighted delay at its successors that are tasks; the single source also
+// carries its own input wait and the delays of operators the profile
+// lacks (etl's Sink), so the hops along a path sum to the live delays
+// along it; tasks without successors get none.
+func TestHopsAfter(t *testing.T) {
+	etl := ops.ETL()
+	delays := map[string]float64{"SenMLParse": 11.9, "RangeFilter": 1.7, "BloomFilter": 0.8, "Interpolation": 0.7, "Join": 0.8,
+		"Annotate": 21, "CsvToSenML": 13.5, "MQTTPublish": 8.7, "TableInsert": 13, "Sink": 5.9}
+	execs := map[string]float64{"Annotate": 500, "CsvToSenML": 500, "TableInsert": 1500} // others 1000
+	var costs []OperatorCost
+	var tasks []string
+	for _, s := range etl.Operators {
+		e := 1000.0
+		if x, ok := execs[s.Name]; ok {
+			e = x
+		}
+		costs = append(costs, OperatorCost{Operator: s.Name, DelayMS: delays[s.Name], ExecsPerInterval: e})
+		if s.Name != "Sink" {
+			tasks = append(tasks, s.Name)
+		}
+	}
+	got, err := HopsAfter(etl, costs, tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		"SenMLParse": 1.7 + 11.9 + 5.9, "RangeFilter": 0.8, "BloomFilter": 0.7, "Interpolation": 0.8, "Join": 21,
+		"Annotate": (500*13.5 + 1500*13) / 2000, "CsvToSenML": 8.7,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("hops %+v, want %d entries", got, len(want))
+	}
+	for i, h := range got {
+		if w, ok := want[h.Task]; !ok || math.Abs(h.MS-w) > 1e-9 {
+			t.Errorf("hop after %s %v ms (from %v), want %v", h.Task, h.MS, h.From, w)
+		}
+		if i > 0 && h.Task == "SenMLParse" {
+			t.Error("not in operator order")
+		}
+	}
+	if f := got[0].From; len(f) != 3 || f[1] != "SenMLParse 11.90 (input)" || f[2] != "Sink 5.90 (not a task of the profile)" {
+		t.Errorf("source hop from %q", f)
+	}
+	// An operator that never executed contributes nothing: with
+	// RangeFilter idle SenMLParse has no measured successor and no entry
+	// (HopMS applies there).
+	costs[1].ExecsPerInterval = 0
+	got, _ = HopsAfter(etl, costs, tasks)
+	if len(got) != len(want)-1 || got[0].Task != "RangeFilter" || got[0].MS != 0.8 {
+		t.Errorf("with RangeFilter idle: %+v", got)
+	}
+	// Costs that do not match the application are refused.
+	if _, err := HopsAfter(etl, costs[:3], tasks); err == nil {
+		t.Error("3 costs for etl accepted")
+	}
+	costs[2].Operator = "X"
+	if _, err := HopsAfter(etl, costs, tasks); err == nil || !strings.Contains(err.Error(), `"X"`) {
+		t.Errorf("a mismatched operator: %v", err)
 	}
 }
