@@ -46,6 +46,9 @@ func (w *Worker) onBarrier(from uint32, b wire.Barrier) error {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if _, ok := w.members[from]; from != wire.NoID && (!ok || from == w.id) {
+		return fmt.Errorf("worker: barrier of checkpoint %d from %d, not a peer of epoch %d", b.ID, from, w.epoch)
+	}
 	if b.Epoch < w.floor || b.ID <= w.barDone {
 		w.stats.LateBarriers++
 		return nil
