@@ -232,7 +232,8 @@ type input struct {
 	done     bool
 	redo     bool // complete, rolled back by a restore and replayed: its completion is awaited, not counted
 	w        wire.Weight
-	payload  []byte // kept for replay: until complete, or with checkpoints until a checkpoint covers it
+	ms       float32 // end-to-end latency, once done
+	payload  []byte  // kept for replay: until complete, or with checkpoints until a checkpoint covers it
 }
 
 // inputID encodes an input's index and attempt as a record's Input.
@@ -780,6 +781,7 @@ func (p *Planner) complete(es []wire.DoneEntry) {
 			p.completed++
 			p.lastDone = now
 			ms := float64(now.Nanoseconds()-in.intended) / 1e6
+			in.ms = float32(ms)
 			p.lat = append(p.lat, ms)
 			p.allLat = append(p.allLat, ms)
 			if p.cfg.Allocate != nil {
@@ -953,18 +955,26 @@ func (p *Planner) steps(ctx context.Context) {
 
 // Result is a run's outcome.
 type Result struct {
-	App        string      `json:"app"`
-	Inputs     uint64      `json:"inputs"`
-	Completed  uint64      `json:"completed"`
-	Lost       uint64      `json:"lost"`
-	Duplicated uint64      `json:"duplicated"`
-	P50MS      float64     `json:"p50_ms"`
-	P95MS      float64     `json:"p95_ms"`
-	P99MS      float64     `json:"p99_ms"`
-	Workers    int         `json:"workers"`
-	Failures   int         `json:"failures"`
-	Refused    uint64      `json:"refused_frames"`
-	Migrations []Migration `json:"migrations"`
+	App        string  `json:"app"`
+	Inputs     uint64  `json:"inputs"`
+	Completed  uint64  `json:"completed"`
+	Lost       uint64  `json:"lost"`
+	Duplicated uint64  `json:"duplicated"`
+	P50MS      float64 `json:"p50_ms"`
+	P95MS      float64 `json:"p95_ms"`
+	P99MS      float64 `json:"p99_ms"`
+	// P95InCheckpointMS and P99InCheckpointMS are over the inputs due
+	// while a checkpoint was being taken (its start to its end,
+	// CheckpointStat.DurationMS), P95OutsideCheckpointMS and
+	// P99OutsideCheckpointMS over the others (0 without such inputs).
+	P95InCheckpointMS      float64     `json:"p95_in_checkpoint_ms"`
+	P99InCheckpointMS      float64     `json:"p99_in_checkpoint_ms"`
+	P95OutsideCheckpointMS float64     `json:"p95_outside_checkpoint_ms"`
+	P99OutsideCheckpointMS float64     `json:"p99_outside_checkpoint_ms"`
+	Workers                int         `json:"workers"`
+	Failures               int         `json:"failures"`
+	Refused                uint64      `json:"refused_frames"`
+	Migrations             []Migration `json:"migrations"`
 	// MigrationPlannerMS is the longest planner duration;
 	// MigrationWorkerPauseMSMax the longest worker pause, over all
 	// migrations (0 without migrations).
@@ -1045,6 +1055,28 @@ func (p *Planner) result() Result {
 	}
 	for _, rs := range r.Restores {
 		r.RestoredGroups += rs.Groups
+	}
+	if len(r.CheckpointLog) > 0 {
+		var in, out []float64
+		c := 0 // checkpoints are in start order
+		for i := range p.ins {
+			x := &p.ins[i]
+			if !x.done {
+				continue
+			}
+			for c < len(r.CheckpointLog) && int64((r.CheckpointLog[c].AtS+r.CheckpointLog[c].DurationMS/1e3)*1e9) < x.intended {
+				c++
+			}
+			if c < len(r.CheckpointLog) && int64(r.CheckpointLog[c].AtS*1e9) <= x.intended {
+				in = append(in, float64(x.ms))
+			} else {
+				out = append(out, float64(x.ms))
+			}
+		}
+		slices.Sort(in)
+		slices.Sort(out)
+		r.P95InCheckpointMS, r.P99InCheckpointMS = quantile(in, 0.95), quantile(in, 0.99)
+		r.P95OutsideCheckpointMS, r.P99OutsideCheckpointMS = quantile(out, 0.95), quantile(out, 0.99)
 	}
 	return r
 }
