@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"net"
@@ -384,5 +385,80 @@ func TestBadSnapshotFrames(t *testing.T) {
 	run = start()
 	if err := p.onSnapshotDone(1, wire.SnapshotDone{ID: 2, From: 1, Epoch: 1}); err != nil || !run.aborted {
 		t.Fatalf("a refused snapshot: %v, aborted %v", err, run.aborted)
+	}
+}
+
+// TestBarrierFanIn: ETL (a fan-out at Annotate, a fan-in at its Sink) on
+// three in-process workers with barrier checkpoints every 150 ms and a
+// scale-in to two workers in the middle (a migration, which takes turns
+// with the checkpoints). Every checkpoint completes — a task that
+// snapshotted before a fan-in's other channel delivered its barrier would
+// leave an input before the cut incomplete, or see a record of one after
+// its snapshot, and the checkpoint would be discarded — and the final
+// checkpoint holds exactly the workers' final keyed state.
+func TestBarrierFanIn(t *testing.T) {
+	app := ops.ETL()
+	cfg := Config{App: app, Seed: 5, Rate: 400, Duration: 2500 * time.Millisecond, Workers: 3, Miss: 10,
+		CheckpointInterval: 150 * time.Millisecond, CheckpointMode: ModeBarrier, Steps: []Step{{At: 1200 * time.Millisecond, Workers: 2}}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &inproc{t: t, planner: ln.Addr().String(), app: app, cfg: worker.Config{Interval: 5 * time.Millisecond, Check: time.Millisecond, Slots: 4}}
+	defer prov.Close()
+	cfg.Provider = prov
+	if testing.Verbose() {
+		cfg.Log = os.Stderr
+	}
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := p.Serve(ctx, ln, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("inputs %d completed %d; checkpoints %d (discarded %d), duration mean %.1f ms, alignment ≤ %.1f ms; migrations %d", res.Inputs, res.Completed, res.Checkpoints, res.CheckpointsDiscarded, res.CheckpointDurationMSMean, res.CheckpointAlignMSMax, len(res.Migrations))
+	if res.Completed != res.Inputs || res.Inputs != 1000 || res.Duplicated != 0 || res.Refused != 0 {
+		t.Fatalf("inputs %d, completed %d, duplicated %d, refused %d", res.Inputs, res.Completed, res.Duplicated, res.Refused)
+	}
+	if res.CheckpointsDiscarded != 0 || res.Checkpoints < 5 {
+		t.Fatalf("%d checkpoints, %d discarded: %+v", res.Checkpoints, res.CheckpointsDiscarded, res.CheckpointLog)
+	}
+	if len(res.Migrations) != 1 || !res.Migrations[0].Complete || res.Workers != 2 {
+		t.Fatalf("migrations %+v, workers %d", res.Migrations, res.Workers)
+	}
+	ws := prov.current()
+	for _, w := range ws {
+		if s := w.Stats(); s.Refused != 0 || s.Snapshots == 0 {
+			t.Fatalf("worker %d: %+v", w.ID(), s)
+		}
+	}
+	checked := 0
+	for o, s := range app.Operators {
+		if !s.Stateful {
+			continue
+		}
+		live := map[uint64][]byte{}
+		for _, w := range ws {
+			for k, v := range w.StateOf(o) {
+				live[k] = v
+			}
+		}
+		ck, covered := p.CheckpointState(o)
+		if covered != int(res.Inputs) || len(ck) != len(live) {
+			t.Fatalf("operator %s: the final checkpoint covers %d of %d inputs and holds %d keys, the workers %d", s.Name, covered, res.Inputs, len(ck), len(live))
+		}
+		for k, v := range live {
+			if !bytes.Equal(ck[k], v) {
+				t.Fatalf("operator %s key %d: checkpoint %x, worker %x", s.Name, k, ck[k], v)
+			}
+		}
+		checked += len(ck)
+	}
+	if checked == 0 {
+		t.Fatal("no keyed state to compare")
 	}
 }

@@ -162,6 +162,7 @@ func (w *Worker) unpark(t *task) {
 	for _, r := range t.parked {
 		t.push(r)
 	}
+	w.parkedN -= len(t.parked)
 	clear(t.parked)
 	t.parked = t.parked[:0]
 	if w.idle > 0 {
@@ -188,6 +189,7 @@ func (w *Worker) park(t *task, r rec) bool {
 		return false
 	}
 	t.parked = append(t.parked, r)
+	w.parkedN++
 	return true
 }
 
@@ -338,6 +340,7 @@ func (w *Worker) resetBarrier() int {
 		t.parked = t.parked[:0]
 		t.snapped, t.flushNow = false, false
 	}
+	w.parkedN = 0
 	if w.bar != nil {
 		w.barDone = max(w.barDone, w.bar.id)
 		w.bar = nil

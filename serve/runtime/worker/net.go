@@ -575,7 +575,9 @@ func (w *Worker) onBatch(from uint32, b wire.Batch) error {
 		return fmt.Errorf("worker: batch of unknown epoch %d (this worker is at %d)", b.Epoch, w.epoch)
 	}
 	w.applyRecords(from, b.Records)
-	for w.inFlight > w.cfg.MaxInFlight && !w.closing {
+	// Parked records do not count: the barriers that release them may be
+	// behind this very batch on a stream whose reader would wait.
+	for w.inFlight-w.parkedN > w.cfg.MaxInFlight && !w.closing {
 		w.space.Wait()
 	}
 	return nil

@@ -39,7 +39,9 @@ type Config struct {
 	// is T, the age at which a queue is dispatched whatever its length
 	// (default 20 ms). Interval < 0 means 0: dispatch at once.
 	Check, Interval time.Duration
-	// MaxInFlight caps the requests a worker holds (default 100,000).
+	// MaxInFlight caps the requests a worker holds (default 100,000),
+	// except those parked by a checkpoint's alignment (bounded by the
+	// checkpoint's timeout).
 	MaxInFlight int
 	// Flush is the remote-send timer (default 2 ms); FlushBytes the buffer
 	// size that sends at once (default 64 KiB).
@@ -251,6 +253,7 @@ type Worker struct {
 	bar     *barrierRun
 	barDone uint64
 	barCut  uint64
+	parkedN int // records parked, over all tasks
 }
 
 // New returns a worker or an error for a bad configuration.
