@@ -963,10 +963,12 @@ type Result struct {
 	P50MS      float64 `json:"p50_ms"`
 	P95MS      float64 `json:"p95_ms"`
 	P99MS      float64 `json:"p99_ms"`
-	// P95InCheckpointMS and P99InCheckpointMS are over the inputs due
-	// while a checkpoint was being taken (its start to its end,
-	// CheckpointStat.DurationMS), P95OutsideCheckpointMS and
-	// P99OutsideCheckpointMS over the others (0 without such inputs).
+	// P50InCheckpointMS, P95InCheckpointMS and P99InCheckpointMS are over
+	// the inputs due while a checkpoint was being taken (its start to its
+	// end, CheckpointStat.DurationMS), the *OutsideCheckpointMS over the
+	// others (0 without such inputs): a comparison within one run.
+	P50InCheckpointMS      float64     `json:"p50_in_checkpoint_ms"`
+	P50OutsideCheckpointMS float64     `json:"p50_outside_checkpoint_ms"`
 	P95InCheckpointMS      float64     `json:"p95_in_checkpoint_ms"`
 	P99InCheckpointMS      float64     `json:"p99_in_checkpoint_ms"`
 	P95OutsideCheckpointMS float64     `json:"p95_outside_checkpoint_ms"`
@@ -1075,6 +1077,7 @@ func (p *Planner) result() Result {
 		}
 		slices.Sort(in)
 		slices.Sort(out)
+		r.P50InCheckpointMS, r.P50OutsideCheckpointMS = quantile(in, 0.5), quantile(out, 0.5)
 		r.P95InCheckpointMS, r.P99InCheckpointMS = quantile(in, 0.95), quantile(in, 0.99)
 		r.P95OutsideCheckpointMS, r.P99OutsideCheckpointMS = quantile(out, 0.95), quantile(out, 0.99)
 	}
