@@ -395,7 +395,8 @@ func TestBadSnapshotFrames(t *testing.T) {
 // snapshotted before a fan-in's other channel delivered its barrier would
 // leave an input before the cut incomplete, or see a record of one after
 // its snapshot, and the checkpoint would be discarded — and the final
-// checkpoint holds exactly the workers' final keyed state.
+// checkpoint holds exactly the workers' final keyed state. No checkpoint
+// overlaps the migration.
 func TestBarrierFanIn(t *testing.T) {
 	app := ops.ETL()
 	cfg := Config{App: app, Seed: 5, Rate: 400, Duration: 2500 * time.Millisecond, Workers: 3, Miss: 10,
@@ -429,6 +430,16 @@ func TestBarrierFanIn(t *testing.T) {
 	}
 	if len(res.Migrations) != 1 || !res.Migrations[0].Complete || res.Workers != 2 {
 		t.Fatalf("migrations %+v, workers %d", res.Migrations, res.Workers)
+	}
+	// Checkpoints and migrations take turns: their intervals (both taken
+	// inside the reconfiguration lock) do not overlap.
+	for _, m := range res.Migrations {
+		for _, c := range res.CheckpointLog {
+			mEnd, cEnd := m.AtS+m.PlannerMS/1e3, c.AtS+c.DurationMS/1e3
+			if c.AtS < mEnd-1e-6 && m.AtS < cEnd-1e-6 {
+				t.Fatalf("checkpoint %d (%.4f–%.4f s) overlaps the migration of epoch %d (%.4f–%.4f s)", c.ID, c.AtS, cEnd, m.Epoch, m.AtS, mEnd)
+			}
+		}
 	}
 	ws := prov.current()
 	for _, w := range ws {

@@ -261,3 +261,41 @@ func TestBadBarriers(t *testing.T) {
 		t.Fatalf("after the abort: %+v", s)
 	}
 }
+
+// TestPlacementEndsAlignment: a placement that reaches a worker still
+// aligning a checkpoint (one the planner discarded: it never reconfigures
+// during a checkpoint) ends the alignment — the parked record runs, no
+// snapshot-done follows — and that checkpoint's late barriers are then
+// ignored.
+func TestPlacementEndsAlignment(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, out, in := barrierWorker(t, ctx)
+	var b []byte
+	b = (&wire.Barrier{ID: 1, Cut: 10, Epoch: 1, From: wire.NoID, Op: wire.NoOp, Members: []uint32{0, 1}}).Append(b)
+	b = (&wire.Batch{From: wire.NoID, Epoch: 1, Records: []wire.Record{{Op: 1, Key: 3, Input: 11}}}).Append(b)
+	out <- b
+	waitFor(t, "the record to park", func() bool { return stateOfBarriers(w).parked == 1 })
+	if s := w.Stats(); s.Executed != 0 {
+		t.Fatalf("executed %d records while aligning", s.Executed)
+	}
+	members := []wire.Member{{ID: 0, Addr: "x"}, {ID: 1, Addr: "127.0.0.1:1"}}
+	out <- (&wire.Placement{Epoch: 2, Members: members, Owners: make([][wire.KeyGroups]uint32, 2)}).Append(nil)
+	waitExecuted(t, w, 1)
+	if s := stateOfBarriers(w); s.active || s.parked != 0 || s.done != 1 || s.snaps != 0 {
+		t.Fatalf("after the placement: %+v", s)
+	}
+	if err := w.onBarrier(1, wire.Barrier{ID: 1, Cut: 10, Epoch: 1, From: 1, Op: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if s := stateOfBarriers(w); s.active || s.late != 1 {
+		t.Fatalf("late barrier: %+v", s)
+	}
+	select {
+	case f := <-in:
+		if f.k == wire.KindSnapshotDone {
+			t.Fatal("a snapshot-done for the abandoned checkpoint")
+		}
+	default:
+	}
+}
