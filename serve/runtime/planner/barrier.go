@@ -35,7 +35,7 @@ func (p *Planner) checkpointBarrier(ctx context.Context) {
 	run := &ckRun{ckpt: ckpt{id: p.ckNext, cut: len(p.ins), state: map[uint32]map[uint64][]byte{}},
 		wait: map[uint32]bool{}, frames: map[uint32]uint32{}, done: make(chan struct{}), abort: make(chan struct{})}
 	p.ckRun = run
-	st := CheckpointStat{ID: run.id, AtS: time.Since(p.start).Seconds(), Cut: run.cut, Mode: ModeBarrier}
+	st := CheckpointStat{ID: run.id, AtS: t0.Sub(p.start).Seconds(), Cut: run.cut, Mode: ModeBarrier}
 	ids := p.placedIDs()
 	switch {
 	case p.failing > 0:

@@ -123,7 +123,7 @@ func (p *Planner) checkpointPause(ctx context.Context) {
 	run := &ckRun{ckpt: ckpt{id: p.ckNext, cut: len(p.ins), state: map[uint32]map[uint64][]byte{}},
 		wait: map[uint32]bool{}, frames: map[uint32]uint32{}, done: make(chan struct{}), abort: make(chan struct{})}
 	p.ckRun, p.ckPaused = run, true
-	st := CheckpointStat{ID: run.id, AtS: time.Since(p.start).Seconds(), Cut: run.cut, Mode: ModePause}
+	st := CheckpointStat{ID: run.id, AtS: t0.Sub(p.start).Seconds(), Cut: run.cut, Mode: ModePause}
 	if p.failing > 0 {
 		// A worker died and its failover waits for this lock: its inputs
 		// cannot complete before the restore.

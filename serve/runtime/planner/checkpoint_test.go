@@ -431,8 +431,9 @@ func TestBarrierFanIn(t *testing.T) {
 	if len(res.Migrations) != 1 || !res.Migrations[0].Complete || res.Workers != 2 {
 		t.Fatalf("migrations %+v, workers %d", res.Migrations, res.Workers)
 	}
-	// Checkpoints and migrations take turns: their intervals (both taken
-	// inside the reconfiguration lock) do not overlap.
+	// Checkpoints and migrations take turns: their intervals (both
+	// measured inside the reconfiguration lock, from the same clock) do
+	// not overlap.
 	for _, m := range res.Migrations {
 		for _, c := range res.CheckpointLog {
 			mEnd, cEnd := m.AtS+m.PlannerMS/1e3, c.AtS+c.DurationMS/1e3
