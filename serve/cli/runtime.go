@@ -210,6 +210,7 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	fs.IntVar(&cfg.Miss, "miss", 5, "heartbeats (200 ms) a worker may miss before it is declared dead")
 	fs.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", 0, "checkpoint the workers' keyed state this often, so that a failover restores a dead worker's state (0: no checkpoints; a dead worker's state is lost)")
 	fs.DurationVar(&cfg.CheckpointTimeout, "checkpoint-timeout", 5*time.Second, "discard a checkpoint not complete within this time (ingress pause included)")
+	fs.StringVar(&cfg.CheckpointMode, "checkpoint-mode", planner.ModeBarrier, "how a checkpoint is cut: barrier (barriers in the data, aligned at every task; the ingress never stops) or pause (the ingress stops until every input in flight completed)")
 	var kill killFlag
 	restartAfter := time.Duration(0)
 	if spawn {
@@ -255,6 +256,8 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 		return command.Usagef("%s: -miss %d, want ≥ 1", name, cfg.Miss)
 	case cfg.CheckpointInterval < 0 || cfg.CheckpointTimeout <= 0:
 		return command.Usagef("%s: -checkpoint-interval %v must be ≥ 0 and -checkpoint-timeout %v > 0", name, cfg.CheckpointInterval, cfg.CheckpointTimeout)
+	case cfg.CheckpointMode != planner.ModeBarrier && cfg.CheckpointMode != planner.ModePause:
+		return command.Usagef("%s: -checkpoint-mode %q, want %s or %s", name, cfg.CheckpointMode, planner.ModeBarrier, planner.ModePause)
 	case restartAfter < 0:
 		return command.Usagef("%s: -restart-after %v, want ≥ 0", name, restartAfter)
 	case *slots < 1:
@@ -378,8 +381,8 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 		fmt.Fprintf(o.Stdout, "%s: %d inputs, %d completed, %d lost, %d duplicated; latency p50 %.1f ms p95 %.1f ms p99 %.1f ms; %d migrations (planner ≤ %.1f ms, worker pause ≤ %.2f ms)\n",
 			res.App, res.Inputs, res.Completed, res.Lost, res.Duplicated, res.P50MS, res.P95MS, res.P99MS, len(res.Migrations), res.MigrationPlannerMS, res.MigrationWorkerPauseMSMax)
 		if res.Checkpoints+res.CheckpointsDiscarded > 0 || res.Failures > 0 {
-			fmt.Fprintf(o.Stdout, "%d failures; %d checkpoints (%d discarded), ingress pause ≤ %.1f ms (mean %.1f ms), ≤ %d keys and %d bytes; %d key groups restored, %d inputs replayed\n",
-				res.Failures, res.Checkpoints, res.CheckpointsDiscarded, res.CheckpointMSMax, res.CheckpointMSMean, res.CheckpointKeysMax, res.CheckpointBytesMax, res.RestoredGroups, res.Replayed)
+			fmt.Fprintf(o.Stdout, "%d failures; %d checkpoints by %s (%d discarded), ingress pause ≤ %.1f ms (mean %.1f ms), duration mean %.1f ms, alignment ≤ %.1f ms, snapshot ≤ %.2f ms, ≤ %d keys and %d bytes; %d key groups restored, %d inputs replayed\n",
+				res.Failures, res.Checkpoints, res.CheckpointMode, res.CheckpointsDiscarded, res.CheckpointMSMax, res.CheckpointMSMean, res.CheckpointDurationMSMean, res.CheckpointAlignMSMax, res.CheckpointSnapshotMSMax, res.CheckpointKeysMax, res.CheckpointBytesMax, res.RestoredGroups, res.Replayed)
 		}
 	}
 	if err != nil {

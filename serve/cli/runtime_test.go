@@ -76,39 +76,54 @@ func TestLocalCommand(t *testing.T) {
 	}
 }
 
-// TestLocalKillCheckpoint runs `serve local` with checkpoints and a
-// worker process killed with SIGKILL at t = 1 s and restarted 1 s later:
-// every input completes, the failover restores a checkpoint, and the JSON
-// carries the checkpoint figures.
+// TestLocalKillCheckpoint runs `serve local` with checkpoints (in both
+// modes) and a worker process killed with SIGKILL at t = 1 s and restarted
+// 1 s later: every input completes, the failover restores a checkpoint,
+// and the JSON carries the checkpoint figures.
 func TestLocalKillCheckpoint(t *testing.T) {
 	t.Setenv(reexecEnv, "1")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	code, out, errOut := run(t, ctx, []string{"local", "-app", "wc", "-workers", "3", "-rate", "1000", "-duration", "3s", "-checkpoint-interval", "300ms", "-kill-at", "1:1", "-miss", "10", "-json"}, os.Getenv)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	var res struct {
-		Inputs, Completed, Duplicated uint64
-		Failures, Checkpoints         int
-		Restored                      int     `json:"restored_groups"`
-		Replayed                      int     `json:"replayed"`
-		PauseMax                      float64 `json:"checkpoint_ms_max"`
-		Bytes                         uint64  `json:"checkpoint_bytes_max"`
-		Restores                      []struct{ Checkpoint uint64 }
-	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	t.Logf("%+v", res)
-	if res.Inputs != 3000 || res.Completed != res.Inputs || res.Duplicated != 0 || res.Failures != 1 || len(res.Restores) != 1 {
-		t.Fatalf("inputs %d completed %d duplicated %d failures %d restores %d: %s", res.Inputs, res.Completed, res.Duplicated, res.Failures, len(res.Restores), errOut)
-	}
-	if res.Checkpoints < 2 || res.Restored == 0 || res.Replayed == 0 || !(res.PauseMax > 0) || res.Bytes == 0 {
-		t.Fatalf("checkpoints %d, restored groups %d, replayed %d, pause ≤ %v ms, %d bytes", res.Checkpoints, res.Restored, res.Replayed, res.PauseMax, res.Bytes)
-	}
-	if !strings.Contains(errOut, "killed worker 1") || !strings.Contains(errOut, "restarted worker 1") {
-		t.Fatalf("no kill or restart line: %s", errOut)
+	for _, mode := range []string{"barrier", "pause"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			code, out, errOut := run(t, ctx, []string{"local", "-app", "wc", "-workers", "3", "-rate", "1000", "-duration", "3s", "-checkpoint-interval", "300ms", "-checkpoint-mode", mode, "-kill-at", "1:1", "-miss", "10", "-json"}, os.Getenv)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var res struct {
+				Inputs, Completed, Duplicated uint64
+				Failures, Checkpoints         int
+				Mode                          string  `json:"checkpoint_mode"`
+				Restored                      int     `json:"restored_groups"`
+				Replayed                      int     `json:"replayed"`
+				PauseMax                      float64 `json:"checkpoint_ms_max"`
+				AlignMax                      float64 `json:"checkpoint_align_ms_max"`
+				Duration                      float64 `json:"checkpoint_duration_ms_mean"`
+				Bytes                         uint64  `json:"checkpoint_bytes_max"`
+				Restores                      []struct{ Checkpoint uint64 }
+				Log                           []struct {
+					Mode     string
+					Complete bool
+					Bytes    uint64
+				} `json:"checkpoint_log"`
+			}
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			t.Logf("%+v", res)
+			if res.Inputs != 3000 || res.Completed != res.Inputs || res.Duplicated != 0 || res.Failures != 1 || len(res.Restores) != 1 {
+				t.Fatalf("inputs %d completed %d duplicated %d failures %d restores %d: %s", res.Inputs, res.Completed, res.Duplicated, res.Failures, len(res.Restores), errOut)
+			}
+			if res.Checkpoints < 2 || res.Restored == 0 || res.Replayed == 0 || res.Bytes == 0 || !(res.Duration > 0) || res.Mode != mode || len(res.Log) < res.Checkpoints || res.Log[0].Mode != mode {
+				t.Fatalf("checkpoints %d (log %d), restored groups %d, replayed %d, %d bytes, duration %v ms, mode %q", res.Checkpoints, len(res.Log), res.Restored, res.Replayed, res.Bytes, res.Duration, res.Mode)
+			}
+			if (mode == "pause") != (res.PauseMax > 0) || (mode == "barrier") != (res.AlignMax > 0) {
+				t.Fatalf("%s: ingress pause ≤ %v ms, alignment ≤ %v ms", mode, res.PauseMax, res.AlignMax)
+			}
+			if !strings.Contains(errOut, "killed worker 1") || !strings.Contains(errOut, "restarted worker 1") {
+				t.Fatalf("no kill or restart line: %s", errOut)
+			}
+		})
 	}
 }
 
@@ -125,6 +140,7 @@ func TestRuntimeUsage(t *testing.T) {
 		{"planner", "-trace", "/no/such/file.csv"},
 		{"local", "-checkpoint-interval", "-1s"},
 		{"local", "-checkpoint-timeout", "0s"},
+		{"local", "-checkpoint-mode", "async"},
 		{"local", "-kill-at", "3"},
 		{"local", "-kill-at", "0:1"},
 		{"local", "-kill-at", "2.5:1"},

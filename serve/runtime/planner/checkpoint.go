@@ -29,6 +29,8 @@ type ckRun struct {
 	abort   chan struct{}     // closed by a failure
 	aborted bool
 	why     string
+	// the longest alignment and snapshot copy reported by one worker
+	alignNS, snapNS uint64
 }
 
 func (r *ckRun) fail(why string) {
@@ -44,13 +46,25 @@ type CheckpointStat struct {
 	AtS float64 `json:"at_s"`
 	// Cut is the number of inputs the checkpoint covers (inputs 0..Cut−1).
 	Cut int `json:"cut"`
+	// Mode is "pause" or "barrier" (Config.CheckpointMode).
+	Mode string `json:"mode"`
 	// PauseMS is the ingress pause: from stopping the ingress to resuming
 	// it (DrainMS waiting for the inputs in flight to complete, then the
-	// snapshot round trip).
+	// snapshot round trip). Both are 0 with barriers, which pause nothing.
 	PauseMS float64 `json:"pause_ms"`
 	DrainMS float64 `json:"drain_ms"`
-	Keys    uint64  `json:"keys"`
-	Bytes   uint64  `json:"bytes"`
+	// DurationMS is the checkpoint's start (the ingress stopped, or the
+	// barriers injected) to its completion or discard.
+	DurationMS float64 `json:"duration_ms"`
+	// AlignMS is the longest alignment of one task with barriers (the
+	// worker's first barrier of the checkpoint to the task's snapshot);
+	// SnapshotMS the longest time one worker spent copying its state
+	// (all of it while the ingress is paused; summed over its tasks with
+	// barriers).
+	AlignMS    float64 `json:"align_ms"`
+	SnapshotMS float64 `json:"snapshot_ms"`
+	Keys       uint64  `json:"keys"`
+	Bytes      uint64  `json:"bytes"`
 	// Complete is false for a discarded checkpoint; Reason says why.
 	Complete bool   `json:"complete"`
 	Reason   string `json:"reason,omitempty"`
@@ -83,12 +97,22 @@ func (p *Planner) checkpoints(ctx context.Context) {
 	}
 }
 
-// checkpoint takes one checkpoint (see the package documentation): stop
-// the ingress, wait until every input sent has completed, ask every worker
-// for its state, resume the ingress when all have answered. A worker
-// failure, a refusal or Config.CheckpointTimeout discards it; the previous
-// complete checkpoint stays the one restored.
+// checkpoint takes one checkpoint in the configured mode.
 func (p *Planner) checkpoint(ctx context.Context) {
+	if p.cfg.CheckpointMode == ModeBarrier {
+		p.checkpointBarrier(ctx)
+		return
+	}
+	p.checkpointPause(ctx)
+}
+
+// checkpointPause takes one checkpoint by pausing the ingress (see the
+// package documentation): stop the ingress, wait until every input sent
+// has completed, ask every worker for its state, resume the ingress when
+// all have answered. A worker failure, a refusal or
+// Config.CheckpointTimeout discards it; the previous complete checkpoint
+// stays the one restored.
+func (p *Planner) checkpointPause(ctx context.Context) {
 	p.reconf.Lock()
 	defer p.reconf.Unlock()
 	t0 := time.Now()
@@ -99,7 +123,7 @@ func (p *Planner) checkpoint(ctx context.Context) {
 	run := &ckRun{ckpt: ckpt{id: p.ckNext, cut: len(p.ins), state: map[uint32]map[uint64][]byte{}},
 		wait: map[uint32]bool{}, frames: map[uint32]uint32{}, done: make(chan struct{}), abort: make(chan struct{})}
 	p.ckRun, p.ckPaused = run, true
-	st := CheckpointStat{ID: run.id, AtS: time.Since(p.start).Seconds(), Cut: run.cut}
+	st := CheckpointStat{ID: run.id, AtS: t0.Sub(p.start).Seconds(), Cut: run.cut, Mode: ModePause}
 	if p.failing > 0 {
 		// A worker died and its failover waits for this lock: its inputs
 		// cannot complete before the restore.
@@ -112,6 +136,8 @@ func (p *Planner) checkpoint(ctx context.Context) {
 		p.ckRun, p.ckPaused = nil, false
 		p.flush()
 		st.PauseMS = float64(time.Since(t0).Microseconds()) / 1e3
+		st.DurationMS = st.PauseMS
+		st.SnapshotMS = float64(run.snapNS) / 1e6
 		if !st.Complete {
 			run.fail("") // late frames of it are ignored
 			st.Reason = run.why
@@ -258,6 +284,7 @@ func (p *Planner) onSnapshotDone(from uint32, d wire.SnapshotDone) error {
 		run.fail(fmt.Sprintf("worker %d reports %d frames at epoch %d, the planner got %d at %d", from, d.Frames, d.Epoch, run.frames[from], p.epoch))
 		return fmt.Errorf("snapshot-done for %d frames at epoch %d, got %d frames at epoch %d", d.Frames, d.Epoch, run.frames[from], p.epoch)
 	}
+	run.alignNS, run.snapNS = max(run.alignNS, d.AlignNS), max(run.snapNS, d.SnapNS)
 	delete(run.wait, from)
 	if len(run.wait) == 0 {
 		close(run.done)

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"net"
@@ -98,15 +99,18 @@ func checkExact(t *testing.T, app ops.App, seed uint64, n int, counts map[uint64
 	}
 }
 
+// modes are the checkpoint modes every failover test runs in.
+var modes = []string{ModeBarrier, ModePause}
+
 // failureRun runs checked word count on three in-process workers with
-// checkpoints every interval, kills worker 1 at the end of the load's
+// checkpoints every interval in mode, kills worker 1 at the end of the load's
 // second killAt or the first later one after a checkpoint completed (0:
 // never) or when setup's kill is called, and restarts it 1 s later.
-func failureRun(t *testing.T, seed uint64, interval time.Duration, killAt float64, setup func(p *Planner, kill func())) (Result, *Planner, *inproc, *atomic.Int64, *atomic.Int64) {
+func failureRun(t *testing.T, mode string, seed uint64, interval time.Duration, killAt float64, setup func(p *Planner, kill func())) (Result, *Planner, *inproc, *atomic.Int64, *atomic.Int64) {
 	t.Helper()
 	var violations, dupes atomic.Int64
 	app := checkedWC(&violations, &dupes)
-	cfg := Config{App: app, Seed: seed, Rate: 1500, Duration: 3 * time.Second, Workers: 3, Miss: 10, CheckpointInterval: interval}
+	cfg := Config{App: app, Seed: seed, Rate: 1500, Duration: 3 * time.Second, Workers: 3, Miss: 10, CheckpointInterval: interval, CheckpointMode: mode}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -199,15 +203,37 @@ func checkRecovered(t *testing.T, res Result, p *Planner, prov *inproc, violatio
 }
 
 // TestCheckpointRestore: as TestWorkerFailure, with checkpoints every
-// 300 ms. The dead worker's key groups are restored from the last
+// 300 ms, in both modes. The dead worker's key groups are restored from the last
 // checkpoint and every worker rolls back to it, so the checker demands the
 // exact result for every key group.
 func TestCheckpointRestore(t *testing.T) {
-	res, p, prov, v, d := failureRun(t, 11, 300*time.Millisecond, 1, nil)
-	defer prov.Close()
-	checkRecovered(t, res, p, prov, v, d)
-	if res.Restores[0].Checkpoint == 0 {
-		t.Fatalf("restored the initial empty state: no checkpoint completed before the failure (%+v)", res.CheckpointLog)
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			res, p, prov, v, d := failureRun(t, mode, 11, 300*time.Millisecond, 1, nil)
+			defer prov.Close()
+			checkRecovered(t, res, p, prov, v, d)
+			if res.Restores[0].Checkpoint == 0 {
+				t.Fatalf("restored the initial empty state: no checkpoint completed before the failure (%+v)", res.CheckpointLog)
+			}
+			checkModeFigures(t, mode, res)
+		})
+	}
+}
+
+// checkModeFigures checks that the complete checkpoints were taken in mode:
+// with barriers the ingress never paused and every one aligned.
+func checkModeFigures(t *testing.T, mode string, res Result) {
+	t.Helper()
+	if res.CheckpointMode != mode {
+		t.Fatalf("checkpoint mode %q, want %q", res.CheckpointMode, mode)
+	}
+	for _, c := range res.CheckpointLog {
+		if !c.Complete {
+			continue
+		}
+		if c.Mode != mode || (mode == ModeBarrier) != (c.PauseMS == 0 && c.AlignMS > 0) || !(c.DurationMS > 0) {
+			t.Fatalf("checkpoint %+v in mode %s", c, mode)
+		}
 	}
 }
 
@@ -216,36 +242,47 @@ func TestCheckpointRestore(t *testing.T) {
 // is discarded and the failover restores checkpoint 2; the result is
 // still exact.
 func TestCheckpointDiscardedOnFailure(t *testing.T) {
-	res, p, prov, v, d := failureRun(t, 12, 400*time.Millisecond, 0, func(p *Planner, kill func()) {
-		p.ckHook = func(id uint64) {
-			if id == 3 {
-				kill()
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) {
+			res, p, prov, v, d := failureRun(t, mode, 12, 400*time.Millisecond, 0, func(p *Planner, kill func()) {
+				p.ckHook = func(id uint64) {
+					if id == 3 {
+						kill()
+					}
+				}
+			})
+			defer prov.Close()
+			checkRecovered(t, res, p, prov, v, d)
+			var third *CheckpointStat
+			for i := range res.CheckpointLog {
+				if res.CheckpointLog[i].ID == 3 {
+					third = &res.CheckpointLog[i]
+				}
 			}
-		}
-	})
-	defer prov.Close()
-	checkRecovered(t, res, p, prov, v, d)
-	var third *CheckpointStat
-	for i := range res.CheckpointLog {
-		if res.CheckpointLog[i].ID == 3 {
-			third = &res.CheckpointLog[i]
-		}
-	}
-	if third == nil || third.Complete || third.Reason == "" {
-		t.Fatalf("checkpoint 3: %+v, want discarded with a reason", third)
-	}
-	if res.Restores[0].Checkpoint != 2 {
-		t.Fatalf("restored checkpoint %d, want 2 (the last complete one)", res.Restores[0].Checkpoint)
+			if third == nil || third.Complete || third.Reason == "" {
+				t.Fatalf("checkpoint 3: %+v, want discarded with a reason", third)
+			}
+			if res.Restores[0].Checkpoint != 2 {
+				t.Fatalf("restored checkpoint %d, want 2 (the last complete one)", res.Restores[0].Checkpoint)
+			}
+		})
 	}
 }
 
-// TestSIGKILLCheckpoint: TestSIGKILL with checkpoints every 300 ms and
+// TestSIGKILLCheckpoint: TestSIGKILL with checkpoints every 300 ms (in
+// both modes) and
 // word count with a ledger (ledgerWC). The run ends with a checkpoint of
 // every worker process's state: every key group's word counts equal the
 // oracle's and every key's ledger shows all of its inputs, in order, once.
 func TestSIGKILLCheckpoint(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) { sigkillCheckpoint(t, mode) })
+	}
+}
+
+func sigkillCheckpoint(t *testing.T, mode string) {
 	app := ledgerWC()
-	cfg := Config{App: app, Seed: 3, Rate: 1000, Duration: 4 * time.Second, Workers: 3, Miss: 10, CheckpointInterval: 300 * time.Millisecond}
+	cfg := Config{App: app, Seed: 3, Rate: 1000, Duration: 4 * time.Second, Workers: 3, Miss: 10, CheckpointInterval: 300 * time.Millisecond, CheckpointMode: mode}
 	// Kill worker 1 when the load's first second ends (the workers start
 	// as processes: a fixed delay may fall before they joined).
 	start := make(chan struct{})
@@ -277,6 +314,7 @@ func TestSIGKILLCheckpoint(t *testing.T) {
 		t.Fatalf("the final checkpoint covers %d of %d inputs", covered, res.Inputs)
 	}
 	checkExact(t, app, cfg.Seed, int(res.Inputs), counts, ledger)
+	checkModeFigures(t, mode, res)
 }
 
 // TestBadSnapshotFrames: snapshot frames the checkpoint in progress did
@@ -347,5 +385,92 @@ func TestBadSnapshotFrames(t *testing.T) {
 	run = start()
 	if err := p.onSnapshotDone(1, wire.SnapshotDone{ID: 2, From: 1, Epoch: 1}); err != nil || !run.aborted {
 		t.Fatalf("a refused snapshot: %v, aborted %v", err, run.aborted)
+	}
+}
+
+// TestBarrierFanIn: ETL (a fan-out at Annotate, a fan-in at its Sink) on
+// three in-process workers with barrier checkpoints every 150 ms and a
+// scale-in to two workers in the middle (a migration, which takes turns
+// with the checkpoints). Every checkpoint completes — a task that
+// snapshotted before a fan-in's other channel delivered its barrier would
+// leave an input before the cut incomplete, or see a record of one after
+// its snapshot, and the checkpoint would be discarded — and the final
+// checkpoint holds exactly the workers' final keyed state. No checkpoint
+// overlaps the migration.
+func TestBarrierFanIn(t *testing.T) {
+	app := ops.ETL()
+	cfg := Config{App: app, Seed: 5, Rate: 400, Duration: 2500 * time.Millisecond, Workers: 3, Miss: 10,
+		CheckpointInterval: 150 * time.Millisecond, CheckpointMode: ModeBarrier, Steps: []Step{{At: 1200 * time.Millisecond, Workers: 2}}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &inproc{t: t, planner: ln.Addr().String(), app: app, cfg: worker.Config{Interval: 5 * time.Millisecond, Check: time.Millisecond, Slots: 4}}
+	defer prov.Close()
+	cfg.Provider = prov
+	if testing.Verbose() {
+		cfg.Log = os.Stderr
+	}
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := p.Serve(ctx, ln, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("inputs %d completed %d; checkpoints %d (discarded %d), duration mean %.1f ms, alignment ≤ %.1f ms; migrations %d", res.Inputs, res.Completed, res.Checkpoints, res.CheckpointsDiscarded, res.CheckpointDurationMSMean, res.CheckpointAlignMSMax, len(res.Migrations))
+	if res.Completed != res.Inputs || res.Inputs != 1000 || res.Duplicated != 0 || res.Refused != 0 {
+		t.Fatalf("inputs %d, completed %d, duplicated %d, refused %d", res.Inputs, res.Completed, res.Duplicated, res.Refused)
+	}
+	if res.CheckpointsDiscarded != 0 || res.Checkpoints < 5 {
+		t.Fatalf("%d checkpoints, %d discarded: %+v", res.Checkpoints, res.CheckpointsDiscarded, res.CheckpointLog)
+	}
+	if len(res.Migrations) != 1 || !res.Migrations[0].Complete || res.Workers != 2 {
+		t.Fatalf("migrations %+v, workers %d", res.Migrations, res.Workers)
+	}
+	// Checkpoints and migrations take turns: their intervals (both
+	// measured inside the reconfiguration lock, from the same clock) do
+	// not overlap.
+	for _, m := range res.Migrations {
+		for _, c := range res.CheckpointLog {
+			mEnd, cEnd := m.AtS+m.PlannerMS/1e3, c.AtS+c.DurationMS/1e3
+			if c.AtS < mEnd-1e-6 && m.AtS < cEnd-1e-6 {
+				t.Fatalf("checkpoint %d (%.4f–%.4f s) overlaps the migration of epoch %d (%.4f–%.4f s)", c.ID, c.AtS, cEnd, m.Epoch, m.AtS, mEnd)
+			}
+		}
+	}
+	ws := prov.current()
+	for _, w := range ws {
+		if s := w.Stats(); s.Refused != 0 || s.Snapshots == 0 {
+			t.Fatalf("worker %d: %+v", w.ID(), s)
+		}
+	}
+	checked := 0
+	for o, s := range app.Operators {
+		if !s.Stateful {
+			continue
+		}
+		live := map[uint64][]byte{}
+		for _, w := range ws {
+			for k, v := range w.StateOf(o) {
+				live[k] = v
+			}
+		}
+		ck, covered := p.CheckpointState(o)
+		if covered != int(res.Inputs) || len(ck) != len(live) {
+			t.Fatalf("operator %s: the final checkpoint covers %d of %d inputs and holds %d keys, the workers %d", s.Name, covered, res.Inputs, len(ck), len(live))
+		}
+		for k, v := range live {
+			if !bytes.Equal(ck[k], v) {
+				t.Fatalf("operator %s key %d: checkpoint %x, worker %x", s.Name, k, ck[k], v)
+			}
+		}
+		checked += len(ck)
+	}
+	if checked == 0 {
+		t.Fatal("no keyed state to compare")
 	}
 }

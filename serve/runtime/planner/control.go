@@ -229,7 +229,7 @@ func (p *Planner) reconfigure(owners [][ops.KeyGroups]uint32, from, to int, reas
 	p.migStart = time.Now()
 	pl := p.broadcastPlacement(moves)
 	p.logf("epoch %d: %s, %d → %d workers, %d key groups move", pl.Epoch, reason, from, to, len(moves))
-	return &Migration{Epoch: pl.Epoch, AtS: time.Since(p.start).Seconds(), From: from, To: to, Reason: reason, Moves: len(moves)}
+	return &Migration{Epoch: pl.Epoch, AtS: p.migStart.Sub(p.start).Seconds(), From: from, To: to, Reason: reason, Moves: len(moves)}
 }
 
 // awaitMigration waits for the reports of the current migration and

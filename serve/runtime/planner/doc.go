@@ -60,14 +60,65 @@
 // With Config.CheckpointInterval > 0 the planner takes a consistent
 // checkpoint of every key group's state every interval, and a failover
 // restores the last complete one everywhere (a global rollback, as Flink
-// does) so that no state is lost and none is applied twice.
+// does) so that no state is lost and none is applied twice. A checkpoint
+// n covers a cut c_n of the input log: its state is exactly the effect of
+// inputs 0..c_n−1, each of them once, and of no later input. There are
+// two ways to cut (Config.CheckpointMode).
 //
-// The scheme quiesces the ingress instead of sending barriers with the
-// data. Flink's asynchronous barrier snapshotting (Carbone et al.,
-// "Lightweight Asynchronous Snapshots for Distributed Dataflows", 2015)
-// injects barriers at the sources and aligns them at every operator with
-// several inputs; here every worker exchanges records with every other,
-// so each would align n−1 peer streams and the ingress. The simpler cut:
+// Barriers (ModeBarrier, the default): asynchronous barrier snapshotting
+// (Carbone et al., "Lightweight Asynchronous Snapshots for Distributed
+// Dataflows", 2015, after Chandy and Lamport's snapshots, 1985), which
+// never stops the ingress. The channels are those of the operator DAG
+// laid over the workers: task o on worker x (the instance of operator o)
+// has one input channel per upstream instance — for every edge u → o and
+// every participating worker v, the records u's instance on v sends to o
+// on x: a local enqueue when v = x, else carried by v's ordered stream to
+// x (one HTTP/2 stream multiplexes every such channel from v to x) — plus,
+// for a source operator, the planner's ingress stream. A fan-in such as
+// ETL's Join aligns over every upstream operator's channels; a fan-out
+// forwards its barrier on every outgoing stream.
+//
+//  1. The planner takes the cut c = the inputs generated so far (all sent:
+//     nothing waits) and writes Barrier{n, c, members} into the ingress
+//     stream of every participating worker (the placed live members),
+//     after the last record of an input before c; later inputs follow it
+//     at once.
+//  2. A task aligns: it snapshots once checkpoint n's barrier has arrived
+//     on all of its input channels and it has executed every record queued
+//     before them. Records of inputs from c on that reach it before that
+//     are parked (kept in arrival order, not executed). The input's index
+//     travels in every record, so a record is classified by its input, not
+//     by its position: one stream carries the channels of several
+//     upstream operators (a fan-in), and one of them may send records of
+//     later inputs before another's barrier; by position they would look
+//     early. The position still bounds the wait: on every channel each
+//     record of an input before c precedes the barrier, and each record of
+//     a later input follows the first barrier of n on it, so a worker
+//     knows c before it can see such a record.
+//  3. The snapshot copies the task's key groups into Snapshot frames to
+//     the planner at that instant (the upload is the stream's, in the
+//     background), then queues the parked records and forwards the
+//     barrier: on every stream to a participating peer, and locally to
+//     the downstream tasks. The operator DAG has no cycle, so every task
+//     aligns, in topological order.
+//  4. A worker whose tasks have all snapshotted first returns the
+//     completion weight it holds, then sends SnapshotDone. The checkpoint
+//     is complete when every participant's has arrived; every input
+//     before c is then complete too (each of its records executed before
+//     its task's snapshot), which the planner checks.
+//
+// The cost: records of later inputs wait at a task while it aligns
+// (CheckpointStat.AlignMS), and copying the state briefly holds the
+// worker's lock (SnapshotMS); inputs keep flowing everywhere else. A
+// worker refuses a barrier that does not fit — from a sender not in its
+// membership or not taking part, of another epoch, of an operator that
+// feeds nothing, whose cut disagrees with its checkpoint's or goes back, a
+// repeat, or malformed — with an error and no change; barriers of a
+// checkpoint it finished or discarded are ignored. A record of an input
+// before the cut that reaches a task after its snapshot (which the
+// argument above excludes) makes the worker answer OK = false.
+//
+// Pause (ModePause): the ingress is quiesced instead.
 //
 //  1. Stop the ingress: inputs keep being generated at their intended
 //     times and logged, but are not sent. The cut c is the number of
@@ -84,15 +135,31 @@
 //     are dropped (they will never be replayed). The held inputs are sent
 //     and the ingress resumes.
 //
-// The ingress pause (steps 1–4, Result.CheckpointMSMax) is the scheme's
+// The ingress pause (steps 1–4, Result.CheckpointMSMax) is that mode's
 // cost: inputs due during it wait, and as latency counts from the
-// intended time it shows in the latency figures. A worker's death, a
-// refusal or Config.CheckpointTimeout discards the checkpoint in progress
-// (the previous complete one stays); no checkpoint starts while a failover
-// is pending. Checkpoints and reconfigurations take turns. Before the
-// first checkpoint completes, the checkpoint is the empty state covering
-// no input. The run ends with a checkpoint of the final state
-// (CheckpointState).
+// intended time it shows in the latency figures.
+//
+// In both modes a worker's death, a refusal or Config.CheckpointTimeout
+// discards the checkpoint in progress (the previous complete one stays;
+// with barriers the participants are sent Abort, which makes them queue
+// what they parked and ignore its late barriers); no checkpoint starts
+// while a failover is pending. Before the first checkpoint completes, the
+// checkpoint is the empty state covering no input. The run ends with a
+// checkpoint of the final state (CheckpointState).
+//
+// Migrations and checkpoints take turns (the rule, in both modes): the
+// planner's reconfiguration lock is held by a checkpoint from its start
+// to its completion or discard, and by a migration from its broadcast to
+// the last Migrated report, after which every worker has installed the
+// epoch, received every peer's Mark and End, and released every held key
+// group. So a barrier never crosses an epoch marker: the epoch is the
+// same on every worker for a checkpoint's whole life, and a checkpoint
+// sees no held key group or straggler (a worker that finds one answers OK
+// = false). A migration waits for the checkpoint in progress (at most
+// Config.CheckpointTimeout) and a checkpoint for the migration; a
+// failover's restore instead discards the checkpoint in progress at once.
+// A worker that receives a placement while still aligning a checkpoint
+// (one the planner discarded) stops aligning it first.
 //
 // Snapshots live in the planner's memory (the last complete one only):
 // the planner already holds the one thing recovery cannot do without,

@@ -100,6 +100,11 @@ type Config struct {
 	// checkpoint, ingress pause included (default 5 s).
 	CheckpointInterval time.Duration
 	CheckpointTimeout  time.Duration
+	// CheckpointMode is how a checkpoint is cut: ModeBarrier (the
+	// default: barriers in the data, aligned at every task, the ingress
+	// never stops) or ModePause (the ingress stops until every input in
+	// flight completed). See the package documentation.
+	CheckpointMode string
 	// Rows, if set, receives one Row per second.
 	Rows func(Row)
 	// Log receives one line per notable event.
@@ -140,6 +145,9 @@ func (c *Config) fill() error {
 	if c.CheckpointTimeout == 0 {
 		c.CheckpointTimeout = 5 * time.Second
 	}
+	if c.CheckpointMode == "" {
+		c.CheckpointMode = ModeBarrier
+	}
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
@@ -162,6 +170,8 @@ func (c *Config) fill() error {
 		return fmt.Errorf("planner: max workers %d, want ≥ 1", c.MaxWorkers)
 	case c.CheckpointInterval < 0 || c.CheckpointTimeout < 0:
 		return fmt.Errorf("planner: checkpoint interval %v and timeout %v, want ≥ 0", c.CheckpointInterval, c.CheckpointTimeout)
+	case c.CheckpointMode != ModeBarrier && c.CheckpointMode != ModePause:
+		return fmt.Errorf("planner: checkpoint mode %q, want %s or %s", c.CheckpointMode, ModeBarrier, ModePause)
 	}
 	for i, s := range c.Steps {
 		if s.Workers < 1 || s.Workers > wire.MaxMembers || s.At < 0 {
@@ -222,7 +232,8 @@ type input struct {
 	done     bool
 	redo     bool // complete, rolled back by a restore and replayed: its completion is awaited, not counted
 	w        wire.Weight
-	payload  []byte // kept for replay: until complete, or with checkpoints until a checkpoint covers it
+	ms       float32 // end-to-end latency, once done
+	payload  []byte  // kept for replay: until complete, or with checkpoints until a checkpoint covers it
 }
 
 // inputID encodes an input's index and attempt as a record's Input.
@@ -770,6 +781,7 @@ func (p *Planner) complete(es []wire.DoneEntry) {
 			p.completed++
 			p.lastDone = now
 			ms := float64(now.Nanoseconds()-in.intended) / 1e6
+			in.ms = float32(ms)
 			p.lat = append(p.lat, ms)
 			p.allLat = append(p.allLat, ms)
 			if p.cfg.Allocate != nil {
@@ -943,25 +955,37 @@ func (p *Planner) steps(ctx context.Context) {
 
 // Result is a run's outcome.
 type Result struct {
-	App        string      `json:"app"`
-	Inputs     uint64      `json:"inputs"`
-	Completed  uint64      `json:"completed"`
-	Lost       uint64      `json:"lost"`
-	Duplicated uint64      `json:"duplicated"`
-	P50MS      float64     `json:"p50_ms"`
-	P95MS      float64     `json:"p95_ms"`
-	P99MS      float64     `json:"p99_ms"`
-	Workers    int         `json:"workers"`
-	Failures   int         `json:"failures"`
-	Refused    uint64      `json:"refused_frames"`
-	Migrations []Migration `json:"migrations"`
+	App        string  `json:"app"`
+	Inputs     uint64  `json:"inputs"`
+	Completed  uint64  `json:"completed"`
+	Lost       uint64  `json:"lost"`
+	Duplicated uint64  `json:"duplicated"`
+	P50MS      float64 `json:"p50_ms"`
+	P95MS      float64 `json:"p95_ms"`
+	P99MS      float64 `json:"p99_ms"`
+	// P50InCheckpointMS, P95InCheckpointMS and P99InCheckpointMS are over
+	// the inputs due while a checkpoint was being taken (its start to its
+	// end, CheckpointStat.DurationMS), the *OutsideCheckpointMS over the
+	// others (0 without such inputs): a comparison within one run.
+	P50InCheckpointMS      float64     `json:"p50_in_checkpoint_ms"`
+	P50OutsideCheckpointMS float64     `json:"p50_outside_checkpoint_ms"`
+	P95InCheckpointMS      float64     `json:"p95_in_checkpoint_ms"`
+	P99InCheckpointMS      float64     `json:"p99_in_checkpoint_ms"`
+	P95OutsideCheckpointMS float64     `json:"p95_outside_checkpoint_ms"`
+	P99OutsideCheckpointMS float64     `json:"p99_outside_checkpoint_ms"`
+	Workers                int         `json:"workers"`
+	Failures               int         `json:"failures"`
+	Refused                uint64      `json:"refused_frames"`
+	Migrations             []Migration `json:"migrations"`
 	// MigrationPlannerMS is the longest planner duration;
 	// MigrationWorkerPauseMSMax the longest worker pause, over all
 	// migrations (0 without migrations).
 	MigrationPlannerMS        float64 `json:"migration_planner_ms"`
 	MigrationWorkerPauseMSMax float64 `json:"migration_worker_pause_ms_max"`
-	// ElapsedS is the time from the load's start to the last completion.
-	ElapsedS float64 `json:"elapsed_s"`
+	// ElapsedS is the time from the load's start to the last completion;
+	// ThroughputPerS is Completed / ElapsedS.
+	ElapsedS       float64 `json:"elapsed_s"`
+	ThroughputPerS float64 `json:"throughput_per_s"`
 	// Checkpoints counts the complete checkpoints and CheckpointsDiscarded
 	// the others; CheckpointMSMax and CheckpointMSMean are their ingress
 	// pauses, CheckpointDrainMSMax the longest wait for the inputs in
@@ -969,18 +993,27 @@ type Result struct {
 	// largest. RestoredGroups counts the dead workers' key groups restored
 	// by failovers and Replayed the inputs sent again by them (with or
 	// without checkpoints).
-	Checkpoints          int              `json:"checkpoints"`
-	CheckpointsDiscarded int              `json:"checkpoints_discarded"`
-	CheckpointMSMax      float64          `json:"checkpoint_ms_max"`
-	CheckpointMSMean     float64          `json:"checkpoint_ms_mean"`
-	CheckpointDrainMSMax float64          `json:"checkpoint_drain_ms_max"`
-	CheckpointBytesMax   uint64           `json:"checkpoint_bytes_max"`
-	CheckpointKeysMax    uint64           `json:"checkpoint_keys_max"`
-	RestoredGroups       int              `json:"restored_groups"`
-	Replayed             int              `json:"replayed"`
-	CheckpointLog        []CheckpointStat `json:"checkpoint_log"`
-	Restores             []Restore        `json:"restores"`
-	Rows                 []Row            `json:"-"`
+	// CheckpointMode is Config.CheckpointMode ("" without checkpoints);
+	// CheckpointDurationMSMean is the mean start → completion of the
+	// complete checkpoints, CheckpointAlignMSMax the longest alignment of
+	// one task and CheckpointSnapshotMSMax the longest state copy of one
+	// worker in one checkpoint (see CheckpointStat).
+	CheckpointMode           string           `json:"checkpoint_mode,omitempty"`
+	CheckpointDurationMSMean float64          `json:"checkpoint_duration_ms_mean"`
+	CheckpointAlignMSMax     float64          `json:"checkpoint_align_ms_max"`
+	CheckpointSnapshotMSMax  float64          `json:"checkpoint_snapshot_ms_max"`
+	Checkpoints              int              `json:"checkpoints"`
+	CheckpointsDiscarded     int              `json:"checkpoints_discarded"`
+	CheckpointMSMax          float64          `json:"checkpoint_ms_max"`
+	CheckpointMSMean         float64          `json:"checkpoint_ms_mean"`
+	CheckpointDrainMSMax     float64          `json:"checkpoint_drain_ms_max"`
+	CheckpointBytesMax       uint64           `json:"checkpoint_bytes_max"`
+	CheckpointKeysMax        uint64           `json:"checkpoint_keys_max"`
+	RestoredGroups           int              `json:"restored_groups"`
+	Replayed                 int              `json:"replayed"`
+	CheckpointLog            []CheckpointStat `json:"checkpoint_log"`
+	Restores                 []Restore        `json:"restores"`
+	Rows                     []Row            `json:"-"`
 }
 
 func (p *Planner) result() Result {
@@ -989,6 +1022,12 @@ func (p *Planner) result() Result {
 	r := Result{App: p.cfg.App.Name, Inputs: uint64(len(p.ins)), Completed: p.completed, Duplicated: p.dup, Workers: len(p.liveIDs()), Failures: p.failures, Refused: p.refused, Migrations: slices.Clone(p.migs), Rows: slices.Clone(p.rows)}
 	r.Lost = r.Inputs - r.Completed
 	r.ElapsedS = p.lastDone.Seconds()
+	if r.ElapsedS > 0 {
+		r.ThroughputPerS = float64(r.Completed) / r.ElapsedS
+	}
+	if p.cfg.CheckpointInterval > 0 {
+		r.CheckpointMode = p.cfg.CheckpointMode
+	}
 	lat := slices.Clone(p.allLat)
 	slices.Sort(lat)
 	r.P50MS, r.P95MS, r.P99MS = quantile(lat, 0.5), quantile(lat, 0.95), quantile(lat, 0.99)
@@ -1005,15 +1044,42 @@ func (p *Planner) result() Result {
 		r.Checkpoints++
 		r.CheckpointMSMax = max(r.CheckpointMSMax, c.PauseMS)
 		r.CheckpointMSMean += c.PauseMS
+		r.CheckpointDurationMSMean += c.DurationMS
+		r.CheckpointAlignMSMax = max(r.CheckpointAlignMSMax, c.AlignMS)
+		r.CheckpointSnapshotMSMax = max(r.CheckpointSnapshotMSMax, c.SnapshotMS)
 		r.CheckpointDrainMSMax = max(r.CheckpointDrainMSMax, c.DrainMS)
 		r.CheckpointBytesMax = max(r.CheckpointBytesMax, c.Bytes)
 		r.CheckpointKeysMax = max(r.CheckpointKeysMax, c.Keys)
 	}
 	if r.Checkpoints > 0 {
 		r.CheckpointMSMean /= float64(r.Checkpoints)
+		r.CheckpointDurationMSMean /= float64(r.Checkpoints)
 	}
 	for _, rs := range r.Restores {
 		r.RestoredGroups += rs.Groups
+	}
+	if len(r.CheckpointLog) > 0 {
+		var in, out []float64
+		c := 0 // checkpoints are in start order
+		for i := range p.ins {
+			x := &p.ins[i]
+			if !x.done {
+				continue
+			}
+			for c < len(r.CheckpointLog) && int64((r.CheckpointLog[c].AtS+r.CheckpointLog[c].DurationMS/1e3)*1e9) < x.intended {
+				c++
+			}
+			if c < len(r.CheckpointLog) && int64(r.CheckpointLog[c].AtS*1e9) <= x.intended {
+				in = append(in, float64(x.ms))
+			} else {
+				out = append(out, float64(x.ms))
+			}
+		}
+		slices.Sort(in)
+		slices.Sort(out)
+		r.P50InCheckpointMS, r.P50OutsideCheckpointMS = quantile(in, 0.5), quantile(out, 0.5)
+		r.P95InCheckpointMS, r.P99InCheckpointMS = quantile(in, 0.95), quantile(in, 0.99)
+		r.P95OutsideCheckpointMS, r.P99OutsideCheckpointMS = quantile(out, 0.95), quantile(out, 0.99)
 	}
 	return r
 }

@@ -45,10 +45,12 @@ const (
 	KindSnapshot                     // Snapshot: one key group's state in a checkpoint (worker → planner, planner → worker on a restore)
 	KindSnapshotDone                 // SnapshotDone: worker → planner, this worker's part of a checkpoint is complete
 	KindRestore                      // Restore: planner → worker, the next placement restores a checkpoint
+	KindBarrier                      // Barrier: a checkpoint's barrier, in-band (planner → worker in the ingress, worker → worker after a snapshot)
+	KindAbort                        // Abort: planner → worker, a checkpoint in progress is discarded
 	kindMax
 )
 
-var kindNames = [...]string{"", "hello", "heartbeat", "batch", "metrics", "alloc", "placement", "state", "mark", "end", "done", "migrated", "checkpoint", "snapshot", "snapshot-done", "restore"}
+var kindNames = [...]string{"", "hello", "heartbeat", "batch", "metrics", "alloc", "placement", "state", "mark", "end", "done", "migrated", "checkpoint", "snapshot", "snapshot-done", "restore", "barrier", "abort"}
 
 func (k Kind) String() string {
 	if k > 0 && k < kindMax {

@@ -36,9 +36,12 @@ func sample() []interface{ Append([]byte) []byte } {
 		&Checkpoint{ID: 3, Epoch: 4},
 		&Snapshot{ID: 3, From: 1, Op: 1, KG: 5, Keys: []uint64{5, 133}, Values: [][]byte{[]byte("x"), {}}},
 		&Snapshot{ID: 3, From: NoID, Op: 0, KG: 9},
-		&SnapshotDone{ID: 3, From: 1, Epoch: 4, OK: true, Frames: 2, Keys: 2, Bytes: 17},
+		&SnapshotDone{ID: 3, From: 1, Epoch: 4, OK: true, Frames: 2, Keys: 2, Bytes: 17, AlignNS: 5, SnapNS: 6},
 		&SnapshotDone{ID: 4, From: 2, Epoch: 4},
 		&Restore{Epoch: 5, ID: 3, Frames: 2},
+		&Barrier{ID: 3, Cut: 1000, Epoch: 4, From: NoID, Op: NoOp, Members: []uint32{0, 2, 5}},
+		&Barrier{ID: 3, Cut: 1000, Epoch: 4, From: 2, Op: 1},
+		&Abort{ID: 3},
 	}
 }
 
@@ -85,6 +88,12 @@ func decode(k Kind, p []byte) (any, error) {
 		return &m, err
 	case KindRestore:
 		m, err := DecodeRestore(p)
+		return &m, err
+	case KindBarrier:
+		m, err := DecodeBarrier(p)
+		return &m, err
+	case KindAbort:
+		m, err := DecodeAbort(p)
 		return &m, err
 	}
 	return nil, errors.New("unknown")
@@ -187,13 +196,23 @@ func TestBadPayloads(t *testing.T) {
 		"snapshot key group 128":             &Snapshot{KG: KeyGroups},
 		"failed snapshot with frames":        &SnapshotDone{Frames: 1},
 		"restore for epoch 0":                &Restore{ID: 1},
+		"barrier of checkpoint 0":            &Barrier{From: NoID, Op: NoOp, Members: []uint32{0}},
+		"planner barrier with an operator":   &Barrier{ID: 1, From: NoID, Op: 0, Members: []uint32{0}},
+		"worker barrier without an operator": &Barrier{ID: 1, From: 1, Op: NoOp},
+		"worker barrier, operator 256":       &Barrier{ID: 1, From: 1, Op: MaxOps},
+		"planner barrier without members":    &Barrier{ID: 1, From: NoID, Op: NoOp},
+		"worker barrier with members":        &Barrier{ID: 1, From: 1, Op: 0, Members: []uint32{1}},
+		"members not ascending":              &Barrier{ID: 1, From: NoID, Op: NoOp, Members: []uint32{2, 1}},
+		"member repeated":                    &Barrier{ID: 1, From: NoID, Op: NoOp, Members: []uint32{1, 1}},
+		"member NoID":                        &Barrier{ID: 1, From: NoID, Op: NoOp, Members: []uint32{1, NoID}},
+		"abort of checkpoint 0":              &Abort{},
 	} {
 		f := m.Append(nil)
 		if _, err := decode(Kind(f[4]), f[5:]); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: error %v, want ErrMalformed", name, err)
 		}
 	}
-	if _, err := DecodeSnapshotDone(append((&SnapshotDone{}).Append(nil)[5:5+20], 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)); !errors.Is(err, ErrMalformed) {
+	if _, err := DecodeSnapshotDone(append((&SnapshotDone{}).Append(nil)[5:5+20], append([]byte{2}, make([]byte, 4+8+8+8+8)...)...)); !errors.Is(err, ErrMalformed) {
 		t.Errorf("snapshot-done with ok flag 2: error %v", err)
 	}
 	b := &Batch{Records: []Record{{Exp: MaxExp + 1}}}
@@ -207,6 +226,13 @@ func FuzzDecode(f *testing.F) {
 		f.Add(m.Append(nil))
 	}
 	f.Add([]byte{5, 0, 0, 0, 3, 0xff, 0xff, 0xff, 0xff})
+	// Barriers cut short, with a forged member count, and an abort of 0.
+	pb := (&Barrier{ID: 2, Cut: 9, Epoch: 1, From: NoID, Op: NoOp, Members: []uint32{0, 1}}).Append(nil)
+	f.Add(pb[:len(pb)-3])
+	forged := bytes.Clone(pb)
+	forged[4+1+8+8+8+4+2] = 0xff // the member count
+	f.Add(forged)
+	f.Add((&Abort{}).Append(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for len(b) > 0 {
 			k, p, rest, err := SplitFrame(b)

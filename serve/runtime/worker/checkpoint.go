@@ -43,6 +43,7 @@ func (w *Worker) snapshot(c wire.Checkpoint) {
 		w.planner.frame(done.Append)
 		return
 	}
+	t0 := time.Now()
 	p := w.planner
 	p.closeBatch()
 	b := p.buf
@@ -71,6 +72,7 @@ func (w *Worker) snapshot(c wire.Checkpoint) {
 	}
 	p.buf = b
 	done.OK = true
+	done.SnapNS = uint64(time.Since(t0))
 	w.stats.Snapshots++
 	p.frame(done.Append)
 }
@@ -159,6 +161,7 @@ func (w *Worker) restore(ctx context.Context, client *transport.Client, r placeR
 	for _, h := range w.holds {
 		dropped += uint64(len(h.fromOld) + len(h.direct))
 	}
+	dropped += uint64(w.resetBarrier())
 	clear(w.holds)
 	clear(w.done)
 	for _, p := range w.peers {

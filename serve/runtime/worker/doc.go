@@ -52,15 +52,30 @@
 //
 // # Checkpoints and restores
 //
-// On the planner's Checkpoint the worker stops executions and, if it holds
-// no request (the planner asks only when nothing is in flight), sends the
-// state of every key group it owns to the planner (wire.Snapshot frames,
-// then wire.SnapshotDone); otherwise it answers OK = false. A Restore, the
+// With barriers (the planner's default; barrier.go) a checkpoint is taken
+// task by task while records flow: the planner's Barrier arrives in the
+// ingress stream and names the checkpoint's cut and members; a task
+// aligns — it snapshots once the barrier has arrived on each of its input
+// channels (the ingress for a source; for every upstream operator, its
+// task here and every other member's stream) and its queue is empty, and
+// meanwhile parks the records of inputs from the cut on — then encodes
+// its key groups into Snapshot frames to the planner, queues what it
+// parked and sends a Barrier for its operator on the stream to every
+// member. When every task has, the worker flushes its completion weights
+// and sends SnapshotDone. An Abort, a newer checkpoint's barrier or a
+// placement ends an alignment: the parked records are queued.
+//
+// Without barriers, on the planner's Checkpoint the worker stops
+// executions and, if it holds no request (the planner asks only when
+// nothing is in flight), sends the state of every key group it owns to
+// the planner (wire.Snapshot frames, then wire.SnapshotDone); otherwise
+// it answers OK = false. A Restore, the
 // Snapshot frames it announces and the following Placement are a global
 // rollback: executions stop, every request held and every completion
 // weight not yet returned are discarded, every key group's state becomes
 // the checkpoint's (empty where the checkpoint has none or the worker does
-// not own the group), the placement is installed without handovers, and
+// not own the group), the checkpoint being aligned is dropped with what
+// it parked, the placement is installed without handovers, and
 // records stamped with an earlier epoch are dropped from then on
 // (Stats.Stale). A restore missing frames, with moves, or giving the
 // worker a group it does not own is refused as a whole (see package

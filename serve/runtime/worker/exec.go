@@ -127,6 +127,7 @@ func (w *Worker) runSlot() {
 		w.mu.Lock()
 		s.finish()
 		t.running = false
+		w.barrierStep()
 		if w.paused {
 			w.drained.Broadcast()
 		}

@@ -93,6 +93,11 @@ func (w *Worker) migrate(ctx context.Context, client *transport.Client, r placeR
 	w.mu.Lock()
 	rep := wire.Migrated{From: w.id, Epoch: pl.Epoch}
 	first := w.owners == nil
+	if w.bar != nil {
+		// The planner never reconfigures during a checkpoint; one still
+		// aligning here was discarded.
+		w.abandon(w.bar)
+	}
 	w.paused = true
 	for !first && !w.closing && w.anyRunning() {
 		w.drained.Wait()

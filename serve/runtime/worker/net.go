@@ -222,6 +222,21 @@ func (w *Worker) plannerLink(ctx context.Context, client *transport.Client, addr
 			if err != nil {
 				w.refuse("planner", err)
 			}
+		case wire.KindBarrier:
+			var b wire.Barrier
+			if b, err = wire.DecodeBarrier(p); err == nil {
+				err = w.onBarrier(wire.NoID, b)
+			}
+			if err != nil {
+				w.refuse("planner", err)
+			}
+		case wire.KindAbort:
+			var a wire.Abort
+			if a, err = wire.DecodeAbort(p); err != nil {
+				w.refuse("planner", err)
+				continue
+			}
+			w.onAbort(a)
 		case wire.KindCheckpoint:
 			var c wire.Checkpoint
 			if c, err = wire.DecodeCheckpoint(p); err != nil {
@@ -294,7 +309,6 @@ func (w *Worker) sendLoop(ctx context.Context, p *peer, open func() (*transport.
 	tick := time.NewTicker(max(w.cfg.Flush, 100*time.Microsecond))
 	defer tick.Stop()
 	lastBeat := time.Time{}
-	var entries []wire.DoneEntry
 	for {
 		select {
 		case <-ctx.Done():
@@ -311,15 +325,7 @@ func (w *Worker) sendLoop(ctx context.Context, p *peer, open func() (*transport.
 		}
 		w.mu.Lock()
 		if isPlanner {
-			if len(w.done) > 0 {
-				entries = entries[:0]
-				for in, wt := range w.done {
-					entries = append(entries, wire.DoneEntry{Input: in, W: wt})
-				}
-				clear(w.done)
-				d := wire.Done{From: w.id, Entries: entries}
-				p.frame(d.Append)
-			}
+			w.flushDone()
 			if time.Since(lastBeat) >= w.cfg.Heartbeat {
 				lastBeat = time.Now()
 				hb := wire.Heartbeat{From: w.id, Epoch: w.epoch}
@@ -368,6 +374,22 @@ func (w *Worker) sendLoop(ctx context.Context, p *peer, open func() (*transport.
 		w.work.Broadcast()
 		w.mu.Unlock()
 	}
+}
+
+// flushDone sends the completion weight returned since the last flush to
+// the planner (w.mu held).
+func (w *Worker) flushDone() {
+	if len(w.done) == 0 {
+		return
+	}
+	entries := w.doneBuf[:0]
+	for in, wt := range w.done {
+		entries = append(entries, wire.DoneEntry{Input: in, W: wt})
+	}
+	clear(w.done)
+	d := wire.Done{From: w.id, Entries: entries}
+	w.planner.frame(d.Append)
+	w.doneBuf = entries[:0]
 }
 
 // dialPeer opens the stream to a peer and introduces this worker.
@@ -496,6 +518,11 @@ func (w *Worker) handlePeer(ctx context.Context, s *transport.Stream) {
 			if err == nil {
 				err = w.onMark(from, k, m)
 			}
+		case wire.KindBarrier:
+			var b wire.Barrier
+			if b, err = wire.DecodeBarrier(p); err == nil {
+				err = w.onBarrier(from, b)
+			}
 		default:
 			err = fmt.Errorf("worker: unexpected %v from a peer", k)
 		}
@@ -548,7 +575,9 @@ func (w *Worker) onBatch(from uint32, b wire.Batch) error {
 		return fmt.Errorf("worker: batch of unknown epoch %d (this worker is at %d)", b.Epoch, w.epoch)
 	}
 	w.applyRecords(from, b.Records)
-	for w.inFlight > w.cfg.MaxInFlight && !w.closing {
+	// Parked records do not count: the barriers that release them may be
+	// behind this very batch on a stream whose reader would wait.
+	for w.inFlight-w.parkedN > w.cfg.MaxInFlight && !w.closing {
 		w.space.Wait()
 	}
 	return nil

@@ -39,7 +39,9 @@ type Config struct {
 	// is T, the age at which a queue is dispatched whatever its length
 	// (default 20 ms). Interval < 0 means 0: dispatch at once.
 	Check, Interval time.Duration
-	// MaxInFlight caps the requests a worker holds (default 100,000).
+	// MaxInFlight caps the requests a worker holds (default 100,000),
+	// except those parked by a checkpoint's alignment (bounded by the
+	// checkpoint's timeout).
 	MaxInFlight int
 	// Flush is the remote-send timer (default 2 ms); FlushBytes the buffer
 	// size that sends at once (default 64 KiB).
@@ -158,6 +160,12 @@ type task struct {
 	cpuLast time.Duration
 	// state size at the last report taken while the task was idle
 	stateKeys, stateBytes uint64
+	// Checkpoint alignment (barrier.go): snapped once the task has taken
+	// its snapshot of the checkpoint being aligned; parked holds the
+	// records of later inputs that arrived before that; flushNow
+	// dispatches the queue without waiting for the batching timer.
+	snapped, flushNow bool
+	parked            []rec
 }
 
 type taskCounters struct {
@@ -204,6 +212,7 @@ type Stats struct {
 	Restores       uint64 // checkpoints restored (failovers)
 	Discarded      uint64 // requests discarded by restores (the planner replays their inputs)
 	Stale          uint64 // records stamped before the last restore, dropped
+	LateBarriers   uint64 // barriers of checkpoints finished or discarded here, ignored
 }
 
 // Worker is one worker. Create it with New, run it with Run.
@@ -211,6 +220,8 @@ type Worker struct {
 	cfg     Config
 	nOps    int
 	edgeIdx [][]int // [from][to] → edge index, −1 for none
+	ups     [][]int // [op] → the operators with an edge to it, ascending
+	downs   [][]int // [op] → the operators it has an edge to
 	start   time.Time
 	clock   atomic.Int64
 
@@ -235,6 +246,7 @@ type Worker struct {
 	futureN  int
 	inFlight int
 	done     map[uint64]wire.Weight
+	doneBuf  []wire.DoneEntry
 	marks    map[uint32]uint64
 	ends     map[uint32]uint64
 	migCh    chan struct{} // kicks the migration goroutine on marks and ends
@@ -246,6 +258,13 @@ type Worker struct {
 	placeCh  chan placeReq
 	ready    chan struct{} // closed at the first placement
 	readyOne sync.Once
+	// Checkpoints with barriers (barrier.go): the one being aligned,
+	// every checkpoint up to barDone finished or discarded here, and the
+	// last cut started.
+	bar     *barrierRun
+	barDone uint64
+	barCut  uint64
+	parkedN int // records parked, over all tasks
 }
 
 // New returns a worker or an error for a bad configuration.
@@ -287,6 +306,15 @@ func New(cfg Config) (*Worker, error) {
 			return nil, fmt.Errorf("worker: app %s: edge %d (%d→%d) names a missing operator", cfg.App.Name, i, e[0], e[1])
 		}
 		w.edgeIdx[e[0]][e[1]] = i
+	}
+	w.ups, w.downs = make([][]int, n), make([][]int, n)
+	for from := range n {
+		for to := range n {
+			if w.edgeIdx[from][to] >= 0 {
+				w.ups[to] = append(w.ups[to], from)
+				w.downs[from] = append(w.downs[from], to)
+			}
+		}
 	}
 	for _, s := range cfg.App.Operators {
 		if s.New == nil {
@@ -411,7 +439,7 @@ func (w *Worker) taskReady(t *task, now int64) bool {
 	if n == 0 || t.running {
 		return false
 	}
-	if n >= w.cfg.Batch || w.cfg.Interval == 0 {
+	if n >= w.cfg.Batch || w.cfg.Interval == 0 || t.flushNow {
 		return true
 	}
 	return now-t.q[t.head].at >= int64(w.cfg.Interval)
@@ -448,8 +476,11 @@ func (w *Worker) peerBlocked() bool {
 func (w *Worker) enqueue(r rec) {
 	t := w.tasks[r.Op]
 	r.at = w.now()
-	t.push(r)
 	t.c.arrived++
+	if w.bar != nil && w.park(t, r) {
+		return
+	}
+	t.push(r)
 	if w.idle > 0 && !t.running && (t.len() >= w.cfg.Batch || w.cfg.Interval == 0) && !w.paused {
 		w.work.Signal()
 	}
