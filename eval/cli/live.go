@@ -313,22 +313,38 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	for _, t := range scs[0].App.Tasks {
 		sum.Tasks = append(sum.Tasks, t.Name)
 	}
-	// One policy endpoint for the whole run, if a PPO controller needs it.
-	apiURL := *api
+	// The policy endpoints: -api for every PPO controller, or one
+	// `serve api` per policies directory the PPO controllers name (a
+	// ppo:DIR controller's policy is DIR's base name in DIR's parent).
+	apiOf, byDir := map[string]string{}, map[string]string{}
+	var apis []string
 	for _, sp := range parsed {
-		if isPPO(sp) && apiURL == "" {
-			dir := *policies
-			if d, ok := strings.CutPrefix(sp.String(), "ppo:"); ok {
-				dir = filepath.Dir(d)
-			}
-			u, stop, err := startAPI(ctx, dir, *serveBin, o)
+		if !isPPO(sp) {
+			continue
+		}
+		dir := *policies
+		if d, ok := strings.CutPrefix(sp.String(), "ppo:"); ok {
+			dir = filepath.Dir(d)
+		}
+		if *api != "" {
+			apiOf[sp.String()] = *api
+			continue
+		}
+		u, ok := byDir[dir]
+		if !ok {
+			var stop func()
+			u, stop, err = startAPI(ctx, dir, *serveBin, o)
 			if err != nil {
 				return err
 			}
 			defer stop()
-			apiURL = u
-			break
+			byDir[dir] = u
+			apis = append(apis, u)
 		}
+		apiOf[sp.String()] = u
+	}
+	if *api != "" && len(apiOf) > 0 {
+		apis = []string{*api}
 	}
 	var results []runner.Result
 	for pi, edge := range scs {
@@ -339,12 +355,12 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 			if err != nil {
 				return usageError(err)
 			}
-			c, err := buildLive(ctx, sp, sc, *policies, apiURL)
+			c, err := buildLive(ctx, sp, sc, *policies, apiOf[sp.String()])
 			if err != nil {
 				return err
 			}
 			if isPPO(sp) {
-				sum.API = apiURL
+				sum.API = strings.Join(apis, ",")
 			}
 			cfg := live.Config{Scenario: sc, App: app, Trace: tr, Step: *scale, Intervals: n, Seed: *seed, Workers: *workers,
 				CPUScale: *cpuScale, Controller: c, Name: sp.String(), WorkerArgs: []string{"live-worker"},
