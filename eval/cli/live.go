@@ -322,10 +322,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		if !isPPO(sp) {
 			continue
 		}
-		dir := *policies
-		if d, ok := strings.CutPrefix(sp.String(), "ppo:"); ok {
-			dir = filepath.Dir(d)
-		}
+		dir := policyEndpointDir(sp.String(), *policies)
 		if *api != "" {
 			apiOf[sp.String()] = *api
 			continue
@@ -435,6 +432,17 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	}
 	_, err = o.Stdout.Write(liveMarkdown(sum))
 	return err
+}
+
+// policyEndpointDir is the directory the policy endpoint of PPO
+// controller spec serves: policies for "ppo" (the policy is the profile's
+// name), DIR's parent for "ppo:DIR" (the policy is DIR's base name).
+// Controllers with different directories need different endpoints.
+func policyEndpointDir(spec, policies string) string {
+	if d, ok := strings.CutPrefix(spec, "ppo:"); ok {
+		return filepath.Dir(d)
+	}
+	return policies
 }
 
 func isPPO(sp controllers.Spec) bool {

@@ -99,3 +99,23 @@ func TestCalibrateUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyEndpointDir: PPO controllers from different policy directories
+// are served by different endpoints, each from the directory holding its
+// policy (one endpoint for all of them once asked the first directory's
+// policy of the same name).
+func TestPolicyEndpointDir(t *testing.T) {
+	for _, tc := range []struct{ spec, want string }{
+		{"ppo", "policies"},
+		{"ppo:policies/longer/pred", "policies/longer"},
+		{"ppo:policies/calibrated/pred", "policies/calibrated"},
+		{"ppo:/abs/dir/etl", "/abs/dir"},
+	} {
+		if got := policyEndpointDir(tc.spec, "policies"); got != tc.want {
+			t.Errorf("%s: endpoint directory %q, want %q", tc.spec, got, tc.want)
+		}
+	}
+	if policyEndpointDir("ppo:a/pred", "p") == policyEndpointDir("ppo:b/pred", "p") {
+		t.Error("two directories share one endpoint")
+	}
+}
