@@ -163,52 +163,41 @@ func detect(mountinfo, selfCgroup string, try func(*Controller) error) (*Control
 	mounts := parseMountinfo(mountinfo)
 	p2, p1, has2, has1 := selfPaths(selfCgroup)
 	var why []string
-	found2, found1 := false, false
-	for _, m := range mounts {
-		if !m.v2 {
-			continue
+	// v2 first (cpu.max), then v1's cpu controller.
+	for _, v := range []struct {
+		ver        Version
+		matches    func(mount) bool
+		self       string
+		hasSelf    bool
+		name, none string
+	}{
+		{V2, func(m mount) bool { return m.v2 }, p2, has2, "cgroup v2", "no cgroup v2 mount"},
+		{V1, func(m mount) bool { return !m.v2 && m.cpu }, p1, has1, "cgroup v1 cpu controller", "no cgroup v1 hierarchy with the cpu controller"},
+	} {
+		found := false
+		for _, m := range mounts {
+			if !v.matches(m) {
+				continue
+			}
+			found = true
+			dir := m.point
+			if v.hasSelf {
+				dir = parentDir(m.point, v.self)
+			}
+			if m.readOnly {
+				why = append(why, fmt.Sprintf("%s at %s is mounted read-only", v.name, m.point))
+				continue
+			}
+			c := &Controller{Version: v.ver, Parent: dir}
+			if err := try(c); err != nil {
+				why = append(why, err.Error())
+				continue
+			}
+			return c, nil
 		}
-		found2 = true
-		dir := m.point
-		if has2 {
-			dir = parentDir(m.point, p2)
+		if !found {
+			why = append(why, v.none)
 		}
-		if m.readOnly {
-			why = append(why, fmt.Sprintf("cgroup v2 at %s is mounted read-only", m.point))
-			continue
-		}
-		c := &Controller{Version: V2, Parent: dir}
-		if err := try(c); err != nil {
-			why = append(why, err.Error())
-			continue
-		}
-		return c, nil
-	}
-	if !found2 {
-		why = append(why, "no cgroup v2 mount")
-	}
-	for _, m := range mounts {
-		if m.v2 || !m.cpu {
-			continue
-		}
-		found1 = true
-		dir := m.point
-		if has1 {
-			dir = parentDir(m.point, p1)
-		}
-		if m.readOnly {
-			why = append(why, fmt.Sprintf("cgroup v1 cpu controller at %s is mounted read-only", m.point))
-			continue
-		}
-		c := &Controller{Version: V1, Parent: dir}
-		if err := try(c); err != nil {
-			why = append(why, err.Error())
-			continue
-		}
-		return c, nil
-	}
-	if !found1 {
-		why = append(why, "no cgroup v1 hierarchy with the cpu controller")
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnavailable, strings.Join(why, "; "))
 }

@@ -147,24 +147,29 @@ func (d *dec) fail(what string) {
 	d.b = nil
 }
 
-func (d *dec) u64(what string) uint64 {
-	if len(d.b) < 8 {
+// take consumes the next n bytes, or fails (nil) if fewer are left.
+func (d *dec) take(n uint64, what string) []byte {
+	if d.err != nil || n > uint64(len(d.b)) {
 		d.fail(what)
-		return 0
+		return nil
 	}
-	v := binary.LittleEndian.Uint64(d.b)
-	d.b = d.b[8:]
+	v := d.b[:n:n]
+	d.b = d.b[n:]
 	return v
 }
 
-func (d *dec) u32(what string) uint32 {
-	if len(d.b) < 4 {
-		d.fail(what)
-		return 0
+func (d *dec) u64(what string) uint64 {
+	if v := d.take(8, what); v != nil {
+		return binary.LittleEndian.Uint64(v)
 	}
-	v := binary.LittleEndian.Uint32(d.b)
-	d.b = d.b[4:]
-	return v
+	return 0
+}
+
+func (d *dec) u32(what string) uint32 {
+	if v := d.take(4, what); v != nil {
+		return binary.LittleEndian.Uint32(v)
+	}
+	return 0
 }
 
 func (d *dec) uvarint(what string) uint64 {
@@ -179,13 +184,7 @@ func (d *dec) uvarint(what string) uint64 {
 
 func (d *dec) bytes(what string) []byte {
 	n := d.uvarint(what)
-	if d.err != nil || n > uint64(len(d.b)) {
-		d.fail(what)
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
+	return d.take(n, what)
 }
 
 func (d *dec) count(what string) int {

@@ -31,11 +31,7 @@ func (p *Planner) checkpointBarrier(ctx context.Context) {
 	deadline := time.NewTimer(p.cfg.CheckpointTimeout)
 	defer deadline.Stop()
 	p.mu.Lock()
-	p.ckNext++
-	run := &ckRun{ckpt: ckpt{id: p.ckNext, cut: len(p.ins), state: map[uint32]map[uint64][]byte{}},
-		wait: map[uint32]bool{}, frames: map[uint32]uint32{}, done: make(chan struct{}), abort: make(chan struct{})}
-	p.ckRun = run
-	st := CheckpointStat{ID: run.id, AtS: t0.Sub(p.start).Seconds(), Cut: run.cut, Mode: ModeBarrier}
+	run, st := p.startCheckpoint(t0, ModeBarrier)
 	ids := p.placedIDs()
 	switch {
 	case p.failing > 0:
@@ -77,20 +73,8 @@ func (p *Planner) checkpointBarrier(ctx context.Context) {
 	if p.ckHook != nil {
 		p.ckHook(run.id)
 	}
-	select {
-	case <-ctx.Done():
-		p.mu.Lock()
-		run.fail("the run ended")
-		p.mu.Unlock()
+	if !p.awaitSnapshots(ctx, run, deadline) {
 		return
-	case <-run.abort:
-		return
-	case <-deadline.C:
-		p.mu.Lock()
-		run.fail(fmt.Sprintf("%d workers did not answer within %v", len(run.wait), p.cfg.CheckpointTimeout))
-		p.mu.Unlock()
-		return
-	case <-run.done:
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -106,11 +90,5 @@ func (p *Planner) checkpointBarrier(ctx context.Context) {
 		run.fail(fmt.Sprintf("input %d before the cut %d is not complete", p.ckOpen, run.cut))
 		return
 	}
-	st.Complete = true
-	st.Keys, st.Bytes = run.keys, run.bytes
-	old := p.ck.cut
-	p.ck = &run.ckpt
-	for i := old; i < run.cut; i++ {
-		p.ins[i].payload = nil // never replayed again
-	}
+	p.install(run, &st)
 }

@@ -119,11 +119,8 @@ func (p *Planner) checkpointPause(ctx context.Context) {
 	deadline := time.NewTimer(p.cfg.CheckpointTimeout)
 	defer deadline.Stop()
 	p.mu.Lock()
-	p.ckNext++
-	run := &ckRun{ckpt: ckpt{id: p.ckNext, cut: len(p.ins), state: map[uint32]map[uint64][]byte{}},
-		wait: map[uint32]bool{}, frames: map[uint32]uint32{}, done: make(chan struct{}), abort: make(chan struct{})}
-	p.ckRun, p.ckPaused = run, true
-	st := CheckpointStat{ID: run.id, AtS: t0.Sub(p.start).Seconds(), Cut: run.cut, Mode: ModePause}
+	run, st := p.startCheckpoint(t0, ModePause)
+	p.ckPaused = true
 	if p.failing > 0 {
 		// A worker died and its failover waits for this lock: its inputs
 		// cannot complete before the restore.
@@ -200,33 +197,59 @@ func (p *Planner) checkpointPause(ctx context.Context) {
 		}
 	}
 	p.mu.Unlock()
+	if !p.awaitSnapshots(ctx, run, deadline) {
+		return
+	}
+	p.mu.Lock()
+	if !run.aborted {
+		p.install(run, &st)
+	}
+	p.mu.Unlock()
+}
+
+// startCheckpoint opens the next checkpoint, started at t0 in mode, over
+// the inputs generated so far (p.mu held).
+func (p *Planner) startCheckpoint(t0 time.Time, mode string) (*ckRun, CheckpointStat) {
+	p.ckNext++
+	run := &ckRun{ckpt: ckpt{id: p.ckNext, cut: len(p.ins), state: map[uint32]map[uint64][]byte{}},
+		wait: map[uint32]bool{}, frames: map[uint32]uint32{}, done: make(chan struct{}), abort: make(chan struct{})}
+	p.ckRun = run
+	return run, CheckpointStat{ID: run.id, AtS: t0.Sub(p.start).Seconds(), Cut: run.cut, Mode: mode}
+}
+
+// awaitSnapshots waits until every worker of run has reported its
+// snapshot, and reports whether it did; the run's end, a failure (abort)
+// or the deadline discards the checkpoint instead.
+func (p *Planner) awaitSnapshots(ctx context.Context, run *ckRun, deadline *time.Timer) bool {
 	select {
 	case <-ctx.Done():
 		p.mu.Lock()
 		run.fail("the run ended")
 		p.mu.Unlock()
-		return
+		return false
 	case <-run.abort:
-		return
+		return false
 	case <-deadline.C:
 		p.mu.Lock()
 		run.fail(fmt.Sprintf("%d workers did not answer within %v", len(run.wait), p.cfg.CheckpointTimeout))
 		p.mu.Unlock()
-		return
+		return false
 	case <-run.done:
+		return true
 	}
-	p.mu.Lock()
-	if !run.aborted {
-		st.Complete = true
-		st.Keys, st.Bytes = run.keys, run.bytes
-		old := p.ck.cut
-		p.ck = &run.ckpt
-		// The inputs the checkpoint covers will never be replayed.
-		for i := old; i < run.cut; i++ {
-			p.ins[i].payload = nil
-		}
+}
+
+// install makes run the checkpoint restored on a failure and records it
+// in st as complete (p.mu held). The inputs it covers are never replayed
+// again, so their payloads are dropped.
+func (p *Planner) install(run *ckRun, st *CheckpointStat) {
+	st.Complete = true
+	st.Keys, st.Bytes = run.keys, run.bytes
+	old := p.ck.cut
+	p.ck = &run.ckpt
+	for i := old; i < run.cut; i++ {
+		p.ins[i].payload = nil
 	}
-	p.mu.Unlock()
 }
 
 // onSnapshot keeps one Snapshot frame of the checkpoint in progress.
