@@ -74,7 +74,10 @@ func (r *ring) push(p piece) {
 		}
 		r.grow()
 	}
-	r.buf[(r.head+r.n)&r.mask] = p
+	// Field by field: a whole-struct copy goes through a stack spill of p
+	// and 16-byte loads that stall store-to-load forwarding.
+	b := &r.buf[(r.head+r.n)&r.mask]
+	b.w, b.as, b.ae, b.os, b.oe, b.bl = p.w, p.as, p.ae, p.os, p.oe, p.bl
 	r.n++
 }
 
@@ -141,9 +144,14 @@ func (p piece) countBy(t float64) float64 {
 // b]); over k hops the width grows as √k, as the sum of independent waits
 // does.
 func (p *piece) batch(b float64) {
-	lo, hi := p.as-p.os, p.ae-p.oe
+	p.as, p.ae, p.os, p.oe = batchTimes(p.as, p.ae, p.os, p.oe, b)
+}
+
+// batchTimes is piece.batch on a piece's times, for callers that keep a
+// piece in registers.
+func batchTimes(as, ae, os, oe, b float64) (float64, float64, float64, float64) {
+	lo, hi := as-os, ae-oe
 	width := max(hi-lo, 0)
-	grow := min(math.Sqrt(width*width+b*b)-width, p.oe-p.os)
-	p.as, p.ae = p.as+b/2, p.ae+b/2
-	p.os, p.oe = p.os+grow/2, p.oe-grow/2
+	grow := min(math.Sqrt(width*width+b*b)-width, oe-os)
+	return as + b/2, ae + b/2, os + grow/2, oe - grow/2
 }

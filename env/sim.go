@@ -542,17 +542,19 @@ func (f *fluid) depart(s *stage, p piece, ds, de float64) {
 	if len(s.out) == 0 {
 		return
 	}
-	q := piece{w: w, as: ds + s.delay, ae: de + s.delay, os: p.os, oe: p.oe}
+	// The outgoing piece stays in registers (no address taken): a piece
+	// assembled in a stack temporary by scalar stores and copied out by
+	// 16-byte loads stalls store-to-load forwarding (measured: ≈ 6% of an
+	// ETL step).
+	as, ae, os, oe := ds+s.delay, de+s.delay, p.os, p.oe
 	if s.spread > 0 {
-		q.batch(s.spread)
+		as, ae, os, oe = batchTimes(as, ae, os, oe, s.spread)
 	}
 	for j, o := range s.out {
 		if x := s.outW[j]; x == 1 {
-			f.deliver(o, q)
+			f.deliver(o, piece{w: w, as: as, ae: ae, os: os, oe: oe})
 		} else if x > 0 {
-			r := q
-			r.w *= x
-			f.deliver(o, r)
+			f.deliver(o, piece{w: w * x, as: as, ae: ae, os: os, oe: oe})
 		}
 	}
 }
