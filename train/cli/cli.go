@@ -64,6 +64,7 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	fs.IntVar(&opts.TrainPlacements, "train-placements", 0, "training placements (streamscale): 0 = the paper's two (seeds 42, 37); N > 2 adds seeds 2001… (not the dev 1001–1003 or eval 101–110 ones)")
 	sel := fs.String("select", "best-dev", "which policy to ship (streamscale): best-dev (the iterate with the best development reward) or last (the last iterate, as SB3 saves by default; skips the development episodes)")
 	actionDeltas := fs.String("action-deltas", "", "the action set (streamscale): five comma-separated millicore changes, strictly increasing, the middle 0 (default: the paper's -500,-50,0,50,500); an ablation, recorded in the policy")
+	fs.Float64Var(&opts.RewardSpan, "reward-span", 0, "R_resource's span in millicores per task (streamscale; env.RewardConfig.SpanPerTask, default 2000): the reward falls linearly from 1.5 at the minimum allocation to 0 at n·(minimum + span); an ablation, recorded in summary.json")
 	trainTraces := fs.String("train-traces", "", "training workloads (streamscale), TRACE[:MULT],… (default: the paper's taxi-train:1,taxi-train:2); e.g. taxi-train:1,taxi-train:2,intel-train adds the held-out Intel windows; each on every training placement and in the development episodes")
 	fs.Uint64Var(&opts.Seed, "seed", 284572, "root seed of every random stream")
 	fs.IntVar(&opts.Steps, "steps", 0, "env steps to train for, rounded up to whole iterations (0: 500000 streamscale, 100000 cartpole)")
@@ -113,6 +114,9 @@ func parse(args []string, o command.IO) (run.Options, error) {
 			return run.Options{}, command.Usagef("train: -action-deltas: %v", err)
 		}
 		opts.ActionDeltas = d
+	}
+	if command.Set(fs, "reward-span") && !(opts.RewardSpan > 0 && opts.RewardSpan <= 1e6) {
+		return run.Options{}, command.Usagef("train: -reward-span %v, want millicores per task in (0, 1e6]", opts.RewardSpan)
 	}
 	opts.ProfileSet = command.Set(fs, "profile")
 	opts.ScenarioSet = command.Set(fs, "scenario")

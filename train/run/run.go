@@ -50,15 +50,19 @@ type Options struct {
 	// ActionDeltas is the action set (-action-deltas; zero: the paper's
 	// {−500, −50, 0, +50, +500}).
 	ActionDeltas [5]float64
-	Seed         uint64
-	Steps        int    // 0: environment default
-	Envs         int    // 0: environment default
-	Out          string // "" → runs/<env>-seed<seed>
-	Resume       bool
-	JSON         bool
-	Workers      int
-	NormObs      bool // ppo.Config.NormObs (-norm-obs)
-	NormReward   bool // ppo.Config.NormReward (-norm-reward)
+	// RewardSpan, when > 0, is the reward's R_resource span in
+	// millicores per task (env.RewardConfig.SpanPerTask; -reward-span; 0:
+	// the default's 2,000); an ablation, recorded in the summary.
+	RewardSpan float64
+	Seed       uint64
+	Steps      int    // 0: environment default
+	Envs       int    // 0: environment default
+	Out        string // "" → runs/<env>-seed<seed>
+	Resume     bool
+	JSON       bool
+	Workers    int
+	NormObs    bool // ppo.Config.NormObs (-norm-obs)
+	NormReward bool // ppo.Config.NormReward (-norm-reward)
 	// EntCoef and ClipRangeVF, when not nil, override ppo.Config's
 	// ent_coef and clip_range_vf (-ent-coef, -clip-range-vf); nil keeps
 	// the environment's default.
@@ -82,12 +86,13 @@ const (
 type Summary struct {
 	Env             string    `json:"env"`
 	Profile         string    `json:"profile,omitempty"`
-	Scenario        string    `json:"scenario,omitempty"`         // streamscale physics preset
-	Randomize       bool      `json:"randomize,omitempty"`        // domain randomisation of the training physics
-	TrainPlacements int       `json:"train_placements,omitempty"` // training placements beyond the paper's two, if set
-	TrainTraces     string    `json:"train_traces,omitempty"`     // training workloads other than the paper's, if set
-	ActionDeltas    []float64 `json:"action_deltas,omitempty"`    // the action set, if not the paper's (-action-deltas)
-	Select          string    `json:"select,omitempty"`           // "last" when the last iterate is shipped (-select last); absent: best development reward
+	Scenario        string    `json:"scenario,omitempty"`             // streamscale physics preset
+	Randomize       bool      `json:"randomize,omitempty"`            // domain randomisation of the training physics
+	TrainPlacements int       `json:"train_placements,omitempty"`     // training placements beyond the paper's two, if set
+	TrainTraces     string    `json:"train_traces,omitempty"`         // training workloads other than the paper's, if set
+	ActionDeltas    []float64 `json:"action_deltas,omitempty"`        // the action set, if not the paper's (-action-deltas)
+	RewardSpan      float64   `json:"reward_span_per_task,omitempty"` // R_resource's span, mc per task, if not the default (-reward-span)
+	Select          string    `json:"select,omitempty"`               // "last" when the last iterate is shipped (-select last); absent: best development reward
 	Seed            uint64    `json:"seed"`
 	Transitions     int       `json:"transitions"`
 	Iterations      int       `json:"iterations"`
@@ -159,8 +164,8 @@ func (o *Options) check() error {
 	if o.TrainPlacements < 0 || o.TrainPlacements > 64 {
 		return command.Usagef("train: -train-placements %d, want 0 (the paper's two) to 64", o.TrainPlacements)
 	}
-	if o.Env == "cartpole" && (o.Randomize || o.TrainPlacements != 0 || o.TrainTraces != nil || o.ActionDeltas != [5]float64{}) {
-		return command.Usagef("train: -randomize, -train-placements, -train-traces and -action-deltas apply only to -env streamscale")
+	if o.Env == "cartpole" && (o.Randomize || o.TrainPlacements != 0 || o.TrainTraces != nil || o.ActionDeltas != [5]float64{} || o.RewardSpan != 0) {
+		return command.Usagef("train: -randomize, -train-placements, -train-traces, -action-deltas and -reward-span apply only to -env streamscale")
 	}
 	if o.Env == "cartpole" && o.ScenarioSet {
 		return command.Usagef("train: -scenario applies only to -env streamscale")
@@ -264,7 +269,13 @@ func prepare(o Options) (*setup, error) {
 			r := env.DefaultRanges()
 			ranges = &r
 		}
-		sim, err := NewSimulator(scen, ranges, o.TrainPlacements, o.TrainTraces, o.ActionDeltas)
+		var reward *env.RewardConfig
+		if o.RewardSpan != 0 {
+			r := env.DefaultReward()
+			r.SpanPerTask = o.RewardSpan
+			reward = &r
+		}
+		sim, err := NewSimulator(scen, ranges, o.TrainPlacements, o.TrainTraces, o.ActionDeltas, reward)
 		if err != nil {
 			return nil, err
 		}
@@ -468,6 +479,7 @@ func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall floa
 		if o.ActionDeltas != ([5]float64{}) {
 			sum.ActionDeltas = o.ActionDeltas[:]
 		}
+		sum.RewardSpan = o.RewardSpan
 		if o.TrainTraces != nil {
 			parts := make([]string, len(o.TrainTraces))
 			for i, v := range o.TrainTraces {

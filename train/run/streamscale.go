@@ -45,12 +45,14 @@ type Simulator interface {
 // 0 or 2: the paper's two); variants the training workloads, each on
 // every placement and used by the development episodes too (nil: the
 // paper's, simvec.PaperTraces).
-// deltas is the action set (env.Config.ActionDeltas; zero: the paper's).
-var NewSimulator = func(sc env.Scenario, randomize *env.PhysicsRanges, placements int, variants []simvec.TraceVariant, deltas [5]float64) (Simulator, error) {
+// deltas is the action set (env.Config.ActionDeltas; zero: the paper's);
+// reward the reward coefficients of the training and development
+// environments (nil: env.DefaultReward).
+var NewSimulator = func(sc env.Scenario, randomize *env.PhysicsRanges, placements int, variants []simvec.TraceVariant, deltas [5]float64, reward *env.RewardConfig) (Simulator, error) {
 	if placements == 0 {
 		placements = len(simvec.TrainingPlacements)
 	}
-	return simulator{physics: sc.Physics, demand: sc.Demand, randomize: randomize, placements: simvec.Placements(placements), variants: variants, deltas: deltas}, nil
+	return simulator{physics: sc.Physics, demand: sc.Demand, randomize: randomize, placements: simvec.Placements(placements), variants: variants, deltas: deltas, reward: reward}, nil
 }
 
 type simulator struct {
@@ -66,6 +68,8 @@ type simulator struct {
 	variants []simvec.TraceVariant
 	// deltas is the action set of every environment (zero: the paper's).
 	deltas [5]float64
+	// reward, if not nil, replaces the reward coefficients.
+	reward *env.RewardConfig
 }
 
 func (s simulator) Spaces(profile string) (env.Spaces, error) {
@@ -81,7 +85,7 @@ func (s simulator) Spaces(profile string) (env.Spaces, error) {
 func (s simulator) VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error) {
 	scs := simvec.TrainingScenariosOn(profile, s.physics, s.placements, s.variants)
 	for i := range scs {
-		scs[i].Randomize, scs[i].Demand, scs[i].ActionDeltas = s.randomize, s.demand, s.deltas
+		scs[i].Randomize, scs[i].Demand, scs[i].ActionDeltas, scs[i].Reward = s.randomize, s.demand, s.deltas, s.reward
 	}
 	return simvec.NewVec(scs, n, "", seed, 0, log.Printf)
 }
@@ -92,7 +96,7 @@ func (s simulator) DevReward(c agents.Controller, profile string, seed uint64, o
 	total := 0.0
 	scs := simvec.DevScenarios(profile, s.physics, s.variants)
 	for i, sc := range scs {
-		sc.Demand, sc.ActionDeltas = s.demand, s.deltas
+		sc.Demand, sc.ActionDeltas, sc.Reward = s.demand, s.deltas, s.reward
 		cfg, err := sc.Config("", seed, quietLog)
 		if err != nil {
 			return 0, err

@@ -211,6 +211,9 @@ type EnvSpec struct {
 	// ActionDeltas is the action set (env.Config.ActionDeltas; zero: the
 	// paper's).
 	ActionDeltas [5]float64
+	// Reward, if not nil, replaces the reward coefficients
+	// (env.Config.Reward; nil: env.DefaultReward).
+	Reward *env.RewardConfig
 }
 
 // TrainingPlacements are the paper's training placement seeds.
@@ -337,6 +340,10 @@ func (sc EnvSpec) Config(dir string, seed uint64, logf func(string, ...any)) (en
 	}
 	cfg.Randomize = sc.Randomize
 	cfg.ActionDeltas = sc.ActionDeltas
+	if sc.Reward != nil {
+		r := *sc.Reward
+		cfg.Reward = &r
+	}
 	return cfg, nil
 }
 

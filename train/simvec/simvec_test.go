@@ -100,6 +100,21 @@ func TestScenarios(t *testing.T) {
 		if c.Physics != phys {
 			t.Errorf("%+v: config physics %+v, want %+v", sc, c.Physics, phys)
 		}
+		if c.Reward != nil && *c.Reward != env.DefaultReward() {
+			t.Errorf("%+v: reward %+v without an override", sc, *c.Reward)
+		}
+	}
+	// A reward override reaches the env configuration, as a copy.
+	r := env.DefaultReward()
+	r.SpanPerTask = 4000
+	sc := tr[0]
+	sc.Reward = &r
+	c, err := sc.Config("", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Reward == nil || c.Reward.SpanPerTask != 4000 || c.Reward == &r {
+		t.Errorf("reward override: config reward %+v", c.Reward)
 	}
 	if _, err := NewVec(nil, 2, "", 1, 1, nil); err == nil {
 		t.Fatal("no scenarios accepted")
