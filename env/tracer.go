@@ -471,6 +471,7 @@ func (t *tracer) gatherChain(f *fluid, i int, t0, at float64) (float64, int) {
 	join := t.fanJoin[i]
 	a1, an := at, at
 	j := f.stages[i].out[0]
+	tab := t.sumTab[i]
 	for hop := 0; hop < 4*len(f.stages); hop++ {
 		s := &f.stages[j]
 		if j < t.nrep {
@@ -481,7 +482,7 @@ func (t *tracer) gatherChain(f *fluid, i int, t0, at float64) (float64, int) {
 				wn = w * t.factor()
 				W += wn
 			}
-			if tab := t.sumTab[i]; tab != nil {
+			if tab != nil {
 				W += w * tab[t.index()] // the n − 2 siblings between
 			} else if n > 2 {
 				W += w * float64(n-2)
