@@ -204,10 +204,10 @@ func compare(seed uint64, app, trace, cand, base string, col func(int, func(Run)
 // differences with their CIs and whether each verdict holds.
 func Markdown(s Summary) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Paired by %s (%d: %s), candidate `%s`, latency rule p95 ≤ %g ms; mean of candidate − baseline [%g%% bootstrap CI, %d resamples]. ",
+	fmt.Fprintf(&b, "Paired by %s (%d: %s), candidate `%s`, latency rule p95 ≤ %g ms; mean of candidate − baseline [%g%% bootstrap CI, %d resamples].",
 		s.Pair, len(s.Seeds), joinSeeds(s.Seeds), s.Candidate, s.RuleMS, s.Level*100, s.Resamples)
 	if len(s.Seeds) < 2 {
-		b.WriteString("One pair: differences without intervals, no verdict (run with -seeds ≥ 2).")
+		b.WriteString(" One pair: differences without intervals, no verdict (run with -seeds ≥ 2).")
 	}
 	b.WriteString("\n\n| baseline | pairs | workers | violation share, pp | p95, % | delivered, pp | fewer workers | fewer violations | lower p95 | delivers no less |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---|---|---|---|\n")
