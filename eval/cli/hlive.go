@@ -35,17 +35,17 @@ type HLiveRun struct {
 
 // HLiveSummary is summary.json of `eval live` with a horizontal profile.
 type HLiveSummary struct {
-	Profile        string     `json:"profile"`
-	Trace          string     `json:"trace"`
-	TraceSource    string     `json:"trace_source"`
-	Intervals      int        `json:"intervals"`
-	TimeScaleS     float64    `json:"time_scale_s"`
-	RateMult       float64    `json:"rate_mult"`
-	PeakRate       float64    `json:"peak_rate,omitempty"`
-	InitialWorkers int        `json:"initial_workers"`
-	MaxWorkers     int        `json:"max_workers"`
-	TaskMillicores int        `json:"task_millicores"`
-	Seed           uint64     `json:"seed"`
+	Profile        string  `json:"profile"`
+	Trace          string  `json:"trace"`
+	TraceSource    string  `json:"trace_source"`
+	Intervals      int     `json:"intervals"`
+	TimeScaleS     float64 `json:"time_scale_s"`
+	RateMult       float64 `json:"rate_mult"`
+	PeakRate       float64 `json:"peak_rate,omitempty"`
+	InitialWorkers int     `json:"initial_workers"`
+	MaxWorkers     int     `json:"max_workers"`
+	TaskMillicores int     `json:"task_millicores"`
+	Seed           uint64  `json:"seed"`
 	// Seeds are the seeds every controller ran on, in run order (-seeds
 	// N: Seed … Seed+N−1); SeedIntervals the intervals of each (the load
 	// modes' length varies by seed; Intervals is the first seed's).
