@@ -35,32 +35,33 @@ type HLiveRun struct {
 
 // HLiveSummary is summary.json of `eval live` with a horizontal profile.
 type HLiveSummary struct {
-	Profile        string  `json:"profile"`
-	Trace          string  `json:"trace"`
-	TraceSource    string  `json:"trace_source"`
-	Intervals      int     `json:"intervals"`
-	TimeScaleS     float64 `json:"time_scale_s"`
-	RateMult       float64 `json:"rate_mult"`
-	PeakRate       float64 `json:"peak_rate,omitempty"`
-	InitialWorkers int     `json:"initial_workers"`
-	MaxWorkers     int     `json:"max_workers"`
-	TaskMillicores int     `json:"task_millicores"`
-	Seed           uint64  `json:"seed"`
+	Profile        string     `json:"profile"`
+	Trace          string     `json:"trace"`
+	TraceSource    string     `json:"trace_source"`
+	Intervals      int        `json:"intervals"`
+	TimeScaleS     float64    `json:"time_scale_s"`
+	RateMult       float64    `json:"rate_mult"`
+	PeakRate       float64    `json:"peak_rate,omitempty"`
+	InitialWorkers int        `json:"initial_workers"`
+	MaxWorkers     int        `json:"max_workers"`
+	TaskMillicores int        `json:"task_millicores"`
+	Seed           uint64     `json:"seed"`
+	SLOMS          float64    `json:"slo_ms"`
+	Tasks          []string   `json:"tasks"`
+	Planner        string     `json:"planner,omitempty"`
+	Runs           []HLiveRun `json:"runs"`
+	Commit         string     `json:"commit"`
+	GoVersion      string     `json:"go_version"`
+
 	// Seeds are the seeds every controller ran on, in run order (-seeds
 	// N: Seed … Seed+N−1); SeedIntervals the intervals of each (the load
 	// modes' length varies by seed; Intervals is the first seed's).
-	// Absent in outputs older than -seeds: one seed, Seed.
-	Seeds         []uint64   `json:"seeds,omitempty"`
-	SeedIntervals []int      `json:"seed_intervals,omitempty"`
-	SLOMS         float64    `json:"slo_ms"`
-	Tasks         []string   `json:"tasks"`
-	Planner       string     `json:"planner,omitempty"`
-	Runs          []HLiveRun `json:"runs"`
+	// Absent with one seed and in outputs older than -seeds.
+	Seeds         []uint64 `json:"seeds,omitempty"`
+	SeedIntervals []int    `json:"seed_intervals,omitempty"`
 	// Paired is the first controller against every other, paired by
 	// seed (package hpaired); absent with one controller.
-	Paired    *hpaired.Summary `json:"paired,omitempty"`
-	Commit    string           `json:"commit"`
-	GoVersion string           `json:"go_version"`
+	Paired *hpaired.Summary `json:"paired,omitempty"`
 }
 
 // hliveFlags are the flags of `eval live` a horizontal run reads.

@@ -153,7 +153,8 @@ func liveclaspCmd(ctx context.Context, args []string, o Options) error {
 		if !*analyze {
 			for _, r := range runs {
 				hf := hliveFlags{profile: a.name, trace: r.trace, out: filepath.Join(*out, r.dir), specs: r.specs, scale: time.Second,
-					scaleSet: true, mult: 1, sloMS: *sloMS, workers: 1, maxWorkers: *maxWorkers, taskMC: *taskMC, seed: *seed, seeds: 1, verbose: *verbose}
+					scaleSet: true, mult: 1, sloMS: *sloMS, workers: 1, maxWorkers: *maxWorkers, taskMC: *taskMC, seed: *seed, verbose: *verbose}
+				hf.seeds = 1
 				if r.kind == "mode" {
 					hf.peak, hf.seeds = r.peak, len(r.seeds)
 				}
