@@ -270,9 +270,13 @@ func hlivePaired(s HLiveSummary) (hpaired.Summary, error) {
 	return ps, nil
 }
 
-// writeHLive writes intervals.parquet, summary.json and report.md.
+// writeHLive writes intervals.parquet, summary.json, report.md and the
+// figure of eval clasp's load modes (hliveFigures).
 func writeHLive(f hliveFlags, sum HLiveSummary, results []runner.Result, o Options) error {
 	if err := writeLiveIntervals(filepath.Join(f.out, FileIntervals), results); err != nil {
+		return err
+	}
+	if err := hliveFigures(f.out, []HLiveSummary{sum}); err != nil {
 		return err
 	}
 	b, err := report.MarshalJSON(sum)
@@ -325,9 +329,30 @@ func hliveMarkdown(s HLiveSummary) []byte {
 			r.Delivered, r.P50MS, r.P95MS, r.ViolationRate, r.MeanThroughput, r.MeanOffered, r.HInfo.MeanWorkers, r.PeakWorkers,
 			r.FinalWorkers, r.Migrations, r.PlannerMSMax, r.WorkerPauseMSMax, r.Lost, r.MeanCPUUsedCores)
 	}
+	fmt.Fprintf(&b, "\n![workers and p95 per interval, first seed](%s)\n", claspexp.FigModes)
 	if s.Paired != nil {
 		b.WriteString("\n## Paired: `" + s.Paired.Candidate + "` against each baseline\n\n")
 		b.WriteString(hpaired.Markdown(*s.Paired))
 	}
 	return []byte(b.String())
+}
+
+// hliveFigures draws eval clasp's load-mode figure (claspexp.FigModes:
+// per app and trace, workers in use and p95 per interval of every
+// controller on the first seed) from horizontal live summaries into dir.
+func hliveFigures(dir string, sums []HLiveSummary) error {
+	var r claspexp.Report
+	for _, s := range sums {
+		for _, run := range s.Runs {
+			r.ModeRuns = append(r.ModeRuns, claspexp.ModeRow{App: s.Profile, Mode: s.Trace, Method: run.Controller, Seed: run.Key.Seed,
+				Workers: run.WorkersPerStep, StepP95MS: run.P95PerStep, Rates: run.OfferedPerStep})
+		}
+	}
+	if len(r.ModeRuns) == 0 {
+		return nil
+	}
+	if _, err := claspexp.Figures(dir, &r); err != nil {
+		return fmt.Errorf("eval: figures: %w", err)
+	}
+	return nil
 }

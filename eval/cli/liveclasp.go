@@ -177,6 +177,19 @@ func liveclaspCmd(ctx context.Context, args []string, o Options) error {
 		}
 		claims.Apps[a.name] = ac
 	}
+	var modeSums []HLiveSummary
+	for _, a := range list {
+		for _, r := range modeRuns(a.name, a.top, modes, *seed, *modeSeeds) {
+			s, err := readHLive(filepath.Join(*out, r.dir))
+			if err != nil {
+				return err
+			}
+			modeSums = append(modeSums, s)
+		}
+	}
+	if err := hliveFigures(*out, modeSums); err != nil {
+		return err
+	}
 	b, err := report.MarshalJSON(claims)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"streamscale/eval/claspexp"
 	"streamscale/eval/live"
 	"streamscale/eval/report"
 	"streamscale/serve/runtime/planner"
@@ -130,7 +131,8 @@ func TestLiveClaspAnalyze(t *testing.T) {
 func modeRun(ctrl string, seed uint64, w, p95, v, d float64) HLiveRun {
 	var h HLiveRun
 	h.Controller, h.Key.Seed, h.ViolationRate = ctrl, seed, v
-	h.HInfo = live.HInfo{Delivered: d, P50MS: p95 / 2, P95MS: p95, MeanWorkers: w, Migrations: 1}
+	h.HInfo = live.HInfo{Delivered: d, P50MS: p95 / 2, P95MS: p95, MeanWorkers: w, Migrations: 1,
+		WorkersPerStep: []int{1, 2, 1}, P95PerStep: []float64{p95, p95, p95}, OfferedPerStep: []float64{10, 100, 10}}
 	return h
 }
 
@@ -193,6 +195,9 @@ func TestLiveClaspModes(t *testing.T) {
 	// clasp − zhang24 delivered: +10 and +20 points, not a loss.
 	if d := p.Comparisons[1].Verdicts[3]; !d.Holds || p.Comparisons[1].Verdicts[0].Holds {
 		t.Fatalf("clasp − zhang24 %+v", p.Comparisons[1].Verdicts)
+	}
+	if _, err := os.Stat(filepath.Join(dir, claspexp.FigModes)); err != nil {
+		t.Errorf("the live load-mode figure: %v", err)
 	}
 	if !strings.Contains(out, "### wc, burst mode (live peak 100 inputs/s, seeds 1, 2") || !strings.Contains(out, "| clasp | 1.000 | 100 / 200 | 1.50 | 0.100 | 2 | 0 |") {
 		t.Fatalf("claims.md:\n%s", out)
