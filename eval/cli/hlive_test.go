@@ -29,6 +29,7 @@ func TestHLiveUsage(t *testing.T) {
 		{[]string{"-profile", "syn"}, "one of -controller and -controllers"},
 		{[]string{"-profile", "syn", "-controller", "clasp", "-seeds", "0"}, "-seeds"},
 		{[]string{"-profile", "syn", "-controller", "clasp", "-seeds", "101"}, "-seeds"},
+		{[]string{"-profile", "syn", "-controller", "clasp", "-seeds", "2", "-seed", "18446744073709551615"}, "overflows"},
 	} {
 		code, _, stderr := call(t, append([]string{"live", "-out", out, "-traces", "testdata"}, c.args...)...)
 		if code != 2 || !strings.Contains(stderr, c.want) {

@@ -122,8 +122,11 @@ func liveclaspCmd(ctx context.Context, args []string, o Options) error {
 			}
 		}
 	}
-	if *modeSeeds < 1 || *modeSeeds > 100 {
+	switch {
+	case *modeSeeds < 1 || *modeSeeds > 100:
 		return usagef("eval: -mode-seeds %d, want 1..100", *modeSeeds)
+	case *seed > math.MaxUint64-uint64(*modeSeeds-1):
+		return usagef("eval: -seed %d with -mode-seeds %d overflows", *seed, *modeSeeds)
 	}
 	type appTop struct {
 		name string

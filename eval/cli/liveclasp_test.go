@@ -118,7 +118,7 @@ func TestLiveClaspAnalyze(t *testing.T) {
 		want string
 	}{{[]string{"-apps", "pred:100"}, "-apps"}, {[]string{"-apps", "syn"}, "-apps"}, {[]string{"-apps", "syn:-1"}, "-apps"},
 		{[]string{"-max-workers", "0"}, "-max-workers"}, {[]string{"-task-mc", "0"}, "-task-mc"}, {[]string{"-modes", "spike"}, "-modes"}, {[]string{"-modes", "burst,burst"}, "-modes"},
-		{[]string{"-modes", "burst", "-mode-seeds", "0"}, "-mode-seeds"}} {
+		{[]string{"-modes", "burst", "-mode-seeds", "0"}, "-mode-seeds"}, {[]string{"-modes", "burst", "-seed", "18446744073709551615"}, "overflows"}} {
 		code, _, stderr := call(t, append([]string{"liveclasp", "-out", dir}, c.args...)...)
 		if code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("%v: exit %d, %q; want 2 naming %s", c.args, code, stderr, c.want)
