@@ -36,7 +36,11 @@ func TestHLiveUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, code, stderr, c.want)
 		}
 	}
-	code, _, stderr := call(t, "simgap", "-out", out, "-profile", "wc", "-controller", "clasp")
+	code, _, stderr := call(t, "live", "-out", out, "-profile", "pred", "-controller", "threshold", "-seeds", "2")
+	if code != 2 || !strings.Contains(stderr, "-seeds is for horizontal profiles") {
+		t.Errorf("-seeds on pred: exit %d, %q", code, stderr)
+	}
+	code, _, stderr = call(t, "simgap", "-out", out, "-profile", "wc", "-controller", "clasp")
 	if code != 2 || !strings.Contains(stderr, "horizontal") {
 		t.Errorf("simgap on wc: exit %d, %q", code, stderr)
 	}

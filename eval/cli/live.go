@@ -179,6 +179,9 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		}
 		return hlive(ctx, hf, o)
 	}
+	if explicit(fs)["seeds"] {
+		return usagef("%s: -seeds is for horizontal profiles; vertical runs are paired by -placements", name)
+	}
 	scen, err := resolveScenario("scenario", *scenario)
 	if err != nil {
 		return err
