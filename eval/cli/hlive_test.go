@@ -82,7 +82,7 @@ func TestHLivePairedReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := ps.Comparisons[0].Estimates[0]
-	if ps.Candidate != "clasp" || w.Mean != -0.75 || w.CILow != -1 || w.CIHigh != -0.5 || !ps.Comparisons[0].Verdicts[0].Holds || ps.Comparisons[0].Verdicts[2].Holds {
+	if ps.Candidate != "clasp" || w.Mean != -0.75 || w.CILow != -1 || w.CIHigh != -0.5 || !ps.Comparisons[0].Verdicts[0].Holds || ps.Comparisons[0].Verdicts[3].Holds {
 		t.Fatalf("paired %+v", ps.Comparisons[0])
 	}
 	s.Paired = &ps

@@ -193,7 +193,7 @@ func TestLiveClaspModes(t *testing.T) {
 		t.Fatalf("clasp − faasflow workers %+v, verdict %+v", w, p.Comparisons[0].Verdicts[0])
 	}
 	// clasp − zhang24 delivered: +10 and +20 points, not a loss.
-	if d := p.Comparisons[1].Verdicts[3]; !d.Holds || p.Comparisons[1].Verdicts[0].Holds {
+	if d := p.Comparisons[1].Verdicts[4]; !d.Holds || p.Comparisons[1].Verdicts[0].Holds {
 		t.Fatalf("clasp − zhang24 %+v", p.Comparisons[1].Verdicts)
 	}
 	if _, err := os.Stat(filepath.Join(dir, claspexp.FigModes)); err != nil {

@@ -33,6 +33,9 @@
 //   - violations: A violates less — the CI of the violation-share
 //     difference A − B (percentage points) lies entirely below 0 (the
 //     vertical H1).
+//   - no more violations: A violates in no more intervals — the upper
+//     bound of the violation-share CI is below +paired.NonInferiorityMargin
+//     (5 points; non-inferiority, the vertical H3's form).
 //   - p95: A's p95 is lower — the CI of the relative p95 difference
 //     (A − B)/B × 100 lies entirely below 0.
 //   - delivered: A delivers no less — the lower bound of the CI of the

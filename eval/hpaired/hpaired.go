@@ -39,6 +39,7 @@ const (
 const (
 	VerdictWorkers    = "fewer_workers"
 	VerdictViolations = "fewer_violations"
+	VerdictNoMore     = "no_more_violations"
 	VerdictP95        = "lower_p95"
 	VerdictDelivered  = "delivered_noninferior"
 )
@@ -191,6 +192,9 @@ func compare(seed uint64, app, trace, cand, base string, col func(int, func(Run)
 				Rule:  "mean-workers difference CI entirely below 0 and violation-share difference CI not entirely above 0", Evidence: []paired.Estimate{ew, ev}},
 			{Name: VerdictViolations, Claim: cand + " violates the latency rule in fewer intervals than " + base,
 				Holds: defined(vci) && vci.Below(), Rule: "violation-share difference CI entirely below 0", Evidence: []paired.Estimate{ev}},
+			{Name: VerdictNoMore, Claim: cand + " violates the latency rule in no more intervals than " + base,
+				Holds: defined(vci) && vci.Hi < paired.NonInferiorityMargin, Rule: "violation-share difference CI upper bound below +" + margin + " points",
+				Evidence: []paired.Estimate{ev}},
 			{Name: VerdictP95, Claim: cand + " has a lower p95 than " + base,
 				Holds: defined(lci) && lci.Below(), Rule: "relative p95 difference CI entirely below 0", Evidence: []paired.Estimate{el}},
 			{Name: VerdictDelivered, Claim: cand + " delivers no less than " + base,
@@ -209,8 +213,8 @@ func Markdown(s Summary) string {
 	if len(s.Seeds) < 2 {
 		b.WriteString(" One pair: differences without intervals, no verdict (run with -seeds ≥ 2).")
 	}
-	b.WriteString("\n\n| baseline | pairs | workers | violation share, pp | p95, % | delivered, pp | fewer workers | fewer violations | lower p95 | delivers no less |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---|---|---|---|\n")
+	b.WriteString("\n\n| baseline | pairs | workers | violation share, pp | p95, % | delivered, pp | fewer workers | fewer violations | no more violations | lower p95 | delivers no less |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---|---|---|---|---|\n")
 	for _, c := range s.Comparisons {
 		fmt.Fprintf(&b, "| %s | %d |", c.Baseline, c.Pairs)
 		for _, e := range c.Estimates {

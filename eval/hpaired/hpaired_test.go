@@ -48,7 +48,8 @@ func TestAnalyzeTwoPairsByHand(t *testing.T) {
 	// Fewer workers (CI [−2, −1]) with the violation CI [0, 10] not above
 	// 0; violations not fewer; p95 CI straddles 0; delivered CI [−2, −1]
 	// above −5.
-	if want := map[string]bool{VerdictWorkers: true, VerdictViolations: false, VerdictP95: false, VerdictDelivered: true}; !reflect.DeepEqual(holds, want) {
+	// The violation CI's upper bound 10 is not below +5: not "no more".
+	if want := map[string]bool{VerdictWorkers: true, VerdictViolations: false, VerdictNoMore: false, VerdictP95: false, VerdictDelivered: true}; !reflect.DeepEqual(holds, want) {
 		t.Fatalf("verdicts %v, want %v", holds, want)
 	}
 
@@ -61,7 +62,8 @@ func TestAnalyzeTwoPairsByHand(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = s.Comparisons[0]
-	if !near(c.Estimates[0].CILow, 1) || !near(c.Estimates[0].CIHigh, 2) || c.Verdicts[0].Holds || c.Verdicts[1].Holds || !c.Verdicts[3].Holds {
+	// The violation CI [−10, 0]: not fewer, but no more (0 < +5).
+	if !near(c.Estimates[0].CILow, 1) || !near(c.Estimates[0].CIHigh, 2) || c.Verdicts[0].Holds || c.Verdicts[1].Holds || !c.Verdicts[2].Holds || !c.Verdicts[4].Holds {
 		t.Fatalf("reversed: %+v", c)
 	}
 	// A loss of 10 and 2 points of delivered share is not non-inferior at
@@ -69,15 +71,22 @@ func TestAnalyzeTwoPairsByHand(t *testing.T) {
 	r = twoSeeds()
 	r[0].Delivered, r[2].Delivered = 0.9, 0.98
 	s, _ = Analyze(7, "syn", "burst", 1000, r)
-	if d := s.Comparisons[0].Verdicts[3]; d.Holds || !near(d.Evidence[0].CILow, -10) {
+	if d := s.Comparisons[0].Verdicts[4]; d.Holds || !near(d.Evidence[0].CILow, -10) {
 		t.Fatalf("delivered −10/−2: %+v", d)
 	}
 	// Violations fewer: −10 and −20 points.
 	r = twoSeeds()
 	r[1].ViolationShare, r[3].ViolationShare = 0.2, 0.4
 	s, _ = Analyze(7, "syn", "burst", 1000, r)
-	if v := s.Comparisons[0].Verdicts[1]; !v.Holds || !near(v.Evidence[0].CIHigh, -10) {
-		t.Fatalf("violations −10/−20: %+v", v)
+	if v := s.Comparisons[0].Verdicts[1]; !v.Holds || !near(v.Evidence[0].CIHigh, -10) || !s.Comparisons[0].Verdicts[2].Holds {
+		t.Fatalf("violations −10/−20: %+v", s.Comparisons[0].Verdicts)
+	}
+	// Violations +4 and +6 points: CI [4, 6], its upper bound above +5.
+	r = twoSeeds()
+	r[0].ViolationShare, r[2].ViolationShare = 0.14, 0.16
+	s, _ = Analyze(7, "syn", "burst", 1000, r)
+	if v := s.Comparisons[0].Verdicts[2]; v.Holds || !near(v.Evidence[0].CIHigh, 6) || s.Comparisons[0].Verdicts[0].Holds {
+		t.Fatalf("violations +4/+6: %+v", s.Comparisons[0].Verdicts)
 	}
 	if md := Markdown(s); !strings.Contains(md, "| faasflow | 2 | -1.50 [-2.00, -1.00] |") || !strings.Contains(md, "fewer_workers: mean-workers") {
 		t.Fatalf("markdown:\n%s", md)
