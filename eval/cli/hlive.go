@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"streamscale/clasp"
 	"streamscale/env"
 	"streamscale/eval/claspexp"
+	"streamscale/eval/hpaired"
 	"streamscale/eval/live"
 	"streamscale/eval/report"
 	"streamscale/eval/runner"
@@ -50,6 +52,16 @@ type HLiveSummary struct {
 	Runs           []HLiveRun `json:"runs"`
 	Commit         string     `json:"commit"`
 	GoVersion      string     `json:"go_version"`
+
+	// Seeds are the seeds every controller ran on, in run order (-seeds
+	// N: Seed … Seed+N−1); SeedIntervals the intervals of each (the load
+	// modes' length varies by seed; Intervals is the first seed's).
+	// Absent with one seed and in outputs older than -seeds.
+	Seeds         []uint64 `json:"seeds,omitempty"`
+	SeedIntervals []int    `json:"seed_intervals,omitempty"`
+	// Paired is the first controller against every other, paired by
+	// seed (package hpaired); absent with one controller.
+	Paired *hpaired.Summary `json:"paired,omitempty"`
 }
 
 // hliveFlags are the flags of `eval live` a horizontal run reads.
@@ -63,6 +75,7 @@ type hliveFlags struct {
 	workers, maxWorkers      int
 	taskMC                   int
 	seed                     uint64
+	seeds                    int // seeds seed … seed+seeds−1, each a pair
 	asJSON, verbose          bool
 	planner, plannerToken    string
 }
@@ -128,9 +141,12 @@ func (f hliveFlags) synthMult() float64 {
 	return 1
 }
 
-// hlive runs `eval live` with a horizontal profile: every controller in
-// turn on the same trace slice and seed, the planner's placement loop
-// deciding workers and placement with migration.
+// hlive runs `eval live` with a horizontal profile: on each seed every
+// controller in turn on the same trace slice and seed, the planner's
+// placement loop deciding workers and placement with migration. With two
+// or more controllers the first is judged against every other, paired by
+// seed (package hpaired: a horizontal run has no scenario placement to
+// pair by, as the vertical runs do).
 func hlive(ctx context.Context, f hliveFlags, o Options) error {
 	app, err := ops.AppByName(f.profile)
 	if err != nil {
@@ -145,6 +161,10 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 		return usagef("eval: -task-mc %d, want 1..64000", f.taskMC)
 	case !(f.sloMS > 0) || f.sloMS > 1e7:
 		return usagef("eval: -slo-ms %v, want > 0", f.sloMS)
+	case f.seeds < 1 || f.seeds > 100:
+		return usagef("eval: -seeds %d, want 1..100", f.seeds)
+	case f.seed > math.MaxUint64-uint64(f.seeds-1):
+		return usagef("eval: -seed %d with -seeds %d overflows", f.seed, f.seeds)
 	}
 	type run struct {
 		name   string
@@ -159,27 +179,40 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 		}
 		runs = append(runs, run{s, np, k})
 	}
-	tr, err := horizontalTrace(f, o)
-	if err != nil {
-		return err
-	}
 	step := f.scale
 	if !f.scaleSet {
 		step = time.Second // CLASP's triggers count seconds
 	}
-	n := tr.Len()
-	if f.durSet || (f.trace != "burst" && f.trace != "gradual" && !strings.HasPrefix(f.trace, "levels:")) {
-		n = int(f.dur / step)
-	}
-	if n < 1 {
-		return usagef("eval: -duration %v holds no -time-scale %v", f.dur, step)
+	trs := make([]*traces.Trace, f.seeds)
+	ns := make([]int, f.seeds)
+	for k := range f.seeds {
+		fk := f
+		fk.seed = f.seed + uint64(k)
+		tr, err := horizontalTrace(fk, o)
+		if err != nil {
+			return err
+		}
+		n := tr.Len()
+		if f.durSet || (f.trace != "burst" && f.trace != "gradual" && !strings.HasPrefix(f.trace, "levels:")) {
+			n = int(f.dur / step)
+		}
+		if n < 1 {
+			return usagef("eval: -duration %v holds no -time-scale %v", f.dur, step)
+		}
+		trs[k], ns[k] = tr, n
 	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	sum := HLiveSummary{Profile: app.Name, Trace: f.trace, TraceSource: traceSource(tr), Intervals: n, TimeScaleS: step.Seconds(),
-		RateMult: tr.Mult, InitialWorkers: f.workers, MaxWorkers: f.maxWorkers, TaskMillicores: f.taskMC, Seed: f.seed, SLOMS: f.sloMS,
+	sum := HLiveSummary{Profile: app.Name, Trace: f.trace, TraceSource: traceSource(trs[0]), Intervals: ns[0], TimeScaleS: step.Seconds(),
+		RateMult: trs[0].Mult, InitialWorkers: f.workers, MaxWorkers: f.maxWorkers, TaskMillicores: f.taskMC, Seed: f.seed, SLOMS: f.sloMS,
 		Commit: o.Commit, GoVersion: o.GoVersion}
+	if f.seeds > 1 {
+		sum.SeedIntervals = ns
+		for k := range f.seeds {
+			sum.Seeds = append(sum.Seeds, f.seed+uint64(k))
+		}
+	}
 	if f.trace == "burst" || f.trace == "gradual" {
 		sum.PeakRate = f.peak
 	}
@@ -187,33 +220,63 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 		sum.Tasks = append(sum.Tasks, op.Name)
 	}
 	var results []runner.Result
-	for _, r := range runs {
-		cfg := live.HConfig{App: app, Trace: tr, Step: step, Intervals: n, Seed: f.seed, Workers: f.workers, MaxWorkers: f.maxWorkers,
-			TaskMillicores: f.taskMC, SLOMS: f.sloMS, Name: r.name, NewPlacer: r.placer, WorkerArgs: []string{"live-worker"},
-			Planner: f.planner, PlannerToken: f.plannerToken}
-		if r.fixed > 0 {
-			cfg.Workers = r.fixed
+	for k, tr := range trs {
+		seed, n := f.seed+uint64(k), ns[k]
+		for _, r := range runs {
+			cfg := live.HConfig{App: app, Trace: tr, Step: step, Intervals: n, Seed: seed, Workers: f.workers, MaxWorkers: f.maxWorkers,
+				TaskMillicores: f.taskMC, SLOMS: f.sloMS, Name: r.name, NewPlacer: r.placer, WorkerArgs: []string{"live-worker"},
+				Planner: f.planner, PlannerToken: f.plannerToken}
+			if r.fixed > 0 {
+				cfg.Workers = r.fixed
+			}
+			if f.verbose {
+				cfg.Log = o.Stderr
+			}
+			fmt.Fprintf(o.Stderr, "eval: live %s / %s, seed %d: %s for %d intervals of %v\n", app.Name, f.trace, seed, r.name, n, step)
+			res, info, err := live.RunHorizontal(ctx, cfg)
+			if err != nil {
+				return fmt.Errorf("eval: live %s: %w", r.name, err)
+			}
+			res.Trace = f.trace
+			results = append(results, res)
+			sum.Runs = append(sum.Runs, HLiveRun{Key: res.Key, Summary: res.Summary, HInfo: info, TrajectorySHA256: res.TrajectorySHA256})
+			fmt.Fprintf(o.Stderr, "eval: %s: delivered %.3f, p50 %.1f ms, p95 %.1f ms, workers mean %.2f peak %d, %d migrations (planner ≤ %.1f ms, pause ≤ %.2f ms)\n",
+				r.name, info.Delivered, info.P50MS, info.P95MS, info.MeanWorkers, info.PeakWorkers, info.Migrations, info.PlannerMSMax, info.WorkerPauseMSMax)
 		}
-		if f.verbose {
-			cfg.Log = o.Stderr
-		}
-		fmt.Fprintf(o.Stderr, "eval: live %s / %s: %s for %d intervals of %v\n", app.Name, f.trace, r.name, n, step)
-		res, info, err := live.RunHorizontal(ctx, cfg)
+	}
+	if len(runs) > 1 {
+		ps, err := hlivePaired(sum)
 		if err != nil {
-			return fmt.Errorf("eval: live %s: %w", r.name, err)
+			return err
 		}
-		res.Trace = f.trace
-		results = append(results, res)
-		sum.Runs = append(sum.Runs, HLiveRun{Key: res.Key, Summary: res.Summary, HInfo: info, TrajectorySHA256: res.TrajectorySHA256})
-		fmt.Fprintf(o.Stderr, "eval: %s: delivered %.3f, p50 %.1f ms, p95 %.1f ms, workers mean %.2f peak %d, %d migrations (planner ≤ %.1f ms, pause ≤ %.2f ms)\n",
-			r.name, info.Delivered, info.P50MS, info.P95MS, info.MeanWorkers, info.PeakWorkers, info.Migrations, info.PlannerMSMax, info.WorkerPauseMSMax)
+		sum.Paired = &ps
 	}
 	return writeHLive(f, sum, results, o)
 }
 
-// writeHLive writes intervals.parquet, summary.json and report.md.
+// hlivePaired judges a horizontal live summary's runs, paired by seed:
+// its first controller against every other (hpaired.Analyze). Outputs
+// older than -seeds hold one seed.
+func hlivePaired(s HLiveSummary) (hpaired.Summary, error) {
+	runs := make([]hpaired.Run, len(s.Runs))
+	for i, r := range s.Runs {
+		runs[i] = hpaired.Run{Controller: r.Controller, Seed: r.Key.Seed, MeanWorkers: r.HInfo.MeanWorkers, ViolationShare: r.ViolationRate,
+			P95MS: r.HInfo.P95MS, Delivered: r.HInfo.Delivered}
+	}
+	ps, err := hpaired.Analyze(s.Seed, s.Profile, s.Trace, s.SLOMS, runs)
+	if err != nil {
+		return ps, fmt.Errorf("eval: %s on %s: %w", s.Profile, s.Trace, err)
+	}
+	return ps, nil
+}
+
+// writeHLive writes intervals.parquet, summary.json, report.md and the
+// figure of eval clasp's load modes (hliveFigures).
 func writeHLive(f hliveFlags, sum HLiveSummary, results []runner.Result, o Options) error {
 	if err := writeLiveIntervals(filepath.Join(f.out, FileIntervals), results); err != nil {
+		return err
+	}
+	if err := hliveFigures(f.out, []HLiveSummary{sum}); err != nil {
 		return err
 	}
 	b, err := report.MarshalJSON(sum)
@@ -243,14 +306,53 @@ func hliveMarkdown(s HLiveSummary) []byte {
 	if s.PeakRate > 0 {
 		fmt.Fprintf(&b, ", peak %g inputs/s", s.PeakRate)
 	}
-	fmt.Fprintf(&b, "), %d initial worker(s), at most %d, %d mc of CFS quota per task per worker, seed %d, SLO %g ms. Live runs are not reproducible (real time on a shared machine).\n\n",
-		s.InitialWorkers, s.MaxWorkers, s.TaskMillicores, s.Seed, s.SLOMS)
-	b.WriteString("| controller | delivered | p50 ms | p95 ms | violation rate | throughput /s | offered /s | workers mean | peak | final | migrations | planner ms max | worker pause ms max | lost | CPU used (cores) |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	seedText := fmt.Sprintf("seed %d", s.Seed)
+	if n := len(s.Seeds); n > 1 {
+		seedText = fmt.Sprintf("seeds %d … %d (intervals %v)", s.Seeds[0], s.Seeds[n-1], s.SeedIntervals)
+	}
+	fmt.Fprintf(&b, "), %d initial worker(s), at most %d, %d mc of CFS quota per task per worker, %s, SLO %g ms. Live runs are not reproducible (real time on a shared machine).\n\n",
+		s.InitialWorkers, s.MaxWorkers, s.TaskMillicores, seedText, s.SLOMS)
+	seeds := len(s.Seeds) > 1
+	if seeds {
+		b.WriteString("| controller | seed | delivered | p50 ms | p95 ms | violation rate | throughput /s | offered /s | workers mean | peak | final | migrations | planner ms max | worker pause ms max | lost | CPU used (cores) |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	} else {
+		b.WriteString("| controller | delivered | p50 ms | p95 ms | violation rate | throughput /s | offered /s | workers mean | peak | final | migrations | planner ms max | worker pause ms max | lost | CPU used (cores) |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	}
 	for _, r := range s.Runs {
-		fmt.Fprintf(&b, "| %s | %.3f | %.1f | %.1f | %.3f | %.1f | %.1f | %.2f | %d | %d | %d | %.1f | %.2f | %d | %.3f |\n",
-			r.Controller, r.Delivered, r.P50MS, r.P95MS, r.ViolationRate, r.MeanThroughput, r.MeanOffered, r.MeanWorkers, r.PeakWorkers,
+		fmt.Fprintf(&b, "| %s |", r.Controller)
+		if seeds {
+			fmt.Fprintf(&b, " %d |", r.Key.Seed)
+		}
+		fmt.Fprintf(&b, " %.3f | %.1f | %.1f | %.3f | %.1f | %.1f | %.2f | %d | %d | %d | %.1f | %.2f | %d | %.3f |\n",
+			r.Delivered, r.P50MS, r.P95MS, r.ViolationRate, r.MeanThroughput, r.MeanOffered, r.HInfo.MeanWorkers, r.PeakWorkers,
 			r.FinalWorkers, r.Migrations, r.PlannerMSMax, r.WorkerPauseMSMax, r.Lost, r.MeanCPUUsedCores)
 	}
+	fmt.Fprintf(&b, "\n![workers and p95 per interval, first seed](%s)\n", claspexp.FigModes)
+	if s.Paired != nil {
+		b.WriteString("\n## Paired: `" + s.Paired.Candidate + "` against each baseline\n\n")
+		b.WriteString(hpaired.Markdown(*s.Paired))
+	}
 	return []byte(b.String())
+}
+
+// hliveFigures draws eval clasp's load-mode figure (claspexp.FigModes:
+// per app and trace, workers in use and p95 per interval of every
+// controller on the first seed) from horizontal live summaries into dir.
+func hliveFigures(dir string, sums []HLiveSummary) error {
+	var r claspexp.Report
+	for _, s := range sums {
+		for _, run := range s.Runs {
+			r.ModeRuns = append(r.ModeRuns, claspexp.ModeRow{App: s.Profile, Mode: s.Trace, Method: run.Controller, Seed: run.Key.Seed,
+				Workers: run.WorkersPerStep, StepP95MS: run.P95PerStep, Rates: run.OfferedPerStep})
+		}
+	}
+	if len(r.ModeRuns) == 0 {
+		return nil
+	}
+	if _, err := claspexp.Figures(dir, &r); err != nil {
+		return fmt.Errorf("eval: figures: %w", err)
+	}
+	return nil
 }

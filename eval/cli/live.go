@@ -138,6 +138,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	taskMC := fs.Int("task-mc", 1000, "horizontal profiles: CFS quota of every task in every worker, millicores (the worker capacity scaled)")
 	peak := fs.Float64("peak", 200, "horizontal profiles with -trace burst or gradual: inputs/s at 100% of the CLASP load mode")
 	sloMS := fs.Float64("slo-ms", 1000, "horizontal profiles: the p95 an interval must stay under, ms")
+	hseeds := fs.Int("seeds", 1, "horizontal profiles: seeds -seed … -seed+N-1, every controller on each (the pairs of the paired verdicts)")
 	plannerAddr := fs.String("planner", "", "attach to a running planner service's control API at HOST:PORT (serve planner -serve) instead of starting a planner and workers here")
 	plannerToken := fs.String("planner-token", "", "the planner service's token (default $"+live.TokenEnv+")")
 	if err := parseFlags(fs, args, o); err != nil {
@@ -156,7 +157,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		set := explicit(fs)
 		hf := hliveFlags{profile: *profile, trace: *trace, dir: *dir, out: *out, scale: *scale, dur: *dur, scaleSet: set["time-scale"],
 			durSet: set["duration"], multSet: set["rate-mult"], mult: *mult, peak: *peak, sloMS: *sloMS, workers: *workers, maxWorkers: *maxWorkers, taskMC: *taskMC,
-			seed: *seed, asJSON: *asJSON, verbose: *verbose, planner: *plannerAddr, plannerToken: *plannerToken}
+			seed: *seed, seeds: *hseeds, asJSON: *asJSON, verbose: *verbose, planner: *plannerAddr, plannerToken: *plannerToken}
 		switch {
 		case (*ctrl == "") == (*ctrls == ""):
 			return usagef("eval: give one of -controller and -controllers")
@@ -177,6 +178,9 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 			}
 		}
 		return hlive(ctx, hf, o)
+	}
+	if explicit(fs)["seeds"] {
+		return usagef("%s: -seeds is for horizontal profiles; vertical runs are paired by -placements", name)
 	}
 	scen, err := resolveScenario("scenario", *scenario)
 	if err != nil {

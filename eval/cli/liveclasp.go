@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"streamscale/eval/claspexp"
 	"streamscale/eval/report"
 	"streamscale/internal/command"
 	"streamscale/serve/runtime/ops"
@@ -25,6 +28,7 @@ var (
 	claimFractions = []float64{0.2, 0.6, 1}              // transition levels, × T
 	claimRamp      = []float64{0.25, 0.5, 0.75, 1, 1.25} // ramp levels, × T
 	claimMethods   = []string{"clasp", "faasflow", "zhang24"}
+	claimModes     = []string{"burst", "gradual"} // claspexp.ModeTraces
 )
 
 const (
@@ -54,6 +58,8 @@ type AppClaims struct {
 	OOWC    map[string]int           `json:"oowc"`
 	Methods map[string]*MethodClaims `json:"methods"`
 	Rows    []TransitionClaim        `json:"transitions"`
+	// Modes are the load-mode runs (-modes), by mode; absent without.
+	Modes map[string]*ModeClaims `json:"modes,omitempty"`
 }
 
 // TransitionClaim is one method's worker count after one transition.
@@ -98,8 +104,29 @@ func liveclaspCmd(ctx context.Context, args []string, o Options) error {
 	out := fs.String("out", "out/liveclasp", "output directory: one subdirectory per run, claims.json and claims.md")
 	analyze := fs.Bool("analyze", false, "only judge the runs already in -out")
 	verbose := fs.Bool("v", false, "log the runtime's events to stderr")
+	modesFlag := fs.String("modes", "", "CLASP load modes also run per app (burst, gradual; comma-separated; \"\": none): every method on each, peak = the app's top rate, ≈ 150 s per method, mode and seed")
+	modeSeeds := fs.Int("mode-seeds", 3, "seeds -seed … -seed+N-1 of the load-mode runs (the pairs of their paired verdicts)")
+	resume := fs.Bool("resume", false, "skip a run whose directory already holds its summary.json (same trace, peak and seeds)")
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
+	}
+	var modes []string
+	if *modesFlag != "" {
+		var err error
+		if modes, err = splitList("modes", *modesFlag); err != nil {
+			return err
+		}
+		for _, m := range modes {
+			if !slices.Contains(claimModes, m) {
+				return usagef("eval: -modes entry %q, want %s", m, strings.Join(claimModes, " or "))
+			}
+		}
+	}
+	switch {
+	case *modeSeeds < 1 || *modeSeeds > 100:
+		return usagef("eval: -mode-seeds %d, want 1..100", *modeSeeds)
+	case *seed > math.MaxUint64-uint64(*modeSeeds-1):
+		return usagef("eval: -seed %d with -mode-seeds %d overflows", *seed, *modeSeeds)
 	}
 	type appTop struct {
 		name string
@@ -125,10 +152,21 @@ func liveclaspCmd(ctx context.Context, args []string, o Options) error {
 	claims := ClaspClaims{MaxWorkers: *maxWorkers, SLOMS: *sloMS, Apps: map[string]*AppClaims{}, Commit: o.Commit, GoVersion: o.GoVersion}
 	for _, a := range list {
 		runs := claimRuns(a.name, a.top, *maxWorkers)
+		runs = append(runs, modeRuns(a.name, a.top, modes, *seed, *modeSeeds)...)
 		if !*analyze {
 			for _, r := range runs {
 				hf := hliveFlags{profile: a.name, trace: r.trace, out: filepath.Join(*out, r.dir), specs: r.specs, scale: time.Second,
 					scaleSet: true, mult: 1, sloMS: *sloMS, workers: 1, maxWorkers: *maxWorkers, taskMC: *taskMC, seed: *seed, verbose: *verbose}
+				hf.seeds = 1
+				if r.kind == "mode" {
+					hf.peak, hf.seeds = r.peak, len(r.seeds)
+				}
+				if *resume {
+					if s, err := readHLive(hf.out); err == nil && r.matches(s) == nil {
+						fmt.Fprintf(o.Stderr, "eval: liveclasp: %s already run, skipped (-resume)\n", hf.out)
+						continue
+					}
+				}
 				quiet := o
 				quiet.Stdout = io.Discard
 				if err := hlive(ctx, hf, quiet); err != nil {
@@ -141,6 +179,19 @@ func liveclaspCmd(ctx context.Context, args []string, o Options) error {
 			return err
 		}
 		claims.Apps[a.name] = ac
+	}
+	var modeSums []HLiveSummary
+	for _, a := range list {
+		for _, r := range modeRuns(a.name, a.top, modes, *seed, *modeSeeds) {
+			s, err := readHLive(filepath.Join(*out, r.dir))
+			if err != nil {
+				return err
+			}
+			modeSums = append(modeSums, s)
+		}
+	}
+	if err := hliveFigures(*out, modeSums); err != nil {
+		return err
 	}
 	b, err := report.MarshalJSON(claims)
 	if err != nil {
@@ -178,6 +229,44 @@ type claimRun struct {
 	specs  []string
 	levels []float64 // rates, inputs/s
 	points []int
+	// A load-mode run (kind "mode", trace burst or gradual): its peak
+	// rate, inputs/s, and its seeds.
+	peak  float64
+	seeds []uint64
+}
+
+// matches reports whether s is this run's summary: its trace, and for a
+// load mode its peak and seeds.
+func (r claimRun) matches(s HLiveSummary) error {
+	if s.Trace != r.trace {
+		return fmt.Errorf("eval: %s ran %s, the protocol's run is %s", r.dir, s.Trace, r.trace)
+	}
+	if r.kind != "mode" {
+		return nil
+	}
+	seeds := s.Seeds
+	if len(seeds) == 0 {
+		seeds = []uint64{s.Seed}
+	}
+	if s.PeakRate != r.peak || !slices.Equal(seeds, r.seeds) {
+		return fmt.Errorf("eval: %s ran %s at peak %g on seeds %v, the protocol's run is peak %g on seeds %v (-seed, -mode-seeds)", r.dir, s.Trace,
+			s.PeakRate, seeds, r.peak, r.seeds)
+	}
+	return nil
+}
+
+// modeRuns lists the load-mode runs of one application: every method on
+// each mode, peak top, seeds seed … seed+n−1.
+func modeRuns(app string, top float64, modes []string, seed uint64, n int) []claimRun {
+	var seeds []uint64
+	for k := range n {
+		seeds = append(seeds, seed+uint64(k))
+	}
+	var runs []claimRun
+	for _, m := range modes {
+		runs = append(runs, claimRun{kind: "mode", dir: app + "-" + m, trace: m, specs: claimMethods, peak: top, seeds: seeds})
+	}
+	return runs
 }
 
 func level(f, top float64) float64 { return math.Round(f * top) }
@@ -266,10 +355,13 @@ func judgeApp(out, app string, top float64, runs []claimRun, maxWorkers int, slo
 	for i, r := range runs {
 		s, err := readHLive(filepath.Join(out, r.dir))
 		if err != nil {
+			if r.kind == "mode" && errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("eval: liveclasp: no %s run in %s (outputs older than -modes have none): judge them without -modes, or add the runs with -resume", r.trace, filepath.Join(out, r.dir))
+			}
 			return nil, err
 		}
-		if s.Trace != r.trace {
-			return nil, fmt.Errorf("eval: %s ran %s, the protocol's run is %s", r.dir, s.Trace, r.trace)
+		if err := r.matches(s); err != nil {
+			return nil, err
 		}
 		sums[i] = s
 	}
@@ -292,7 +384,31 @@ func judgeApp(out, app string, top float64, runs []claimRun, maxWorkers int, slo
 			}
 		}
 	}
+	var (
+		simTop float64
+		sim    map[string]map[string]claspexp.ModeSummary
+	)
+	for _, r := range runs {
+		if r.kind == "mode" {
+			var err error
+			if simTop, sim, err = simModes(app, r.seeds); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
 	for i, r := range runs {
+		if r.kind == "mode" {
+			mcl, err := judgeMode(app, r, sums[i], simTop, sim)
+			if err != nil {
+				return nil, err
+			}
+			if ac.Modes == nil {
+				ac.Modes = map[string]*ModeClaims{}
+			}
+			ac.Modes[r.trace] = mcl
+			continue
+		}
 		for _, run := range sums[i].Runs {
 			mc := ac.Methods[run.Controller]
 			if mc == nil {
@@ -378,5 +494,6 @@ func claimsMarkdown(c ClaspClaims, app string) []byte {
 			mc.PauseMSMedian, mc.PauseMSMax, mc.Failovers)
 	}
 	b.WriteString("\n")
+	b.Write(modesMarkdown(app, ac))
 	return []byte(b.String())
 }
