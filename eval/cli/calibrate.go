@@ -14,11 +14,14 @@ import (
 	"strings"
 	"time"
 
+	"streamscale/clasp"
 	"streamscale/env"
+	"streamscale/eval/claspexp"
 	"streamscale/eval/live"
 	"streamscale/eval/report"
 	"streamscale/eval/runner"
 	"streamscale/internal/command"
+	"streamscale/internal/costfile"
 	"streamscale/serve/runtime"
 	"streamscale/serve/runtime/cfs"
 	"streamscale/serve/runtime/ops"
@@ -715,3 +718,30 @@ func calibratedScenario(c Calibration, sc env.Config) (env.Scenario, error) {
 
 // round3 rounds to three significant decimals for a readable file.
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// costModelUsage is the -cost-model flag's usage.
+const costModelUsage = "CLASP's cost model (α, β, γ, W of Eq. 1) from a calibration.json or scenario.json of eval calibrate, for CLASP and the baselines' triggers (default: the paper's)"
+
+// hliveMethods returns the horizontal planners of a live run and the cost
+// model they use: claspexp.Methods (the paper's model) without a file, or
+// costfile.Methods with the file's model. A file with an attached planner
+// service is refused: the service builds its own planners (serve planner
+// -cost-model).
+func hliveMethods(file, plannerAddr string, maxWorkers int) ([]clasp.Method, *costfile.Used, error) {
+	if file == "" {
+		u := costfile.Paper()
+		return claspexp.Methods(maxWorkers), &u, nil
+	}
+	if plannerAddr != "" {
+		return nil, nil, usagef("eval: -cost-model with -planner: the planner service runs its own controller (give serve planner -cost-model)")
+	}
+	u, err := costfile.Load(file, os.ReadFile)
+	if err != nil {
+		return nil, nil, usagef("eval: -cost-model: %v", err)
+	}
+	ms, err := costfile.Methods(maxWorkers, u.Model)
+	if err != nil {
+		return nil, nil, usagef("eval: -cost-model %s: %v", file, err)
+	}
+	return ms, &u, nil
+}

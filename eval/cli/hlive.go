@@ -16,6 +16,7 @@ import (
 	"streamscale/eval/live"
 	"streamscale/eval/report"
 	"streamscale/eval/runner"
+	"streamscale/internal/costfile"
 	"streamscale/serve/runtime/ops"
 	"streamscale/traces"
 )
@@ -50,6 +51,9 @@ type HLiveSummary struct {
 	Runs           []HLiveRun `json:"runs"`
 	Commit         string     `json:"commit"`
 	GoVersion      string     `json:"go_version"`
+	// CostModel is the cost model CLASP and the baselines' triggers used
+	// (-cost-model; default the paper's).
+	CostModel *costfile.Used `json:"cost_model,omitempty"`
 }
 
 // hliveFlags are the flags of `eval live` a horizontal run reads.
@@ -65,6 +69,7 @@ type hliveFlags struct {
 	seed                     uint64
 	asJSON, verbose          bool
 	planner, plannerToken    string
+	costModel                string // -cost-model FILE ("": the paper's)
 }
 
 // isHorizontalProfile reports whether profile is a runtime application
@@ -76,7 +81,7 @@ func isHorizontalProfile(profile string) bool {
 // horizontalPlacer returns the planner constructor of a horizontal
 // controller spec: a method of eval clasp, or fixed:N (nil constructor, N
 // workers with even shares).
-func horizontalPlacer(spec string, maxWorkers int) (newPlacer func() (clasp.Planner, error), fixed int, err error) {
+func horizontalPlacer(spec string, maxWorkers int, methods []clasp.Method) (newPlacer func() (clasp.Planner, error), fixed int, err error) {
 	if n, ok := strings.CutPrefix(spec, "fixed:"); ok {
 		k, err := strconv.Atoi(n)
 		if err != nil || k < 1 || k > maxWorkers {
@@ -85,7 +90,7 @@ func horizontalPlacer(spec string, maxWorkers int) (newPlacer func() (clasp.Plan
 		return nil, k, nil
 	}
 	var names []string
-	for _, m := range claspexp.Methods(maxWorkers) {
+	for _, m := range methods {
 		if m.Name == spec {
 			return m.New, 0, nil
 		}
@@ -151,9 +156,13 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 		placer func() (clasp.Planner, error)
 		fixed  int
 	}
+	methods, used, err := hliveMethods(f.costModel, f.planner, f.maxWorkers)
+	if err != nil {
+		return err
+	}
 	var runs []run
 	for _, s := range f.specs {
-		np, k, err := horizontalPlacer(s, f.maxWorkers)
+		np, k, err := horizontalPlacer(s, f.maxWorkers, methods)
 		if err != nil {
 			return err
 		}
@@ -179,7 +188,7 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 	}
 	sum := HLiveSummary{Profile: app.Name, Trace: f.trace, TraceSource: traceSource(tr), Intervals: n, TimeScaleS: step.Seconds(),
 		RateMult: tr.Mult, InitialWorkers: f.workers, MaxWorkers: f.maxWorkers, TaskMillicores: f.taskMC, Seed: f.seed, SLOMS: f.sloMS,
-		Commit: o.Commit, GoVersion: o.GoVersion}
+		Commit: o.Commit, GoVersion: o.GoVersion, CostModel: used}
 	if f.trace == "burst" || f.trace == "gradual" {
 		sum.PeakRate = f.peak
 	}
@@ -245,6 +254,9 @@ func hliveMarkdown(s HLiveSummary) []byte {
 	}
 	fmt.Fprintf(&b, "), %d initial worker(s), at most %d, %d mc of CFS quota per task per worker, seed %d, SLO %g ms. Live runs are not reproducible (real time on a shared machine).\n\n",
 		s.InitialWorkers, s.MaxWorkers, s.TaskMillicores, s.Seed, s.SLOMS)
+	if m := s.CostModel; m != nil {
+		fmt.Fprintf(&b, "Cost model: α %.4g µs, β %.4g µs, γ %.4g µs, W %.4g µs/s from %s.\n\n", m.AlphaUS, m.BetaUS, m.GammaUS, m.BudgetUSPerS, m.Source)
+	}
 	b.WriteString("| controller | delivered | p50 ms | p95 ms | violation rate | throughput /s | offered /s | workers mean | peak | final | migrations | planner ms max | worker pause ms max | lost | CPU used (cores) |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range s.Runs {

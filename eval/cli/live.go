@@ -140,6 +140,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	sloMS := fs.Float64("slo-ms", 1000, "horizontal profiles: the p95 an interval must stay under, ms")
 	plannerAddr := fs.String("planner", "", "attach to a running planner service's control API at HOST:PORT (serve planner -serve) instead of starting a planner and workers here")
 	plannerToken := fs.String("planner-token", "", "the planner service's token (default $"+live.TokenEnv+")")
+	costModel := fs.String("cost-model", "", costModelUsage)
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
 	}
@@ -156,7 +157,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		set := explicit(fs)
 		hf := hliveFlags{profile: *profile, trace: *trace, dir: *dir, out: *out, scale: *scale, dur: *dur, scaleSet: set["time-scale"],
 			durSet: set["duration"], multSet: set["rate-mult"], mult: *mult, peak: *peak, sloMS: *sloMS, workers: *workers, maxWorkers: *maxWorkers, taskMC: *taskMC,
-			seed: *seed, asJSON: *asJSON, verbose: *verbose, planner: *plannerAddr, plannerToken: *plannerToken}
+			seed: *seed, asJSON: *asJSON, verbose: *verbose, planner: *plannerAddr, plannerToken: *plannerToken, costModel: *costModel}
 		switch {
 		case (*ctrl == "") == (*ctrls == ""):
 			return usagef("eval: give one of -controller and -controllers")
@@ -177,6 +178,9 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 			}
 		}
 		return hlive(ctx, hf, o)
+	}
+	if *costModel != "" {
+		return usagef("eval: -cost-model applies to horizontal profiles (CLASP's planners), not %s", *profile)
 	}
 	scen, err := resolveScenario("scenario", *scenario)
 	if err != nil {

@@ -98,7 +98,11 @@ func liveclaspCmd(ctx context.Context, args []string, o Options) error {
 	out := fs.String("out", "out/liveclasp", "output directory: one subdirectory per run, claims.json and claims.md")
 	analyze := fs.Bool("analyze", false, "only judge the runs already in -out")
 	verbose := fs.Bool("v", false, "log the runtime's events to stderr")
+	costModel := fs.String("cost-model", "", costModelUsage)
 	if err := parseFlags(fs, args, o); err != nil {
+		return err
+	}
+	if _, _, err := hliveMethods(*costModel, "", *maxWorkers); err != nil {
 		return err
 	}
 	type appTop struct {
@@ -128,7 +132,7 @@ func liveclaspCmd(ctx context.Context, args []string, o Options) error {
 		if !*analyze {
 			for _, r := range runs {
 				hf := hliveFlags{profile: a.name, trace: r.trace, out: filepath.Join(*out, r.dir), specs: r.specs, scale: time.Second,
-					scaleSet: true, mult: 1, sloMS: *sloMS, workers: 1, maxWorkers: *maxWorkers, taskMC: *taskMC, seed: *seed, verbose: *verbose}
+					scaleSet: true, mult: 1, sloMS: *sloMS, workers: 1, maxWorkers: *maxWorkers, taskMC: *taskMC, seed: *seed, verbose: *verbose, costModel: *costModel}
 				quiet := o
 				quiet.Stdout = io.Discard
 				if err := hlive(ctx, hf, quiet); err != nil {

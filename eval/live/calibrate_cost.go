@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"time"
@@ -114,6 +115,8 @@ type CostProbeResult struct {
 	// execution.
 	ChainExecUS []float64 `json:"chain_exec_us"`
 	ChainInputs int       `json:"chain_inputs"`
+	// Order is the runs' order (layout@rate), shuffled with Seed.
+	Order []string `json:"order"`
 	// Points are every run's per-worker measurements, in run order.
 	Points []CostPoint `json:"points"`
 	// WallS is the probe's wall time, s.
@@ -204,7 +207,7 @@ func btoi(b bool) int {
 
 // ProbeCosts measures CLASP's cost model of chained requests (Eq. 1) on
 // the live runtime by microbenchmarks, as the CLASP paper did (§4.1): it
-// runs costLayouts in order, each a fresh planner with its worker
+// runs costLayouts in an order shuffled with Seed, each a fresh planner with its worker
 // processes, the placement fixed by the layout's shares, reads every
 // worker process's CPU clock (CLOCK_PROCESS_CPUTIME of the child, ns) at
 // every control interval, and turns the window after the warm-up into one
@@ -238,7 +241,14 @@ func ProbeCosts(ctx context.Context, p CostProbe) (CostProbeResult, error) {
 		res.ChainExecUS = append(res.ChainExecUS, d.MeanUS)
 	}
 	p.execUS = res.ChainExecUS
-	for _, l := range costLayouts(chain, p.Rate, p.BudgetApp, p.BudgetRate) {
+	layouts := costLayouts(chain, p.Rate, p.BudgetApp, p.BudgetRate)
+	// A seeded order: the host's load drifts over the probe, and runs in
+	// the order of their x would turn the drift into a slope.
+	rand.New(rand.NewPCG(p.Seed, 0xc057)).Shuffle(len(layouts), func(i, j int) { layouts[i], layouts[j] = layouts[j], layouts[i] })
+	for _, l := range layouts {
+		res.Order = append(res.Order, fmt.Sprintf("%s@%g", l.name, l.rate))
+	}
+	for _, l := range layouts {
 		pts, err := p.run(ctx, bin, l)
 		if err != nil && ctx.Err() == nil { // once more: a loaded host can starve a run
 			fmt.Fprintf(p.Log, "live: cost probe %s at %g inputs/s: %v; running it again\n", l.name, l.rate, err)

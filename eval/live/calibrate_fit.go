@@ -169,10 +169,12 @@ var ErrCostTerm = errors.New("cost term refused")
 //
 //   - α: the alpha-beta layouts that cut the chain once ("split-K":
 //     operators before K on one worker, the rest on another, one input
-//     rate): per worker,
-//     y = CPU − exec against x = R^l_w, one intercept per worker (its
-//     ingress, its one remote send or receive and its idle cost stay
-//     constant while k moves work between local requests): slope α.
+//     rate): per run, the downstream worker's CPU − exec less the
+//     upstream one's, y, against the difference of their local request
+//     rates, x. Both workers of a run share the host's load of the moment,
+//     which the difference cancels; the ingress and the one remote send
+//     (upstream) and receive (downstream) stay constant while K moves
+//     work between local requests, in the intercept: slope α.
 //   - β: every alpha-beta layout (the splits and "cut-M": M of the nine
 //     edges cut between two workers):
 //     the two workers' Σ (CPU − exec) − γ̂·Σ δ against Σ R^r; with R^l = R −
@@ -215,20 +217,15 @@ func FitCostModel(pts []CostPoint, cfg CostFitConfig) (clasp.CostModel, []CostTe
 			t.Accepted = true
 		}
 	}
-	// α: per worker of the single-cut layouts at the alpha-beta rate.
+	// α: the two workers' difference in every single-cut layout.
 	ab := byTerm(pts, "alpha-beta")
 	var aPts []LinePoint
-	workers := map[int]int{} // worker ID → group; only indexed
-	for _, p := range ab {
-		if !strings.HasPrefix(p.Layout, "split-") {
+	for _, run := range runsOf(ab) {
+		if len(run) != 2 || !strings.HasPrefix(run[0].Layout, "split-") {
 			continue
 		}
-		g, ok := workers[p.Worker]
-		if !ok {
-			g = len(workers)
-			workers[p.Worker] = g
-		}
-		aPts = append(aPts, LinePoint{Group: g, X: p.LocalRate, Y: p.CPUUS - p.ExecUS})
+		a, b := run[0], run[1]
+		aPts = append(aPts, LinePoint{X: b.LocalRate - a.LocalRate, Y: (b.CPUUS - b.ExecUS) - (a.CPUUS - a.ExecUS)})
 	}
 	af, aok := FitLine(aPts)
 	alpha := CostTerm{Name: "alpha", Unit: "µs", Value: af.Slope, CI95: af.SlopeCI95}
