@@ -165,7 +165,7 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		return usagef("eval: -cost-budget-app: %v", err)
 	}
 	costProbe := live.CostProbe{Rate: *costRate, Load: *costDur, Report: *scale, TaskMillicores: *costMC, BudgetApp: budgetApp, BudgetRate: *costBudgetRate,
-		Fit: live.CostFitConfig{MinR2: *costMinR2}, Seed: *seed, WorkerArgs: []string{"live-worker"}, Log: o.Stderr}
+		Fit: &live.CostFitConfig{MinR2: *costMinR2}, Seed: *seed, WorkerArgs: []string{"live-worker"}, Log: o.Stderr}
 	var uptime []string
 	if u := hostLoad(); u != "" {
 		uptime = append(uptime, "before: "+u)

@@ -42,8 +42,8 @@ type CostProbe struct {
 	// (default syn, ten 400 µs operators, at 1500 inputs/s).
 	BudgetApp  ops.App
 	BudgetRate float64
-	// Fit says when a term is accepted (default DefaultCostFitConfig).
-	Fit  CostFitConfig
+	// Fit says when a term is accepted (nil: DefaultCostFitConfig).
+	Fit  *CostFitConfig
 	Seed uint64
 	// Worker processes as in Config.
 	WorkerBin  string
@@ -75,8 +75,9 @@ func (p *CostProbe) fill() error {
 	if p.BudgetRate == 0 {
 		p.BudgetRate = 1500
 	}
-	if p.Fit == (CostFitConfig{}) {
-		p.Fit = DefaultCostFitConfig()
+	if p.Fit == nil {
+		d := DefaultCostFitConfig()
+		p.Fit = &d
 	}
 	if p.Log == nil {
 		p.Log = io.Discard
@@ -88,6 +89,8 @@ func (p *CostProbe) fill() error {
 		return fmt.Errorf("live: cost probe load %v, report %v: want report ≥ 10ms and a load of at least 1.5 s and 1 s + 2 reports (the planner observes from the first full second on)", p.Load, p.Report)
 	case p.TaskMillicores < 1 || p.TaskMillicores > 64000:
 		return fmt.Errorf("live: cost probe task millicores %d, want 1..64000", p.TaskMillicores)
+	case !(p.Fit.MinR2 >= 0 && p.Fit.MinR2 <= 1):
+		return fmt.Errorf("live: cost probe min R² %v, want [0, 1]", p.Fit.MinR2)
 	case p.BudgetApp.NewSource == nil:
 		return errors.New("live: cost probe budget application has no source")
 	}
@@ -260,7 +263,7 @@ func ProbeCosts(ctx context.Context, p CostProbe) (CostProbeResult, error) {
 		fmt.Fprintf(p.Log, "live: cost probe %s at %g inputs/s: %d workers measured\n", l.name, l.rate, len(pts))
 		res.Points = append(res.Points, pts...)
 	}
-	model, terms, err := FitCostModel(res.Points, p.Fit)
+	model, terms, err := FitCostModel(res.Points, *p.Fit)
 	res.Terms = terms
 	switch {
 	case errors.Is(err, ErrCostTerm):
@@ -512,6 +515,9 @@ func (r *cpuRecorder) points(l costLayout, loadS float64, execUS []float64) ([]C
 				continue
 			}
 			pt.Throughput += t.thr / float64(last+1)
+			if l.term == "budget" { // measured: the budget run's operators are not the chain's
+				pt.ExecUS += w.execUS / float64(last+1)
+			}
 			pt.Intervals++
 			if w.exec > 0 && (w.queue+t.pq)/w.exec > CostSaturationS {
 				pt.Saturated++

@@ -120,7 +120,9 @@ type CostPoint struct {
 	CPUUS   float64 `json:"cpu_us_per_s"`
 	WindowS float64 `json:"window_s"`
 	// ExecUS is the operators' execution time per second, µs/s: the
-	// layout's executions times the operators' in-process execution time.
+	// layout's executions times the operators' in-process execution time
+	// (the budget run: Σ N·τ̄ from the workers' reports, the mean over the
+	// intervals).
 	ExecUS float64 `json:"exec_us_per_s"`
 	// LocalRate, RemoteRate are R^l_w and R^r_w, requests/s, and Dests
 	// δ_w, of the layout at Rate (the chain runs); the budget run's are in
