@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -307,9 +308,10 @@ func calibrateCosts(ctx context.Context, profile string, p live.CostProbe, seed 
 func costProbeMethod(cp live.CostProbeResult) string {
 	return fmt.Sprintf("microbenchmarks (live.ProbeCosts, CLASP §4.1): the runtime's chain application (ten no-op operators) at %g inputs/s with every task at %d mc, "+
 		"%g s of load per run (report interval %g s); each worker process's CPU time per second from its process CPU clock over the load (its start to the last report within it), less the layout's executions times the chain operators' execution time in process (%d inputs); the request rates are the layout's at the input rate (keys stay with an input along the chain). "+
-		"α: layouts cutting the chain once at K = 1, 3, 5, 7, 9 (two workers), CPU − exec of each worker against its local request rate R^l, one intercept per worker (slope α). "+
-		"β: those and layouts cutting 3, 5 and 9 of the nine edges, both workers' Σ (CPU − exec − γ̂·δ) against Σ R^r (slope β − α; β includes the receiver's decoding, charged to the sender as Eq. 1 does). "+
-		"γ: the first half on one worker sending to the second half spread over 1, 2, 3 workers at %g and %g inputs/s, the sender's CPU − exec against δ, one intercept per rate (slope γ, µs per destination per second). "+
+		"Every chain run has a reference worker owning nothing, whose CPU r (a worker idling on the host at that moment) is subtracted. "+
+		"α: layouts cutting the chain once at K = 1, 3, 5, 7, 9 (two workers), per run the downstream worker's CPU − exec less the upstream one's against the difference of their local request rates (slope α). "+
+		"β: those and layouts cutting 3, 5 and 9 of the nine edges, both workers' Σ (CPU − exec − r − γ̂·δ) against Σ R^r (slope β − α; β includes the receiver's decoding, charged to the sender as Eq. 1 does). "+
+		"γ: the first half on one worker sending to the second half spread over 1, 2, 3 workers at %g and %g inputs/s, the sender's CPU − exec − r against δ, one intercept per rate (slope γ, µs per destination per second). "+
 		"W: %s on one worker at %g inputs/s, the mean over its saturated intervals ((Q_w + Q_p)/Σ N > %g s) of Σ N·τ̄ + α̂·R^l + β̂·R^r + γ̂·δ. "+
 		"A term is refused when its line is not identified, its estimate is negative or R² < %g; the model is written only when every term is accepted",
 		cp.Rate, cp.TaskMillicores, cp.LoadS, cp.ReportS, cp.ChainInputs, cp.Rate/2, cp.Rate, cp.BudgetApp, cp.BudgetRate, live.CostSaturationS, cp.MinR2)
@@ -336,7 +338,11 @@ func costProbeMarkdown(b *strings.Builder, cp live.CostProbeResult) {
 	}
 	b.WriteString("\n| run | rate /s | worker | CPU µs/s | window s | exec µs/s | R^l /s | R^r /s | δ | completed /s | saturated |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, p := range cp.Points {
-		fmt.Fprintf(b, "| %s | %g | %d | %.0f | %.2f | %.0f | %.0f | %.0f | %.0f | %.0f | %d/%d |\n", p.Layout, p.Rate, p.Worker, p.CPUUS, p.WindowS, p.ExecUS, p.LocalRate, p.RemoteRate, p.Dests, p.Throughput, p.Saturated, p.Intervals)
+		w := strconv.Itoa(p.Worker)
+		if p.Reference {
+			w += " (reference)"
+		}
+		fmt.Fprintf(b, "| %s | %g | %s | %.0f | %.2f | %.0f | %.0f | %.0f | %.0f | %.0f | %d/%d |\n", p.Layout, p.Rate, w, p.CPUUS, p.WindowS, p.ExecUS, p.LocalRate, p.RemoteRate, p.Dests, p.Throughput, p.Saturated, p.Intervals)
 	}
 }
 

@@ -138,6 +138,9 @@ type costLayout struct {
 // costLayouts returns the probe's runs in order, for a chain of n
 // operators (n ≥ 4) at rate r and the budget application b at rate br:
 //
+// Every chain layout's last worker owns nothing: the reference, whose CPU
+// is a worker's idle cost of the moment (FitCostModel subtracts it).
+//
 //   - alpha-beta at r: split-K for K in {1, 3, 5, 7, 9} scaled to n
 //     (operators before K on worker 0, the rest on worker 1: one cut
 //     edge), then cut-M for M in {3, 5, n−1} (operator o on worker
@@ -163,7 +166,7 @@ func costLayouts(chain ops.App, r float64, b ops.App, br float64) []costLayout {
 			continue
 		}
 		seen[k] = true
-		s := grid(2)
+		s := grid(3)
 		for o := range n {
 			s[btoi(o >= k)][o] = 1
 		}
@@ -173,7 +176,7 @@ func costLayouts(chain ops.App, r float64, b ops.App, br float64) []costLayout {
 		if m < 2 || m > n-1 {
 			continue
 		}
-		s := grid(2)
+		s := grid(3)
 		for o := range n {
 			s[(o*(m+1)/n)%2][o] = 1
 		}
@@ -181,7 +184,7 @@ func costLayouts(chain ops.App, r float64, b ops.App, br float64) []costLayout {
 	}
 	for _, rate := range []float64{r / 2, r} {
 		for d := 1; d <= 3; d++ {
-			s := grid(d + 1)
+			s := grid(d + 2)
 			for o := range n {
 				if o < n/2 {
 					s[0][o] = 1
@@ -537,8 +540,8 @@ func (r *cpuRecorder) points(l costLayout, loadS float64, execUS []float64) ([]C
 // positive share in order, each an even run of the groups (the planner's
 // largest-remainder split of equal shares), and a request is local when
 // the same worker owns g at both ends of its edge. ExecUS is Σ_o
-// executions·execUS[o] (execUS nil: 0). The budget layout gets no rates
-// (its are measured).
+// executions·execUS[o] (execUS nil: 0). A worker owning nothing is the
+// reference. The budget layout gets no rates (its are measured).
 func nominalRates(l costLayout, execUS []float64) []CostPoint {
 	n := len(l.shares)
 	out := make([]CostPoint, n)
@@ -588,6 +591,12 @@ func nominalRates(l costLayout, execUS []float64) []CostPoint {
 		for _, d := range dest[w] {
 			if d {
 				out[w].Dests++
+			}
+		}
+		out[w].Reference = true
+		for _, sh := range l.shares[w] {
+			if sh > 0 {
+				out[w].Reference = false
 			}
 		}
 	}

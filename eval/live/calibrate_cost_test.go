@@ -46,8 +46,10 @@ func TestFitLine(t *testing.T) {
 // with the given costs: each worker pays an idle cost (its own, per run),
 // the ingress per input at the source, α per local request, s per remote
 // send and v per remote receive (β = s + v), γ per destination, and the
-// operators' execution; noise is the sd of a relative error on the CPU.
-func synthetic(alpha, s, v, gamma, budget, noise float64, seed uint64) []CostPoint {
+// operators' execution; every worker of a run (the reference too) shares
+// a drift of sd driftSD µs/s (the host's load of the moment), and noise is
+// the sd of a relative error on the CPU.
+func synthetic(alpha, s, v, gamma, budget, noise, driftSD float64, seed uint64) []CostPoint {
 	r := rand.New(rand.NewPCG(seed, 1))
 	chain := runtime.Chain("chain", 10, 0)
 	exec := make([]float64, 10)
@@ -74,21 +76,23 @@ func synthetic(alpha, s, v, gamma, budget, noise float64, seed uint64) []CostPoi
 		for _, p := range pts {
 			remote += p.RemoteRate
 		}
-		for w := range pts {
+		senders := len(pts) - 1 // the last is the reference
+		for w := range senders {
 			if l.term == "gamma" && w > 0 {
-				recv[w] = pts[0].RemoteRate / float64(len(pts)-1)
+				recv[w] = pts[0].RemoteRate / float64(senders-1)
 			} else if l.term != "gamma" {
 				recv[w] = remote - pts[w].RemoteRate
 			}
 		}
+		drift := driftSD * r.NormFloat64() // the host's load of the moment: every worker of the run
 		for w := range pts {
 			p := &pts[w]
 			p.Worker = w
-			cpu := 40000 + 5000*r.Float64() + p.ExecUS + alpha*p.LocalRate + s*p.RemoteRate + v*recv[w] + gamma*p.Dests
+			cpu := 40000 + drift + 500*r.Float64() + p.ExecUS + alpha*p.LocalRate + s*p.RemoteRate + v*recv[w] + gamma*p.Dests
 			if w == 0 {
 				cpu += 3 * l.rate // ingress
 			}
-			p.CPUUS = cpu * (1 + noise*r.NormFloat64())
+			p.CPUUS = max(0, cpu*(1+noise*r.NormFloat64()))
 		}
 		out = append(out, pts...)
 	}
@@ -100,7 +104,7 @@ func synthetic(alpha, s, v, gamma, budget, noise float64, seed uint64) []CostPoi
 // within their CI with them), and a negative α is refused by name.
 func TestFitCostModel(t *testing.T) {
 	const alpha, s, v, gamma, budget = 1.5, 2.0, 2.5, 5000.0, 2e6
-	m, terms, err := FitCostModel(synthetic(alpha, s, v, gamma, budget, 0.002, 1), DefaultCostFitConfig())
+	m, terms, err := FitCostModel(synthetic(alpha, s, v, gamma, budget, 0.002, 20000, 1), DefaultCostFitConfig())
 	if err != nil {
 		t.Fatalf("%v\n%+v", err, terms)
 	}
@@ -118,7 +122,7 @@ func TestFitCostModel(t *testing.T) {
 			t.Errorf("term %+v: want accepted with a fit and a CI", tm)
 		}
 	}
-	_, terms, err = FitCostModel(synthetic(-0.5, s, v, gamma, budget, 0.002, 2), DefaultCostFitConfig())
+	_, terms, err = FitCostModel(synthetic(-0.5, s, v, gamma, budget, 0.002, 20000, 2), DefaultCostFitConfig())
 	if !errors.Is(err, ErrCostTerm) || !strings.Contains(err.Error(), "alpha: negative estimate") {
 		t.Fatalf("negative α: error %v, want ErrCostTerm naming alpha", err)
 	}
@@ -127,14 +131,14 @@ func TestFitCostModel(t *testing.T) {
 	}
 	// No saturated interval: W refused.
 	var pts []CostPoint
-	for _, p := range synthetic(alpha, s, v, gamma, budget, 0, 3) {
+	for _, p := range synthetic(alpha, s, v, gamma, budget, 0, 0, 3) {
 		p.Sat = nil
 		pts = append(pts, p)
 	}
 	if _, _, err := FitCostModel(pts, DefaultCostFitConfig()); err == nil || !strings.Contains(err.Error(), "budget: no saturated interval") {
 		t.Errorf("no saturated interval: error %v", err)
 	}
-	bad := synthetic(alpha, s, v, gamma, budget, 0, 4)
+	bad := synthetic(alpha, s, v, gamma, budget, 0, 0, 4)
 	bad[3].CPUUS = math.Inf(1)
 	if _, _, err := FitCostModel(bad, DefaultCostFitConfig()); err == nil || errors.Is(err, ErrCostTerm) {
 		t.Errorf("an infinite CPU time: error %v, want a bad-input error", err)
@@ -177,8 +181,8 @@ func TestCostLayouts(t *testing.T) {
 			want = float64(cutsOf(l.name)) * 1000
 		default:
 			want = l.rate
-			if int(pts[0].Dests) != len(pts)-1 || pts[0].RemoteRate != l.rate {
-				t.Errorf("%s at %g: sender %+v, want %d destinations and the input rate remote", l.name, l.rate, pts[0], len(pts)-1)
+			if int(pts[0].Dests) != len(pts)-2 || pts[0].RemoteRate != l.rate {
+				t.Errorf("%s at %g: sender %+v, want %d destinations and the input rate remote", l.name, l.rate, pts[0], len(pts)-2)
 			}
 			for _, p := range pts[1:] {
 				if p.RemoteRate != 0 || p.Dests != 0 {
@@ -191,8 +195,9 @@ func TestCostLayouts(t *testing.T) {
 		}
 	}
 	split3 := nominalRates(ls[1], nil)
-	if split3[0].LocalRate != 2000 || split3[1].LocalRate != 6000 || split3[0].Dests != 1 || split3[1].Dests != 0 {
-		t.Errorf("split-3 %+v", split3)
+	if len(split3) != 3 || split3[0].LocalRate != 2000 || split3[1].LocalRate != 6000 || split3[0].Dests != 1 || split3[1].Dests != 0 ||
+		split3[0].Reference || split3[1].Reference || !split3[2].Reference || split3[2].LocalRate+split3[2].RemoteRate+split3[2].Dests+split3[2].ExecUS != 0 {
+		t.Errorf("split-3 %+v, want two workers and an idle reference", split3)
 	}
 }
 

@@ -113,8 +113,11 @@ type CostPoint struct {
 	Term   string `json:"term"`
 	// Rate is the offered input rate, inputs/s.
 	Rate float64 `json:"rate"`
-	// Worker is the worker's ID.
-	Worker int `json:"worker"`
+	// Worker is the worker's ID; Reference marks the run's reference
+	// worker, which owns nothing (its CPU is a worker's cost of idling at
+	// that moment on the host, subtracted from the others').
+	Worker    int  `json:"worker"`
+	Reference bool `json:"reference,omitempty"`
 	// CPUUS is the worker process's CPU time per second (its process CPU
 	// clock over the window of WindowS s), µs/s.
 	CPUUS   float64 `json:"cpu_us_per_s"`
@@ -167,7 +170,10 @@ var ErrCostTerm = errors.New("cost term refused")
 // N_{w,o}·τ̄_{w,o} + α·R^l_w + β·R^r_w + γ·δ_w ≤ W) from differential
 // measurements of the workers' CPU time (CostPoint.CPUUS) less the time
 // inside the operators (ExecUS), one term at a time, as the CLASP paper's
-// microbenchmarks did (§4.1):
+// microbenchmarks did (§4.1). Every chain run has a reference worker that
+// owns nothing; its CPU, r, is what a worker costs idling on the host at
+// that moment, and is subtracted from the others' (the host's load drifts
+// between runs by as much as the terms measured):
 //
 //   - α: the alpha-beta layouts that cut the chain once ("split-K":
 //     operators before K on one worker, the rest on another, one input
@@ -179,13 +185,13 @@ var ErrCostTerm = errors.New("cost term refused")
 //     work between local requests, in the intercept: slope α.
 //   - β: every alpha-beta layout (the splits and "cut-M": M of the nine
 //     edges cut between two workers):
-//     the two workers' Σ (CPU − exec) − γ̂·Σ δ against Σ R^r; with R^l = R −
+//     the two workers' Σ (CPU − exec − r) − γ̂·Σ δ against Σ R^r; with R^l = R −
 //     R^r per input the slope is β − α, so β = slope + α̂ (charged to the
 //     sender as Eq. 1 does, it includes the receiver's decoding). Its CI
 //     adds α̂'s in quadrature.
 //   - γ: the gamma layouts (the chain's first half on one worker sending
 //     the same remote rate to the second half spread over d = 1, 2, 3
-//     workers, at two input rates): the sender's CPU − exec against δ,
+//     workers, at two input rates): the sender's CPU − exec − r against δ,
 //     one intercept per rate: slope γ, µs per destination per second.
 //   - W: the budget run (one worker saturated): the mean over its
 //     saturated intervals of Σ N·τ̄ + α̂·R^l + β̂·R^r + γ̂·δ, the budget
@@ -223,10 +229,11 @@ func FitCostModel(pts []CostPoint, cfg CostFitConfig) (clasp.CostModel, []CostTe
 	ab := byTerm(pts, "alpha-beta")
 	var aPts []LinePoint
 	for _, run := range runsOf(ab) {
-		if len(run) != 2 || !strings.HasPrefix(run[0].Layout, "split-") {
+		_, w := reference(run)
+		if len(w) != 2 || !strings.HasPrefix(w[0].Layout, "split-") {
 			continue
 		}
-		a, b := run[0], run[1]
+		a, b := w[0], w[1]
 		aPts = append(aPts, LinePoint{X: b.LocalRate - a.LocalRate, Y: (b.CPUUS - b.ExecUS) - (a.CPUUS - a.ExecUS)})
 	}
 	af, aok := FitLine(aPts)
@@ -237,12 +244,16 @@ func FitCostModel(pts []CostPoint, cfg CostFitConfig) (clasp.CostModel, []CostTe
 	judge(&alpha, af, aok)
 
 	// γ: the sender (the worker with the most remote requests) of every
-	// gamma layout, one group per rate.
+	// gamma layout less the reference, one group per rate.
 	var gPts []LinePoint
 	rates := map[float64]int{} // only indexed
 	for _, run := range runsOf(byTerm(pts, "gamma")) {
-		s := run[0]
-		for _, p := range run[1:] {
+		r, w := reference(run)
+		if len(w) == 0 {
+			continue
+		}
+		s := w[0]
+		for _, p := range w[1:] {
 			if p.RemoteRate > s.RemoteRate {
 				s = p
 			}
@@ -252,7 +263,7 @@ func FitCostModel(pts []CostPoint, cfg CostFitConfig) (clasp.CostModel, []CostTe
 			g = len(rates)
 			rates[s.Rate] = g
 		}
-		gPts = append(gPts, LinePoint{Group: g, X: s.Dests, Y: s.CPUUS - s.ExecUS})
+		gPts = append(gPts, LinePoint{Group: g, X: s.Dests, Y: s.CPUUS - s.ExecUS - r})
 	}
 	gf, gok := FitLine(gPts)
 	gamma := CostTerm{Name: "gamma", Unit: "µs per destination per second", Value: gf.Slope, CI95: gf.SlopeCI95}
@@ -261,12 +272,14 @@ func FitCostModel(pts []CostPoint, cfg CostFitConfig) (clasp.CostModel, []CostTe
 	}
 	judge(&gamma, gf, gok)
 
-	// β: both workers of every alpha-beta layout, summed.
+	// β: both workers of every alpha-beta layout, less the reference,
+	// summed.
 	var bPts []LinePoint
 	for _, run := range runsOf(ab) {
+		r, w := reference(run)
 		var y, x float64
-		for _, p := range run {
-			y += p.CPUUS - p.ExecUS - gf.Slope*p.Dests
+		for _, p := range w {
+			y += p.CPUUS - p.ExecUS - r - gf.Slope*p.Dests
 			x += p.RemoteRate
 		}
 		bPts = append(bPts, LinePoint{X: x, Y: y})
@@ -313,6 +326,21 @@ func FitCostModel(pts []CostPoint, cfg CostFitConfig) (clasp.CostModel, []CostTe
 		return clasp.CostModel{}, terms, fmt.Errorf("live: %w: %v", ErrCostTerm, refused)
 	}
 	return clasp.CostModel{Alpha: alpha.Value, Beta: beta.Value, Gamma: gamma.Value, Budget: budget.Value}, terms, nil
+}
+
+// reference returns the CPU of a run's reference worker (0 without one)
+// and the run's other points.
+func reference(run []CostPoint) (float64, []CostPoint) {
+	var r float64
+	var out []CostPoint
+	for _, p := range run {
+		if p.Reference {
+			r = p.CPUUS
+			continue
+		}
+		out = append(out, p)
+	}
+	return r, out
 }
 
 // byTerm returns the points of one term, in order.
