@@ -123,6 +123,7 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	costBudgetApp := fs.String("cost-budget-app", "syn", "application the cost-model probe saturates on one worker for the budget W")
 	costBudgetRate := fs.Float64("cost-budget-rate", 1500, "input rate of the budget run, inputs/s (above one worker's capacity)")
 	costMinR2 := fs.Float64("cost-min-r2", live.DefaultCostFitConfig().MinR2, "least R² of a term's line for the term to be written")
+	costZero := fs.Bool("cost-zero-unresolved", false, "write as 0 a term of α, β, γ refused for a negative estimate or a poor fit whose 95% CI includes 0 (below the probe's resolution) instead of writing no model")
 	svcInputs := fs.Int("service-inputs", 3000, "inputs of the in-process per-execution timing (service-time distribution)")
 	from := fs.String("from", "", "an earlier probe's calibration.json: recompute its derived values (per-task hops, methods) and the scenario with this commit, without live runs (the probe flags are ignored)")
 	if err := parseFlags(fs, args, o); err != nil {
@@ -166,7 +167,7 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		return usagef("eval: -cost-budget-app: %v", err)
 	}
 	costProbe := live.CostProbe{Rate: *costRate, Load: *costDur, Report: *scale, TaskMillicores: *costMC, BudgetApp: budgetApp, BudgetRate: *costBudgetRate,
-		Fit: &live.CostFitConfig{MinR2: *costMinR2}, Seed: *seed, WorkerArgs: []string{"live-worker"}, Log: o.Stderr}
+		Fit: &live.CostFitConfig{MinR2: *costMinR2, ZeroUnresolved: *costZero}, Seed: *seed, WorkerArgs: []string{"live-worker"}, Log: o.Stderr}
 	var uptime []string
 	if u := hostLoad(); u != "" {
 		uptime = append(uptime, "before: "+u)
@@ -313,8 +314,15 @@ func costProbeMethod(cp live.CostProbeResult) string {
 		"β: those and layouts cutting 3, 5 and 9 of the nine edges, both workers' Σ (CPU − exec − r − γ̂·δ) against Σ R^r (slope β − α; β includes the receiver's decoding, charged to the sender as Eq. 1 does). "+
 		"γ: the first half on one worker sending to the second half spread over 1, 2, 3 workers at %g and %g inputs/s, the sender's CPU − exec − r against δ, one intercept per rate (slope γ, µs per destination per second). "+
 		"W: %s on one worker at %g inputs/s, the mean over its saturated intervals ((Q_w + Q_p)/Σ N > %g s) of Σ N·τ̄ + α̂·R^l + β̂·R^r + γ̂·δ. "+
-		"A term is refused when its line is not identified, its estimate is negative or R² < %g; the model is written only when every term is accepted",
-		cp.Rate, cp.TaskMillicores, cp.LoadS, cp.ReportS, cp.ChainInputs, cp.Rate/2, cp.Rate, cp.BudgetApp, cp.BudgetRate, live.CostSaturationS, cp.MinR2)
+		"A term is refused when its line is not identified, its estimate is negative or R² < %g%s; the model is written only when every term is accepted",
+		cp.Rate, cp.TaskMillicores, cp.LoadS, cp.ReportS, cp.ChainInputs, cp.Rate/2, cp.Rate, cp.BudgetApp, cp.BudgetRate, live.CostSaturationS, cp.MinR2, zeroNote(cp.ZeroUnresolved))
+}
+
+func zeroNote(on bool) string {
+	if on {
+		return " (with -cost-zero-unresolved such a term whose 95% CI includes 0 is written as 0)"
+	}
+	return ""
 }
 
 // costProbeMarkdown is the cost-model probe's section of calibration.md.

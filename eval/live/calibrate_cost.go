@@ -99,8 +99,8 @@ func (p *CostProbe) fill() error {
 
 // CostProbeResult is ProbeCosts' result, calibration.json's cost_probe.
 type CostProbeResult struct {
-	// Rate, LoadS, ReportS, TaskMillicores, BudgetApp, BudgetRate and
-	// MinR2 are the probe's configuration.
+	// Rate, LoadS, ReportS, TaskMillicores, BudgetApp, BudgetRate, MinR2
+	// and ZeroUnresolved are the probe's configuration.
 	Rate           float64 `json:"rate"`
 	LoadS          float64 `json:"load_s"`
 	ReportS        float64 `json:"report_s"`
@@ -108,6 +108,7 @@ type CostProbeResult struct {
 	BudgetApp      string  `json:"budget_app"`
 	BudgetRate     float64 `json:"budget_rate"`
 	MinR2          float64 `json:"min_r2"`
+	ZeroUnresolved bool    `json:"zero_unresolved,omitempty"`
 	// Terms are α, β, γ and W with their fits; Model is the cost model,
 	// set only when every term was accepted (Refused says otherwise).
 	Terms   []CostTerm      `json:"terms"`
@@ -238,7 +239,7 @@ func ProbeCosts(ctx context.Context, p CostProbe) (CostProbeResult, error) {
 	}
 	start := time.Now()
 	res := CostProbeResult{Rate: p.Rate, LoadS: p.Load.Seconds(), ReportS: p.Report.Seconds(), TaskMillicores: p.TaskMillicores,
-		BudgetApp: p.BudgetApp.Name, BudgetRate: p.BudgetRate, MinR2: p.Fit.MinR2, ChainInputs: chainInputs}
+		BudgetApp: p.BudgetApp.Name, BudgetRate: p.BudgetRate, MinR2: p.Fit.MinR2, ZeroUnresolved: p.Fit.ZeroUnresolved, ChainInputs: chainInputs}
 	svc, err := ServiceTimes(chain, p.Seed, chainInputs)
 	if err != nil {
 		return CostProbeResult{}, err

@@ -129,6 +129,19 @@ func TestFitCostModel(t *testing.T) {
 	if terms[0].Accepted || terms[0].Value >= 0 {
 		t.Errorf("alpha %+v accepted", terms[0])
 	}
+	// γ = 0: refused by default (a flat line has R² ≈ 0), written as 0
+	// with ZeroUnresolved; a clearly negative α stays refused.
+	zero := synthetic(alpha, s, v, 0, budget, 0.002, 20000, 5)
+	if _, _, err := FitCostModel(zero, DefaultCostFitConfig()); !errors.Is(err, ErrCostTerm) || !strings.Contains(err.Error(), "gamma:") {
+		t.Errorf("γ = 0 by default: %v, want γ refused", err)
+	}
+	m, terms, err = FitCostModel(zero, CostFitConfig{MinR2: 0.5, ZeroUnresolved: true})
+	if err != nil || m.Gamma != 0 || !terms[2].Accepted || !strings.Contains(terms[2].Reason, "written as 0") || math.Abs(m.Alpha-alpha) > 0.3 {
+		t.Errorf("γ = 0 with ZeroUnresolved: %+v %+v %v", m, terms[2], err)
+	}
+	if _, _, err := FitCostModel(synthetic(-0.5, s, v, gamma, budget, 0.002, 20000, 2), CostFitConfig{MinR2: 0.5, ZeroUnresolved: true}); !errors.Is(err, ErrCostTerm) {
+		t.Errorf("α = −0.5 with ZeroUnresolved: %v, want refused", err)
+	}
 	// No saturated interval: W refused.
 	var pts []CostPoint
 	for _, p := range synthetic(alpha, s, v, gamma, budget, 0, 0, 3) {

@@ -158,6 +158,11 @@ type SatInterval struct {
 type CostFitConfig struct {
 	// MinR2 is the least R² of a term's line, in [0, 1]. Default 0.5.
 	MinR2 float64
+	// ZeroUnresolved writes as 0 a term of α, β, γ that would be refused
+	// for a negative estimate or a poor fit but whose 95% CI includes 0
+	// (a cost below the probe's resolution: a flat line has R² ≈ 0 however
+	// well measured). Default false: refused.
+	ZeroUnresolved bool
 }
 
 // DefaultCostFitConfig returns MinR2 0.5.
@@ -198,8 +203,9 @@ var ErrCostTerm = errors.New("cost term refused")
 //     the worker completed (Eq. 3 with the measured α̂, β̂, γ̂).
 //
 // A term is refused (Accepted false, Reason naming why) when its line is
-// not identified, its estimate is negative, or R² < MinR2; W when no
-// interval saturated. The model is returned only when every term is
+// not identified, its estimate is negative, or R² < MinR2 (with
+// ZeroUnresolved, such a term whose CI includes 0 is written as 0 and the
+// Reason says so); W when no interval saturated. The model is returned only when every term is
 // accepted; otherwise the error wraps ErrCostTerm and names the refused
 // terms, and the terms are returned all the same.
 func FitCostModel(pts []CostPoint, cfg CostFitConfig) (clasp.CostModel, []CostTerm, error) {
@@ -217,12 +223,18 @@ func FitCostModel(pts []CostPoint, cfg CostFitConfig) (clasp.CostModel, []CostTe
 		switch {
 		case !ok:
 			t.Reason = "not identified (too few points, or x constant within every group)"
+			return
 		case f.R2 < cfg.MinR2:
 			t.Reason = fmt.Sprintf("poor fit: R² %.3f < %.2f", f.R2, cfg.MinR2)
 		case t.Value < 0:
 			t.Reason = fmt.Sprintf("negative estimate %.4g %s (95%% CI ± %.3g)", t.Value, t.Unit, t.CI95)
 		default:
 			t.Accepted = true
+			return
+		}
+		if cfg.ZeroUnresolved && math.Abs(t.Value) <= t.CI95 {
+			t.Reason = fmt.Sprintf("unresolved (%s; the 95%% CI %.4g ± %.3g includes 0): written as 0", t.Reason, t.Value, t.CI95)
+			t.Value, t.Accepted = 0, true
 		}
 	}
 	// α: the two workers' difference in every single-cut layout.
