@@ -334,8 +334,11 @@ func costProbeMarkdown(b *strings.Builder, cp live.CostProbeResult) {
 			fit = fmt.Sprintf("%.4g, %.3f, %d (%d)", t.Fit.Slope, t.Fit.R2, t.Fit.N, t.Fit.Groups)
 		}
 		acc := "yes"
-		if !t.Accepted {
+		switch {
+		case !t.Accepted:
 			acc = "no: " + t.Reason
+		case t.Reason != "":
+			acc = "yes, " + t.Reason
 		}
 		fmt.Fprintf(b, "| %s | %.4g | %.3g | %s | %s | %s |\n", t.Name, t.Value, t.CI95, t.Unit, fit, acc)
 	}
