@@ -11,14 +11,19 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"streamscale/clasp"
 	"streamscale/env"
+	"streamscale/eval/claspexp"
 	"streamscale/eval/live"
 	"streamscale/eval/report"
 	"streamscale/eval/runner"
 	"streamscale/internal/command"
+	"streamscale/internal/costfile"
+	"streamscale/serve/runtime"
 	"streamscale/serve/runtime/cfs"
 	"streamscale/serve/runtime/ops"
 	"streamscale/traces"
@@ -79,8 +84,14 @@ type Calibration struct {
 	Rederived string `json:"rederived,omitempty"`
 	// CFSPeriodMS is the workers' CFS period, ms.
 	CFSPeriodMS float64 `json:"cfs_period_ms"`
-	// CostModel is the cost-model probe's estimate (nil: skipped).
+	// CostModel is the earlier regression probe's estimate, in files
+	// written before the microbenchmark probe replaced it (never written
+	// now; decoded so that -from still reads those files).
 	CostModel *live.CostEstimate `json:"cost_model,omitempty"`
+	// CostProbe is the cost-model microbenchmark probe's result
+	// (live.ProbeCosts; nil: skipped): every term of CLASP's Eq. 1 with
+	// its fit, and the model when every term was accepted.
+	CostProbe *live.CostProbeResult `json:"cost_probe,omitempty"`
 	// ReportedMillicores is operator 0's live quota as the workers
 	// reported it, per interval; OfferedPerS the offered rate per control
 	// window.
@@ -96,7 +107,7 @@ type Calibration struct {
 
 func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	fs := command.NewFlagSet("eval calibrate")
-	profile := fs.String("profile", "pred", "application profile: pred or etl")
+	profile := fs.String("profile", "pred", "application profile: pred or etl (the vertical probes and the cost-model probe), or a CLASP application (wc, sd, aa, pl, nwm, syn: the cost-model probe only)")
 	rate := fs.Float64("rate", 2000, "constant input rate, inputs/s")
 	scale := fs.Duration("time-scale", 250*time.Millisecond, "control interval (and the workers' report interval)")
 	dur := fs.Duration("duration", 10*time.Second, "probe length; the allocation steps down from -high to -low half way")
@@ -106,8 +117,13 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	seed := fs.Uint64("seed", 1, "seed of the input source")
 	out := fs.String("out", "out/calibrate", "output directory (created if missing)")
 	asJSON := fs.Bool("json", false, "print calibration.json to stdout")
-	costDur := fs.Duration("cost-duration", 5*time.Second, "load per mix of the cost-model probe (1 worker; 2 workers even; 2 workers split by operator); 0 skips it")
-	costMC := fs.Int("cost-millicores", 2, "live CFS millicores of every task in the cost-model probe (low, so the workers saturate)")
+	costDur := fs.Duration("cost-duration", 3*time.Second, "load per run of the cost-model probe (15 runs: the chain application in 14 layouts, the budget application saturated once; see live.ProbeCosts); 0 skips it")
+	costMC := fs.Int("cost-millicores", 1000, "live CFS millicores of every task in the cost-model probe (W is the budget at this quota: eval live's -task-mc)")
+	costRate := fs.Float64("cost-rate", 4000, "input rate of the cost-model probe's chain runs, inputs/s (the γ runs also at half of it)")
+	costBudgetApp := fs.String("cost-budget-app", "syn", "application the cost-model probe saturates on one worker for the budget W")
+	costBudgetRate := fs.Float64("cost-budget-rate", 1500, "input rate of the budget run, inputs/s (above one worker's capacity)")
+	costMinR2 := fs.Float64("cost-min-r2", live.DefaultCostFitConfig().MinR2, "least R² of a term's line for the term to be written")
+	costZero := fs.Bool("cost-zero-unresolved", false, "write as 0 a term of α, β, γ refused for a negative estimate or a poor fit whose 95% CI includes 0 (below the probe's resolution) instead of writing no model")
 	svcInputs := fs.Int("service-inputs", 3000, "inputs of the in-process per-execution timing (service-time distribution)")
 	from := fs.String("from", "", "an earlier probe's calibration.json: recompute its derived values (per-task hops, methods) and the scenario with this commit, without live runs (the probe flags are ignored)")
 	if err := parseFlags(fs, args, o); err != nil {
@@ -116,8 +132,11 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	if *from != "" {
 		return rederive(*from, *out, *asJSON, o)
 	}
-	if err := checkProfile(*profile); err != nil {
-		return err
+	horizontal := isHorizontalProfile(*profile)
+	if !horizontal {
+		if err := checkProfile(*profile); err != nil {
+			return err
+		}
 	}
 	switch {
 	case !(*rate > 0) || *rate > 1e6:
@@ -130,16 +149,31 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		return usagef("eval: -cpu-scale %v, want > 0 and ≤ 1000", *cpuScale)
 	case !(*high >= 500 && *high <= 10000) || !(*low >= 500 && *low <= 10000):
 		return usagef("eval: -high %v and -low %v, want scenario millicores in [500, 10000]", *high, *low)
-	case *costDur < 0 || *costDur > 10*time.Minute:
-		return usagef("eval: -cost-duration %v, want 0 (skip) .. 10m", *costDur)
-	case *costMC < 1 || *costMC > 100000:
-		return usagef("eval: -cost-millicores %d, want 1..100000", *costMC)
+	case *costDur < 0 || *costDur > 10*time.Minute || (*costDur > 0 && *costDur < time.Second+4**scale):
+		return usagef("eval: -cost-duration %v, want 0 (skip) or 1 s + 4 intervals (%v) .. 10m", *costDur, time.Second+4**scale)
+	case horizontal && *costDur == 0:
+		return usagef("eval: -cost-duration 0 skips the only probe of a CLASP application (%s)", *profile)
+	case *costMC < 1 || *costMC > 64000:
+		return usagef("eval: -cost-millicores %d, want 1..64000", *costMC)
+	case !(*costRate >= 10 && *costRate <= 1e6) || !(*costBudgetRate > 0 && *costBudgetRate <= 1e6):
+		return usagef("eval: -cost-rate %v and -cost-budget-rate %v, want 10..1e6 and (0, 1e6] inputs/s", *costRate, *costBudgetRate)
+	case !(*costMinR2 >= 0 && *costMinR2 <= 1):
+		return usagef("eval: -cost-min-r2 %v, want [0, 1]", *costMinR2)
 	case *svcInputs < 1 || *svcInputs > 100000:
 		return usagef("eval: -service-inputs %d, want 1..100000", *svcInputs)
 	}
+	budgetApp, err := runtime.Apps(*costBudgetApp)
+	if err != nil {
+		return usagef("eval: -cost-budget-app: %v", err)
+	}
+	costProbe := live.CostProbe{Rate: *costRate, Load: *costDur, Report: *scale, TaskMillicores: *costMC, BudgetApp: budgetApp, BudgetRate: *costBudgetRate,
+		Fit: &live.CostFitConfig{MinR2: *costMinR2, ZeroUnresolved: *costZero}, Seed: *seed, WorkerArgs: []string{"live-worker"}, Log: o.Stderr}
 	var uptime []string
 	if u := hostLoad(); u != "" {
 		uptime = append(uptime, "before: "+u)
+	}
+	if horizontal {
+		return calibrateCosts(ctx, *profile, costProbe, *seed, *svcInputs, *out, *asJSON, uptime, o)
 	}
 	n := int(*dur / *scale)
 	at := n / 2
@@ -182,23 +216,11 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		}
 	}
 	if *costDur > 0 {
-		nOps := len(app.Operators)
-		split := make([][]float64, 2)
-		for w := range split {
-			split[w] = make([]float64, nOps)
-			for o := range nOps {
-				if (o < nOps/2) == (w == 0) {
-					split[w][o] = 1
-				}
-			}
-		}
-		mixes := []live.CostMix{{Name: "1 worker", Workers: 1}, {Name: "2 workers, even", Workers: 2}, {Name: "2 workers, split by operator", Workers: 2, Shares: split}}
-		ce, err := live.ProbeCostModel(ctx, live.CostProbe{App: app, Rate: *rate, Duration: *costDur, Report: *scale, Millicores: *costMC, Seed: *seed,
-			WorkerArgs: []string{"live-worker"}}, mixes)
+		cp, err := live.ProbeCosts(ctx, costProbe)
 		if err != nil {
 			return fmt.Errorf("eval: calibrate: %w", err)
 		}
-		c.CostModel = &ce
+		c.CostProbe = &cp
 	}
 	svc, err := live.ServiceTimes(app, *seed, *svcInputs)
 	if err != nil {
@@ -229,6 +251,128 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	}
 	c.Uptime = uptime
 	return writeCalibration(&c, sc, app, *out, *asJSON, o)
+}
+
+// calibrateCosts is `eval calibrate` of a CLASP application: the
+// cost-model probe (live.ProbeCosts, the runtime's chain application and
+// the budget application) and the application's per-execution times in
+// process; calibration.json and calibration.md, no scenario (the
+// simulator's vertical scenarios are pred's and etl's).
+func calibrateCosts(ctx context.Context, profile string, p live.CostProbe, seed uint64, svcInputs int, out string, asJSON bool, uptime []string, o Options) error {
+	app, err := ops.AppByName(profile)
+	if err != nil {
+		return usageError(err)
+	}
+	cp, err := live.ProbeCosts(ctx, p)
+	if err != nil {
+		return fmt.Errorf("eval: calibrate: %w", err)
+	}
+	svc, err := live.ServiceTimes(app, seed, svcInputs)
+	if err != nil {
+		return fmt.Errorf("eval: calibrate: %w", err)
+	}
+	if u := hostLoad(); u != "" {
+		uptime = append(uptime, "after: "+u)
+	}
+	c := Calibration{Profile: profile, Rate: p.Rate, TimeScaleS: p.Report.Seconds(), Seed: seed, CostProbe: &cp, ServiceTimes: svc, ServiceInputs: svcInputs,
+		Uptime: uptime, Commit: o.Commit, GoVersion: o.GoVersion}
+	c.ServiceCV, _ = serviceCV(svc, nil)
+	c.Methods = map[string]string{
+		"cost_model": costProbeMethod(cp),
+		"service_cv": fmt.Sprintf("every operator's Process timed in this process over %d inputs of the application's source (live.ServiceTimes, outliers above %d× the median dropped), CVs weighted by work", svcInputs, live.OutlierFactor),
+	}
+	b, err := report.MarshalJSON(c)
+	if err != nil {
+		return err
+	}
+	md := costMarkdown(c)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{"calibration.json", b}, {"calibration.md", md}} {
+		if err := os.WriteFile(filepath.Join(out, f.name), f.data, 0o644); err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
+	}
+	if asJSON {
+		_, err = o.Stdout.Write(b)
+	} else {
+		_, err = o.Stdout.Write(md)
+	}
+	return err
+}
+
+// costProbeMethod says how the cost-model probe measured each term.
+func costProbeMethod(cp live.CostProbeResult) string {
+	return fmt.Sprintf("microbenchmarks (live.ProbeCosts, CLASP §4.1): the runtime's chain application (ten no-op operators) at %g inputs/s with every task at %d mc, "+
+		"%g s of load per run (report interval %g s); each worker process's CPU time per second from its process CPU clock over the load (its start to the last report within it), less the layout's executions times the chain operators' execution time in process (%d inputs); the request rates are the layout's at the input rate (keys stay with an input along the chain). "+
+		"Every chain run has a reference worker owning nothing, whose CPU r (a worker idling on the host at that moment) is subtracted. "+
+		"α: layouts cutting the chain once at K = 1, 3, 5, 7, 9 (two workers), per run the downstream worker's CPU − exec less the upstream one's against the difference of their local request rates (slope α). "+
+		"β: those and layouts cutting 3, 5 and 9 of the nine edges, both workers' Σ (CPU − exec − r − γ̂·δ) against Σ R^r (slope β − α; β includes the receiver's decoding, charged to the sender as Eq. 1 does). "+
+		"γ: the first half on one worker sending to the second half spread over 1, 2, 3 workers at %g and %g inputs/s, the sender's CPU − exec − r against δ, one intercept per rate (slope γ, µs per destination per second). "+
+		"W: %s on one worker at %g inputs/s, the mean over its saturated intervals ((Q_w + Q_p)/Σ N > %g s) of Σ N·τ̄ + α̂·R^l + β̂·R^r + γ̂·δ. "+
+		"A term is refused when its line is not identified, its estimate is negative or R² < %g%s; the model is written only when every term is accepted",
+		cp.Rate, cp.TaskMillicores, cp.LoadS, cp.ReportS, cp.ChainInputs, cp.Rate/2, cp.Rate, cp.BudgetApp, cp.BudgetRate, live.CostSaturationS, cp.MinR2, zeroNote(cp.ZeroUnresolved))
+}
+
+func zeroNote(on bool) string {
+	if on {
+		return " (with -cost-zero-unresolved such a term whose 95% CI includes 0 is written as 0)"
+	}
+	return ""
+}
+
+// costProbeMarkdown is the cost-model probe's section of calibration.md.
+func costProbeMarkdown(b *strings.Builder, cp live.CostProbeResult) {
+	fmt.Fprintf(b, "\nCost model (CLASP Eq. 1) by microbenchmarks (live.ProbeCosts, %.1f s):\n\n| term | value | 95%% CI ± | unit | fit: slope, R², points (groups) | accepted |\n|---|---:|---:|---|---|---|\n", cp.WallS)
+	for _, t := range cp.Terms {
+		fit := fmt.Sprintf("mean of %d saturated intervals", t.Samples)
+		if t.Fit != nil {
+			fit = fmt.Sprintf("%.4g, %.3f, %d (%d)", t.Fit.Slope, t.Fit.R2, t.Fit.N, t.Fit.Groups)
+		}
+		acc := "yes"
+		switch {
+		case !t.Accepted:
+			acc = "no: " + t.Reason
+		case t.Reason != "":
+			acc = "yes, " + t.Reason
+		}
+		fmt.Fprintf(b, "| %s | %.4g | %.3g | %s | %s | %s |\n", t.Name, t.Value, t.CI95, t.Unit, fit, acc)
+	}
+	if m := cp.Model; m != nil {
+		fmt.Fprintf(b, "\nWritten: α %.4g µs, β %.4g µs, γ %.4g µs, W %.4g µs/s (the paper's: 38.5, 275, 51,500, 850,000).\n", m.AlphaUS, m.BetaUS, m.GammaUS, m.BudgetUSPerS)
+	} else {
+		fmt.Fprintf(b, "\nNo cost model written: %s\n", cp.Refused)
+	}
+	b.WriteString("\n| run | rate /s | worker | CPU µs/s | window s | exec µs/s | R^l /s | R^r /s | δ | completed /s | saturated |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, p := range cp.Points {
+		w := strconv.Itoa(p.Worker)
+		if p.Reference {
+			w += " (reference)"
+		}
+		fmt.Fprintf(b, "| %s | %g | %s | %.0f | %.2f | %.0f | %.0f | %.0f | %.0f | %.0f | %d/%d |\n", p.Layout, p.Rate, w, p.CPUUS, p.WindowS, p.ExecUS, p.LocalRate, p.RemoteRate, p.Dests, p.Throughput, p.Saturated, p.Intervals)
+	}
+}
+
+// costMarkdown is calibration.md of a CLASP application.
+func costMarkdown(c Calibration) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Cost-model calibration for %s\n", c.Profile)
+	if c.CostProbe != nil {
+		costProbeMarkdown(&b, *c.CostProbe)
+	}
+	fmt.Fprintf(&b, "\nPer-execution CPU time of %s in process (%d inputs):\n\n| operator | executions | mean µs | CV | p50 µs | p99 µs |\n|---|---:|---:|---:|---:|---:|\n", c.Profile, c.ServiceInputs)
+	for _, d := range c.ServiceTimes {
+		fmt.Fprintf(&b, "| %s | %d | %.3f | %.2f | %.3f | %.3f |\n", d.Operator, d.N, d.MeanUS, d.CV, d.P50US, d.P99US)
+	}
+	for _, u := range c.Uptime {
+		fmt.Fprintf(&b, "\nuptime %s", u)
+	}
+	b.WriteString("\n")
+	return []byte(b.String())
 }
 
 // writeCalibration derives the hops and the methods of c from its
@@ -353,6 +497,11 @@ func parseCalibration(data []byte) (Calibration, error) {
 			return Calibration{}, fmt.Errorf("calibration.json: service time of %s: a value out of range (%+v)", oc.Operator, s)
 		}
 	}
+	if cp := c.CostProbe; cp != nil && cp.Model != nil {
+		if err := cp.Model.Check(); err != nil {
+			return Calibration{}, fmt.Errorf("calibration.json: cost_probe.model: %w", err)
+		}
+	}
 	if ce := c.CostModel; ce != nil && len(ce.Samples) != len(ce.Mixes) {
 		return Calibration{}, fmt.Errorf("calibration.json: cost model with %d sample counts for %d mixes", len(ce.Samples), len(ce.Mixes))
 	}
@@ -390,6 +539,9 @@ func calibrationMarkdown(c Calibration) []byte {
 		for i, m := range ce.Mixes {
 			fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.2f | %.0f |\n", m.Name, ce.Samples[i], m.LocalRate, m.RemoteRate, m.RemoteDests, m.ExecWorkUS)
 		}
+	}
+	if c.CostProbe != nil {
+		costProbeMarkdown(&b, *c.CostProbe)
 	}
 	for _, u := range c.Uptime {
 		fmt.Fprintf(&b, "\nuptime %s", u)
@@ -469,6 +621,17 @@ func cvOf(xs []float64) float64 {
 // calibrationMethods says how each quantity of c was measured.
 func calibrationMethods(c Calibration) map[string]string {
 	half := c.Intervals / 2
+	m := calibrationMethodsVertical(c, half)
+	switch {
+	case c.CostProbe != nil:
+		m["cost_model"] = costProbeMethod(*c.CostProbe)
+	case c.CostModel != nil:
+		m["cost_model"] = "three live runs (1 worker; 2 workers even; 2 workers, operators split in halves) at the calibration rate with every task at -cost-millicores live mc; every control interval each worker whose queue exceeds 0.5 s of its execution rate is one sample of CLASP Eq. 1 for clasp.Estimator (RLS from the paper's start, pooled); W̄ is its EWMA (the earlier probe)"
+	}
+	return m
+}
+
+func calibrationMethodsVertical(c Calibration, half int) map[string]string {
 	return map[string]string{
 		"cpu_us_per_event":      fmt.Sprintf("workers' reports, Σ CPU / Σ executions per operator over intervals 2..%d at %g scenario mc per task (cpu scale %g), constant %g inputs/s", half-1, c.HighMC, c.CPUScale, c.Rate),
 		"service_cv":            fmt.Sprintf("every operator's Process timed in this process over %d inputs of the profile's source (live.ServiceTimes, outliers above %d× the median dropped), CVs weighted by work", c.ServiceInputs, live.OutlierFactor),
@@ -480,7 +643,6 @@ func calibrationMethods(c Calibration) map[string]string {
 		"metric_noise":          "the live observation is built from the workers' exact counters (eval/live), so no measurement noise is added",
 		"hop_ms":                fmt.Sprintf("mean over operators of the workers' mean delay enqueue → execution finished, high phase: %.2f ms (the workers' 20 ms batching timer dominates), written as physics hop_ms (a fixed latency after every forwarding task; at the generous allocation queueing adds almost nothing, so the mean is the dispatch latency); hop_ms_by_task overrides it for every task it lists", c.HopMS),
 		"hop_ms_by_task":        "per forwarding task (live.HopsAfter): the workers' mean delay enqueue → execution finished at its successors that are tasks of the profile, high phase, weighted by their executions (the batching wait is paid at the receiving queue: 64 records or 20 ms); the single source also carries its own input wait and the delay of every operator the profile lacks (etl's Sink), which the simulator has no other place for, so each path's hops sum to the live delays along it",
-		"cost_model":            "three live runs (1 worker; 2 workers even; 2 workers, operators split in halves) at the calibration rate with every task at -cost-millicores live mc; every control interval each worker whose queue exceeds 0.5 s of its execution rate is one sample of CLASP Eq. 1 for clasp.Estimator (RLS from the paper's start, pooled); W̄ is its EWMA",
 		"demand":                fmt.Sprintf("cpu_us_per_event per task with the cpu scale %g; env.ScenarioDemand maps it to MI per event on the placed server", c.CPUScale),
 	}
 }
@@ -548,7 +710,14 @@ func calibratedScenario(c Calibration, sc env.Config) (env.Scenario, error) {
 	if len(d.Tasks) > 0 {
 		s.Demand = d
 	}
-	if ce := c.CostModel; ce != nil {
+	if cp := c.CostProbe; cp != nil {
+		if m := cp.Model; m != nil {
+			s.CostModel = &env.ScenarioCostModel{AlphaUS: m.AlphaUS, BetaUS: m.BetaUS, GammaUS: m.GammaUS, BudgetUSPerS: m.BudgetUSPerS, Samples: cp.Terms[len(cp.Terms)-1].Samples}
+			notes["cost_model"] = c.Methods["cost_model"]
+		} else {
+			notes["cost_model"] = "not written: " + cp.Refused
+		}
+	} else if ce := c.CostModel; ce != nil {
 		total := 0
 		for _, n := range ce.Samples {
 			total += n
@@ -566,3 +735,30 @@ func calibratedScenario(c Calibration, sc env.Config) (env.Scenario, error) {
 
 // round3 rounds to three significant decimals for a readable file.
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// costModelUsage is the -cost-model flag's usage.
+const costModelUsage = "CLASP's cost model (α, β, γ, W of Eq. 1) from a calibration.json or scenario.json of eval calibrate, for CLASP and the baselines' triggers (default: the paper's)"
+
+// hliveMethods returns the horizontal planners of a live run and the cost
+// model they use: claspexp.Methods (the paper's model) without a file, or
+// costfile.Methods with the file's model. A file with an attached planner
+// service is refused: the service builds its own planners (serve planner
+// -cost-model).
+func hliveMethods(file, plannerAddr string, maxWorkers int) ([]clasp.Method, *costfile.Used, error) {
+	if file == "" {
+		u := costfile.Paper()
+		return claspexp.Methods(maxWorkers), &u, nil
+	}
+	if plannerAddr != "" {
+		return nil, nil, usagef("eval: -cost-model with -planner: the planner service runs its own controller (give serve planner -cost-model)")
+	}
+	u, err := costfile.Load(file, os.ReadFile)
+	if err != nil {
+		return nil, nil, usagef("eval: -cost-model: %v", err)
+	}
+	ms, err := costfile.Methods(maxWorkers, u.Model)
+	if err != nil {
+		return nil, nil, usagef("eval: -cost-model %s: %v", file, err)
+	}
+	return ms, &u, nil
+}

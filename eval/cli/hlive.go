@@ -18,6 +18,7 @@ import (
 	"streamscale/eval/live"
 	"streamscale/eval/report"
 	"streamscale/eval/runner"
+	"streamscale/internal/costfile"
 	"streamscale/serve/runtime/ops"
 	"streamscale/traces"
 )
@@ -62,6 +63,9 @@ type HLiveSummary struct {
 	// Paired is the first controller against every other, paired by
 	// seed (package hpaired); absent with one controller.
 	Paired *hpaired.Summary `json:"paired,omitempty"`
+	// CostModel is the cost model CLASP and the baselines' triggers used
+	// (-cost-model; default the paper's).
+	CostModel *costfile.Used `json:"cost_model,omitempty"`
 }
 
 // hliveFlags are the flags of `eval live` a horizontal run reads.
@@ -78,6 +82,7 @@ type hliveFlags struct {
 	seeds                    int // seeds seed … seed+seeds−1, each a pair
 	asJSON, verbose          bool
 	planner, plannerToken    string
+	costModel                string // -cost-model FILE ("": the paper's)
 }
 
 // isHorizontalProfile reports whether profile is a runtime application
@@ -89,7 +94,7 @@ func isHorizontalProfile(profile string) bool {
 // horizontalPlacer returns the planner constructor of a horizontal
 // controller spec: a method of eval clasp, or fixed:N (nil constructor, N
 // workers with even shares).
-func horizontalPlacer(spec string, maxWorkers int) (newPlacer func() (clasp.Planner, error), fixed int, err error) {
+func horizontalPlacer(spec string, maxWorkers int, methods []clasp.Method) (newPlacer func() (clasp.Planner, error), fixed int, err error) {
 	if n, ok := strings.CutPrefix(spec, "fixed:"); ok {
 		k, err := strconv.Atoi(n)
 		if err != nil || k < 1 || k > maxWorkers {
@@ -98,7 +103,7 @@ func horizontalPlacer(spec string, maxWorkers int) (newPlacer func() (clasp.Plan
 		return nil, k, nil
 	}
 	var names []string
-	for _, m := range claspexp.Methods(maxWorkers) {
+	for _, m := range methods {
 		if m.Name == spec {
 			return m.New, 0, nil
 		}
@@ -171,9 +176,13 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 		placer func() (clasp.Planner, error)
 		fixed  int
 	}
+	methods, used, err := hliveMethods(f.costModel, f.planner, f.maxWorkers)
+	if err != nil {
+		return err
+	}
 	var runs []run
 	for _, s := range f.specs {
-		np, k, err := horizontalPlacer(s, f.maxWorkers)
+		np, k, err := horizontalPlacer(s, f.maxWorkers, methods)
 		if err != nil {
 			return err
 		}
@@ -206,7 +215,7 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 	}
 	sum := HLiveSummary{Profile: app.Name, Trace: f.trace, TraceSource: traceSource(trs[0]), Intervals: ns[0], TimeScaleS: step.Seconds(),
 		RateMult: trs[0].Mult, InitialWorkers: f.workers, MaxWorkers: f.maxWorkers, TaskMillicores: f.taskMC, Seed: f.seed, SLOMS: f.sloMS,
-		Commit: o.Commit, GoVersion: o.GoVersion}
+		Commit: o.Commit, GoVersion: o.GoVersion, CostModel: used}
 	if f.seeds > 1 {
 		sum.SeedIntervals = ns
 		for k := range f.seeds {
@@ -312,6 +321,9 @@ func hliveMarkdown(s HLiveSummary) []byte {
 	}
 	fmt.Fprintf(&b, "), %d initial worker(s), at most %d, %d mc of CFS quota per task per worker, %s, SLO %g ms. Live runs are not reproducible (real time on a shared machine).\n\n",
 		s.InitialWorkers, s.MaxWorkers, s.TaskMillicores, seedText, s.SLOMS)
+	if m := s.CostModel; m != nil {
+		fmt.Fprintf(&b, "Cost model: α %.4g µs, β %.4g µs, γ %.4g µs, W %.4g µs/s from %s.\n\n", m.AlphaUS, m.BetaUS, m.GammaUS, m.BudgetUSPerS, m.Source)
+	}
 	seeds := len(s.Seeds) > 1
 	if seeds {
 		b.WriteString("| controller | seed | delivered | p50 ms | p95 ms | violation rate | throughput /s | offered /s | workers mean | peak | final | migrations | planner ms max | worker pause ms max | lost | CPU used (cores) |\n")

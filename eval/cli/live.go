@@ -141,6 +141,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	hseeds := fs.Int("seeds", 1, "horizontal profiles: seeds -seed … -seed+N-1, every controller on each (the pairs of the paired verdicts)")
 	plannerAddr := fs.String("planner", "", "attach to a running planner service's control API at HOST:PORT (serve planner -serve) instead of starting a planner and workers here")
 	plannerToken := fs.String("planner-token", "", "the planner service's token (default $"+live.TokenEnv+")")
+	costModel := fs.String("cost-model", "", costModelUsage)
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
 	}
@@ -157,7 +158,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		set := explicit(fs)
 		hf := hliveFlags{profile: *profile, trace: *trace, dir: *dir, out: *out, scale: *scale, dur: *dur, scaleSet: set["time-scale"],
 			durSet: set["duration"], multSet: set["rate-mult"], mult: *mult, peak: *peak, sloMS: *sloMS, workers: *workers, maxWorkers: *maxWorkers, taskMC: *taskMC,
-			seed: *seed, seeds: *hseeds, asJSON: *asJSON, verbose: *verbose, planner: *plannerAddr, plannerToken: *plannerToken}
+			seed: *seed, seeds: *hseeds, asJSON: *asJSON, verbose: *verbose, planner: *plannerAddr, plannerToken: *plannerToken, costModel: *costModel}
 		switch {
 		case (*ctrl == "") == (*ctrls == ""):
 			return usagef("eval: give one of -controller and -controllers")
@@ -181,6 +182,9 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	}
 	if explicit(fs)["seeds"] {
 		return usagef("%s: -seeds is for horizontal profiles; vertical runs are paired by -placements", name)
+	}
+	if *costModel != "" {
+		return usagef("eval: -cost-model applies to horizontal profiles (CLASP's planners), not %s", *profile)
 	}
 	scen, err := resolveScenario("scenario", *scenario)
 	if err != nil {

@@ -107,7 +107,11 @@ func liveclaspCmd(ctx context.Context, args []string, o Options) error {
 	modesFlag := fs.String("modes", "", "CLASP load modes also run per app (burst, gradual; comma-separated; \"\": none): every method on each, peak = the app's top rate, ≈ 150 s per method, mode and seed")
 	modeSeeds := fs.Int("mode-seeds", 3, "seeds -seed … -seed+N-1 of the load-mode runs (the pairs of their paired verdicts)")
 	resume := fs.Bool("resume", false, "skip a run whose directory already holds its summary.json (same trace, peak and seeds)")
+	costModel := fs.String("cost-model", "", costModelUsage)
 	if err := parseFlags(fs, args, o); err != nil {
+		return err
+	}
+	if _, _, err := hliveMethods(*costModel, "", *maxWorkers); err != nil {
 		return err
 	}
 	var modes []string
@@ -156,7 +160,7 @@ func liveclaspCmd(ctx context.Context, args []string, o Options) error {
 		if !*analyze {
 			for _, r := range runs {
 				hf := hliveFlags{profile: a.name, trace: r.trace, out: filepath.Join(*out, r.dir), specs: r.specs, scale: time.Second,
-					scaleSet: true, mult: 1, sloMS: *sloMS, workers: 1, maxWorkers: *maxWorkers, taskMC: *taskMC, seed: *seed, verbose: *verbose}
+					scaleSet: true, mult: 1, sloMS: *sloMS, workers: 1, maxWorkers: *maxWorkers, taskMC: *taskMC, seed: *seed, verbose: *verbose, costModel: *costModel}
 				hf.seeds = 1
 				if r.kind == "mode" {
 					hf.peak, hf.seeds = r.peak, len(r.seeds)

@@ -1,16 +1,10 @@
 package live
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"streamscale/clasp"
@@ -18,7 +12,6 @@ import (
 	"streamscale/env"
 	"streamscale/serve/runtime/ops"
 	"streamscale/serve/runtime/planner"
-	"streamscale/serve/runtime/provider/local"
 )
 
 // StepController holds every task at High scenario millicores until
@@ -330,32 +323,10 @@ func (m memState) Get(k uint64) ([]byte, bool) { v, ok := m[k]; return v, ok }
 func (m memState) Put(k uint64, v []byte)      { m[k] = v }
 func (m memState) Delete(k uint64)             { delete(m, k) }
 
-// CostProbe configures ProbeCostModel: short live runs of App at a
-// constant Rate with every task held at Millicores of CFS quota per worker
-// (low enough that the workers saturate), one run per CostMix.
-type CostProbe struct {
-	App        ops.App
-	Rate       float64       // inputs/s
-	Duration   time.Duration // load per mix
-	Report     time.Duration // the workers' report and the control interval
-	Millicores int           // live quota of every task in every worker
-	Seed       uint64
-	// Worker processes as in Config.
-	WorkerBin  string
-	WorkerArgs []string
-	Log        io.Writer
-}
-
-// CostMix is one probe run's layout: Workers workers, Shares[i][o]
-// worker i's share of operator o (nil: even), so that the local and
-// remote request rates differ between mixes.
-type CostMix struct {
-	Name    string
-	Workers int
-	Shares  [][]float64
-}
-
-// CostEstimate is ProbeCostModel's result.
+// CostEstimate is the result of the earlier cost probe (a regression of
+// Eq. 1 over saturated worker-seconds with clasp.Estimator, replaced by
+// ProbeCosts because it was not identifiable on this runtime): kept so
+// that calibration.json files that hold one still decode.
 type CostEstimate struct {
 	// Model is the RLS estimate (clasp.Estimator.Raw) of α, β, γ (µs)
 	// and W (µs/s); Smoothed is W̄, the estimator's EWMA.
@@ -377,119 +348,11 @@ type CostMixObs struct {
 }
 
 // CostSaturationS is the queueing delay, s, above which a worker counts
-// as saturated in the cost probe (CLASP §4.1's delay criterion,
-// clasp.SaturationConfig.DelayS): Q_w / Σ_o N_{w,o} > CostSaturationS.
+// as saturated in the cost probe's budget run (CLASP §4.1's delay
+// criterion, clasp.SaturationConfig.DelayS): (Q_w + Q_p) / Σ_o N_{w,o} >
+// CostSaturationS, the planner's queue Q_p included (it holds what a
+// saturated worker pushes back).
 const CostSaturationS = 0.5
-
-// ProbeCostModel estimates CLASP's cost model of chained requests (CLASP
-// Eq. 1, W = Σ_o N_o·τ̄_o + α·R^l + β·R^r + γ·δ) on the live runtime with
-// clasp.Estimator: every control interval, each saturated worker
-// (CostSaturationS; the first two intervals of a run left out) is one
-// regression row, pooled over the mixes. τ̄_o is the workers' execution
-// time per request (batch wall time, its quota waits included), as
-// CLASP's runtime measures it, so W is the budget at the probe's quota.
-func ProbeCostModel(ctx context.Context, p CostProbe, mixes []CostMix) (CostEstimate, error) {
-	switch {
-	case len(mixes) == 0 || len(p.App.Operators) == 0 || p.App.NewSource == nil:
-		return CostEstimate{}, errors.New("live: cost probe needs mixes and an application")
-	case !(p.Rate > 0) || p.Duration <= 0 || p.Report <= 0 || p.Millicores < 1:
-		return CostEstimate{}, fmt.Errorf("live: cost probe rate %v, duration %v, report %v, millicores %d: want all > 0", p.Rate, p.Duration, p.Report, p.Millicores)
-	}
-	cfg := clasp.DefaultEstimatorConfig()
-	cfg.MinSamples = 1
-	est, err := clasp.NewEstimator(cfg)
-	if err != nil {
-		return CostEstimate{}, err
-	}
-	var out CostEstimate
-	bin := p.WorkerBin
-	if bin == "" {
-		if bin, err = os.Executable(); err != nil {
-			return CostEstimate{}, fmt.Errorf("live: %w", err)
-		}
-	}
-	logw := p.Log
-	if logw == nil {
-		logw = io.Discard
-	}
-	for _, mix := range mixes {
-		rec := &costRecorder{est: est}
-		alloc := make([]string, len(p.App.Operators))
-		for i := range alloc {
-			alloc[i] = strconv.Itoa(p.Millicores)
-		}
-		prov := &local.Provider{Bin: bin, Args: p.WorkerArgs, Extra: []string{"-app", p.App.Name, "-report", p.Report.String(), "-alloc", strings.Join(alloc, ",")}}
-		pc := planner.Config{
-			App: p.App, Seed: p.Seed, Rate: p.Rate, Duration: p.Duration, Drain: p.Report,
-			Workers: mix.Workers, Provider: prov, Control: p.Report, Shares: mix.Shares, Log: logw,
-			Controller: "probe", NewPlacer: func() (clasp.Planner, error) { return rec, nil }, MaxWorkers: max(mix.Workers, 1),
-			JoinTimeout: 60 * time.Second,
-		}
-		pl, err := planner.New(pc)
-		if err != nil {
-			prov.Close()
-			return CostEstimate{}, fmt.Errorf("live: cost probe %s: %w", mix.Name, err)
-		}
-		_, err = pl.Run(ctx, func(addr string) { prov.Planner = addr })
-		prov.Close()
-		if err != nil {
-			return CostEstimate{}, fmt.Errorf("live: cost probe %s: %w", mix.Name, err)
-		}
-		mo := CostMixObs{Name: mix.Name}
-		if n := float64(len(rec.samples)); n > 0 {
-			for _, s := range rec.samples {
-				mo.LocalRate += s.LocalRate / n
-				mo.RemoteRate += s.RemoteRate / n
-				mo.RemoteDests += s.RemoteDests / n
-				mo.ExecWorkUS += s.ExecWork / n
-			}
-		}
-		out.Samples = append(out.Samples, len(rec.samples))
-		out.Mixes = append(out.Mixes, mo)
-	}
-	out.Model, out.Smoothed = est.Raw(), est.Model().Budget
-	return out, nil
-}
-
-// costRecorder is the probe's placement controller: it never changes the
-// placement and turns every saturated worker of an observation into an
-// estimator sample. Plan runs on the planner's control goroutine only.
-type costRecorder struct {
-	est     *clasp.Estimator
-	ticks   int
-	samples []clasp.Sample
-}
-
-func (r *costRecorder) Name() string { return "probe" }
-func (r *costRecorder) Reset()       {}
-
-func (r *costRecorder) Plan(now float64, ob clasp.Observation) (clasp.Plan, error) {
-	r.ticks++
-	if r.ticks <= 2 || len(ob.Workers) == 0 {
-		return clasp.Plan{Planner: "probe", Time: now, Reason: "warm-up"}, nil
-	}
-	var batch []clasp.Sample
-	for _, w := range ob.Workers {
-		var rate, work float64
-		for o, n := range w.Exec {
-			rate += n
-			if o < len(w.ExecUS) {
-				work += n * w.ExecUS[o]
-			}
-		}
-		if rate <= 0 || w.Queue/rate <= CostSaturationS {
-			continue
-		}
-		batch = append(batch, clasp.Sample{ExecWork: work, LocalRate: w.LocalRate, RemoteRate: w.RemoteRate, RemoteDests: w.RemoteDests})
-	}
-	if len(batch) > 0 {
-		if err := r.est.Absorb(batch...); err != nil {
-			return clasp.Plan{}, err
-		}
-		r.samples = append(r.samples, batch...)
-	}
-	return clasp.Plan{Planner: "probe", Time: now, Reason: "probe"}, nil
-}
 
 // TaskHop is the dispatch latency after one forwarding task of the
 // simulator's profile, derived from the operators' measured delays

@@ -14,6 +14,14 @@
 // the same trace slice and reports every interval through its control
 // API, and the same code records it.
 //
+// Calibration (calibrate*.go) measures the runtime for `eval calibrate`:
+// the vertical step probe's per-operator costs and delays (Calibration),
+// the in-process service times (ServiceTimes), and CLASP's cost model of
+// chained requests by microbenchmarks (ProbeCosts, fitted term by term by
+// FitCostModel from the worker processes' CPU clocks: α, β, γ in µs, W in
+// µs/s); the fits are deterministic functions of the measurements, and
+// the probe's layouts and their order a function of its seed.
+//
 // Mapping onto the simulator. One control interval is one trace point and
 // stands for the simulator's one-second step; it lasts Config.Step of wall
 // time (the time compression). Allocations are the scenario's millicores

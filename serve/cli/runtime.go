@@ -20,6 +20,7 @@ import (
 
 	"streamscale/clasp"
 	"streamscale/internal/command"
+	"streamscale/internal/costfile"
 	"streamscale/serve/runtime"
 	"streamscale/serve/runtime/kcfs"
 	"streamscale/serve/runtime/planner"
@@ -205,6 +206,7 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	fs.Var(&steps, "scale-at", "scale steps T:K[,T:K…]: at T after the load starts run K workers (repeatable)")
 	fs.StringVar(&cfg.Controller, "controller", "none", "placement controller: none (only -scale-at), or a horizontal planner of eval clasp, every baseline behind CLASP's triggers: clasp, faasflow, zhang24, ds2, faasflow-sp, zhang24-sp, hpa, clasp-paper, clasp-h90")
 	fs.IntVar(&cfg.MaxWorkers, "max-workers", 8, "most workers the controller may use")
+	costModel := fs.String("cost-model", "", "CLASP's cost model (α, β, γ, W of Eq. 1) from a calibration.json or scenario.json of eval calibrate, for CLASP and the baselines' triggers (default: the paper's)")
 	alloc := fs.String("alloc", "none", "vertical allocation loop: none or threshold (±100 mc when a task uses > 90% or < 50%)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the input source")
 	fs.IntVar(&cfg.Miss, "miss", 5, "heartbeats (200 ms) a worker may miss before it is declared dead")
@@ -267,9 +269,24 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	case providerName != "local" && providerName != "external" && providerName != "k8s":
 		return command.Usagef("%s: -provider %q, want external or k8s", name, providerName)
 	}
+	costLine := "" // said once the flags are all checked
+	if *costModel != "" && cfg.Controller == "none" {
+		return command.Usagef("%s: -cost-model without a -controller", name)
+	}
 	if cfg.Controller != "none" {
+		methods := clasp.Methods(cfg.MaxWorkers, clasp.DefaultCostModel())
+		used := costfile.Paper()
+		if *costModel != "" {
+			var err error
+			if used, err = costfile.Load(*costModel, os.ReadFile); err != nil {
+				return command.Usagef("%s: -cost-model: %v", name, err)
+			}
+			if methods, err = costfile.Methods(cfg.MaxWorkers, used.Model); err != nil {
+				return command.Usagef("%s: -cost-model %s: %v", name, *costModel, err)
+			}
+		}
 		var names []string
-		for _, m := range clasp.Methods(cfg.MaxWorkers, clasp.DefaultCostModel()) {
+		for _, m := range methods {
 			names = append(names, m.Name)
 			if m.Name == cfg.Controller {
 				cfg.NewPlacer = m.New
@@ -278,6 +295,7 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 		if cfg.NewPlacer == nil {
 			return command.Usagef("%s: -controller %q, want none or one of %s", name, cfg.Controller, strings.Join(names, ", "))
 		}
+		costLine = fmt.Sprintf("serve: %s with the cost model α %.4g µs, β %.4g µs, γ %.4g µs, W %.4g µs/s from %s\n", cfg.Controller, used.AlphaUS, used.BetaUS, used.GammaUS, used.BudgetUSPerS, used.Source)
 	}
 	app, err := runtime.Apps(*appName)
 	if err != nil {
@@ -339,6 +357,7 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	} else {
 		cfg.Provider = externalProvider{}
 	}
+	io.WriteString(o.Stderr, costLine) //nolint:errcheck // a diagnostic line
 	if *healthAddr != "" {
 		stop, err := serveHealth(*healthAddr)
 		if err != nil {
