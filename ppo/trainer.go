@@ -47,7 +47,10 @@ type Trainer struct {
 	theta, grad []float32
 	opt         *adam
 	policy      *policy.Policy // view of theta
-	graphs      map[int]*lossGraph[float32]
+	graphs      map[int]*[2]*lossGraph[float32] // per batch size, two used alternately
+	netParams   [2][]int                          // indices into arch.Params of the actor's and the critic's parameters
+	sums        []float64                         // per parameter: Σ grad² of the current minibatch
+	batches     [][]int                           // one epoch's minibatches, views of perm
 
 	shuffleSrc, actionSrc *rand.PCG
 	shuffle, action       *rand.Rand
@@ -105,7 +108,11 @@ func New(cfg Config, env VecEnv, opts Options) (*Trainer, error) {
 	if t.policy, err = policy.New(a.Obs, a.Hidden, a.Nvec, t.theta); err != nil {
 		return nil, err
 	}
-	t.graphs = map[int]*lossGraph[float32]{}
+	t.graphs = map[int]*[2]*lossGraph[float32]{}
+	for i, p := range a.Params {
+		t.netParams[p.Net] = append(t.netParams[p.Net], i)
+	}
+	t.sums = make([]float64, len(a.Params))
 	t.shuffleSrc, t.actionSrc = rng.Source(cfg.Seed, rng.PPOShuffle), rng.Source(cfg.Seed, rng.PPOAction)
 	t.shuffle, t.action = rand.New(t.shuffleSrc), rand.New(t.actionSrc)
 
@@ -299,109 +306,6 @@ func (t *Trainer) episodeMeans() (rew, length float64) {
 	}
 	k := float64(len(t.episodes))
 	return rew / k, length / k
-}
-
-func (t *Trainer) graph(batch int) (*lossGraph[float32], error) {
-	if g, ok := t.graphs[batch]; ok {
-		return g, nil
-	}
-	g, err := newLossGraph(t.arch, batch, t.theta, t.cfg.EntCoef, t.cfg.VFCoef, t.cfg.ClipRangeVF > 0)
-	if err != nil {
-		return nil, err
-	}
-	t.graphs[batch] = g
-	return g, nil
-}
-
-// update is SB3's PPO.train: Epochs passes over the rollout in fresh
-// random permutations, minibatches of BatchSize (the last one shorter),
-// one Adam step per minibatch after global-norm clipping.
-func (t *Trainer) update(progress float64) (Stats, error) {
-	cfg, b := t.cfg, t.buf
-	lr, clip := cfg.LearningRate.At(progress), cfg.ClipRange.At(progress)
-	total := cfg.RolloutSize()
-	var pgSum, entSum, vfSum, cfSum float64
-	var nMinibatch int
-	var kl float64
-	var loss float64
-	for range cfg.Epochs {
-		for i := range t.perm {
-			t.perm[i] = i
-		}
-		t.shuffle.Shuffle(len(t.perm), func(i, j int) { t.perm[i], t.perm[j] = t.perm[j], t.perm[i] })
-		var klSum float64
-		var klN int
-		for start := 0; start < total; start += cfg.BatchSize {
-			m, err := t.minibatch(t.perm[start:min(start+cfg.BatchSize, total)], clip, lr)
-			if err != nil {
-				return Stats{}, err
-			}
-			pgSum += m.pg
-			entSum += m.ent
-			vfSum += m.vf
-			cfSum += m.clipFrac
-			nMinibatch++
-			klSum += m.kl
-			klN++
-			loss = m.pg + cfg.EntCoef*m.ent + cfg.VFCoef*m.vf
-		}
-		t.epochs++
-		kl = klSum / float64(klN) // SB3 logs the last epoch's mean
-	}
-	return Stats{
-		Iteration:          t.iteration,
-		Timesteps:          t.timesteps,
-		NUpdates:           t.epochs,
-		GradientSteps:      t.gradSteps,
-		ApproxKL:           kl,
-		ClipFraction:       cfSum / float64(nMinibatch),
-		EntropyLoss:        entSum / float64(nMinibatch),
-		PolicyGradientLoss: pgSum / float64(nMinibatch),
-		ValueLoss:          vfSum / float64(nMinibatch),
-		Loss:               loss,
-		ExplainedVariance:  explainedVariance(b.values, b.returns),
-		EntropyFraction:    -entSum / float64(nMinibatch) / t.arch.MaxEntropy(),
-		ChosenActionProb:   chosenActionProb(b.logps, len(t.arch.Nvec)),
-		LearningRate:       lr,
-		ClipRange:          clip,
-	}, nil
-}
-
-// minibatchStats are one minibatch's losses and diagnostics.
-type minibatchStats struct {
-	pg, ent, vf float64 // policy-gradient loss, −mean entropy, value loss
-	clipFrac    float64 // share of samples with |ρ − 1| > ε
-	kl          float64 // mean of (ρ − 1) − log ρ
-}
-
-// minibatch takes one Adam step on the samples idx: loss and gradient
-// from the graph, global-norm clipping, Adam.
-func (t *Trainer) minibatch(idx []int, clip, lr float64) (minibatchStats, error) {
-	g, err := t.graph(len(idx))
-	if err != nil {
-		return minibatchStats{}, err
-	}
-	t.fill(g, idx, clip)
-	if err := g.run(t.grad, t.opts.Workers == 2); err != nil {
-		return minibatchStats{}, err
-	}
-	m := minibatchStats{pg: scalarOf(g.pg), ent: scalarOf(g.ent), vf: scalarOf(g.vf)}
-	ratio, logp := vectorOf[float32](g.ratio), vectorOf[float32](g.logp)
-	var clipped int
-	for k, r := range ratio {
-		if math.Abs(float64(r)-1) > clip {
-			clipped++
-		}
-		logRatio := float64(logp[k]) - float64(g.oldLogp[k])
-		m.kl += (math.Exp(logRatio) - 1) - logRatio
-	}
-	m.kl /= float64(len(idx))
-	m.clipFrac = float64(clipped) / float64(len(idx))
-	clipGradNorm(t.grad, t.arch.Params, t.cfg.MaxGradNorm)
-	t.opt.update(t.theta, t.grad, lr)
-	t.policy.WeightsChanged()
-	t.gradSteps++
-	return m, nil
 }
 
 // fill loads the minibatch idx (flat env-major indices) into g.

@@ -298,11 +298,24 @@ func BenchmarkUpdate(b *testing.B) {
 			for i := range idx {
 				idx[i] = (i * 13) % cfg.RolloutSize()
 			}
+			// An epoch of 112 minibatches, as the paper's rollout of 28,672
+			// has: the worker loads each next one ahead.
+			tr.batches = make([][]int, 112)
+			for i := range tr.batches {
+				tr.batches[i] = idx
+			}
+			var w *criticWorker
+			if workers == 2 {
+				w = tr.startCriticWorker()
+				defer w.stop(false)
+			}
 			b.ReportAllocs()
+			k := 0
 			for b.Loop() {
-				if _, err := tr.minibatch(idx, 0.2, 1e-6); err != nil {
+				if _, err := tr.minibatch(w, k, 0.2, 1e-6); err != nil {
 					b.Fatal(err)
 				}
+				k = (k + 1) % len(tr.batches)
 			}
 		})
 	}
