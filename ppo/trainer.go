@@ -46,11 +46,11 @@ type Trainer struct {
 
 	theta, grad []float32
 	opt         *adam
-	policy      *policy.Policy // view of theta
+	policy      *policy.Policy                  // view of theta
 	graphs      map[int]*[2]*lossGraph[float32] // per batch size, two used alternately
-	netParams   [2][]int                          // indices into arch.Params of the actor's and the critic's parameters
-	sums        []float64                         // per parameter: Σ grad² of the current minibatch
-	batches     [][]int                           // one epoch's minibatches, views of perm
+	netParams   [2][]int                        // indices into arch.Params of the actor's and the critic's parameters
+	sums        []float64                       // per parameter: Σ grad² of the current minibatch
+	batches     [][]int                         // one epoch's minibatches, views of perm
 
 	shuffleSrc, actionSrc *rand.PCG
 	shuffle, action       *rand.Rand
