@@ -307,7 +307,7 @@ func BenchmarkUpdate(b *testing.B) {
 			var w *criticWorker
 			if workers == 2 {
 				w = tr.startCriticWorker()
-				defer w.stop(false)
+				defer w.stop()
 			}
 			b.ReportAllocs()
 			k := 0

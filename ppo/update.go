@@ -37,7 +37,7 @@ func (t *Trainer) update(progress float64) (Stats, error) {
 	var w *criticWorker
 	if t.opts.Workers == 2 {
 		w = t.startCriticWorker()
-		defer w.stop(true)
+		defer w.stop()
 	}
 	var pgSum, entSum, vfSum, cfSum float64
 	var nMinibatch int
@@ -74,7 +74,7 @@ func (t *Trainer) update(progress float64) (Stats, error) {
 	if w != nil {
 		// The critic's last Adam step must land before the weights are
 		// used again.
-		w.stop(false)
+		w.stop()
 	}
 	return Stats{
 		Iteration:          t.iteration,
@@ -127,7 +127,8 @@ func (t *Trainer) minibatch(w *criticWorker, k int, clip, lr float64) (minibatch
 			t.sums[i] = sumSquares(t.grad[p.Off : p.Off+p.Len()])
 		}
 	} else {
-		j := criticJob{g: g, clip: clip}
+		j := criticJob{step: w.pending, g: g, clip: clip}
+		w.pending = nil
 		if k+1 < len(t.batches) {
 			next := t.batches[k+1]
 			if j.next, err = t.graph(len(next), (k+1)%2); err != nil {
@@ -163,7 +164,8 @@ func (t *Trainer) minibatch(w *criticWorker, k int, clip, lr float64) (minibatch
 		t.applyStep(nn.ActorNet, c, scale, step)
 		t.applyStep(nn.CriticNet, c, scale, step)
 	} else {
-		w.steps <- criticStep{c: c, scale: scale, step: step}
+		// The worker applies the critic's share before its next job.
+		w.pending = &criticStep{c: c, scale: scale, step: step}
 		t.applyStep(nn.ActorNet, c, scale, step)
 	}
 	t.policy.WeightsChanged()
@@ -204,21 +206,25 @@ func (t *Trainer) applyStep(net int, c float32, scale bool, s adamStep) {
 
 // criticWorker is the goroutine that runs the critic's share of every
 // minibatch of one update while the caller runs the actor's. Per job it
-// runs the critic half, computes the critic's gradient sums of squares,
-// loads the next minibatch into its graph, reports on done, then waits
-// for the step's clip factor and Adam scalars and applies them to the
-// critic's parameters. The two goroutines touch disjoint parameter,
-// gradient and optimiser ranges; the channels order everything else.
+// first applies the previous minibatch's clip factor and Adam step to the
+// critic's parameters, then runs the critic half, computes the critic's
+// gradient sums of squares, loads the next minibatch into its graph and
+// reports on done. The two goroutines touch disjoint parameter, gradient
+// and optimiser ranges; the channels order everything else. Two
+// hand-offs per minibatch, as many as starting and joining a goroutine.
 type criticWorker struct {
-	jobs  chan criticJob
-	done  chan error
-	steps chan criticStep
-	quit  chan struct{}
-	wg    sync.WaitGroup
-	once  sync.Once
+	jobs    chan criticJob
+	done    chan error
+	wg      sync.WaitGroup
+	pending *criticStep // the caller's: the step the worker has yet to apply
+	stopped bool
 }
 
+// criticJob is one minibatch for the worker: a step to apply first (if
+// step is not nil), the graph to run (none for the last step of an
+// update), and the next minibatch to load (if next is not nil).
 type criticJob struct {
+	step    *criticStep
 	g, next *lossGraph[float32]
 	nextIdx []int
 	clip    float64
@@ -231,9 +237,15 @@ type criticStep struct {
 }
 
 func (t *Trainer) startCriticWorker() *criticWorker {
-	w := &criticWorker{jobs: make(chan criticJob), done: make(chan error, 1), steps: make(chan criticStep, 1), quit: make(chan struct{})}
+	w := &criticWorker{jobs: make(chan criticJob), done: make(chan error, 1)}
 	w.wg.Go(func() {
 		for j := range w.jobs {
+			if j.step != nil {
+				t.applyStep(nn.CriticNet, j.step.c, j.step.scale, j.step.step)
+			}
+			if j.g == nil {
+				continue
+			}
 			err := j.g.critic.run(t.arch, t.grad)
 			if err == nil {
 				t.netSums(nn.CriticNet)
@@ -242,29 +254,22 @@ func (t *Trainer) startCriticWorker() *criticWorker {
 				}
 			}
 			w.done <- err
-			if err != nil {
-				continue
-			}
-			select {
-			case s := <-w.steps:
-				t.applyStep(nn.CriticNet, s.c, s.scale, s.step)
-			case <-w.quit:
-				return
-			}
 		}
 	})
 	return w
 }
 
-// stop ends the worker and waits for it. Without abort the worker first
-// applies the step already sent for its last job; with abort it drops
-// it (the update failed). Only the first call decides.
-func (w *criticWorker) stop(abort bool) {
-	w.once.Do(func() {
-		if abort {
-			close(w.quit)
-		}
-		close(w.jobs)
-	})
+// stop applies the pending step, ends the worker and waits for it; later
+// calls do nothing.
+func (w *criticWorker) stop() {
+	if w.stopped {
+		return
+	}
+	w.stopped = true
+	if w.pending != nil {
+		w.jobs <- criticJob{step: w.pending}
+		w.pending = nil
+	}
+	close(w.jobs)
 	w.wg.Wait()
 }
