@@ -48,7 +48,7 @@ type lossGraph[T scalar] struct {
 
 	// actor inputs
 	aObs, onehot, oldLogp, adv, lo, hi []T
-	// critic inputs
+	// critic inputs (cObs is aObs)
 	cObs, ret, oldV, vlo, vhi []T
 	// outputs, copied out by read instructions as soon as they are
 	// computed (a node's own value may be overwritten later in the run,
@@ -84,7 +84,10 @@ func newLossGraph[T scalar](a *nn.Arch, batch int, theta []T, entCoef, vfCoef fl
 	B := batch
 	mk := func(n int) []T { return make([]T, n) }
 	lg.aObs, lg.onehot, lg.oldLogp, lg.adv, lg.lo, lg.hi = mk(B*a.Obs), mk(B*a.Logits), mk(B), mk(B), mk(B), mk(B)
-	lg.cObs, lg.ret, lg.oldV, lg.vlo, lg.vhi = mk(B*a.Obs), mk(B), mk(B), mk(B), mk(B)
+	lg.ret, lg.oldV, lg.vlo, lg.vhi = mk(B), mk(B), mk(B), mk(B)
+	// Both halves only read the observation batch (no op writes an input
+	// and its gradient is never formed), so they share one copy.
+	lg.cObs = lg.aObs
 
 	if err := lg.buildActor(theta, T(entCoef)); err != nil {
 		return nil, fmt.Errorf("ppo: building actor graph: %w", err)

@@ -328,7 +328,6 @@ func (t *Trainer) fill(g *lossGraph[float32], idx []int, clip float64) {
 	for k, i := range idx {
 		r := b.row(i)
 		copy(g.aObs[k*a.Obs:(k+1)*a.Obs], b.observations[r*a.Obs:(r+1)*a.Obs])
-		copy(g.cObs[k*a.Obs:(k+1)*a.Obs], b.observations[r*a.Obs:(r+1)*a.Obs])
 		off := 0
 		for dIdx, n := range a.Nvec {
 			g.onehot[k*a.Logits+off+b.actions[r*len(a.Nvec)+dIdx]] = 1
