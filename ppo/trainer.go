@@ -16,8 +16,8 @@ import (
 // Options are execution details of a run; none of them changes a bit of
 // the result.
 type Options struct {
-	// Workers is 1, or 2 to evaluate the actor and critic graphs of each
-	// minibatch on two goroutines (default: 2 when GOMAXPROCS ≥ 2).
+	// Workers is 1, or 2 to run the actor and critic halves of each
+	// minibatch update on two goroutines (default: 2 when GOMAXPROCS ≥ 2).
 	Workers int
 	// Logger receives one Stats per iteration (nil: none).
 	Logger Logger

@@ -277,7 +277,9 @@ func (e *streamEnv) Step(actions []int, r *StepResult) error {
 }
 
 // BenchmarkUpdate is one minibatch update at the paper's shapes: B = 256,
-// observation 181, nvec 9×5 — fill, forward, backward, clip, Adam.
+// observation 181, nvec 9×5 — fill, forward, backward, clip, Adam — as
+// the k-th of an epoch of 112 (with 2 workers the worker loads the next
+// minibatch while the actor half runs).
 func BenchmarkUpdate(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
