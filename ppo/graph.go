@@ -77,12 +77,6 @@ func (h *graphHalf) finish(loss *G.Node) {
 }
 
 func newLossGraph[T scalar](a *nn.Arch, batch int, theta []T, entCoef, vfCoef float64, clipV bool) (*lossGraph[T], error) {
-	return newLossGraphHelped(a, batch, theta, entCoef, vfCoef, clipV, nil)
-}
-
-// newLossGraphHelped is newLossGraph whose actor ops split their work
-// with help when it is idle (nil: never).
-func newLossGraphHelped[T scalar](a *nn.Arch, batch int, theta []T, entCoef, vfCoef float64, clipV bool, help *helper) (*lossGraph[T], error) {
 	if len(theta) != a.Size {
 		return nil, fmt.Errorf("ppo: parameter vector has %d entries, want %d", len(theta), a.Size)
 	}
@@ -95,7 +89,7 @@ func newLossGraphHelped[T scalar](a *nn.Arch, batch int, theta []T, entCoef, vfC
 	// and its gradient is never formed), so they share one copy.
 	lg.cObs = lg.aObs
 
-	if err := lg.buildActor(theta, T(entCoef), help); err != nil {
+	if err := lg.buildActor(theta, T(entCoef)); err != nil {
 		return nil, fmt.Errorf("ppo: building actor graph: %w", err)
 	}
 	if err := lg.buildCritic(theta, T(vfCoef)); err != nil {
@@ -126,13 +120,12 @@ func bindParams[T scalar](h *graphHalf, a *nn.Arch, net int, theta []T) {
 	}
 }
 
-// mlp applies the net's linear layers with tanh between them; its ops
-// (and their gradients) split work with help.
-func mlp(x *G.Node, params []*G.Node, help *helper) (*G.Node, error) {
+// mlp applies the net's linear layers with tanh between them.
+func mlp(x *G.Node, params []*G.Node) (*G.Node, error) {
 	h := x
 	n := len(params) / 2
 	for l := range n {
-		z, err := G.ApplyOp(matMul{noGradA: l == 0, buf: &outBuf{help: help}}, h, params[2*l])
+		z, err := G.ApplyOp(matMul{noGradA: l == 0, buf: new(outBuf)}, h, params[2*l])
 		if err != nil {
 			return nil, err
 		}
@@ -140,7 +133,7 @@ func mlp(x *G.Node, params []*G.Node, help *helper) (*G.Node, error) {
 			return nil, err
 		}
 		if l < n-1 {
-			if z, err = G.ApplyOp(elemOp{fn: nn.Tanh, buf: &outBuf{help: help}}, z); err != nil {
+			if z, err = G.ApplyOp(elemOp{fn: nn.Tanh, buf: new(outBuf)}, z); err != nil {
 				return nil, err
 			}
 		}
@@ -159,7 +152,7 @@ func clamp(x, lo, hi *G.Node) (*G.Node, error) {
 	return G.MinBetween(m, hi)
 }
 
-func (lg *lossGraph[T]) buildActor(theta []T, entCoef T, help *helper) (err error) {
+func (lg *lossGraph[T]) buildActor(theta []T, entCoef T) (err error) {
 	a, B := lg.arch, lg.batch
 	h := &lg.actor
 	h.g = G.NewGraph()
@@ -179,15 +172,15 @@ func (lg *lossGraph[T]) buildActor(theta []T, entCoef T, help *helper) (err erro
 	}()
 	must := func(n *G.Node, e error) *G.Node { return G.Must(n, e) }
 
-	logits := must(mlp(obs, h.params, help))
+	logits := must(mlp(obs, h.params))
 	// Log-probabilities of every choice, per action dimension.
 	// The entropy's exp(log p) is what the log-softmax gradient needs
 	// too: the two ops share it through ec.
 	ec := new(expCache)
-	logpAll := must(G.ApplyOp(catLogSoftmax{nvec: a.Nvec, buf: &outBuf{help: help}, exp: ec}, logits))
+	logpAll := must(G.ApplyOp(catLogSoftmax{nvec: a.Nvec, buf: new(outBuf), exp: ec}, logits))
 	// log π(a|s) = Σ_d log p_d(a_d); −mean(H) = Σ_{b,d,k} p·log p / B.
 	logp := must(G.Sum(must(G.HadamardProd(logpAll, onehot)), 1))
-	plogp := must(G.Sum(must(G.HadamardProd(must(G.ApplyOp(elemOp{fn: nn.Exp, buf: &outBuf{help: help}, exp: ec}, logpAll)), logpAll))))
+	plogp := must(G.Sum(must(G.HadamardProd(must(G.ApplyOp(elemOp{fn: nn.Exp, buf: new(outBuf), exp: ec}, logpAll)), logpAll))))
 	ent := must(G.Div(plogp, G.NewConstant(T(B))))
 	ratio := must(G.Exp(must(G.Sub(logp, oldLogp))))
 	s1 := must(G.HadamardProd(adv, ratio))
@@ -218,7 +211,7 @@ func (lg *lossGraph[T]) buildCritic(theta []T, vfCoef T) (err error) {
 	}()
 	must := func(n *G.Node, e error) *G.Node { return G.Must(n, e) }
 
-	v := must(G.Sum(must(mlp(obs, h.params, nil)), 1)) // [B,1] → [B] without a reshape (see catLogSoftmax)
+	v := must(G.Sum(must(mlp(obs, h.params)), 1)) // [B,1] → [B] without a reshape (see catLogSoftmax)
 	pred := v
 	if lg.clipV {
 		vlo := input(g, "vclip_lo", lg.vlo, B)

@@ -48,10 +48,7 @@ func (op catLogSoftmax) Do(vals ...G.Value) (G.Value, error) {
 func (op catLogSoftmax) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
 	switch x := vals[0].Data().(type) {
 	case []float32:
-		y, w := prealloc.Data().([]float32), rowWidth(op.nvec)
-		op.buf.helper().split(len(x)/w, func(lo, hi int) {
-			nn.LogSoftmaxRows(y[lo*w:hi*w], x[lo*w:hi*w], op.nvec)
-		})
+		nn.LogSoftmaxRows(prealloc.Data().([]float32), x, op.nvec)
 	case []float64:
 		nn.LogSoftmaxRows(prealloc.Data().([]float64), x, op.nvec)
 	default:
@@ -95,16 +92,11 @@ func (op catLogSoftmaxDiff) Do(vals ...G.Value) (G.Value, error) {
 func (op catLogSoftmaxDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
 	switch y := vals[0].Data().(type) {
 	case []float32:
-		dx, g, w := prealloc.Data().([]float32), vals[1].Data().([]float32), rowWidth(op.nvec)
 		if e := op.exp.of(y); e != nil {
-			op.buf.helper().split(len(y)/w, func(lo, hi int) {
-				logSoftmaxGradExp(dx[lo*w:hi*w], e[lo*w:hi*w], g[lo*w:hi*w], op.nvec)
-			})
+			logSoftmaxGradExp(prealloc.Data().([]float32), e, vals[1].Data().([]float32), op.nvec)
 			break
 		}
-		op.buf.helper().split(len(y)/w, func(lo, hi int) {
-			logSoftmaxGrad(dx[lo*w:hi*w], y[lo*w:hi*w], g[lo*w:hi*w], op.nvec)
-		})
+		logSoftmaxGrad(prealloc.Data().([]float32), y, vals[1].Data().([]float32), op.nvec)
 	case []float64:
 		logSoftmaxGrad(prealloc.Data().([]float64), y, vals[1].Data().([]float64), op.nvec)
 	default:
@@ -200,20 +192,18 @@ func (c *expCache) of(y []float32) []float64 {
 }
 
 // expInto writes float32(exp(x)) into y, keeping x and the float64
-// exponentials; help may take a share of the elements.
-func (c *expCache) expInto(y, x []float32, help *helper) {
+// exponentials.
+func (c *expCache) expInto(y, x []float32) {
 	if cap(c.x) < len(x) {
 		c.x, c.e = make([]float32, len(x)), make([]float64, len(x))
 	}
 	c.x, c.e = c.x[:len(x)], c.e[:len(x)]
-	help.split(len(x), func(lo, hi int) {
-		copy(c.x[lo:hi], x[lo:hi])
-		for i, v := range x[lo:hi] {
-			e := math.Exp(float64(v))
-			c.e[lo+i] = e
-			y[lo+i] = float32(e)
-		}
-	})
+	copy(c.x, x)
+	for i, v := range x {
+		e := math.Exp(float64(v))
+		c.e[i] = e
+		y[i] = float32(e)
+	}
 }
 
 // elemOp is tanh or exp, element-wise, evaluated through float64 math.Exp
@@ -241,12 +231,11 @@ func (op elemOp) Do(vals ...G.Value) (G.Value, error) {
 func (op elemOp) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
 	switch x := vals[0].Data().(type) {
 	case []float32:
-		y := prealloc.Data().([]float32)
 		if op.fn == nn.Exp && op.exp != nil {
-			op.exp.expInto(y, x, op.buf.helper())
+			op.exp.expInto(prealloc.Data().([]float32), x)
 			break
 		}
-		op.buf.helper().split(len(x), func(lo, hi int) { nn.ElemApply(y[lo:hi], x[lo:hi], op.fn) })
+		nn.ElemApply(prealloc.Data().([]float32), x, op.fn)
 	case []float64:
 		nn.ElemApply(prealloc.Data().([]float64), x, op.fn)
 	default:
@@ -285,8 +274,7 @@ func (op elemDiff) Do(vals ...G.Value) (G.Value, error) {
 func (op elemDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
 	switch y := vals[0].Data().(type) {
 	case []float32:
-		dx, g := prealloc.Data().([]float32), vals[1].Data().([]float32)
-		op.buf.helper().split(len(y), func(lo, hi int) { elemGrad(dx[lo:hi], y[lo:hi], g[lo:hi], op.fn) })
+		elemGrad(prealloc.Data().([]float32), y, vals[1].Data().([]float32), op.fn)
 	case []float64:
 		elemGrad(prealloc.Data().([]float64), y, vals[1].Data().([]float64), op.fn)
 	default:
@@ -464,17 +452,7 @@ func (op matMul) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, erro
 	lda, ldb := a.Shape()[1], b.Shape()[1]
 	switch ad := a.Data().(type) {
 	case []float32:
-		bd, cd := b.Data().([]float32), prealloc.Data().([]float32)
-		// Rows of C in groups of six (the kernel's panel height); every
-		// element is the same sequential sum over k however they are split.
-		op.buf.helper().split((m+5)/6, func(lo, hi int) {
-			r0, r1 := lo*6, min(hi*6, m)
-			aoff := r0 * lda
-			if op.transA {
-				aoff = r0
-			}
-			sgemm.Gemm(op.transA, op.transB, r1-r0, n, k, 1, ad[aoff:], lda, bd, ldb, 0, cd[r0*n:], n)
-		})
+		sgemm.Gemm(op.transA, op.transB, m, n, k, 1, ad, lda, b.Data().([]float32), ldb, 0, prealloc.Data().([]float32), n)
 	case []float64:
 		tA, tB := blas.NoTrans, blas.NoTrans
 		if op.transA {
@@ -519,10 +497,7 @@ func (op matMul) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) 
 // node needs its own outBuf (a shared one would alias two nodes' outputs);
 // a nil *outBuf allocates every time. Every op overwrites its whole
 // output, so reusing the memory does not change results.
-type outBuf struct {
-	t    *tensor.Dense
-	help *helper // shared by the node's gradient nodes; nil: no splitting
-}
+type outBuf struct{ t *tensor.Dense }
 
 // get returns the cached tensor if it has this dtype and shape, or a new
 // one (cached from then on).
@@ -542,13 +517,5 @@ func (b *outBuf) sibling() *outBuf {
 	if b == nil {
 		return nil
 	}
-	return &outBuf{help: b.help}
-}
-
-// helper returns b's helper (nil for a nil b).
-func (b *outBuf) helper() *helper {
-	if b == nil {
-		return nil
-	}
-	return b.help
+	return new(outBuf)
 }

@@ -48,7 +48,6 @@ type Trainer struct {
 	opt         *adam
 	policy      *policy.Policy                  // view of theta
 	graphs      map[int]*[2]*lossGraph[float32] // per batch size, two used alternately
-	help        *helper                         // the critic worker's spare time for the actor's ops (Workers = 2)
 	netParams   [2][]int                        // indices into arch.Params of the actor's and the critic's parameters
 	sums        []float64                       // per parameter: Σ grad² of the current minibatch
 	batches     [][]int                         // one epoch's minibatches, views of perm
@@ -110,9 +109,6 @@ func New(cfg Config, env VecEnv, opts Options) (*Trainer, error) {
 		return nil, err
 	}
 	t.graphs = map[int]*[2]*lossGraph[float32]{}
-	if opts.Workers == 2 {
-		t.help = newHelper()
-	}
 	for i, p := range a.Params {
 		t.netParams[p.Net] = append(t.netParams[p.Net], i)
 	}

@@ -18,7 +18,7 @@ func (t *Trainer) graph(batch, slot int) (*lossGraph[float32], error) {
 		t.graphs[batch] = pair
 	}
 	if pair[slot] == nil {
-		g, err := newLossGraphHelped(t.arch, batch, t.theta, t.cfg.EntCoef, t.cfg.VFCoef, t.cfg.ClipRangeVF > 0, t.help)
+		g, err := newLossGraph(t.arch, batch, t.theta, t.cfg.EntCoef, t.cfg.VFCoef, t.cfg.ClipRangeVF > 0)
 		if err != nil {
 			return nil, err
 		}
@@ -238,23 +238,8 @@ type criticStep struct {
 
 func (t *Trainer) startCriticWorker() *criticWorker {
 	w := &criticWorker{jobs: make(chan criticJob), done: make(chan error, 1)}
-	var reqs chan helpReq // nil (never ready) without a helper
-	if t.help != nil {
-		reqs = t.help.reqs
-	}
 	w.wg.Go(func() {
-		for {
-			var j criticJob
-			select {
-			case r := <-reqs:
-				t.help.serve(r)
-				continue
-			case jj, ok := <-w.jobs:
-				if !ok {
-					return
-				}
-				j = jj
-			}
+		for j := range w.jobs {
 			if j.step != nil {
 				t.applyStep(nn.CriticNet, j.step.c, j.step.scale, j.step.step)
 			}
@@ -287,62 +272,4 @@ func (w *criticWorker) stop() {
 	}
 	close(w.jobs)
 	w.wg.Wait()
-}
-
-// helper lends the critic worker to the actor's ops while it is idle
-// (its job of the minibatch done): an op splits its work into two index
-// ranges along a dimension whose entries are computed independently
-// (rows of a product, elements of a map, rows of a log-softmax), and
-// gives the second range to the worker if the worker is waiting at that
-// moment, else computes both itself. Each entry is computed by the same
-// code either way, so the result does not depend on who computed it or
-// when. Only one goroutine (the actor's) asks for help.
-type helper struct {
-	reqs chan helpReq
-	done chan struct{}
-}
-
-type helpReq struct {
-	f      func(lo, hi int)
-	lo, hi int
-}
-
-func newHelper() *helper {
-	return &helper{reqs: make(chan helpReq), done: make(chan struct{})}
-}
-
-// minHelp is the fewest units an op splits (smaller work is not worth a
-// hand-off).
-const minHelp = 8
-
-// split runs f over [0, n): as f(0, n/2) here and f(n/2, n) on the worker
-// when it is idle, else as f(0, n).
-func (h *helper) split(n int, f func(lo, hi int)) {
-	if h == nil || n < minHelp {
-		f(0, n)
-		return
-	}
-	mid := n / 2
-	select {
-	case h.reqs <- helpReq{f: f, lo: mid, hi: n}:
-		f(0, mid)
-		<-h.done
-	default:
-		f(0, n)
-	}
-}
-
-// serve runs one request.
-func (h *helper) serve(r helpReq) {
-	r.f(r.lo, r.hi)
-	h.done <- struct{}{}
-}
-
-// rowWidth is Σ nvec, the logits per sample.
-func rowWidth(nvec []int) int {
-	w := 0
-	for _, n := range nvec {
-		w += n
-	}
-	return w
 }
