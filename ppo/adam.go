@@ -33,21 +33,42 @@ func newAdam(n int, eps float64) *adam {
 }
 
 func (a *adam) update(theta, grad []float32, lr float64) {
+	s := a.begin(lr)
+	a.apply(s, theta, grad, 0, len(grad))
+}
+
+// adamStep is one step's scalars, computed once by begin and shared by
+// every range apply updates.
+type adamStep struct {
+	stepSize, w1, b2, w2, bc2s, eps float32
+}
+
+// begin counts a step and computes its scalars (float64, as PyTorch).
+func (a *adam) begin(lr float64) adamStep {
 	a.step++
 	t := float64(a.step)
 	bc1 := 1 - math.Pow(adamBeta1, t)
 	bc2sqrt := math.Sqrt(1 - math.Pow(adamBeta2, t))
-	stepSize := float32(lr / bc1)
-	w1 := float32(1 - adamBeta1)
-	b2, w2 := float32(adamBeta2), float32(1-adamBeta2)
-	bc2s := float32(bc2sqrt)
-	eps := float32(a.eps)
-	for i, g := range grad {
-		m := a.m[i] + w1*(g-a.m[i])
-		v := a.v[i]*b2 + w2*(g*g)
-		a.m[i], a.v[i] = m, v
-		denom := float32(math.Sqrt(float64(v)))/bc2s + eps
-		theta[i] += (-stepSize * m) / denom
+	return adamStep{
+		stepSize: float32(lr / bc1),
+		w1:       float32(1 - adamBeta1),
+		b2:       float32(adamBeta2), w2: float32(1 - adamBeta2),
+		bc2s: float32(bc2sqrt),
+		eps:  float32(a.eps),
+	}
+}
+
+// apply updates θ[lo:hi] from grad[lo:hi]. The update is element-wise, so
+// disjoint ranges may be applied on different goroutines in any order
+// with the same result as one pass.
+func (a *adam) apply(s adamStep, theta, grad []float32, lo, hi int) {
+	mv, vv, th := a.m[lo:hi], a.v[lo:hi], theta[lo:hi]
+	for i, g := range grad[lo:hi] {
+		m := mv[i] + s.w1*(g-mv[i])
+		v := vv[i]*s.b2 + s.w2*(g*g)
+		mv[i], vv[i] = m, v
+		denom := float32(math.Sqrt(float64(v)))/s.bc2s + s.eps
+		th[i] += (-s.stepSize * m) / denom
 	}
 }
 
@@ -57,22 +78,43 @@ func (a *adam) update(theta, grad []float32, lr float64) {
 // min(1, maxNorm/(total + 1e-6)). Norms are accumulated in float64 in
 // parameter order. It returns the norm before clipping.
 func clipGradNorm(grad []float32, params []nn.Param, maxNorm float64) float64 {
-	var total float64
-	for _, p := range params {
-		var s float64
-		for _, g := range grad[p.Off : p.Off+p.Len()] {
-			s += float64(g) * float64(g)
-		}
+	sums := make([]float64, len(params))
+	for i, p := range params {
+		sums[i] = sumSquares(grad[p.Off : p.Off+p.Len()])
+	}
+	total, c, clip := clipCoef(sums, maxNorm)
+	if clip {
+		scaleGrad(grad, c)
+	}
+	return total
+}
+
+// sumSquares is Σ g², accumulated in float64 in index order: one
+// parameter's term of clipGradNorm.
+func sumSquares(g []float32) float64 {
+	var s float64
+	for _, v := range g {
+		s += float64(v) * float64(v)
+	}
+	return s
+}
+
+// clipCoef combines the parameters' sums of squares, in parameter order,
+// into the global norm and reports whether and by what factor clipping
+// scales the gradient.
+func clipCoef(sums []float64, maxNorm float64) (total float64, c float32, clip bool) {
+	for _, s := range sums {
 		n := math.Sqrt(s)
 		total += n * n
 	}
 	total = math.Sqrt(total)
 	coef := maxNorm / (total + 1e-6)
-	if coef < 1 {
-		c := float32(coef)
-		for i := range grad {
-			grad[i] *= c
-		}
+	return total, float32(coef), coef < 1
+}
+
+// scaleGrad multiplies g by c, element-wise.
+func scaleGrad(g []float32, c float32) {
+	for i := range g {
+		g[i] *= c
 	}
-	return total
 }

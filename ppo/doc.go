@@ -62,9 +62,13 @@
 // initialisers), rng.PPOShuffle (minibatch permutations) and rng.PPOAction
 // (action sampling); the VecEnv is reset with the same root seed and
 // derives its environments' seeds from it. Floats are reduced in fixed order. With
-// Options.Workers = 2 the actor and critic halves of a minibatch run on two
-// goroutines, each writing only its own graph and gradient range, so the
-// result does not depend on scheduling: one seed gives bitwise-identical
+// Options.Workers = 2 an update runs the actor half of each minibatch on
+// the calling goroutine and, on a worker goroutine, the critic half, the
+// critic's share of the gradient-norm terms and of the Adam step, and the
+// loading of the next minibatch into a second graph (update.go); each
+// goroutine writes only its own graph, gradient, parameter and optimiser
+// ranges, and the per-parameter norm terms are combined in parameter
+// order, so the result does not depend on scheduling: one seed gives bitwise-identical
 // weights whatever the worker count, and a run resumed from a checkpoint
 // ends bitwise identical to an uninterrupted one (for a StatefulVecEnv).
 // The package never reads the clock (Options.Clock feeds time/fps) and

@@ -48,7 +48,7 @@ type lossGraph[T scalar] struct {
 
 	// actor inputs
 	aObs, onehot, oldLogp, adv, lo, hi []T
-	// critic inputs
+	// critic inputs (cObs is aObs)
 	cObs, ret, oldV, vlo, vhi []T
 	// outputs, copied out by read instructions as soon as they are
 	// computed (a node's own value may be overwritten later in the run,
@@ -84,7 +84,10 @@ func newLossGraph[T scalar](a *nn.Arch, batch int, theta []T, entCoef, vfCoef fl
 	B := batch
 	mk := func(n int) []T { return make([]T, n) }
 	lg.aObs, lg.onehot, lg.oldLogp, lg.adv, lg.lo, lg.hi = mk(B*a.Obs), mk(B*a.Logits), mk(B), mk(B), mk(B), mk(B)
-	lg.cObs, lg.ret, lg.oldV, lg.vlo, lg.vhi = mk(B*a.Obs), mk(B), mk(B), mk(B), mk(B)
+	lg.ret, lg.oldV, lg.vlo, lg.vhi = mk(B), mk(B), mk(B), mk(B)
+	// Both halves only read the observation batch (no op writes an input
+	// and its gradient is never formed), so they share one copy.
+	lg.cObs = lg.aObs
 
 	if err := lg.buildActor(theta, T(entCoef)); err != nil {
 		return nil, fmt.Errorf("ppo: building actor graph: %w", err)
@@ -171,10 +174,13 @@ func (lg *lossGraph[T]) buildActor(theta []T, entCoef T) (err error) {
 
 	logits := must(mlp(obs, h.params))
 	// Log-probabilities of every choice, per action dimension.
-	logpAll := must(G.ApplyOp(catLogSoftmax{nvec: a.Nvec, buf: new(outBuf)}, logits))
+	// The entropy's exp(log p) is what the log-softmax gradient needs
+	// too: the two ops share it through ec.
+	ec := new(expCache)
+	logpAll := must(G.ApplyOp(catLogSoftmax{nvec: a.Nvec, buf: new(outBuf), exp: ec}, logits))
 	// log π(a|s) = Σ_d log p_d(a_d); −mean(H) = Σ_{b,d,k} p·log p / B.
 	logp := must(G.Sum(must(G.HadamardProd(logpAll, onehot)), 1))
-	plogp := must(G.Sum(must(G.HadamardProd(must(G.ApplyOp(elemOp{fn: nn.Exp, buf: new(outBuf)}, logpAll)), logpAll))))
+	plogp := must(G.Sum(must(G.HadamardProd(must(G.ApplyOp(elemOp{fn: nn.Exp, buf: new(outBuf), exp: ec}, logpAll)), logpAll))))
 	ent := must(G.Div(plogp, G.NewConstant(T(B))))
 	ratio := must(G.Exp(must(G.Sub(logp, oldLogp))))
 	s1 := must(G.HadamardProd(adv, ratio))

@@ -14,7 +14,6 @@ func fillLossInputs[T scalar](lg *lossGraph[T], r *rand.Rand) {
 	for i := range lg.aObs {
 		lg.aObs[i] = T(r.NormFloat64())
 	}
-	copy(lg.cObs, lg.aObs)
 	for i := range lg.onehot {
 		lg.onehot[i] = 0
 	}

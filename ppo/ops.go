@@ -29,6 +29,7 @@ import (
 type catLogSoftmax struct {
 	nvec []int
 	buf  *outBuf
+	exp  *expCache // handed to the gradient; nil: none
 }
 
 func (op catLogSoftmax) Arity() int { return 1 }
@@ -63,7 +64,7 @@ func (op catLogSoftmax) Hashcode() uint32      { return hashOp(op) }
 func (op catLogSoftmax) String() string        { return fmt.Sprintf("CatLogSoftmax%v", op.nvec) }
 func (op catLogSoftmax) DiffWRT(int) []bool    { return []bool{true} }
 func (op catLogSoftmax) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
-	dx, err := G.ApplyOp(catLogSoftmaxDiff{nvec: op.nvec, buf: op.buf.sibling()}, output, grad)
+	dx, err := G.ApplyOp(catLogSoftmaxDiff{nvec: op.nvec, buf: op.buf.sibling(), exp: op.exp}, output, grad)
 	return G.Nodes{dx}, err
 }
 
@@ -72,6 +73,7 @@ func (op catLogSoftmax) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, 
 type catLogSoftmaxDiff struct {
 	nvec []int
 	buf  *outBuf
+	exp  *expCache // exp(y) if an Exp op on y has computed it; nil: none
 }
 
 func (op catLogSoftmaxDiff) Arity() int { return 2 }
@@ -90,6 +92,10 @@ func (op catLogSoftmaxDiff) Do(vals ...G.Value) (G.Value, error) {
 func (op catLogSoftmaxDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
 	switch y := vals[0].Data().(type) {
 	case []float32:
+		if e := op.exp.of(y); e != nil {
+			logSoftmaxGradExp(prealloc.Data().([]float32), e, vals[1].Data().([]float32), op.nvec)
+			break
+		}
 		logSoftmaxGrad(prealloc.Data().([]float32), y, vals[1].Data().([]float32), op.nvec)
 	case []float64:
 		logSoftmaxGrad(prealloc.Data().([]float64), y, vals[1].Data().([]float64), op.nvec)
@@ -147,12 +153,66 @@ func logSoftmaxGrad[T scalar](dx, y, g []T, nvec []int) {
 	}
 }
 
+// logSoftmaxGradExp is logSoftmaxGrad with exp(y) given (e), as the
+// float64 values math.Exp returned for y: the same result bit for bit.
+func logSoftmaxGradExp(dx []float32, e []float64, g []float32, nvec []int) {
+	nn.Blocks(len(e), nvec, func(off, n int) {
+		var sum float64
+		for _, v := range g[off : off+n] {
+			sum += float64(v)
+		}
+		for i := off; i < off+n; i++ {
+			dx[i] = float32(float64(g[i]) - e[i]*sum)
+		}
+	})
+}
+
+// expCache holds the last input of a float32 Exp op and math.Exp of it in
+// float64 (before rounding to float32), so that the log-softmax gradient
+// on the same values need not compute it again (a third of the actor's
+// exponentials). of returns the cached exponentials only when its
+// argument equals the cached input element for element, so a stale or
+// foreign cache is never used. A nil *expCache caches nothing.
+type expCache struct {
+	x []float32
+	e []float64
+}
+
+// of returns exp(y) from the cache, or nil if y is not the cached input.
+func (c *expCache) of(y []float32) []float64 {
+	if c == nil || len(c.x) != len(y) || len(y) == 0 {
+		return nil
+	}
+	for i, v := range y {
+		if c.x[i] != v {
+			return nil
+		}
+	}
+	return c.e
+}
+
+// expInto writes float32(exp(x)) into y, keeping x and the float64
+// exponentials.
+func (c *expCache) expInto(y, x []float32) {
+	if cap(c.x) < len(x) {
+		c.x, c.e = make([]float32, len(x)), make([]float64, len(x))
+	}
+	c.x, c.e = c.x[:len(x)], c.e[:len(x)]
+	copy(c.x, x)
+	for i, v := range x {
+		e := math.Exp(float64(v))
+		c.e[i] = e
+		y[i] = float32(e)
+	}
+}
+
 // elemOp is tanh or exp, element-wise, evaluated through float64 math.Exp
 // (gorgonia's float32 versions go through a slow software exp). Its
 // gradient is elemDiff, computed from the output: tanh′ = 1 − y², exp′ = y.
 type elemOp struct {
 	fn  int
 	buf *outBuf
+	exp *expCache // for Exp on float32: keeps its float64 results; nil: none
 }
 
 func (op elemOp) name() string { return [...]string{"Tanh", "Exp"}[op.fn] }
@@ -171,6 +231,10 @@ func (op elemOp) Do(vals ...G.Value) (G.Value, error) {
 func (op elemOp) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
 	switch x := vals[0].Data().(type) {
 	case []float32:
+		if op.fn == nn.Exp && op.exp != nil {
+			op.exp.expInto(prealloc.Data().([]float32), x)
+			break
+		}
 		nn.ElemApply(prealloc.Data().([]float32), x, op.fn)
 	case []float64:
 		nn.ElemApply(prealloc.Data().([]float64), x, op.fn)
@@ -214,16 +278,16 @@ func (op elemDiff) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, er
 	case []float64:
 		elemGrad(prealloc.Data().([]float64), y, vals[1].Data().([]float64), op.fn)
 	default:
-		return nil, fmt.Errorf("ppo: %sDiff: unsupported input %T", elemOp(op).name(), y)
+		return nil, fmt.Errorf("ppo: %sDiff: unsupported input %T", elemOp{fn: op.fn}.name(), y)
 	}
 	return prealloc, nil
 }
 func (op elemDiff) ReturnsPtr() bool      { return false }
 func (op elemDiff) CallsExtern() bool     { return false }
 func (op elemDiff) OverwritesInput() int  { return -1 }
-func (op elemDiff) WriteHash(h hash.Hash) { fmt.Fprintf(h, "fast%sDiff", elemOp(op).name()) }
+func (op elemDiff) WriteHash(h hash.Hash) { fmt.Fprintf(h, "fast%sDiff", elemOp{fn: op.fn}.name()) }
 func (op elemDiff) Hashcode() uint32      { return hashOp(op) }
-func (op elemDiff) String() string        { return "Fast" + elemOp(op).name() + "Diff" }
+func (op elemDiff) String() string        { return "Fast" + elemOp{fn: op.fn}.name() + "Diff" }
 
 func elemGrad[T scalar](dx, y, g []T, fn int) {
 	if fn == nn.Exp {

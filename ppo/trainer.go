@@ -16,8 +16,8 @@ import (
 // Options are execution details of a run; none of them changes a bit of
 // the result.
 type Options struct {
-	// Workers is 1, or 2 to evaluate the actor and critic graphs of each
-	// minibatch on two goroutines (default: 2 when GOMAXPROCS ≥ 2).
+	// Workers is 1, or 2 to run the actor and critic halves of each
+	// minibatch update on two goroutines (default: 2 when GOMAXPROCS ≥ 2).
 	Workers int
 	// Logger receives one Stats per iteration (nil: none).
 	Logger Logger
@@ -46,8 +46,11 @@ type Trainer struct {
 
 	theta, grad []float32
 	opt         *adam
-	policy      *policy.Policy // view of theta
-	graphs      map[int]*lossGraph[float32]
+	policy      *policy.Policy                  // view of theta
+	graphs      map[int]*[2]*lossGraph[float32] // per batch size, two used alternately
+	netParams   [2][]int                        // indices into arch.Params of the actor's and the critic's parameters
+	sums        []float64                       // per parameter: Σ grad² of the current minibatch
+	batches     [][]int                         // one epoch's minibatches, views of perm
 
 	shuffleSrc, actionSrc *rand.PCG
 	shuffle, action       *rand.Rand
@@ -105,7 +108,11 @@ func New(cfg Config, env VecEnv, opts Options) (*Trainer, error) {
 	if t.policy, err = policy.New(a.Obs, a.Hidden, a.Nvec, t.theta); err != nil {
 		return nil, err
 	}
-	t.graphs = map[int]*lossGraph[float32]{}
+	t.graphs = map[int]*[2]*lossGraph[float32]{}
+	for i, p := range a.Params {
+		t.netParams[p.Net] = append(t.netParams[p.Net], i)
+	}
+	t.sums = make([]float64, len(a.Params))
 	t.shuffleSrc, t.actionSrc = rng.Source(cfg.Seed, rng.PPOShuffle), rng.Source(cfg.Seed, rng.PPOAction)
 	t.shuffle, t.action = rand.New(t.shuffleSrc), rand.New(t.actionSrc)
 
@@ -301,109 +308,6 @@ func (t *Trainer) episodeMeans() (rew, length float64) {
 	return rew / k, length / k
 }
 
-func (t *Trainer) graph(batch int) (*lossGraph[float32], error) {
-	if g, ok := t.graphs[batch]; ok {
-		return g, nil
-	}
-	g, err := newLossGraph(t.arch, batch, t.theta, t.cfg.EntCoef, t.cfg.VFCoef, t.cfg.ClipRangeVF > 0)
-	if err != nil {
-		return nil, err
-	}
-	t.graphs[batch] = g
-	return g, nil
-}
-
-// update is SB3's PPO.train: Epochs passes over the rollout in fresh
-// random permutations, minibatches of BatchSize (the last one shorter),
-// one Adam step per minibatch after global-norm clipping.
-func (t *Trainer) update(progress float64) (Stats, error) {
-	cfg, b := t.cfg, t.buf
-	lr, clip := cfg.LearningRate.At(progress), cfg.ClipRange.At(progress)
-	total := cfg.RolloutSize()
-	var pgSum, entSum, vfSum, cfSum float64
-	var nMinibatch int
-	var kl float64
-	var loss float64
-	for range cfg.Epochs {
-		for i := range t.perm {
-			t.perm[i] = i
-		}
-		t.shuffle.Shuffle(len(t.perm), func(i, j int) { t.perm[i], t.perm[j] = t.perm[j], t.perm[i] })
-		var klSum float64
-		var klN int
-		for start := 0; start < total; start += cfg.BatchSize {
-			m, err := t.minibatch(t.perm[start:min(start+cfg.BatchSize, total)], clip, lr)
-			if err != nil {
-				return Stats{}, err
-			}
-			pgSum += m.pg
-			entSum += m.ent
-			vfSum += m.vf
-			cfSum += m.clipFrac
-			nMinibatch++
-			klSum += m.kl
-			klN++
-			loss = m.pg + cfg.EntCoef*m.ent + cfg.VFCoef*m.vf
-		}
-		t.epochs++
-		kl = klSum / float64(klN) // SB3 logs the last epoch's mean
-	}
-	return Stats{
-		Iteration:          t.iteration,
-		Timesteps:          t.timesteps,
-		NUpdates:           t.epochs,
-		GradientSteps:      t.gradSteps,
-		ApproxKL:           kl,
-		ClipFraction:       cfSum / float64(nMinibatch),
-		EntropyLoss:        entSum / float64(nMinibatch),
-		PolicyGradientLoss: pgSum / float64(nMinibatch),
-		ValueLoss:          vfSum / float64(nMinibatch),
-		Loss:               loss,
-		ExplainedVariance:  explainedVariance(b.values, b.returns),
-		EntropyFraction:    -entSum / float64(nMinibatch) / t.arch.MaxEntropy(),
-		ChosenActionProb:   chosenActionProb(b.logps, len(t.arch.Nvec)),
-		LearningRate:       lr,
-		ClipRange:          clip,
-	}, nil
-}
-
-// minibatchStats are one minibatch's losses and diagnostics.
-type minibatchStats struct {
-	pg, ent, vf float64 // policy-gradient loss, −mean entropy, value loss
-	clipFrac    float64 // share of samples with |ρ − 1| > ε
-	kl          float64 // mean of (ρ − 1) − log ρ
-}
-
-// minibatch takes one Adam step on the samples idx: loss and gradient
-// from the graph, global-norm clipping, Adam.
-func (t *Trainer) minibatch(idx []int, clip, lr float64) (minibatchStats, error) {
-	g, err := t.graph(len(idx))
-	if err != nil {
-		return minibatchStats{}, err
-	}
-	t.fill(g, idx, clip)
-	if err := g.run(t.grad, t.opts.Workers == 2); err != nil {
-		return minibatchStats{}, err
-	}
-	m := minibatchStats{pg: scalarOf(g.pg), ent: scalarOf(g.ent), vf: scalarOf(g.vf)}
-	ratio, logp := vectorOf[float32](g.ratio), vectorOf[float32](g.logp)
-	var clipped int
-	for k, r := range ratio {
-		if math.Abs(float64(r)-1) > clip {
-			clipped++
-		}
-		logRatio := float64(logp[k]) - float64(g.oldLogp[k])
-		m.kl += (math.Exp(logRatio) - 1) - logRatio
-	}
-	m.kl /= float64(len(idx))
-	m.clipFrac = float64(clipped) / float64(len(idx))
-	clipGradNorm(t.grad, t.arch.Params, t.cfg.MaxGradNorm)
-	t.opt.update(t.theta, t.grad, lr)
-	t.policy.WeightsChanged()
-	t.gradSteps++
-	return m, nil
-}
-
 // fill loads the minibatch idx (flat env-major indices) into g.
 func (t *Trainer) fill(g *lossGraph[float32], idx []int, clip float64) {
 	a, b, cfg := t.arch, t.buf, t.cfg
@@ -424,7 +328,6 @@ func (t *Trainer) fill(g *lossGraph[float32], idx []int, clip float64) {
 	for k, i := range idx {
 		r := b.row(i)
 		copy(g.aObs[k*a.Obs:(k+1)*a.Obs], b.observations[r*a.Obs:(r+1)*a.Obs])
-		copy(g.cObs[k*a.Obs:(k+1)*a.Obs], b.observations[r*a.Obs:(r+1)*a.Obs])
 		off := 0
 		for dIdx, n := range a.Nvec {
 			g.onehot[k*a.Logits+off+b.actions[r*len(a.Nvec)+dIdx]] = 1

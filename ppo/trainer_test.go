@@ -277,7 +277,9 @@ func (e *streamEnv) Step(actions []int, r *StepResult) error {
 }
 
 // BenchmarkUpdate is one minibatch update at the paper's shapes: B = 256,
-// observation 181, nvec 9×5 — fill, forward, backward, clip, Adam.
+// observation 181, nvec 9×5 — fill, forward, backward, clip, Adam — as
+// the k-th of an epoch of 112 (with 2 workers the worker loads the next
+// minibatch while the actor half runs).
 func BenchmarkUpdate(b *testing.B) {
 	for _, workers := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
@@ -298,11 +300,24 @@ func BenchmarkUpdate(b *testing.B) {
 			for i := range idx {
 				idx[i] = (i * 13) % cfg.RolloutSize()
 			}
+			// An epoch of 112 minibatches, as the paper's rollout of 28,672
+			// has: the worker loads each next one ahead.
+			tr.batches = make([][]int, 112)
+			for i := range tr.batches {
+				tr.batches[i] = idx
+			}
+			var w *criticWorker
+			if workers == 2 {
+				w = tr.startCriticWorker()
+				defer w.stop()
+			}
 			b.ReportAllocs()
+			k := 0
 			for b.Loop() {
-				if _, err := tr.minibatch(idx, 0.2, 1e-6); err != nil {
+				if _, err := tr.minibatch(w, k, 0.2, 1e-6); err != nil {
 					b.Fatal(err)
 				}
+				k = (k + 1) % len(tr.batches)
 			}
 		})
 	}

@@ -15,6 +15,7 @@ func TestUsage(t *testing.T) {
 		want string // the one line on stderr
 	}{
 		{[]string{"-workers", "3"}, "train: -workers 3, want 0, 1 or 2"},
+		{[]string{"-gogc", "0"}, "train: -gogc 0, want ≥ 1"},
 		{[]string{"-steps", "-5"}, "train: -steps -5, want ≥ 0"},
 		{[]string{"-env", "atari"}, `train: -env "atari", want streamscale or cartpole`},
 		{[]string{"-env", "cartpole", "-profile", "etl"}, "train: -profile applies only to -env streamscale"},
@@ -63,7 +64,7 @@ func TestHelp(t *testing.T) {
 // are off by default (the paper's configuration).
 func TestNormFlags(t *testing.T) {
 	o, err := parse(nil, command.IO{})
-	if err != nil || o.NormObs || o.NormReward || o.EntCoef != nil || o.ClipRangeVF != nil {
+	if err != nil || o.NormObs || o.NormReward || o.EntCoef != nil || o.ClipRangeVF != nil || o.GCPercent != DefaultGCPercent {
 		t.Fatalf("defaults: %+v, %v", o, err)
 	}
 	o, err = parse([]string{"-norm-obs", "-norm-reward", "-ent-coef", "0.01", "-clip-range-vf", "0"}, command.IO{})

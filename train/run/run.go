@@ -72,6 +72,9 @@ type Options struct {
 	// CPUProfile, when set, is where the command writes a CPU profile;
 	// Run ignores it.
 	CPUProfile string
+	// GCPercent is the garbage collector's target heap growth in percent
+	// (runtime/debug.SetGCPercent) that the command sets; Run ignores it.
+	GCPercent int
 }
 
 // Files in the output directory.

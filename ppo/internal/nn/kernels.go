@@ -120,13 +120,15 @@ var (
 	tanhQ = [...]float64{1, 0x1.e16c5c8db9aebp-2, 0x1.be73accc26a43p-6, 0x1.9d2b1045e4118p-12, 0x1.59eddaaa178afp-20}
 )
 
-// tanh32 writes tanh(x) into y: a rational function evaluated in float64
+// tanh32Go writes tanh(x) into y: a rational function evaluated in float64
 // without branches (the clamp compiles to min/max), about 5× faster than
-// through math.Exp. PyTorch's float32 tanh is a vectorised approximation
+// through math.Exp. tanh32 runs it four lanes at a time in assembly where
+// the CPU has AVX, with the same operations in the same order, so the
+// results are the same bits (TestTanh32AssemblyMatchesGo). PyTorch's float32 tanh is a vectorised approximation
 // too, not correctly rounded. The explicit float64 conversions keep the
 // compiler from fusing multiply-adds, so the bits do not depend on the
 // target's FMA support. NaN stays NaN.
-func tanh32(y, x []float32) {
+func tanh32Go(y, x []float32) {
 	y = y[:len(x)]
 	for i, v := range x {
 		t := min(max(float64(v), -tanhClamp), tanhClamp)

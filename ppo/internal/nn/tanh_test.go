@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -59,6 +60,12 @@ func BenchmarkTanh(b *testing.B) {
 			tanh32(y, x)
 		}
 	})
+	b.Run("rational-go", func(b *testing.B) {
+		b.SetBytes(int64(4 * len(x)))
+		for b.Loop() {
+			tanh32Go(y, x)
+		}
+	})
 	b.Run("exp", func(b *testing.B) {
 		b.SetBytes(int64(4 * len(x)))
 		for b.Loop() {
@@ -68,4 +75,45 @@ func BenchmarkTanh(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestTanh32AssemblyMatchesGo holds tanh32 (the AVX kernel where the CPU
+// has it) to tanh32Go bit for bit: a dense grid, every power of two and
+// its neighbours, infinities, and random bit patterns (subnormals and
+// huge values among them), at lengths that leave a remainder for the Go
+// loop. A NaN input gives a NaN (its payload may differ).
+func TestTanh32AssemblyMatchesGo(t *testing.T) {
+	if !tanhAsm {
+		t.Skip("no assembly kernel on this CPU")
+	}
+	x := make([]float32, 0, 1<<21)
+	for i := range 1 << 20 {
+		x = append(x, float32(-12+24*float64(i)/(1<<20)))
+	}
+	for e := -149; e <= 127; e++ {
+		v := float32(math.Ldexp(1, e))
+		x = append(x, v, -v, math.Nextafter32(v, 0), -math.Nextafter32(v, 0))
+	}
+	x = append(x, 0, float32(math.Copysign(0, -1)), 9, -9, math.Nextafter32(9, 10), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()))
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1 << 20 {
+		x = append(x, math.Float32frombits(r.Uint32()))
+	}
+	for _, n := range []int{len(x), len(x) - 1, 7, 5, 3, 1} {
+		got, want := make([]float32, n), make([]float32, n)
+		tanh32(got, x[:n])
+		tanh32Go(want, x[:n])
+		for i := range n {
+			g, w := got[i], want[i]
+			if w != w {
+				if g == g {
+					t.Fatalf("n=%d: tanh32(%g) = %g, want NaN", n, x[i], g)
+				}
+				continue
+			}
+			if math.Float32bits(g) != math.Float32bits(w) {
+				t.Fatalf("n=%d: tanh32(%g) = %g (%#x), Go loop %g (%#x)", n, x[i], g, math.Float32bits(g), w, math.Float32bits(w))
+			}
+		}
+	}
 }

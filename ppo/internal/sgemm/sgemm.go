@@ -109,7 +109,15 @@ func packA(dst []float32, trans bool, m, k int, a []float32, lda int) {
 		p := dst[ip*mr*k : (ip+1)*mr*k]
 		i0 := ip * mr
 		in := min(mr, m-i0)
-		if trans { // op(A)[i][l] = A[l][i]: six contiguous values of row l
+		if trans && in == mr { // op(A)[i][l] = A[l][i]: six contiguous values of row l, assigned (a copy call per six values costs more)
+			for l := range k {
+				q := p[l*mr : l*mr+mr : l*mr+mr]
+				r := a[l*lda+i0 : l*lda+i0+mr : l*lda+i0+mr]
+				q[0], q[1], q[2], q[3], q[4], q[5] = r[0], r[1], r[2], r[3], r[4], r[5]
+			}
+			continue
+		}
+		if trans {
 			for l := range k {
 				q := p[l*mr : l*mr+mr]
 				copy(q, a[l*lda+i0:l*lda+i0+in])

@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package nn
+
+const tanhAsm = false
+
+func tanh32(y, x []float32) { tanh32Go(y, x) }
