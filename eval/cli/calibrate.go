@@ -286,23 +286,7 @@ func calibrateCosts(ctx context.Context, profile string, p live.CostProbe, seed 
 		return err
 	}
 	md := costMarkdown(c)
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{"calibration.json", b}, {"calibration.md", md}} {
-		if err := os.WriteFile(filepath.Join(out, f.name), f.data, 0o644); err != nil {
-			return fmt.Errorf("eval: %w", err)
-		}
-	}
-	if asJSON {
-		_, err = o.Stdout.Write(b)
-	} else {
-		_, err = o.Stdout.Write(md)
-	}
-	return err
+	return writeOutputs(o, out, asJSON, b, md, outFile{"calibration.json", b}, outFile{"calibration.md", md})
 }
 
 // costProbeMethod says how the cost-model probe measured each term.
@@ -405,19 +389,29 @@ func writeCalibration(c *Calibration, sc env.Config, app ops.App, out string, as
 		return err
 	}
 	md := calibrationMarkdown(*c)
+	return writeOutputs(o, out, asJSON, b, md, outFile{"scenario.json", sb}, outFile{"calibration.json", b}, outFile{"calibration.md", md})
+}
+
+// outFile is one file a calibration writes.
+type outFile struct {
+	name string
+	data []byte
+}
+
+// writeOutputs writes files into out (created if missing) and prints
+// js (-json) or md on stdout.
+func writeOutputs(o Options, out string, asJSON bool, js, md []byte, files ...outFile) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{"scenario.json", sb}, {"calibration.json", b}, {"calibration.md", md}} {
+	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(out, f.name), f.data, 0o644); err != nil {
 			return fmt.Errorf("eval: %w", err)
 		}
 	}
+	var err error
 	if asJSON {
-		_, err = o.Stdout.Write(b)
+		_, err = o.Stdout.Write(js)
 	} else {
 		_, err = o.Stdout.Write(md)
 	}

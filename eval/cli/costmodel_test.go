@@ -19,13 +19,7 @@ import (
 // the flag.
 func TestCostModelFlag(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return writeTemp(t, dir, name, body) }
 	good := write("calibration.json", `{"profile": "wc", "cost_probe": {"model": {"alpha_us": 1.5, "beta_us": 4, "gamma_us": 900, "budget_us_per_s": 2000000}}}`)
 	for name, c := range map[string]struct{ file, want string }{
 		"missing":  {filepath.Join(dir, "nope.json"), "nope.json"},

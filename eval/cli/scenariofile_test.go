@@ -19,13 +19,7 @@ import (
 // change the run; a bad file is a usage error naming the field.
 func TestRunScenarioFile(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name, body string) string { return writeTemp(t, dir, name, body) }
 	hash := func(scenario string) string {
 		code, out, errs := call(t, "run", "-profile", "pred", "-trace", testTrace, "-controller", "static:700", "-steps", "30", "-scenario", scenario, "-json")
 		if code != 0 {
@@ -273,4 +267,14 @@ func FuzzParseCalibration(f *testing.F) {
 			}
 		}
 	})
+}
+
+// writeTemp writes body to dir/name and returns the path.
+func writeTemp(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

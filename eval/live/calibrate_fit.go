@@ -237,6 +237,16 @@ func FitCostModel(pts []CostPoint, cfg CostFitConfig) (clasp.CostModel, []CostTe
 			t.Value, t.Accepted = 0, true
 		}
 	}
+	// term is a fitted term, judged: fitted says whether f is a fit to
+	// report, identified whether the term's estimate rests on fits.
+	term := func(name, unit string, value, ci95 float64, f LineFit, fitted, identified bool) CostTerm {
+		t := CostTerm{Name: name, Unit: unit, Value: value, CI95: ci95}
+		if fitted {
+			t.Fit = &f
+		}
+		judge(&t, f, identified)
+		return t
+	}
 	// α: the two workers' difference in every single-cut layout.
 	ab := byTerm(pts, "alpha-beta")
 	var aPts []LinePoint
@@ -249,11 +259,7 @@ func FitCostModel(pts []CostPoint, cfg CostFitConfig) (clasp.CostModel, []CostTe
 		aPts = append(aPts, LinePoint{X: b.LocalRate - a.LocalRate, Y: (b.CPUUS - b.ExecUS) - (a.CPUUS - a.ExecUS)})
 	}
 	af, aok := FitLine(aPts)
-	alpha := CostTerm{Name: "alpha", Unit: "µs", Value: af.Slope, CI95: af.SlopeCI95}
-	if aok {
-		alpha.Fit = &af
-	}
-	judge(&alpha, af, aok)
+	alpha := term("alpha", "µs", af.Slope, af.SlopeCI95, af, aok, aok)
 
 	// γ: the sender (the worker with the most remote requests) of every
 	// gamma layout less the reference, one group per rate.
@@ -278,11 +284,7 @@ func FitCostModel(pts []CostPoint, cfg CostFitConfig) (clasp.CostModel, []CostTe
 		gPts = append(gPts, LinePoint{Group: g, X: s.Dests, Y: s.CPUUS - s.ExecUS - r})
 	}
 	gf, gok := FitLine(gPts)
-	gamma := CostTerm{Name: "gamma", Unit: "µs per destination per second", Value: gf.Slope, CI95: gf.SlopeCI95}
-	if gok {
-		gamma.Fit = &gf
-	}
-	judge(&gamma, gf, gok)
+	gamma := term("gamma", "µs per destination per second", gf.Slope, gf.SlopeCI95, gf, gok, gok)
 
 	// β: both workers of every alpha-beta layout, less the reference,
 	// summed.
@@ -297,11 +299,7 @@ func FitCostModel(pts []CostPoint, cfg CostFitConfig) (clasp.CostModel, []CostTe
 		bPts = append(bPts, LinePoint{X: x, Y: y})
 	}
 	bf, bok := FitLine(bPts)
-	beta := CostTerm{Name: "beta", Unit: "µs", Value: bf.Slope + af.Slope, CI95: math.Hypot(bf.SlopeCI95, af.SlopeCI95)}
-	if bok {
-		beta.Fit = &bf
-	}
-	judge(&beta, bf, bok && aok)
+	beta := term("beta", "µs", bf.Slope+af.Slope, math.Hypot(bf.SlopeCI95, af.SlopeCI95), bf, bok, bok && aok)
 
 	// W: the saturated intervals of the budget run.
 	budget := CostTerm{Name: "budget", Unit: "µs/s"}
