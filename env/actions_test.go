@@ -2,6 +2,7 @@ package env
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -87,6 +88,148 @@ func TestActionDeltasRefused(t *testing.T) {
 		switch {
 		case tc.want == "" && (err != nil || d != [5]float64{-200, -50, 0, 50, 500}):
 			t.Errorf("%q: %v, %v", tc.in, d, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%q: error %v, want one containing %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+// TestActionUtilization checks the target-utilization action set: a choice
+// sizes each task from the allocation and offered load of the observation
+// the controller saw (UtilizationTarget, clipped to [MinCPU, MaxCPU]), an
+// entry 0 holds, Spaces reports the set in place of the deltas, and a
+// snapshot carries the observed loads so a restored env continues bit for
+// bit.
+func TestActionUtilization(t *testing.T) {
+	set := [5]float64{0, 0.9, 0.7, 0.5, 0.3}
+	cfg, err := EdgeConfig("pred", 1, diurnal(300))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ActionUtilization = set
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := e.Spaces()
+	if !slices.Equal(sp.TargetUtilization, set[:]) || sp.DeltaMillicores != nil || len(sp.Nvec) != e.NumTasks() || sp.Nvec[0] != 5 {
+		t.Fatalf("spaces: deltas %v, utilization %v, nvec %v", sp.DeltaMillicores, sp.TargetUtilization, sp.Nvec)
+	}
+	obs, _, err := e.Reset(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := e.NumTasks()
+	act := make([]int, n)
+	lo, hi := e.cfg.MinCPU, e.cfg.MaxCPU // the defaults applied
+	sized := 0                           // choices that sized a task above MinCPU
+	for s := 0; s < 40; s++ {
+		// What the controller saw: allocation and offered load per task.
+		cpu, rho := make([]float64, n), make([]float64, n)
+		for k := range n {
+			row := obs.Task[k*TaskFeatures : (k+1)*TaskFeatures]
+			cpu[k], rho[k] = row[TaskCPU]*hi, math.Expm1(row[TaskDemandPerCPU])
+			act[k] = (s + k) % 5
+		}
+		prevReq := slices.Clone(e.info.Requested)
+		sr, err := e.Step(Action{Choices: act})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, c := range act {
+			want := prevReq[k] // hold: the allocation last requested
+			if s == 0 {
+				want = e.cfg.InitialCPU
+			}
+			if set[c] != 0 {
+				if cpu[k]*rho[k]/set[c] > lo {
+					sized++
+				}
+				want = math.Min(math.Max(math.Ceil(cpu[k]*rho[k]/set[c]/50-1e-6)*50, lo), hi)
+			}
+			if got := sr.Info.Requested[k]; math.Abs(got-want) > 1e-9 {
+				t.Fatalf("step %d task %d choice %d (u %v, cpu %v, rho %v): requested %v, want %v", s, k, c, set[c], cpu[k], rho[k], got, want)
+			}
+		}
+		obs = sr.Obs
+	}
+	if sized < 20 {
+		t.Fatalf("only %d choices sized a task above the minimum: the test does not exercise the sizing", sized)
+	}
+	// Snapshot mid-episode, continue both, compare.
+	snap, err := e.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.UnmarshalBinary(snap); err != nil {
+		t.Fatal(err)
+	}
+	for s := 0; s < 60; s++ {
+		for k := range act {
+			act[k] = (3*s + k) % 5
+		}
+		a, _ := e.Step(Action{Choices: act})
+		b, _ := f.Step(Action{Choices: act})
+		if a.Reward != b.Reward || !slices.Equal(a.Info.Requested, b.Info.Requested) || !slices.Equal(a.Obs.Task, b.Obs.Task) {
+			t.Fatalf("step %d after restore: diverged", s)
+		}
+	}
+	// The zero set leaves the encoded Config as before the option existed.
+	cfg.ActionUtilization = [5]float64{}
+	if b, _ := json.Marshal(cfg); strings.Contains(string(b), "ActionUtilization") {
+		t.Error("the zero utilization set is encoded (config hashes would change)")
+	}
+}
+
+func TestUtilizationTarget(t *testing.T) {
+	for _, tc := range []struct{ cpu, rho, u, want float64 }{
+		{1000, 0.7, 0.7, 1000}, // exact: no round-up by floating-point noise
+		{1000, 0.71, 0.7, 1050},
+		{2000, 0.35, 0.7, 1000},
+		{500, 3, 0.5, 3000},
+		{500, 0, 0.9, 0},
+		{1230, 1, 1, 1250},
+	} {
+		if got := UtilizationTarget(tc.cpu, tc.rho, tc.u); got != tc.want {
+			t.Errorf("UtilizationTarget(%v, %v, %v) = %v, want %v", tc.cpu, tc.rho, tc.u, got, tc.want)
+		}
+	}
+}
+
+func TestActionUtilizationRefused(t *testing.T) {
+	for _, tc := range []struct {
+		util, deltas [5]float64
+		want         string
+	}{
+		{[5]float64{0, 0.9, 0.7, 0.5, 11}, [5]float64{}, "action utilization 4 is 11"},
+		{[5]float64{0, 0.9, -0.7, 0.5, 0.3}, [5]float64{}, "action utilization 2 is -0.7"},
+		{[5]float64{0, 0.9, math.NaN(), 0.5, 0.3}, [5]float64{}, "action utilization 2 is NaN"},
+		{[5]float64{0, 0.5, 0.7, 0.5, 0.3}, [5]float64{}, "repeat 0.5"},
+		{[5]float64{0, 0.9, 0.7, 0.5, 0.3}, [5]float64{-200, -50, 0, 50, 500}, "both ActionDeltas and ActionUtilization"},
+	} {
+		cfg, err := EdgeConfig("pred", 1, rates{1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ActionUtilization, cfg.ActionDeltas = tc.util, tc.deltas
+		if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one containing %q", tc.util, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"0,0.9,0.7,0.5", "4 values, want 5"},
+		{"0,0.9,0.7,0.5,x", "value 4"},
+		{"0,0,0,0,0", "every choice holds"},
+		{"0, 0.9, 0.7, 0.5, 0.3", ""},
+	} {
+		u, err := ParseActionUtilization(tc.in)
+		switch {
+		case tc.want == "" && (err != nil || u != [5]float64{0, 0.9, 0.7, 0.5, 0.3}):
+			t.Errorf("%q: %v, %v", tc.in, u, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%q: error %v, want one containing %q", tc.in, err, tc.want)
 		}

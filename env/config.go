@@ -269,6 +269,19 @@ type Config struct {
 	// Spaces, and evaluation runs it with that set.
 	ActionDeltas [5]float64 `json:"ActionDeltas,omitzero"`
 
+	// ActionUtilization, when not zero, replaces the deltas with target
+	// utilizations (an ablation, train -action-utilization): choice i
+	// sets a task's allocation to UtilizationTarget(c, ρ, u_i), the
+	// observed allocation c times the observed offered load ρ
+	// (TaskDemandPerCPU) over u_i, rounded up to 50 millicores — the
+	// sizing the threshold rule applies, with the target chosen per task
+	// and step by the policy — and an entry 0 holds the allocation. The
+	// paper's actions are increments; this set lets one step reach any
+	// allocation, as the threshold rule's targets do. Entries are 0 or in
+	// [0.05, 10], the non-zero ones distinct; ActionDeltas must then be
+	// zero. A policy records the set in its Spaces (TargetUtilization).
+	ActionUtilization [5]float64 `json:"ActionUtilization,omitzero"`
+
 	// Reward holds the reward coefficients; the zero value means
 	// DefaultReward().
 	Reward *RewardConfig
@@ -326,6 +339,14 @@ func (c *Config) validate() error {
 	}
 	if c.ActionDeltas != ([5]float64{}) {
 		if err := validateDeltas(c.ActionDeltas, c.MinCPU, c.MaxCPU); err != nil {
+			return err
+		}
+	}
+	if c.ActionUtilization != ([5]float64{}) {
+		if c.ActionDeltas != ([5]float64{}) {
+			return fmt.Errorf("env: both ActionDeltas and ActionUtilization are set; choose one action set")
+		}
+		if err := validateUtilization(c.ActionUtilization); err != nil {
 			return err
 		}
 	}
@@ -490,7 +511,7 @@ func (c *Config) ReplicaPlan() [][]Replica { return clonePlan(c.replicaSets()) }
 // New(c) builds, without building it (the counts of c's tasks and
 // servers; c is not validated).
 func (c *Config) Spaces() Spaces {
-	return makeSpaces(len(c.App.Tasks), len(c.Servers), c.Deltas())
+	return makeSpaces(len(c.App.Tasks), len(c.Servers), c.Deltas(), c.ActionUtilization)
 }
 
 // Deltas returns the action set in force: ActionDeltas, or the paper's
@@ -519,6 +540,59 @@ func ParseActionDeltas(s string, minCPU, maxCPU float64) ([5]float64, error) {
 		d[i] = v
 	}
 	return d, validateDeltas(d, minCPU, maxCPU)
+}
+
+// ParseActionUtilization parses five comma-separated target utilizations
+// (e.g. "0,0.9,0.7,0.5,0.3"; 0 holds) into an action set and checks it as
+// Config does.
+func ParseActionUtilization(s string) ([5]float64, error) {
+	var u [5]float64
+	parts := strings.Split(s, ",")
+	if len(parts) != len(u) {
+		return u, fmt.Errorf("env: action utilizations %q: %d values, want %d", s, len(parts), len(u))
+	}
+	for i, p := range parts {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil {
+			return u, fmt.Errorf("env: action utilizations %q: value %d: %v", s, i, err)
+		}
+		u[i] = v
+	}
+	if u == ([5]float64{}) {
+		return u, fmt.Errorf("env: action utilizations %q: every choice holds", s)
+	}
+	return u, validateUtilization(u)
+}
+
+// validateUtilization checks a target-utilization action set: each entry
+// 0 (hold) or in [0.05, 10], the non-zero ones distinct.
+func validateUtilization(u [5]float64) error {
+	for i, v := range u {
+		if v != 0 && !(v >= minTargetUtilization && v <= rhoHigh) {
+			return fmt.Errorf("env: action utilization %d is %v, want 0 (hold) or in [%v, %v]", i, v, minTargetUtilization, rhoHigh)
+		}
+		for _, w := range u[:i] {
+			if v != 0 && v == w {
+				return fmt.Errorf("env: action utilizations %v repeat %v", u, v)
+			}
+		}
+	}
+	return nil
+}
+
+// minTargetUtilization is the smallest target utilization of an action
+// set: 0.05 sizes a task at 20× its offered load.
+const minTargetUtilization = 0.05
+
+// UtilizationTarget is the allocation, millicores, a target utilization u
+// > 0 asks for a task observed at allocation cpu with offered load rho:
+// cpu·rho/u rounded up to a multiple of 50 (the threshold rule's
+// sizing and grid; a relative 1e-9 is forgiven before rounding so that an
+// exact multiple does not round up by floating-point noise). The caller
+// clips it to [MinCPU, MaxCPU].
+func UtilizationTarget(cpu, rho, u float64) float64 {
+	x := cpu * rho / u / 50
+	return math.Ceil(x*(1-1e-9)) * 50
 }
 
 // validateDeltas checks an action set: strictly increasing, the middle

@@ -81,8 +81,13 @@ type Env struct {
 	core   simCore
 	spaces Spaces
 	deltas [5]float64 // the action set in force (Config.Deltas)
-	n, m   int
-	plan   [][]Replica // the replica plan in force (Info.Plan)
+	// utilSet is Config.ActionUtilization (zero: the choices are deltas);
+	// seenRho is each task's offered load as the last observation showed
+	// it (TaskDemandPerCPU), which its choices size against.
+	utilSet [5]float64
+	seenRho []float64
+	n, m    int
+	plan    [][]Replica // the replica plan in force (Info.Plan)
 
 	hostOf   []int     // primary server of each task (its largest-share replica)
 	primary  []int     // replica index of each task's primary replica
@@ -186,8 +191,9 @@ func New(cfg Config) (*Env, error) {
 	default:
 		e.setCore(newFluid(&e.cfg, e.topo))
 	}
-	e.spaces = makeSpaces(e.n, e.m, cfg.Deltas())
+	e.spaces = makeSpaces(e.n, e.m, cfg.Deltas(), cfg.ActionUtilization)
 	e.deltas = cfg.Deltas()
+	e.utilSet = cfg.ActionUtilization
 	e.rebind()
 	e.taskGain, e.gain = reach(e.cfg.App, e.topo.order)
 	mk := func() []float64 { return make([]float64, e.n) }
@@ -200,7 +206,7 @@ func New(cfg Config) (*Env, error) {
 	}
 	e.phys = cfg.Physics
 	e.pend = make([]float64, e.n*maxDelay)
-	e.prevQueue, e.util, e.changed = mk(), mk(), mk()
+	e.prevQueue, e.util, e.changed, e.seenRho = mk(), mk(), mk(), mk()
 	e.raw, e.met = make([]float64, metricWidth(e.n)), newMetrics(cfg.Physics, e.n)
 	e.press, e.pressNow = make([]taskPressure, e.n), make([]taskPressure, e.n)
 	e.serverCPU = make([]float64, e.m)
@@ -394,6 +400,11 @@ func (e *Env) Step(a Action) (StepResult, error) {
 	}
 	for k := range e.req {
 		switch {
+		case a.Choices != nil && e.utilSet != [5]float64{}:
+			e.req[k] = e.desired[k]
+			if u := e.utilSet[a.Choices[k]]; u != 0 {
+				e.req[k] = clip(UtilizationTarget(e.alloc[k], e.seenRho[k], u), lo, hi)
+			}
 		case a.Choices != nil:
 			e.req[k] = clip(e.desired[k]+e.deltas[a.Choices[k]], lo, hi)
 		case a.Targets != nil:
@@ -840,7 +851,8 @@ func (e *Env) fillObservation(p95, mean float64, stepped bool) {
 		row[TaskQueue] = log1p(queue)
 		row[TaskThroughputRatio] = ratio
 		row[TaskQueuePressure] = queue * s / slo
-		row[TaskDemandPerCPU] = math.Log1p(min(x[mRho], rhoHigh))
+		e.seenRho[k] = min(x[mRho], rhoHigh)
+		row[TaskDemandPerCPU] = math.Log1p(e.seenRho[k])
 		row[TaskLatency] = lat / slo
 		row[TaskProcLatency] = s / slo
 		row[TaskLatencyChange] = 0

@@ -91,7 +91,7 @@ func tiledBox(rows int, low, high []float64) Box {
 	return b
 }
 
-func makeSpaces(nTasks, nServers int, deltas [5]float64) Spaces {
+func makeSpaces(nTasks, nServers int, deltas, util [5]float64) Spaces {
 	s := Spaces{
 		Keys: []string{"app", "server", "task"},
 		Observation: map[string]Box{
@@ -100,6 +100,9 @@ func makeSpaces(nTasks, nServers int, deltas [5]float64) Spaces {
 			"task":   tiledBox(nTasks, taskLow[:], taskHigh[:]),
 		},
 		DeltaMillicores: deltas[:],
+	}
+	if util != ([5]float64{}) {
+		s.DeltaMillicores, s.TargetUtilization = nil, util[:]
 	}
 	for k := 0; k < nTasks; k++ {
 		s.Nvec = append(s.Nvec, len(deltas))

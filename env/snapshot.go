@@ -150,6 +150,9 @@ func (e *Env) writePhysics(w *enc, f *fluid) error {
 		w.i(p.ActuationDelaySteps)
 	}
 	w.f(e.desired...)
+	if e.utilSet != ([5]float64{}) { // what the next choices size against
+		w.f(e.seenRho...)
+	}
 	w.i(e.pendHead, e.pendN)
 	w.f(e.pend...)
 	for _, src := range []*rand.PCG{&e.ph.arrSrc, &e.ph.svcSrc, &e.ph.jitSrc, &e.ph.rateSrc} {
@@ -172,6 +175,7 @@ func (e *Env) writePhysics(w *enc, f *fluid) error {
 // physicsState is what readPhysics decoded, committed after every check.
 type physicsState struct {
 	desired, pend, speed []float64
+	seenRho              []float64 // target-utilization action sets only
 	head, count          int
 	srcs                 [4][]byte
 	phys                 Physics // the episode's physics
@@ -200,6 +204,14 @@ func (e *Env) readPhysics(d *dec, f *fluid) (physicsState, error) {
 		ps.phys = p
 	}
 	ps.desired = read(e.n)
+	if e.utilSet != ([5]float64{}) {
+		ps.seenRho = read(e.n)
+		for _, x := range ps.seenRho {
+			if !(x >= 0 && x <= rhoHigh) {
+				return ps, fmt.Errorf("%w: observed offered load %v outside [0, %v]", ErrSnapshot, x, rhoHigh)
+			}
+		}
+	}
 	ps.head, ps.count = d.i(), d.i()
 	ps.pend = read(len(e.pend))
 	for i := range ps.srcs {
@@ -246,6 +258,7 @@ func (e *Env) commitPhysics(ps physicsState, f *fluid) {
 		e.setPhysics(ps.phys)
 	}
 	copy(e.desired, ps.desired)
+	copy(e.seenRho, ps.seenRho)
 	copy(e.pend, ps.pend)
 	e.pendHead, e.pendN = ps.head, ps.count
 	for i, src := range []*rand.PCG{&e.ph.arrSrc, &e.ph.svcSrc, &e.ph.jitSrc, &e.ph.rateSrc} {

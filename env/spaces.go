@@ -108,8 +108,13 @@ type Spaces struct {
 	Observation map[string]Box `json:"observation"`
 	// Nvec is the MultiDiscrete action: 5 choices per task.
 	Nvec []int `json:"nvec"`
-	// DeltaMillicores is the CPU change of each choice.
+	// DeltaMillicores is the CPU change of each choice; empty when the
+	// choices are target utilizations.
 	DeltaMillicores []float64 `json:"delta_millicores"`
+	// TargetUtilization, when set, is the target utilization of each
+	// choice (Config.ActionUtilization; 0 holds), in place of
+	// DeltaMillicores.
+	TargetUtilization []float64 `json:"target_utilization,omitempty"`
 }
 
 // FlatSize is the length of a flattened observation.

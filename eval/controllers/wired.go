@@ -111,13 +111,21 @@ func ppoParser(name string, deterministic bool) func(string, Options) (Spec, err
 			dirOf = func(string) string { return dir }
 		}
 		// The policy runs with the action set it was trained with (its
-		// card's Spaces; env.Config.ActionDeltas), whatever the base
+		// card's Spaces; env.Config.ActionDeltas or ActionUtilization), whatever the base
 		// scenario's; the baselines beside it emit Targets and are not
 		// affected.
 		scenario := func(base env.Config) (env.Config, error) {
 			_, card, err := cache.load(dirOf(base.App.Name))
 			if err != nil {
 				return env.Config{}, err
+			}
+			if u := card.Spaces.TargetUtilization; len(u) > 0 {
+				if len(u) != len(base.ActionUtilization) {
+					return env.Config{}, fmt.Errorf("policy in %s has %d action choices, want %d", dirOf(base.App.Name), len(u), len(base.ActionUtilization))
+				}
+				copy(base.ActionUtilization[:], u)
+				base.ActionDeltas = [5]float64{}
+				return base, nil
 			}
 			d := card.Spaces.DeltaMillicores
 			switch {

@@ -302,7 +302,8 @@ func (o *Observer) Observe(m Measured, alloc []float64) env.Observation {
 
 // Apply returns the allocation (scenario millicores per task) after action
 // a on the allocation cur, as env.Step computes it for an edge scenario:
-// Choices add the scenario's action deltas (env.Config.Deltas), Targets set; both are clipped to [MinCPU,
+// Choices add the scenario's action deltas (env.Config.Deltas) or size to
+// its target utilizations (env.Config.ActionUtilization), Targets set; both are clipped to [MinCPU,
 // MaxCPU] and projected onto the servers' capacity. Hold keeps cur. A
 // replica plan or a malformed action is an error and changes nothing.
 func (o *Observer) Apply(cur []float64, a env.Action) ([]float64, error) {
@@ -322,12 +323,25 @@ func (o *Observer) Apply(cur []float64, a env.Action) ([]float64, error) {
 		if len(a.Choices) != n {
 			return nil, fmt.Errorf("live: action has %d entries, want %d", len(a.Choices), n)
 		}
-		deltas := o.sc.Deltas()
+		deltas, util := o.sc.Deltas(), o.sc.ActionUtilization
 		for k, c := range a.Choices {
 			if c < 0 || c >= len(deltas) {
 				return nil, fmt.Errorf("live: action entry %d is %d, want 0..%d", k, c, len(deltas)-1)
 			}
-			req[k] = clip(cur[k]+deltas[c], lo, hi)
+		}
+		for k, c := range a.Choices {
+			switch {
+			case util == [5]float64{}:
+				req[k] = clip(cur[k]+deltas[c], lo, hi)
+			case util[c] == 0:
+				req[k] = cur[k]
+			default:
+				// Sized as env.Step sizes it: the allocation in force (the
+				// one the last observation showed) and the offered load
+				// that observation showed.
+				rho := math.Expm1(o.obs.Task[k*env.TaskFeatures+env.TaskDemandPerCPU])
+				req[k] = clip(env.UtilizationTarget(cur[k], rho, util[c]), lo, hi)
+			}
 		}
 	case a.Targets != nil:
 		if len(a.Targets) != n {

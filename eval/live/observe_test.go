@@ -191,3 +191,55 @@ func FuzzObserve(f *testing.F) {
 		inBoxes(t, sc, obs)
 	})
 }
+
+// TestApplyUtilization: with a target-utilization action set a choice sizes
+// each task as env.Step does, from the allocation in force and the offered
+// load the last observation showed; an entry 0 holds.
+func TestApplyUtilization(t *testing.T) {
+	tr := &traces.Trace{Name: "const", Counts: []float64{1000}, Scale: 1}
+	sc, err := env.EdgeConfig("pred", 101, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := [5]float64{0, 0.9, 0.7, 0.5, 0.3}
+	sc.ActionUtilization = set
+	app, err := ops.AppByName("pred")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := NewObserver(sc, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc = o.Scenario()
+	cur := allocOf(sc, 800)
+	var tasks []planner.TaskObs
+	for op := range 6 {
+		// ρ = rate × (CPU cores / throughput / quota cores) differs by task.
+		tasks = append(tasks, planner.TaskObs{Op: op, InputRate: 1000, Throughput: 1000, CPUCores: 0.001 * float64(op+1), Millicores: 8})
+	}
+	obs := o.Observe(Measured{Tasks: tasks, P95MS: 50, MeanMS: 20, Throughput: 1000}, cur)
+	choices := []int{0, 1, 2, 3, 4, 2}
+	next, err := o.Apply(cur, env.Action{Choices: choices})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := make([]float64, len(cur))
+	for k, c := range choices {
+		req[k] = cur[k]
+		if set[c] != 0 {
+			rho := math.Expm1(obs.Task[k*env.TaskFeatures+env.TaskDemandPerCPU])
+			req[k] = min(max(env.UtilizationTarget(cur[k], rho, set[c]), sc.MinCPU), sc.MaxCPU)
+		}
+	}
+	want, err := o.Apply(cur, env.Action{Targets: req})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(next, want) {
+		t.Fatalf("choices %v: applied %v, want %v (the targets %v)", choices, next, want, req)
+	}
+	if next[0] != cur[0] || slices.Equal(next, cur) {
+		t.Fatalf("applied %v from %v: want task 0 held and others sized", next, cur)
+	}
+}

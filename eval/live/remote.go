@@ -50,6 +50,9 @@ func NewRemote(ctx context.Context, base, name string, sc env.Config) (*Remote, 
 		if !slices.Equal(p.Action.Nvec, sp.Nvec) {
 			return nil, fmt.Errorf("live: policy %s acts on %d tasks, the profile has %d", name, len(p.Action.Nvec), len(sp.Nvec))
 		}
+		if u := p.Action.TargetUtilization; !slices.Equal(u, sp.TargetUtilization) {
+			return nil, fmt.Errorf("live: policy %s acts with target utilizations %v, the run applies %v", name, u, sp.TargetUtilization)
+		}
 		if d := p.Action.DeltaMillicores; len(d) > 0 && !slices.Equal(d, sp.DeltaMillicores) {
 			return nil, fmt.Errorf("live: policy %s acts with deltas %v millicores, the run applies %v", name, d, sp.DeltaMillicores)
 		}

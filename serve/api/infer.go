@@ -160,6 +160,8 @@ func (e *entry) probabilities(p *policy.Policy, sc *scratch, obs []float64, act 
 
 // appendResult appends the JSON object of observation i's result without
 // its closing brace: {"action":[…],"deltas":[…],"value":v[,"probabilities":[[…],…]]
+// ("target_utilization" in place of "deltas" for a target-utilization
+// action set)
 func (e *entry) appendResult(b []byte, sc *scratch, i int) []byte {
 	dims := len(e.nvec)
 	act := sc.actions[i*dims : (i+1)*dims]
@@ -170,7 +172,7 @@ func (e *entry) appendResult(b []byte, sc *scratch, i int) []byte {
 		}
 		b = strconv.AppendInt(b, int64(a), 10)
 	}
-	b = append(b, `],"deltas":[`...)
+	b = append(b, e.choiceKey...)
 	for d, a := range act {
 		if d > 0 {
 			b = append(b, ',')

@@ -325,3 +325,46 @@ func TestActMatchesPolicyNormalized(t *testing.T) {
 		t.Error("the statistics never changed the value: the test cannot tell")
 	}
 }
+
+// TestActTargetUtilization: a policy trained with a target-utilization
+// action set (its card's Spaces.TargetUtilization) is served, its answers
+// name each task's chosen utilization in place of deltas, and the policy
+// list reports the set.
+func TestActTargetUtilization(t *testing.T) {
+	dir := t.TempDir()
+	card, err := fixture.Write(dir, "pred", "pred", 64, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := []float64{0, 0.9, 0.7, 0.5, 0.3}
+	card.Spaces.DeltaMillicores, card.Spaces.TargetUtilization = nil, set
+	if err := os.WriteFile(filepath.Join(dir, "pred", policy.FileName+".json"), mustJSON(t, card), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := newTestServer(t, dir, "")
+	o, err := fixture.Observation("pred")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := do(s, "POST", "/v1/policies/pred/act", mustJSON(t, map[string]any{"observation": toWire(o)}))
+	okStatus(t, w)
+	got := decodeJSON[struct {
+		Action            []int     `json:"action"`
+		TargetUtilization []float64 `json:"target_utilization"`
+		Value             float64   `json:"value"`
+		Version           string    `json:"version"`
+	}](t, w)
+	if len(got.Action) != 6 || len(got.TargetUtilization) != 6 {
+		t.Fatalf("answer %+v: want 6 actions and 6 utilizations", got)
+	}
+	for d, a := range got.Action {
+		if got.TargetUtilization[d] != set[a] {
+			t.Fatalf("task %d: choice %d answered utilization %v, want %v", d, a, got.TargetUtilization[d], set[a])
+		}
+	}
+	l := do(s, "GET", "/v1/policies", nil)
+	okStatus(t, l)
+	if !bytes.Contains(l.Body.Bytes(), []byte(`"target_utilization":[0,0.9,0.7,0.5,0.3]`)) {
+		t.Fatalf("policy list does not report the set: %s", l.Body)
+	}
+}

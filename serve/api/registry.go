@@ -35,11 +35,14 @@ type entry struct {
 	card    *policy.Card
 	lay     layout
 	nvec    []int
-	deltas  []float64 // millicores of each choice
-	rows    int       // rows of a probabilities evaluation: 1 + Σ(nvec−1)
-	base    *policy.Policy
-	pool    sync.Pool // *policy.Policy clones: a Policy is not safe for concurrent use
-	comb    combiner  // merges concurrent single deterministic requests
+	deltas  []float64 // millicores of each choice (or its target utilization)
+	// choiceKey opens the answer's per-task choice values: "deltas", or
+	// "target_utilization" for a target-utilization action set.
+	choiceKey []byte
+	rows      int // rows of a probabilities evaluation: 1 + Σ(nvec−1)
+	base      *policy.Policy
+	pool      sync.Pool // *policy.Policy clones: a Policy is not safe for concurrent use
+	comb      combiner  // merges concurrent single deterministic requests
 }
 
 // policy returns a clone of the policy for one request's exclusive use;
@@ -99,7 +102,12 @@ func loadRegistry(dir string, m *metrics) (*registry, []string, error) {
 // can serve, builds its layout and runs the self-test.
 func newEntry(name string, p *policy.Policy, card *policy.Card) (*entry, error) {
 	sp := card.Spaces
-	e := &entry{name: name, version: card.WeightsSHA256, card: card, base: p, nvec: p.Nvec(), deltas: sp.DeltaMillicores}
+	e := &entry{name: name, version: card.WeightsSHA256, card: card, base: p, nvec: p.Nvec(), deltas: sp.DeltaMillicores, choiceKey: []byte(`],"deltas":[`)}
+	if u := sp.TargetUtilization; len(u) > 0 {
+		// Target-utilization choices (env.Config.ActionUtilization): the
+		// answer names each choice's utilization instead of a delta.
+		e.deltas, e.choiceKey = u, []byte(`],"target_utilization":[`)
+	}
 	for k := range e.lay.n {
 		e.lay.n[k] = -1
 	}
@@ -130,7 +138,7 @@ func newEntry(name string, p *policy.Policy, card *policy.Card) (*entry, error) 
 	e.rows = 1
 	for d, n := range e.nvec {
 		if n != len(e.deltas) {
-			return nil, fmt.Errorf("api: policy %s: action dimension %d has %d choices but the card gives %d millicore deltas", name, d, n, len(e.deltas))
+			return nil, fmt.Errorf("api: policy %s: action dimension %d has %d choices but the card gives %d choice values", name, d, n, len(e.deltas))
 		}
 		e.rows += n - 1
 	}
@@ -206,8 +214,9 @@ type observationInfo struct {
 }
 
 type actionInfo struct {
-	Nvec            []int     `json:"nvec"`
-	DeltaMillicores []float64 `json:"delta_millicores"`
+	Nvec              []int     `json:"nvec"`
+	DeltaMillicores   []float64 `json:"delta_millicores"`
+	TargetUtilization []float64 `json:"target_utilization,omitempty"` // in place of the deltas (env.Config.ActionUtilization)
 }
 
 type trainingInfo struct {
@@ -232,7 +241,7 @@ func policyList(reg *registry) ([]byte, error) {
 		out.Policies = append(out.Policies, policyInfo{
 			Name: name, Version: e.version, Profile: c.Profile, Env: c.Env,
 			Observation: observationInfo{Keys: c.Spaces.Keys, Size: e.lay.size, Boxes: c.Spaces.Observation},
-			Action:      actionInfo{Nvec: e.nvec, DeltaMillicores: e.deltas},
+			Action:      actionInfo{Nvec: e.nvec, DeltaMillicores: e.deltas, TargetUtilization: c.Spaces.TargetUtilization},
 			Training: trainingInfo{
 				Name: c.Name, Seed: c.Seed, Transitions: c.Transitions, GradientSteps: c.GradientSteps,
 				BestDevReward: c.BestDevReward, ConfigHash: c.ConfigHash, Hidden: e.base.Hidden(),

@@ -104,8 +104,9 @@ type Policy struct {
 		Boxes map[string]Box `json:"boxes"`
 	} `json:"observation"`
 	Action struct {
-		Nvec            []int     `json:"nvec"`
-		DeltaMillicores []float64 `json:"delta_millicores"` // per choice index
+		Nvec              []int     `json:"nvec"`
+		DeltaMillicores   []float64 `json:"delta_millicores"`             // per choice index
+		TargetUtilization []float64 `json:"target_utilization,omitempty"` // per choice index, in place of the deltas (0 holds)
 	} `json:"action"`
 	Training json.RawMessage `json:"training"` // the artifact card's provenance
 }
@@ -122,11 +123,14 @@ type Options struct {
 
 // Result is the policy's answer for one observation.
 type Result struct {
-	Action        []int       `json:"action"`        // choice index per task
-	Deltas        []float64   `json:"deltas"`        // millicores per task
-	Value         float64     `json:"value"`         // critic's value estimate
-	Probabilities [][]float64 `json:"probabilities"` // per task, per choice (when asked)
-	Version       string      `json:"version"`       // weights SHA-256 of the policy that answered
+	Action []int     `json:"action"` // choice index per task
+	Deltas []float64 `json:"deltas"` // millicores per task
+	// TargetUtilization is each task's chosen target utilization, in
+	// place of Deltas, for a target-utilization action set (0 holds).
+	TargetUtilization []float64   `json:"target_utilization,omitempty"`
+	Value             float64     `json:"value"`         // critic's value estimate
+	Probabilities     [][]float64 `json:"probabilities"` // per task, per choice (when asked)
+	Version           string      `json:"version"`       // weights SHA-256 of the policy that answered
 }
 
 // Policies lists the served policies.

@@ -71,6 +71,7 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	fs.BoolVar(&opts.Randomize, "randomize", false, "domain randomisation: draw service CV, rate CV, jitter, metric noise and actuation delay per training episode from env.DefaultRanges() (streamscale; development episodes keep the preset)")
 	fs.IntVar(&opts.TrainPlacements, "train-placements", 0, "training placements (streamscale): 0 = the paper's two (seeds 42, 37); N > 2 adds seeds 2001… (not the dev 1001–1003 or eval 101–110 ones)")
 	sel := fs.String("select", "best-dev", "which policy to ship (streamscale): best-dev (the iterate with the best development reward) or last (the last iterate, as SB3 saves by default; skips the development episodes)")
+	actionUtil := fs.String("action-utilization", "", "a target-utilization action set (streamscale), in place of the deltas: five comma-separated utilizations, 0 (hold) or in [0.05, 10]; choice i sizes a task to its observed allocation × offered load / u_i, as the threshold rule sizes (e.g. 0,0.9,0.7,0.5,0.3); an ablation, recorded in the policy")
 	actionDeltas := fs.String("action-deltas", "", "the action set (streamscale): five comma-separated millicore changes, strictly increasing, the middle 0 (default: the paper's -500,-50,0,50,500); an ablation, recorded in the policy")
 	fs.Float64Var(&opts.RewardSpan, "reward-span", 0, "R_resource's span in millicores per task (streamscale; env.RewardConfig.SpanPerTask, default 2000): the reward falls linearly from 1.5 at the minimum allocation to 0 at n·(minimum + span); an ablation, recorded in summary.json")
 	trainTraces := fs.String("train-traces", "", "training workloads (streamscale), TRACE[:MULT],… (default: the paper's taxi-train:1,taxi-train:2); e.g. taxi-train:1,taxi-train:2,intel-train adds the held-out Intel windows; each on every training placement and in the development episodes")
@@ -126,6 +127,13 @@ func parse(args []string, o command.IO) (run.Options, error) {
 			return run.Options{}, command.Usagef("train: -action-deltas: %v", err)
 		}
 		opts.ActionDeltas = d
+	}
+	if command.Set(fs, "action-utilization") {
+		u, err := env.ParseActionUtilization(*actionUtil)
+		if err != nil {
+			return run.Options{}, command.Usagef("train: -action-utilization: %v", err)
+		}
+		opts.ActionUtilization = u
 	}
 	if command.Set(fs, "reward-span") && !(opts.RewardSpan > 0 && opts.RewardSpan <= 1e6) {
 		return run.Options{}, command.Usagef("train: -reward-span %v, want millicores per task in (0, 1e6]", opts.RewardSpan)

@@ -50,6 +50,10 @@ type Options struct {
 	// ActionDeltas is the action set (-action-deltas; zero: the paper's
 	// {−500, −50, 0, +50, +500}).
 	ActionDeltas [5]float64
+	// ActionUtilization, when not zero, is a target-utilization action
+	// set in place of the deltas (-action-utilization;
+	// env.Config.ActionUtilization).
+	ActionUtilization [5]float64
 	// RewardSpan, when > 0, is the reward's R_resource span in
 	// millicores per task (env.RewardConfig.SpanPerTask; -reward-span; 0:
 	// the default's 2,000); an ablation, recorded in the summary.
@@ -87,33 +91,34 @@ const (
 
 // Summary is what -json prints and summary.json holds.
 type Summary struct {
-	Env             string    `json:"env"`
-	Profile         string    `json:"profile,omitempty"`
-	Scenario        string    `json:"scenario,omitempty"`             // streamscale physics preset
-	Randomize       bool      `json:"randomize,omitempty"`            // domain randomisation of the training physics
-	TrainPlacements int       `json:"train_placements,omitempty"`     // training placements beyond the paper's two, if set
-	TrainTraces     string    `json:"train_traces,omitempty"`         // training workloads other than the paper's, if set
-	ActionDeltas    []float64 `json:"action_deltas,omitempty"`        // the action set, if not the paper's (-action-deltas)
-	RewardSpan      float64   `json:"reward_span_per_task,omitempty"` // R_resource's span, mc per task, if not the default (-reward-span)
-	Select          string    `json:"select,omitempty"`               // "last" when the last iterate is shipped (-select last); absent: best development reward
-	Seed            uint64    `json:"seed"`
-	Transitions     int       `json:"transitions"`
-	Iterations      int       `json:"iterations"`
-	Updates         int       `json:"updates"` // Adam steps
-	WallSeconds     float64   `json:"wall_seconds"`
-	SPS             float64   `json:"sps"`
-	PolicyPath      string    `json:"policy_path"`
-	PolicySHA256    string    `json:"policy_sha256"`
-	EvalEpisodes    int       `json:"eval_episodes"`
-	EvalMeanReturn  *float64  `json:"eval_mean_return"`
-	EvalStdReturn   *float64  `json:"eval_std_return"`
-	BestDevReward   *float64  `json:"best_dev_reward"`
-	ConfigHash      string    `json:"config_hash"`
-	Commit          string    `json:"commit"`
-	GoVersion       string    `json:"go_version"`
-	Resumed         bool      `json:"resumed"`
-	NormObs         bool      `json:"norm_obs"`    // observations normalised (VecNormalize)
-	NormReward      bool      `json:"norm_reward"` // rewards scaled (VecNormalize)
+	Env               string    `json:"env"`
+	Profile           string    `json:"profile,omitempty"`
+	Scenario          string    `json:"scenario,omitempty"`             // streamscale physics preset
+	Randomize         bool      `json:"randomize,omitempty"`            // domain randomisation of the training physics
+	TrainPlacements   int       `json:"train_placements,omitempty"`     // training placements beyond the paper's two, if set
+	TrainTraces       string    `json:"train_traces,omitempty"`         // training workloads other than the paper's, if set
+	ActionDeltas      []float64 `json:"action_deltas,omitempty"`        // the action set, if not the paper's (-action-deltas)
+	ActionUtilization []float64 `json:"action_utilization,omitempty"`   // a target-utilization action set (-action-utilization)
+	RewardSpan        float64   `json:"reward_span_per_task,omitempty"` // R_resource's span, mc per task, if not the default (-reward-span)
+	Select            string    `json:"select,omitempty"`               // "last" when the last iterate is shipped (-select last); absent: best development reward
+	Seed              uint64    `json:"seed"`
+	Transitions       int       `json:"transitions"`
+	Iterations        int       `json:"iterations"`
+	Updates           int       `json:"updates"` // Adam steps
+	WallSeconds       float64   `json:"wall_seconds"`
+	SPS               float64   `json:"sps"`
+	PolicyPath        string    `json:"policy_path"`
+	PolicySHA256      string    `json:"policy_sha256"`
+	EvalEpisodes      int       `json:"eval_episodes"`
+	EvalMeanReturn    *float64  `json:"eval_mean_return"`
+	EvalStdReturn     *float64  `json:"eval_std_return"`
+	BestDevReward     *float64  `json:"best_dev_reward"`
+	ConfigHash        string    `json:"config_hash"`
+	Commit            string    `json:"commit"`
+	GoVersion         string    `json:"go_version"`
+	Resumed           bool      `json:"resumed"`
+	NormObs           bool      `json:"norm_obs"`    // observations normalised (VecNormalize)
+	NormReward        bool      `json:"norm_reward"` // rewards scaled (VecNormalize)
 
 	// Learning diagnostics, from the progress rows (ppo.Stats) of every
 	// iteration, those of a resumed run's first part included; null when
@@ -167,8 +172,11 @@ func (o *Options) check() error {
 	if o.TrainPlacements < 0 || o.TrainPlacements > 64 {
 		return command.Usagef("train: -train-placements %d, want 0 (the paper's two) to 64", o.TrainPlacements)
 	}
-	if o.Env == "cartpole" && (o.Randomize || o.TrainPlacements != 0 || o.TrainTraces != nil || o.ActionDeltas != [5]float64{} || o.RewardSpan != 0) {
-		return command.Usagef("train: -randomize, -train-placements, -train-traces, -action-deltas and -reward-span apply only to -env streamscale")
+	if o.Env == "cartpole" && (o.Randomize || o.TrainPlacements != 0 || o.TrainTraces != nil || o.ActionDeltas != [5]float64{} || o.ActionUtilization != [5]float64{} || o.RewardSpan != 0) {
+		return command.Usagef("train: -randomize, -train-placements, -train-traces, -action-deltas, -action-utilization and -reward-span apply only to -env streamscale")
+	}
+	if o.ActionDeltas != [5]float64{} && o.ActionUtilization != [5]float64{} {
+		return command.Usagef("train: -action-deltas and -action-utilization are two action sets; give one")
 	}
 	if o.Env == "cartpole" && o.ScenarioSet {
 		return command.Usagef("train: -scenario applies only to -env streamscale")
@@ -278,7 +286,7 @@ func prepare(o Options) (*setup, error) {
 			r.SpanPerTask = o.RewardSpan
 			reward = &r
 		}
-		sim, err := NewSimulator(scen, ranges, o.TrainPlacements, o.TrainTraces, o.ActionDeltas, reward)
+		sim, err := NewSimulator(scen, ranges, o.TrainPlacements, o.TrainTraces, o.ActionDeltas, o.ActionUtilization, reward)
 		if err != nil {
 			return nil, err
 		}
@@ -481,6 +489,9 @@ func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall floa
 		}
 		if o.ActionDeltas != ([5]float64{}) {
 			sum.ActionDeltas = o.ActionDeltas[:]
+		}
+		if o.ActionUtilization != ([5]float64{}) {
+			sum.ActionUtilization = o.ActionUtilization[:]
 		}
 		sum.RewardSpan = o.RewardSpan
 		if o.TrainTraces != nil {

@@ -45,14 +45,16 @@ type Simulator interface {
 // 0 or 2: the paper's two); variants the training workloads, each on
 // every placement and used by the development episodes too (nil: the
 // paper's, simvec.PaperTraces).
-// deltas is the action set (env.Config.ActionDeltas; zero: the paper's);
+// deltas is the action set (env.Config.ActionDeltas; zero: the paper's)
+// and util, when not zero, a target-utilization set in its place
+// (env.Config.ActionUtilization);
 // reward the reward coefficients of the training and development
 // environments (nil: env.DefaultReward).
-var NewSimulator = func(sc env.Scenario, randomize *env.PhysicsRanges, placements int, variants []simvec.TraceVariant, deltas [5]float64, reward *env.RewardConfig) (Simulator, error) {
+var NewSimulator = func(sc env.Scenario, randomize *env.PhysicsRanges, placements int, variants []simvec.TraceVariant, deltas, util [5]float64, reward *env.RewardConfig) (Simulator, error) {
 	if placements == 0 {
 		placements = len(simvec.TrainingPlacements)
 	}
-	return simulator{physics: sc.Physics, demand: sc.Demand, randomize: randomize, placements: simvec.Placements(placements), variants: variants, deltas: deltas, reward: reward}, nil
+	return simulator{physics: sc.Physics, demand: sc.Demand, randomize: randomize, placements: simvec.Placements(placements), variants: variants, deltas: deltas, util: util, reward: reward}, nil
 }
 
 type simulator struct {
@@ -68,13 +70,15 @@ type simulator struct {
 	variants []simvec.TraceVariant
 	// deltas is the action set of every environment (zero: the paper's).
 	deltas [5]float64
+	// util, when not zero, replaces deltas with target utilizations.
+	util [5]float64
 	// reward, if not nil, replaces the reward coefficients.
 	reward *env.RewardConfig
 }
 
 func (s simulator) Spaces(profile string) (env.Spaces, error) {
 	sc := simvec.TrainingScenarios(profile, s.physics)[0]
-	sc.ActionDeltas = s.deltas
+	sc.ActionDeltas, sc.ActionUtilization = s.deltas, s.util
 	c, err := sc.Config("", 0, quietLog)
 	if err != nil {
 		return env.Spaces{}, err
@@ -85,7 +89,7 @@ func (s simulator) Spaces(profile string) (env.Spaces, error) {
 func (s simulator) VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error) {
 	scs := simvec.TrainingScenariosOn(profile, s.physics, s.placements, s.variants)
 	for i := range scs {
-		scs[i].Randomize, scs[i].Demand, scs[i].ActionDeltas, scs[i].Reward = s.randomize, s.demand, s.deltas, s.reward
+		scs[i].Randomize, scs[i].Demand, scs[i].ActionDeltas, scs[i].ActionUtilization, scs[i].Reward = s.randomize, s.demand, s.deltas, s.util, s.reward
 	}
 	return simvec.NewVec(scs, n, "", seed, 0, log.Printf)
 }
@@ -96,7 +100,7 @@ func (s simulator) DevReward(c agents.Controller, profile string, seed uint64, o
 	total := 0.0
 	scs := simvec.DevScenarios(profile, s.physics, s.variants)
 	for i, sc := range scs {
-		sc.Demand, sc.ActionDeltas, sc.Reward = s.demand, s.deltas, s.reward
+		sc.Demand, sc.ActionDeltas, sc.ActionUtilization, sc.Reward = s.demand, s.deltas, s.util, s.reward
 		cfg, err := sc.Config("", seed, quietLog)
 		if err != nil {
 			return 0, err

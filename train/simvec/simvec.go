@@ -211,6 +211,9 @@ type EnvSpec struct {
 	// ActionDeltas is the action set (env.Config.ActionDeltas; zero: the
 	// paper's).
 	ActionDeltas [5]float64
+	// ActionUtilization, when not zero, is a target-utilization action
+	// set in place of the deltas (env.Config.ActionUtilization).
+	ActionUtilization [5]float64
 	// Reward, if not nil, replaces the reward coefficients
 	// (env.Config.Reward; nil: env.DefaultReward).
 	Reward *env.RewardConfig
@@ -340,6 +343,7 @@ func (sc EnvSpec) Config(dir string, seed uint64, logf func(string, ...any)) (en
 	}
 	cfg.Randomize = sc.Randomize
 	cfg.ActionDeltas = sc.ActionDeltas
+	cfg.ActionUtilization = sc.ActionUtilization
 	if sc.Reward != nil {
 		r := *sc.Reward
 		cfg.Reward = &r
