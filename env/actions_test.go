@@ -102,84 +102,100 @@ func TestActionDeltasRefused(t *testing.T) {
 // bit.
 func TestActionUtilization(t *testing.T) {
 	set := [5]float64{0, 0.9, 0.7, 0.5, 0.3}
+	for _, lag := range []int{0, 1, 2} {
+		cfg, err := EdgeConfig("pred", 1, diurnal(300))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ActionUtilization = set
+		cfg.Physics.MetricLagSteps, cfg.Physics.ActuationDelaySteps = lag, 1
+		e, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := e.Spaces()
+		if !slices.Equal(sp.TargetUtilization, set[:]) || sp.DeltaMillicores != nil || len(sp.Nvec) != e.NumTasks() || sp.Nvec[0] != 5 {
+			t.Fatalf("spaces: deltas %v, utilization %v, nvec %v", sp.DeltaMillicores, sp.TargetUtilization, sp.Nvec)
+		}
+		obs, _, err := e.Reset(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := e.NumTasks()
+		act := make([]int, n)
+		lo, hi := e.cfg.MinCPU, e.cfg.MaxCPU // the defaults applied
+		sized := 0                           // choices that sized a task above MinCPU
+		// shown[i] is the allocation row of the i-th observation: the
+		// allocation in force during the interval it measured.
+		var shown [][]float64
+		for s := 0; s < 40; s++ {
+			cpu := make([]float64, n)
+			for k := range n {
+				cpu[k] = obs.Task[k*TaskFeatures+TaskCPU] * hi
+			}
+			shown = append(shown, cpu)
+			// The observation reports the metrics measured lag intervals
+			// before the newest, at the allocation then in force (the
+			// Reset allocation before anything was measured).
+			then := shown[max(0, len(shown)-1-lag)]
+			rho := make([]float64, n)
+			for k := range n {
+				rho[k] = math.Expm1(obs.Task[k*TaskFeatures+TaskDemandPerCPU])
+				act[k] = (s + k) % 5
+			}
+			prevReq := slices.Clone(e.info.Requested)
+			sr, err := e.Step(Action{Choices: act})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, c := range act {
+				want := prevReq[k] // hold: the allocation last requested
+				if s == 0 {
+					want = e.cfg.InitialCPU
+				}
+				if set[c] != 0 {
+					if then[k]*rho[k]/set[c] > lo {
+						sized++
+					}
+					want = math.Min(math.Max(math.Ceil(then[k]*rho[k]/set[c]/50-1e-6)*50, lo), hi)
+				}
+				if got := sr.Info.Requested[k]; math.Abs(got-want) > 1e-9 {
+					t.Fatalf("lag %d step %d task %d choice %d (u %v, cpu then %v, rho %v): requested %v, want %v", lag, s, k, c, set[c], then[k], rho[k], got, want)
+				}
+			}
+			obs = sr.Obs
+		}
+		if sized < 20 {
+			t.Fatalf("lag %d: only %d choices sized a task above the minimum: the test does not exercise the sizing", lag, sized)
+		}
+		// Snapshot mid-episode, continue both, compare.
+		snap, err := e.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.UnmarshalBinary(snap); err != nil {
+			t.Fatal(err)
+		}
+		for s := 0; s < 60; s++ {
+			for k := range act {
+				act[k] = (3*s + k) % 5
+			}
+			a, _ := e.Step(Action{Choices: act})
+			b, _ := f.Step(Action{Choices: act})
+			if a.Reward != b.Reward || !slices.Equal(a.Info.Requested, b.Info.Requested) || !slices.Equal(a.Obs.Task, b.Obs.Task) {
+				t.Fatalf("lag %d step %d after restore: diverged", lag, s)
+			}
+		}
+	}
+	// The zero set leaves the encoded Config as before the option existed.
 	cfg, err := EdgeConfig("pred", 1, diurnal(300))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.ActionUtilization = set
-	e, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp := e.Spaces()
-	if !slices.Equal(sp.TargetUtilization, set[:]) || sp.DeltaMillicores != nil || len(sp.Nvec) != e.NumTasks() || sp.Nvec[0] != 5 {
-		t.Fatalf("spaces: deltas %v, utilization %v, nvec %v", sp.DeltaMillicores, sp.TargetUtilization, sp.Nvec)
-	}
-	obs, _, err := e.Reset(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := e.NumTasks()
-	act := make([]int, n)
-	lo, hi := e.cfg.MinCPU, e.cfg.MaxCPU // the defaults applied
-	sized := 0                           // choices that sized a task above MinCPU
-	for s := 0; s < 40; s++ {
-		// What the controller saw: allocation and offered load per task.
-		cpu, rho := make([]float64, n), make([]float64, n)
-		for k := range n {
-			row := obs.Task[k*TaskFeatures : (k+1)*TaskFeatures]
-			cpu[k], rho[k] = row[TaskCPU]*hi, math.Expm1(row[TaskDemandPerCPU])
-			act[k] = (s + k) % 5
-		}
-		prevReq := slices.Clone(e.info.Requested)
-		sr, err := e.Step(Action{Choices: act})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, c := range act {
-			want := prevReq[k] // hold: the allocation last requested
-			if s == 0 {
-				want = e.cfg.InitialCPU
-			}
-			if set[c] != 0 {
-				if cpu[k]*rho[k]/set[c] > lo {
-					sized++
-				}
-				want = math.Min(math.Max(math.Ceil(cpu[k]*rho[k]/set[c]/50-1e-6)*50, lo), hi)
-			}
-			if got := sr.Info.Requested[k]; math.Abs(got-want) > 1e-9 {
-				t.Fatalf("step %d task %d choice %d (u %v, cpu %v, rho %v): requested %v, want %v", s, k, c, set[c], cpu[k], rho[k], got, want)
-			}
-		}
-		obs = sr.Obs
-	}
-	if sized < 20 {
-		t.Fatalf("only %d choices sized a task above the minimum: the test does not exercise the sizing", sized)
-	}
-	// Snapshot mid-episode, continue both, compare.
-	snap, err := e.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.UnmarshalBinary(snap); err != nil {
-		t.Fatal(err)
-	}
-	for s := 0; s < 60; s++ {
-		for k := range act {
-			act[k] = (3*s + k) % 5
-		}
-		a, _ := e.Step(Action{Choices: act})
-		b, _ := f.Step(Action{Choices: act})
-		if a.Reward != b.Reward || !slices.Equal(a.Info.Requested, b.Info.Requested) || !slices.Equal(a.Obs.Task, b.Obs.Task) {
-			t.Fatalf("step %d after restore: diverged", s)
-		}
-	}
-	// The zero set leaves the encoded Config as before the option existed.
-	cfg.ActionUtilization = [5]float64{}
 	if b, _ := json.Marshal(cfg); strings.Contains(string(b), "ActionUtilization") {
 		t.Error("the zero utilization set is encoded (config hashes would change)")
 	}

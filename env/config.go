@@ -272,10 +272,12 @@ type Config struct {
 	// ActionUtilization, when not zero, replaces the deltas with target
 	// utilizations (an ablation, train -action-utilization): choice i
 	// sets a task's allocation to UtilizationTarget(c, ρ, u_i), the
-	// observed allocation c times the observed offered load ρ
-	// (TaskDemandPerCPU) over u_i, rounded up to 50 millicores — the
-	// sizing the threshold rule applies, with the target chosen per task
-	// and step by the policy — and an entry 0 holds the allocation. The
+	// observed offered load ρ (TaskDemandPerCPU) times the allocation c in
+	// force during the interval it was measured in (MetricLagSteps before
+	// the newest, so that ρ·c is the CPU the task was measured to need)
+	// over u_i, rounded up to 50 millicores — the threshold rule's
+	// sizing, with the target chosen per task and step by the policy —
+	// and an entry 0 holds the allocation. The
 	// paper's actions are increments; this set lets one step reach any
 	// allocation, as the threshold rule's targets do. Entries are 0 or in
 	// [0.05, 10], the non-zero ones distinct; ActionDeltas must then be

@@ -83,9 +83,14 @@ type Env struct {
 	deltas [5]float64 // the action set in force (Config.Deltas)
 	// utilSet is Config.ActionUtilization (zero: the choices are deltas);
 	// seenRho is each task's offered load as the last observation showed
-	// it (TaskDemandPerCPU), which its choices size against.
-	utilSet [5]float64
-	seenRho []float64
+	// it (TaskDemandPerCPU) and seenCPU the allocation in force during the
+	// interval it was measured in (Physics.MetricLagSteps before the
+	// newest: cpuRing holds one row of allocations per row of the metrics
+	// ring, in step with it). The choices size against seenRho × seenCPU,
+	// the CPU the task was measured to need.
+	utilSet          [5]float64
+	seenRho, seenCPU []float64
+	cpuRing          []float64
 	n, m    int
 	plan    [][]Replica // the replica plan in force (Info.Plan)
 
@@ -206,8 +211,11 @@ func New(cfg Config) (*Env, error) {
 	}
 	e.phys = cfg.Physics
 	e.pend = make([]float64, e.n*maxDelay)
-	e.prevQueue, e.util, e.changed, e.seenRho = mk(), mk(), mk(), mk()
+	e.prevQueue, e.util, e.changed, e.seenRho, e.seenCPU = mk(), mk(), mk(), mk(), mk()
 	e.raw, e.met = make([]float64, metricWidth(e.n)), newMetrics(cfg.Physics, e.n)
+	if e.utilSet != ([5]float64{}) {
+		e.cpuRing = make([]float64, e.met.rows*e.n)
+	}
 	e.press, e.pressNow = make([]taskPressure, e.n), make([]taskPressure, e.n)
 	e.serverCPU = make([]float64, e.m)
 	e.st.tasks = make([]taskStats, e.n)
@@ -403,7 +411,7 @@ func (e *Env) Step(a Action) (StepResult, error) {
 		case a.Choices != nil && e.utilSet != [5]float64{}:
 			e.req[k] = e.desired[k]
 			if u := e.utilSet[a.Choices[k]]; u != 0 {
-				e.req[k] = clip(UtilizationTarget(e.alloc[k], e.seenRho[k], u), lo, hi)
+				e.req[k] = clip(UtilizationTarget(e.seenCPU[k], e.seenRho[k], u), lo, hi)
 			}
 		case a.Choices != nil:
 			e.req[k] = clip(e.desired[k]+e.deltas[a.Choices[k]], lo, hi)
@@ -823,6 +831,17 @@ func (e *Env) fillObservation(p95, mean float64, stepped bool) {
 	e.measure(p95, mean)
 	m := e.met
 	m.push(e.raw, !stepped)
+	if e.cpuRing != nil {
+		if !stepped {
+			for i := range m.rows {
+				copy(e.cpuRing[i*e.n:(i+1)*e.n], e.alloc)
+			}
+		} else {
+			copy(e.cpuRing[m.head*e.n:(m.head+1)*e.n], e.alloc)
+		}
+		old := (m.head + 1) % m.rows
+		copy(e.seenCPU, e.cpuRing[old*e.n:(old+1)*e.n])
+	}
 	slo := e.cfg.App.SLOMS / 1000
 	maxCPU := e.cfg.MaxCPU
 	clear(e.serverCPU)

@@ -152,6 +152,8 @@ func (e *Env) writePhysics(w *enc, f *fluid) error {
 	w.f(e.desired...)
 	if e.utilSet != ([5]float64{}) { // what the next choices size against
 		w.f(e.seenRho...)
+		w.f(e.seenCPU...)
+		w.f(e.cpuRing...)
 	}
 	w.i(e.pendHead, e.pendN)
 	w.f(e.pend...)
@@ -175,7 +177,8 @@ func (e *Env) writePhysics(w *enc, f *fluid) error {
 // physicsState is what readPhysics decoded, committed after every check.
 type physicsState struct {
 	desired, pend, speed []float64
-	seenRho              []float64 // target-utilization action sets only
+	seenRho, seenCPU     []float64 // target-utilization action sets only
+	cpuRing              []float64
 	head, count          int
 	srcs                 [4][]byte
 	phys                 Physics // the episode's physics
@@ -205,10 +208,17 @@ func (e *Env) readPhysics(d *dec, f *fluid) (physicsState, error) {
 	}
 	ps.desired = read(e.n)
 	if e.utilSet != ([5]float64{}) {
-		ps.seenRho = read(e.n)
+		ps.seenRho, ps.seenCPU, ps.cpuRing = read(e.n), read(e.n), read(len(e.cpuRing))
 		for _, x := range ps.seenRho {
 			if !(x >= 0 && x <= rhoHigh) {
 				return ps, fmt.Errorf("%w: observed offered load %v outside [0, %v]", ErrSnapshot, x, rhoHigh)
+			}
+		}
+		for _, xs := range [][]float64{ps.seenCPU, ps.cpuRing} {
+			for _, x := range xs {
+				if !(x >= 0 && x <= e.cfg.MaxCPU) {
+					return ps, fmt.Errorf("%w: observed allocation %v outside [0, %v]", ErrSnapshot, x, e.cfg.MaxCPU)
+				}
 			}
 		}
 	}
@@ -259,6 +269,8 @@ func (e *Env) commitPhysics(ps physicsState, f *fluid) {
 	}
 	copy(e.desired, ps.desired)
 	copy(e.seenRho, ps.seenRho)
+	copy(e.seenCPU, ps.seenCPU)
+	copy(e.cpuRing, ps.cpuRing)
 	copy(e.pend, ps.pend)
 	e.pendHead, e.pendN = ps.head, ps.count
 	for i, src := range []*rand.PCG{&e.ph.arrSrc, &e.ph.svcSrc, &e.ph.jitSrc, &e.ph.rateSrc} {
