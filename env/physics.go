@@ -87,10 +87,10 @@ type Physics struct {
 	// delivers it): the time a record waits in its sender's outgoing batch
 	// until the batch is flushed, which the live runtime's timer batching
 	// adds at every operator (its workers flush every 20 ms, or at 64
-	// records; `eval calibrate` measures the mean per hop). A constant,
-	// not a distribution: it shifts latencies and leaves the CPU, queues
-	// and throughput of the fluid as they are (the records it holds back
-	// are at most HopMS × rate per hop). 0: none.
+	// records; `eval calibrate` measures the mean per hop). Its mean, drawn
+	// around it under HopSpread: it shifts latencies and leaves the CPU,
+	// queues and throughput of the fluid as they are (the records it
+	// holds back are at most HopMS × rate per hop). 0: none.
 	HopMS float64 `json:"hop_ms,omitempty"`
 	// HopMSByTask overrides HopMS for the tasks it names: the dispatch
 	// latency, ms, after each listed task, which must forward to a
@@ -113,10 +113,11 @@ type Physics struct {
 	// queues and throughput are too; only the latency percentiles move.
 	// Records dispatched together share one wait: the outputs of one
 	// execution (a fork's siblings) and, in the fast core, the siblings
-	// of one message at each stage draw one factor. Draws come from a
-	// stream keyed by rng.EnvService under the seed
-	// rng.Derive(seed, rng.EnvService) (the service stream itself is not
-	// shifted).
+	// of one message at each stage draw one factor. The fast core draws
+	// from the service stream (rng.EnvService, which moves only when
+	// HopSpread > 0); the per-event core hashes the message and the stage
+	// with a key derived from the episode seed (rng.Derive(seed,
+	// rng.EnvService)).
 	HopSpread float64 `json:"hop_spread,omitempty"`
 	// HopsEndToEnd says that the hops were measured end to end on the
 	// deployment being modelled (`eval calibrate` measures them on one

@@ -25,11 +25,8 @@ type physicsRun struct {
 	jitSigma, jitMu         float64   // log-normal parameters of the capacity factor (mean 1)
 	arrivalsRandom, tracing bool
 	cfsPeriod               float64 // seconds; 0: processor sharing
-	// Hop draws (Physics.HopSpread): the fast core's stream and the
-	// per-event core's key; hopSpread 0 when hops are fixed. The stream
-	// is used through its PCG only (no *rand.Rand pointing into the
-	// struct), so copying a physicsRun keeps it.
-	hopSrc    rand.PCG
+	// Hop draws (Physics.HopSpread): the per-event core's key and the
+	// spread, 0 when hops are fixed (the fast core draws from svc).
 	hopKey    uint64
 	hopSpread float64
 }
@@ -86,10 +83,9 @@ func (ph *physicsRun) reset(seed uint64) {
 	rng.Reseed(&ph.svcSrc, seed, rng.EnvService)
 	rng.Reseed(&ph.jitSrc, seed, rng.EnvJitter)
 	rng.Reseed(&ph.rateSrc, seed, rng.EnvRates)
-	// The hop stream: rng.EnvService's name under a seed derived from
-	// the episode's, so the service stream itself does not move.
+	// The per-event core's hop key: derived from the episode seed under
+	// the service stream's name (no new stream name).
 	ph.hopKey = rng.Derive(seed, rng.EnvService)
-	rng.Reseed(&ph.hopSrc, ph.hopKey, rng.EnvService)
 	for i := range ph.speed {
 		ph.speed[i] = 1
 	}
@@ -139,12 +135,14 @@ func (ph *physicsRun) serviceFactorFast() float64 {
 }
 
 // hopFactor draws a hop's factor (mean 1) for the fast core: uniform on
-// [1 − HopSpread, 1 + HopSpread]; 1 when hops are fixed (no draw).
+// [1 − HopSpread, 1 + HopSpread]; 1 when hops are fixed (no draw). It
+// draws from the service stream, which a snapshot carries, so a restored
+// Env continues bit for bit; the stream moves only when hops are spread.
 func (ph *physicsRun) hopFactor() float64 {
 	if ph.hopSpread == 0 {
 		return 1
 	}
-	return 1 + ph.hopSpread*(2*unit(ph.hopSrc.Uint64())-1)
+	return 1 + ph.hopSpread*(2*unit(ph.svc.Uint64())-1)
 }
 
 // hopFactorOf is hopFactor for the per-event core, a function of the

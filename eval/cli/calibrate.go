@@ -497,6 +497,8 @@ func parseCalibration(data []byte) (Calibration, error) {
 	switch {
 	case !fin(c.Rate, 1e-9, 1e6) || !fin(c.TimeScaleS, 1e-3, 3600) || !fin(c.CPUScale, 1e-9, 1000):
 		return Calibration{}, fmt.Errorf("calibration.json: rate %v, time_scale_s %v, cpu_scale %v out of range", c.Rate, c.TimeScaleS, c.CPUScale)
+	case !fin(c.HighMC, 500, 10000) || !fin(c.LowMC, 500, 10000) || !fin(c.P95HighMS, 0, 1e7) || !fin(c.P95LowMS, 0, 1e7):
+		return Calibration{}, fmt.Errorf("calibration.json: high_millicores %v, low_millicores %v (want 500..10000), p95_high_ms %v or p95_low_ms %v out of range", c.HighMC, c.LowMC, c.P95HighMS, c.P95LowMS)
 	case c.Intervals < 8 || c.Intervals > 1e6:
 		return Calibration{}, fmt.Errorf("calibration.json: intervals %d, want 8..1e6", c.Intervals)
 	case c.ActuationIntervals < -1 || c.ActuationIntervals >= c.Intervals:
@@ -663,7 +665,7 @@ func calibrationMethodsVertical(c Calibration, half int) map[string]string {
 		"cfs_threads":           "a task runs on at most one executor slot at a time (serve/runtime/worker): one thread",
 		"actuation_delay_steps": fmt.Sprintf("step of every task from %g to %g mc at interval %d; the workers reported the new quota %d interval(s) later", c.HighMC, c.LowMC, half, c.ActuationIntervals),
 		"metric_noise":          "the live observation is built from the workers' exact counters (eval/live), so no measurement noise is added",
-		"hop_ms":                fmt.Sprintf("mean over operators of the workers' mean delay enqueue → execution finished, high phase: %.2f ms (the workers' 20 ms batching timer dominates), written as physics hop_ms (a fixed latency after every forwarding task; at the generous allocation queueing adds almost nothing, so the mean is the dispatch latency); hop_ms_by_task overrides it for every task it lists", c.HopMS),
+		"hop_ms":                fmt.Sprintf("mean over operators of the workers' mean delay enqueue → execution finished, high phase: %.2f ms (the workers' 20 ms batching timer dominates), written as physics hop_ms (the mean latency after every forwarding task, spread by hop_spread; at the generous allocation queueing adds almost nothing, so the mean is the dispatch latency); hop_ms_by_task overrides it for every task it lists", c.HopMS),
 		"hop_ms_by_task":        "per forwarding task (live.HopsAfter): the workers' mean delay enqueue → execution finished at its successors that are tasks of the profile, high phase, weighted by their executions (the batching wait is paid at the receiving queue: 64 records or 20 ms); the single source also carries its own input wait and the delay of every operator the profile lacks (etl's Sink), which the simulator has no other place for, so each path's hops sum to the live delays along it",
 		"demand":                fmt.Sprintf("cpu_us_per_event per task with the cpu scale %g; env.ScenarioDemand maps it to MI per event on the placed server", c.CPUScale),
 		"hops_end_to_end":       "the hops are the workers' delays measured end to end on the probe's deployment (one worker process: no network between tasks), so they hold every delay between two tasks and the simulated network's propagation is not added on top",
