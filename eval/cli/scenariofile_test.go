@@ -242,7 +242,9 @@ func TestCalibrateFrom(t *testing.T) {
 		"operator SenMLParse":      func(j string) string { return strings.Replace(j, `"delay_ms": 11.`, `"delay_ms": -11.`, 1) },
 		"data after":               func(j string) string { return j + "{}" },
 		"intervals 2, want 8..1e6": func(j string) string { return strings.Replace(j, `"intervals": 40`, `"intervals": 2`, 1) },
-		"high_millicores 0":        func(j string) string { return strings.Replace(j, `"high_millicores": 10000`, `"high_millicores": 0`, 1) },
+		"high_millicores 0": func(j string) string {
+			return strings.Replace(j, `"high_millicores": 10000`, `"high_millicores": 0`, 1)
+		},
 	} {
 		bad := filepath.Join(t.TempDir(), "calibration.json")
 		if err := os.WriteFile(bad, []byte(edit(string(rec))), 0o644); err != nil {
