@@ -557,6 +557,13 @@ func calibrationMarkdown(c Calibration) []byte {
 		fmt.Fprintf(&b, "\nService CV (work-weighted) %.2f; capacity jitter %.3f; offered-rate CV between intervals %.4f; quota enforcement (used/allotted, low phase, %d intervals) %.2f; mean per-hop delay %.2f ms; CFS period %g ms.\n",
 			c.ServiceCV, c.CapacityJitter, c.OfferedCV, c.EnforcementIntervals, c.Enforcement, c.HopMS, c.CFSPeriodMS)
 	}
+	if len(c.HopSpreadFit) > 0 {
+		fmt.Fprintf(&b, "\nHops end to end (no simulated propagation on top); hop spread %.2f, fitted to the high phase's mean p95 %.1f ms (%s):\n\n| hop_spread | simulated p95 ms |\n|---:|---:|\n",
+			c.HopSpread, c.P95HighMS, c.HopSpreadNote)
+		for _, p := range c.HopSpreadFit {
+			fmt.Fprintf(&b, "| %.2f | %.1f |\n", p.Spread, p.P95MS)
+		}
+	}
 	if ce := c.CostModel; ce != nil {
 		fmt.Fprintf(&b, "\nCost model (CLASP Eq. 1, clasp.Estimator over %v saturated samples per mix): α %.3g µs, β %.3g µs, γ %.4g µs, W %.4g µs/s, W̄ %.4g µs/s.\n\n| mix | samples | R^l /s | R^r /s | δ | Σ N·τ̄ µs/s |\n|---|---:|---:|---:|---:|---:|\n",
 			ce.Samples, ce.Model.Alpha, ce.Model.Beta, ce.Model.Gamma, ce.Model.Budget, ce.Smoothed)

@@ -156,7 +156,7 @@ func TestCalibrateFrom(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if !strings.Contains(out, "hop after it ms") || !strings.Contains(out, "Derived values recomputed from "+src) {
+	if !strings.Contains(out, "hop after it ms") || !strings.Contains(out, "| hop_spread | simulated p95 ms |") || !strings.Contains(out, "Derived values recomputed from "+src) {
 		t.Errorf("calibration.md:\n%s", out)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "scenario.json"))
