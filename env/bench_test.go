@@ -9,17 +9,24 @@ import "testing"
 //
 // The -realistic variants run the realistic physics (ScenarioPhysics):
 // random arrivals, rate modulation, service variability, CFS, jitter,
-// delay and measured metrics, with the tracer giving the latencies.
+// delay and measured metrics, with the tracer giving the latencies; the
+// -hops variants add spread hops end to end (Physics.HopSpread,
+// HopsEndToEnd).
 func BenchmarkStep(b *testing.B) {
 	w := sharedTrace(b, "taxi_nab_5min_2015-01-01_3600pts.csv", 1)
 	realistic, _ := ScenarioPhysics(ScenarioRealistic)
+	// hops: the realistic physics with spread hops end to end, as the
+	// calibrated scenario files have them.
+	hops := realistic
+	hops.HopMS, hops.HopSpread, hops.HopsEndToEnd = 10, 1, true
 	for _, bc := range []struct {
 		name    string
 		profile string
 		mult    float64
 		physics Physics
 	}{{"pred", "pred", 1, Physics{}}, {"etl", "etl", 1, Physics{}}, {"etl-x100", "etl", 100, Physics{}},
-		{"pred-realistic", "pred", 1, realistic}, {"etl-realistic", "etl", 1, realistic}, {"etl-x100-realistic", "etl", 100, realistic}} {
+		{"pred-realistic", "pred", 1, realistic}, {"etl-realistic", "etl", 1, realistic}, {"etl-x100-realistic", "etl", 100, realistic},
+		{"pred-hops", "pred", 1, hops}, {"etl-hops", "etl", 1, hops}} {
 		b.Run(bc.name, func(b *testing.B) {
 			e := scaledPhysics(b, bc.profile, w, 1/bc.mult, Fluid, bc.physics)
 			e.Reset(1)

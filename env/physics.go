@@ -87,10 +87,10 @@ type Physics struct {
 	// delivers it): the time a record waits in its sender's outgoing batch
 	// until the batch is flushed, which the live runtime's timer batching
 	// adds at every operator (its workers flush every 20 ms, or at 64
-	// records; `eval calibrate` measures the mean per hop). A constant,
-	// not a distribution: it shifts latencies and leaves the CPU, queues
-	// and throughput of the fluid as they are (the records it holds back
-	// are at most HopMS × rate per hop). 0: none.
+	// records; `eval calibrate` measures the mean per hop). Its mean, drawn
+	// around it under HopSpread: it shifts latencies and leaves the CPU,
+	// queues and throughput of the fluid as they are (the records it
+	// holds back are at most HopMS × rate per hop). 0: none.
 	HopMS float64 `json:"hop_ms,omitempty"`
 	// HopMSByTask overrides HopMS for the tasks it names: the dispatch
 	// latency, ms, after each listed task, which must forward to a
@@ -102,6 +102,35 @@ type Physics struct {
 	// The cores resolve it once, at construction, to a latency per task
 	// in the application's task order (Physics.hopSeconds).
 	HopMSByTask TaskHops `json:"hop_ms_by_task,omitzero"`
+	// HopSpread makes every hop (HopMS, HopMSByTask) a distribution
+	// instead of its mean h: uniform on [(1 − HopSpread)·h, (1 +
+	// HopSpread)·h], in [0, 1]; 0: the fixed mean. The live workers
+	// dispatch a receiving queue's batch when its oldest record is 20 ms
+	// old (checked every 5 ms) or at 64 records, so a record's wait is
+	// spread over [0, ≈2h] (HopSpread 1) rather than fixed at h; `eval
+	// calibrate` fits it to the end-to-end p95 of its probe at the
+	// generous allocation. The mean is unchanged, so the fluid's CPU,
+	// queues and throughput are too; only the latency percentiles move.
+	// Records dispatched together share one wait: the outputs of one
+	// execution (a fork's siblings) and, in the fast core, the siblings
+	// of one message at each stage draw one factor. The fast core draws
+	// from the service stream (rng.EnvService, which moves only when
+	// HopSpread > 0); the per-event core hashes the message and the stage
+	// with a key derived from the episode seed (rng.Derive(seed,
+	// rng.EnvService)).
+	HopSpread float64 `json:"hop_spread,omitempty"`
+	// HopsEndToEnd says that the hops were measured end to end on the
+	// deployment being modelled (`eval calibrate` measures them on one
+	// worker process, where no record crosses a network), so they already
+	// hold every delay between two tasks: the network's propagation
+	// (Link.PropagationMS) is then not added to a flow between servers
+	// (its transmission at its bandwidth share stays, microseconds at
+	// these event sizes). This models the live deployment's network
+	// instead of double counting it: the simulated placement still
+	// decides the servers' speeds (and so the demands), the hops give the
+	// delay between tasks. false: propagation along the route is added,
+	// as the paper's simulator does.
+	HopsEndToEnd bool `json:"hops_end_to_end,omitempty"`
 }
 
 // TaskHops is a table of dispatch latencies by task name, ms
@@ -312,7 +341,13 @@ func (p Physics) hopSeconds(a App) []float64 {
 
 // Stochastic reports whether any option of p draws randomness.
 func (p Physics) Stochastic() bool {
-	return (p.Arrivals != "" && p.Arrivals != ArrivalsUniform) || p.RateCV > 0 || p.ServiceCV > 0 || p.MetricNoise > 0 || p.CapacityJitter > 0
+	return (p.Arrivals != "" && p.Arrivals != ArrivalsUniform) || p.RateCV > 0 || p.ServiceCV > 0 || p.MetricNoise > 0 || p.CapacityJitter > 0 || p.hopsDrawn()
+}
+
+// hopsDrawn reports whether p draws hop latencies (HopSpread on a
+// positive hop).
+func (p Physics) hopsDrawn() bool {
+	return p.HopSpread > 0 && (p.HopMS > 0 || p.HopMSByTask.positive())
 }
 
 // traced reports whether p needs the fast core's tracer: any option that
@@ -351,6 +386,9 @@ func (p Physics) validate(steps int) error {
 	}
 	if p.CFSThreads < 0 || p.CFSThreads > 1024 {
 		return fmt.Errorf("env: physics cfs_threads %d, want 0…1,024", p.CFSThreads)
+	}
+	if !(p.HopSpread >= 0 && p.HopSpread <= 1) {
+		return fmt.Errorf("env: physics hop_spread %v, want a number in [0, 1] (the half-width of a hop's uniform distribution relative to its mean)", p.HopSpread)
 	}
 	if p.HopMS > 1000 {
 		return fmt.Errorf("env: physics hop_ms %v, want at most 1,000 (one step)", p.HopMS)

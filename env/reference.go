@@ -293,7 +293,11 @@ func (p *perEvent) finish(s *refStage, ev event, fin float64) {
 			s.outAcc[j] += s.outW[j]
 			if s.outAcc[j] >= 1-1e-9 {
 				s.outAcc[j]--
-				p.push(d, event{a: fin + s.delay + s.hop, o: ev.o, id: ev.id})
+				h := s.hop
+				if h > 0 && p.ph != nil {
+					h *= p.ph.hopFactorOf(ev.id, d)
+				}
+				p.push(d, event{a: fin + s.delay + h, o: ev.o, id: ev.id})
 			}
 		}
 	}

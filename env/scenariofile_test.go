@@ -53,7 +53,7 @@ func TestScenarioFileRoundTrip(t *testing.T) {
 	p.ServiceCV, p.CFSThreads, p.ActuationDelaySteps = 0.37, 2, 0
 	gamma := Physics{Arrivals: ArrivalsGamma, ArrivalCV: 2.5, CFSPeriodMS: 50}
 	hops := real
-	hops.HopMS = 7.5
+	hops.HopMS, hops.HopSpread, hops.HopsEndToEnd = 7.5, 0.75, true
 	var err error
 	if hops.HopMSByTask, err = NewTaskHops(map[string]float64{"SenMLParse": 3.125, "Annotate": 0, "Join": 20.98}); err != nil {
 		t.Fatal(err)
@@ -106,6 +106,10 @@ func TestScenarioFileErrors(t *testing.T) {
 		{`{"version":1,"base":"paper","cost_model":{"alpha_us":-1,"beta_us":0,"gamma_us":0,"budget_us_per_s":1}}`, "alpha_us -1"},
 		{`{"version":1,"base":"paper","cost_model":{"alpha_us":0,"beta_us":0,"gamma_us":0,"budget_us_per_s":0}}`, "budget_us_per_s 0"},
 		{`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"Join":-1}}}`, `hop_ms_by_task task "Join": -1 ms`},
+		{`{"version":1,"base":"paper","physics":{"hop_spread":-0.5}}`, `hop_spread -0.5, want a number in [0, 1]`},
+		{`{"version":1,"base":"paper","physics":{"hop_spread":1.5}}`, `hop_spread 1.5`},
+		{`{"version":1,"base":"paper","physics":{"hop_spread":"x"}}`, `hop_spread`},
+		{`{"version":1,"base":"paper","physics":{"hops_end_to_end":1}}`, `hops_end_to_end`},
 		{`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"Join":1001}}}`, `hop_ms_by_task task "Join": 1001 ms`},
 		{`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"Join":1e400}}}`, `task "Join": 1e400, want a finite number`},
 		{`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"Join":"3"}}}`, `task "Join": 3, want a number`},
@@ -196,6 +200,8 @@ func FuzzParseScenario(f *testing.F) {
 		`{"version":1,"base":"realistic","physics":{"hop_ms":7.7,"hop_ms_by_task":{"SenMLParse":19.4,"RangeFilter":0.82,"Join":20.98}}}`,
 		`{"version":1,"base":"paper","physics":{"hop_ms_by_task":null}}`, `{"version":1,"base":"paper","physics":{"hop_ms_by_task":{}}}`,
 		`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"a\u0000":1,"\u00e9":2e-300}}}`,
+		`{"version":1,"base":"realistic","physics":{"hop_ms":7.7,"hop_spread":1,"hops_end_to_end":true,"hop_ms_by_task":{"SenMLParse":19.4}}}`,
+		`{"version":1,"base":"paper","physics":{"hop_spread":0,"hops_end_to_end":false}}`, `{"version":1,"base":"paper","physics":{"hop_spread":1e-320}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -214,6 +214,9 @@ func buildTopology(c *Config) topology {
 					for _, li := range r {
 						d += c.Network.Links[li].PropagationMS / 1000
 					}
+					if c.Physics.HopsEndToEnd {
+						d = 0 // in the measured hops (Physics.HopsEndToEnd)
+					}
 					t.flowDelay = append(t.flowDelay, d)
 					t.flowLink = append(t.flowLink, len(t.links))
 				}

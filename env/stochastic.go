@@ -25,6 +25,10 @@ type physicsRun struct {
 	jitSigma, jitMu         float64   // log-normal parameters of the capacity factor (mean 1)
 	arrivalsRandom, tracing bool
 	cfsPeriod               float64 // seconds; 0: processor sharing
+	// Hop draws (Physics.HopSpread): the per-event core's key and the
+	// spread, 0 when hops are fixed (the fast core draws from svc).
+	hopKey    uint64
+	hopSpread float64
 }
 
 func newPhysicsRun(p Physics, servers, slices int) *physicsRun {
@@ -57,6 +61,9 @@ func newPhysicsRun(p Physics, servers, slices int) *physicsRun {
 	ph.jitSigma, ph.jitMu = lognormal(p.CapacityJitter)
 	ph.cfsPeriod = p.CFSPeriodMS / 1000
 	ph.tracing = p.traced()
+	if p.hopsDrawn() {
+		ph.hopSpread = p.HopSpread
+	}
 	for i := range ph.speed {
 		ph.speed[i] = 1
 	}
@@ -76,6 +83,9 @@ func (ph *physicsRun) reset(seed uint64) {
 	rng.Reseed(&ph.svcSrc, seed, rng.EnvService)
 	rng.Reseed(&ph.jitSrc, seed, rng.EnvJitter)
 	rng.Reseed(&ph.rateSrc, seed, rng.EnvRates)
+	// The per-event core's hop key: derived from the episode seed under
+	// the service stream's name (no new stream name).
+	ph.hopKey = rng.Derive(seed, rng.EnvService)
 	for i := range ph.speed {
 		ph.speed[i] = 1
 	}
@@ -122,6 +132,43 @@ func (ph *physicsRun) serviceFactorFast() float64 {
 		return 1
 	}
 	return ph.svcTable[ph.svc.Uint64()>>52]
+}
+
+// hopFactor draws a hop's factor (mean 1) for the fast core: uniform on
+// [1 − HopSpread, 1 + HopSpread]; 1 when hops are fixed (no draw). It
+// draws from the service stream, which a snapshot carries, so a restored
+// Env continues bit for bit; the stream moves only when hops are spread.
+func (ph *physicsRun) hopFactor() float64 {
+	if ph.hopSpread == 0 {
+		return 1
+	}
+	return 1 + ph.hopSpread*(2*unit(ph.svc.Uint64())-1)
+}
+
+// hopFactorOf is hopFactor for the per-event core, a function of the
+// episode and of the record: message msg dispatched to stage to. Every
+// record of one message sent to one stage (a fork's siblings, an
+// execution's outputs) shares the factor, as records dispatched in one
+// batch share its wait.
+func (ph *physicsRun) hopFactorOf(msg uint64, to int) float64 {
+	if ph.hopSpread == 0 {
+		return 1
+	}
+	x := mix64(ph.hopKey ^ mix64(msg) ^ mix64(uint64(to)+0x632be59bd9b4e019))
+	return 1 + ph.hopSpread*(2*unit(x)-1)
+}
+
+// unit maps 64 random bits to [0, 1).
+func unit(x uint64) float64 { return float64(x>>11) * 0x1p-53 }
+
+// mix64 is SplitMix64's finalizer (Steele, Lea and Flood, "Fast
+// splittable pseudorandom number generators", OOPSLA 2014): a bijection
+// of 64-bit words whose outputs pass as independent uniforms.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
 
 // count draws the number of arrivals in an interval whose expected count

@@ -238,9 +238,19 @@ func TestCFSThroughput(t *testing.T) {
 }
 
 // TestSnapshotRealistic: an env under the realistic physics restored from
-// a snapshot continues bit for bit.
+// a snapshot continues bit for bit, also with spread hops end to end (the
+// calibrated scenarios' physics: the hop draws come from a stream the
+// snapshot carries).
 func TestSnapshotRealistic(t *testing.T) {
 	real, _ := ScenarioPhysics(ScenarioRealistic)
+	hops := real
+	hops.HopMS, hops.HopSpread, hops.HopsEndToEnd = 9, 1, true
+	for _, ph := range []Physics{real, hops} {
+		snapshotContinues(t, ph)
+	}
+}
+
+func snapshotContinues(t *testing.T, real Physics) {
 	mk := func() *Env {
 		cfg, err := EdgeConfig("etl", 4, diurnal(90))
 		if err != nil {

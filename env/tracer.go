@@ -66,7 +66,13 @@ type tracer struct {
 	cum  [][]float64
 	src  []float64 // cumulative choice weights over the source stages
 	lat  []float64 // latencies of the step's samples
-	hop  []float64 // per replica stage: dispatch latency after it (Physics.HopMS), seconds; 0 at stages without successors
+	hop  []float64 // per replica stage: mean dispatch latency after it (Physics.HopMS), seconds; 0 at stages without successors
+	// sibH is, per stage, the hop drawn for the message gather traces
+	// (its siblings share it, Physics.HopSpread); −1: not drawn yet.
+	// lastHop is the hop drawn at the stage the last wait (or gather)
+	// left.
+	sibH    []float64
+	lastHop float64
 	// Fork-joins (Task.JoinOf): per stage, the siblings a replica of a
 	// fork sends per event (0: not a fork) and the task gathering them;
 	// per stage, the sibling run of the message being traced (see
@@ -93,7 +99,7 @@ func newTracer(f *fluid, ph *physicsRun, nrep int) *tracer {
 		c2: make([]float64, n), arr: make([]float64, n*tracerSub), num: make([]float64, n), den: make([]float64, n), gain: make([]float64, n),
 		cum: make([][]float64, n), lat: make([]float64, tracerEvents),
 		fanN: make([]int, n), fanJoin: make([]int, n), fanChain: make([]bool, n), sumTab: make([][]float64, n), sumCV: -1,
-		sibA: make([]float64, n), sibW: make([]float64, n), sibF: make([]float64, n),
+		sibA: make([]float64, n), sibW: make([]float64, n), sibF: make([]float64, n), sibH: make([]float64, n),
 	}
 	for k, fork := range f.joinOf {
 		if fork < 0 {
@@ -322,7 +328,9 @@ func (t *tracer) step(f *fluid, t0 float64) {
 		for hop := 0; hop < 4*len(f.stages); hop++ {
 			s := &f.stages[i]
 			if i < t.nrep {
-				at += t.wait(i, t0, at, t.cpu[i].work*ph.serviceFactorFast())
+				own := t.cpu[i].work * ph.serviceFactorFast()
+				t.lastHop = t.drawHop(i)
+				at += t.wait(i, t0, at, own, t.lastHop)
 			} else {
 				at += s.service + s.delay
 			}
@@ -341,7 +349,7 @@ func (t *tracer) step(f *fluid, t0 float64) {
 				stop := s.sel / t.gain[i]
 				if q < stop {
 					if i < t.nrep {
-						at -= t.hop[i] // delivered here, not dispatched on
+						at -= t.lastHop // delivered here, not dispatched on
 					}
 					break
 				}
@@ -408,6 +416,9 @@ func (t *tracer) gather(f *fluid, i int, t0, at float64) (float64, int) {
 	ph := t.ph
 	clear(t.sibW)
 	clear(t.sibF)
+	for j := range t.sibH {
+		t.sibH[j] = -1
+	}
 	join := t.fanJoin[i]
 	end, last := math.Inf(-1), i
 	fork := &f.stages[i]
@@ -428,12 +439,15 @@ func (t *tracer) gather(f *fluid, i int, t0, at float64) (float64, int) {
 			s := &f.stages[j]
 			if j < t.nrep {
 				own := t.cpu[j].work * t.factor()
+				if t.sibH[j] < 0 {
+					t.sibH[j] = t.drawHop(j)
+				}
 				if t.sibW[j] > 0 && t.sibF[j] > a {
 					t.sibW[j] += own
-					a = t.sibA[j] + t.wait(j, t0, t.sibA[j], t.sibW[j])
+					a = t.sibA[j] + t.wait(j, t0, t.sibA[j], t.sibW[j], t.sibH[j])
 				} else {
 					t.sibA[j], t.sibW[j] = a, own
-					a += t.wait(j, t0, a, own)
+					a += t.wait(j, t0, a, own, t.sibH[j])
 				}
 				t.sibF[j] = a
 			} else {
@@ -449,6 +463,10 @@ func (t *tracer) gather(f *fluid, i int, t0, at float64) (float64, int) {
 		if a > end {
 			end, last = a, j
 		}
+	}
+	t.lastHop = 0
+	if last < t.nrep && t.sibH[last] > 0 {
+		t.lastHop = t.sibH[last]
 	}
 	return end, last
 }
@@ -487,10 +505,13 @@ func (t *tracer) gatherChain(f *fluid, i int, t0, at float64) (float64, int) {
 			} else if n > 2 {
 				W += w * float64(n-2)
 			}
-			x1, xW, xn := t.wait3(j, t0, a1, w1, W, an, wn)
+			h := t.drawHop(j) // the siblings share the stage's hop
+			t.lastHop = h
+			x1, xW, xn := t.wait3(j, t0, a1, w1, W, an, wn, h)
 			an = max(a1+xW, an+xn)
 			a1 += x1
 		} else {
+			t.lastHop = 0
 			d1 := a1 + s.service
 			an = max(a1+float64(n)*s.service, an+s.service) + s.delay
 			a1 = d1 + s.delay
@@ -564,12 +585,23 @@ func (t *tracer) factor() float64 {
 	return tab[t.index()]
 }
 
+// drawHop returns the dispatch latency after replica r for one message:
+// its mean (Physics.HopMS, HopMSByTask) times a factor of mean 1 under
+// Physics.HopSpread.
+func (t *tracer) drawHop(r int) float64 {
+	h := t.hop[r]
+	if h > 0 && t.ph.hopSpread > 0 {
+		h *= t.ph.hopFactor()
+	}
+	return h
+}
+
 // wait returns how long an event arriving at replica r at time at
 // (seconds since the step's start t0) takes to leave: the work ahead at
 // its arrival plus its own work own (core-seconds), served at the
 // replica's speed, under CFS only while quota is left in the period; plus
-// the dispatch latency to its successors (Physics.HopMS).
-func (t *tracer) wait(r int, t0, at, own float64) float64 {
+// the dispatch latency hop to its successors (drawHop).
+func (t *tracer) wait(r int, t0, at, own, hop float64) float64 {
 	c := &t.cpu[r]
 	if !(c.speed > 0) || math.IsInf(c.work, 1) {
 		return 1e6
@@ -578,20 +610,20 @@ func (t *tracer) wait(r int, t0, at, own float64) float64 {
 	base := r * (tracerSub + 1)
 	work := t.vs[base+j] + own
 	if math.IsInf(c.quota, 1) {
-		return work/c.speed + t.hop[r]
+		return work/c.speed + hop
 	}
 	P := t.ph.cfsPeriod
 	left := max(t.qs[base+j], 0)
 	abs := t0 + at
 	toEnd := P - (abs - P*math.Floor(abs/P))
-	return cfsDelay(work, left, toEnd, P, c.speed, c.quota) + t.hop[r]
+	return cfsDelay(work, left, toEnd, P, c.speed, c.quota) + hop
 }
 
 // wait3 is wait for gatherChain at one replica: two amounts of own work
 // of events arriving together at at1 (the first sibling and the run of
 // all) and one of an event arriving at atn (the last sibling), sharing
-// the lookups.
-func (t *tracer) wait3(r int, t0, at1, own1, own2, atn, ownn float64) (float64, float64, float64) {
+// the lookups and the hop h.
+func (t *tracer) wait3(r int, t0, at1, own1, own2, atn, ownn, h float64) (float64, float64, float64) {
 	c := &t.cpu[r]
 	if !(c.speed > 0) || math.IsInf(c.work, 1) {
 		return 1e6, 1e6, 1e6
@@ -599,7 +631,7 @@ func (t *tracer) wait3(r int, t0, at1, own1, own2, atn, ownn float64) (float64, 
 	j1 := min(int(max(at1, 0)*tracerSub), tracerSub)
 	jn := min(int(max(atn, 0)*tracerSub), tracerSub)
 	base := r * (tracerSub + 1)
-	v1, vn, h := t.vs[base+j1], t.vs[base+jn], t.hop[r]
+	v1, vn := t.vs[base+j1], t.vs[base+jn]
 	if math.IsInf(c.quota, 1) {
 		return (v1+own1)/c.speed + h, (v1+own2)/c.speed + h, (vn+ownn)/c.speed + h
 	}

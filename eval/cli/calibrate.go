@@ -18,6 +18,7 @@ import (
 	"streamscale/clasp"
 	"streamscale/env"
 	"streamscale/eval/claspexp"
+	"streamscale/eval/controllers"
 	"streamscale/eval/live"
 	"streamscale/eval/report"
 	"streamscale/eval/runner"
@@ -79,6 +80,18 @@ type Calibration struct {
 	// profile (live.HopsAfter from the operators' delays), ms, in operator
 	// order: the scenario's hop_ms_by_task.
 	HopsAfter []live.TaskHop `json:"hops_after"`
+	// HopSpread is the scenario's hop_spread (env.Physics.HopSpread): the
+	// spread of the per-hop waits, fitted to the probe's end-to-end p95
+	// at the generous allocation (P95HighMS) by simulating the probe
+	// (fitHopSpread); HopSpreadFit lists every spread tried with the
+	// simulated p95 it gave. The workers report only each operator's
+	// mean delay per interval, not per record, so the spread of a single
+	// hop is not observed directly: the end-to-end quantile is what the
+	// per-record waits add up to.
+	HopSpread    float64          `json:"hop_spread"`
+	HopSpreadFit []HopSpreadPoint `json:"hop_spread_fit,omitempty"`
+	// HopSpreadNote says how the fit ended (in range, or at a bound).
+	HopSpreadNote string `json:"hop_spread_note,omitempty"`
 	// Rederived says which file and commits `eval calibrate -from`
 	// recomputed the derived values from ("" for a live probe).
 	Rederived string `json:"rederived,omitempty"`
@@ -103,6 +116,13 @@ type Calibration struct {
 	Uptime    []string `json:"uptime"`
 	Commit    string   `json:"commit"`
 	GoVersion string   `json:"go_version"`
+}
+
+// HopSpreadPoint is one spread tried by fitHopSpread and the mean of the
+// simulated probe's interval p95 over the high phase.
+type HopSpreadPoint struct {
+	Spread float64 `json:"spread"`
+	P95MS  float64 `json:"p95_ms"`
 }
 
 func calibrateCmd(ctx context.Context, args []string, o Options) error {
@@ -130,7 +150,7 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		return err
 	}
 	if *from != "" {
-		return rederive(*from, *out, *asJSON, o)
+		return rederive(ctx, *from, *out, *asJSON, o)
 	}
 	horizontal := isHorizontalProfile(*profile)
 	if !horizontal {
@@ -250,7 +270,7 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		uptime = append(uptime, "after: "+u)
 	}
 	c.Uptime = uptime
-	return writeCalibration(&c, sc, app, *out, *asJSON, o)
+	return writeCalibration(ctx, &c, sc, app, *out, *asJSON, o)
 }
 
 // calibrateCosts is `eval calibrate` of a CLASP application: the
@@ -362,7 +382,7 @@ func costMarkdown(c Calibration) []byte {
 // writeCalibration derives the hops and the methods of c from its
 // measurements and writes scenario.json, calibration.json and
 // calibration.md to out (and one of the last two to stdout).
-func writeCalibration(c *Calibration, sc env.Config, app ops.App, out string, asJSON bool, o Options) error {
+func writeCalibration(ctx context.Context, c *Calibration, sc env.Config, app ops.App, out string, asJSON bool, o Options) error {
 	c.HopMS = 0
 	for _, oc := range c.Operators {
 		c.HopMS += oc.DelayMS / float64(len(c.Operators))
@@ -375,9 +395,17 @@ func writeCalibration(c *Calibration, sc env.Config, app ops.App, out string, as
 	if c.HopsAfter, err = live.HopsAfter(app, c.Operators, taskNames); err != nil {
 		return fmt.Errorf("eval: calibrate: %w", err)
 	}
+	c.HopSpread, c.HopSpreadFit, c.HopSpreadNote = 0, nil, ""
 	c.Methods = calibrationMethods(*c)
 	scen, err := calibratedScenario(*c, sc)
 	if err != nil {
+		return fmt.Errorf("eval: calibrate: %w", err)
+	}
+	if c.HopSpread, c.HopSpreadFit, c.HopSpreadNote, err = fitHopSpread(ctx, *c, scen); err != nil {
+		return fmt.Errorf("eval: calibrate: %w", err)
+	}
+	c.Methods = calibrationMethods(*c)
+	if scen, err = calibratedScenario(*c, sc); err != nil {
 		return fmt.Errorf("eval: calibrate: %w", err)
 	}
 	sb, err := scen.MarshalFile()
@@ -422,7 +450,7 @@ func writeOutputs(o Options, out string, asJSON bool, js, md []byte, files ...ou
 // probe's calibration.json recomputed from its measurements by this
 // commit (the per-task hops, the methods and the scenario), without live
 // runs.
-func rederive(path, out string, asJSON bool, o Options) error {
+func rederive(ctx context.Context, path, out string, asJSON bool, o Options) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return usagef("eval: -from: %v", err)
@@ -441,7 +469,7 @@ func rederive(path, out string, asJSON bool, o Options) error {
 		return usagef("eval: -from %s: %v", path, err)
 	}
 	c.Rederived = fmt.Sprintf("from %s (probe commit %s) by commit %s", path, c.Commit, o.Commit)
-	return writeCalibration(&c, sc, app, out, asJSON, o)
+	return writeCalibration(ctx, &c, sc, app, out, asJSON, o)
 }
 
 // parseCalibration decodes a calibration.json strictly (unknown fields
@@ -469,6 +497,8 @@ func parseCalibration(data []byte) (Calibration, error) {
 	switch {
 	case !fin(c.Rate, 1e-9, 1e6) || !fin(c.TimeScaleS, 1e-3, 3600) || !fin(c.CPUScale, 1e-9, 1000):
 		return Calibration{}, fmt.Errorf("calibration.json: rate %v, time_scale_s %v, cpu_scale %v out of range", c.Rate, c.TimeScaleS, c.CPUScale)
+	case !fin(c.HighMC, 500, 10000) || !fin(c.LowMC, 500, 10000) || !fin(c.P95HighMS, 0, 1e7) || !fin(c.P95LowMS, 0, 1e7):
+		return Calibration{}, fmt.Errorf("calibration.json: high_millicores %v, low_millicores %v (want 500..10000), p95_high_ms %v or p95_low_ms %v out of range", c.HighMC, c.LowMC, c.P95HighMS, c.P95LowMS)
 	case c.Intervals < 8 || c.Intervals > 1e6:
 		return Calibration{}, fmt.Errorf("calibration.json: intervals %d, want 8..1e6", c.Intervals)
 	case c.ActuationIntervals < -1 || c.ActuationIntervals >= c.Intervals:
@@ -526,6 +556,13 @@ func calibrationMarkdown(c Calibration) []byte {
 		}
 		fmt.Fprintf(&b, "\nService CV (work-weighted) %.2f; capacity jitter %.3f; offered-rate CV between intervals %.4f; quota enforcement (used/allotted, low phase, %d intervals) %.2f; mean per-hop delay %.2f ms; CFS period %g ms.\n",
 			c.ServiceCV, c.CapacityJitter, c.OfferedCV, c.EnforcementIntervals, c.Enforcement, c.HopMS, c.CFSPeriodMS)
+	}
+	if len(c.HopSpreadFit) > 0 {
+		fmt.Fprintf(&b, "\nHops end to end (no simulated propagation on top); hop spread %.2f, fitted to the high phase's mean p95 %.1f ms (%s):\n\n| hop_spread | simulated p95 ms |\n|---:|---:|\n",
+			c.HopSpread, c.P95HighMS, c.HopSpreadNote)
+		for _, p := range c.HopSpreadFit {
+			fmt.Fprintf(&b, "| %.2f | %.1f |\n", p.Spread, p.P95MS)
+		}
 	}
 	if ce := c.CostModel; ce != nil {
 		fmt.Fprintf(&b, "\nCost model (CLASP Eq. 1, clasp.Estimator over %v saturated samples per mix): α %.3g µs, β %.3g µs, γ %.4g µs, W %.4g µs/s, W̄ %.4g µs/s.\n\n| mix | samples | R^l /s | R^r /s | δ | Σ N·τ̄ µs/s |\n|---|---:|---:|---:|---:|---:|\n",
@@ -635,10 +672,76 @@ func calibrationMethodsVertical(c Calibration, half int) map[string]string {
 		"cfs_threads":           "a task runs on at most one executor slot at a time (serve/runtime/worker): one thread",
 		"actuation_delay_steps": fmt.Sprintf("step of every task from %g to %g mc at interval %d; the workers reported the new quota %d interval(s) later", c.HighMC, c.LowMC, half, c.ActuationIntervals),
 		"metric_noise":          "the live observation is built from the workers' exact counters (eval/live), so no measurement noise is added",
-		"hop_ms":                fmt.Sprintf("mean over operators of the workers' mean delay enqueue → execution finished, high phase: %.2f ms (the workers' 20 ms batching timer dominates), written as physics hop_ms (a fixed latency after every forwarding task; at the generous allocation queueing adds almost nothing, so the mean is the dispatch latency); hop_ms_by_task overrides it for every task it lists", c.HopMS),
+		"hop_ms":                fmt.Sprintf("mean over operators of the workers' mean delay enqueue → execution finished, high phase: %.2f ms (the workers' 20 ms batching timer dominates), written as physics hop_ms (the mean latency after every forwarding task, spread by hop_spread; at the generous allocation queueing adds almost nothing, so the mean is the dispatch latency); hop_ms_by_task overrides it for every task it lists", c.HopMS),
 		"hop_ms_by_task":        "per forwarding task (live.HopsAfter): the workers' mean delay enqueue → execution finished at its successors that are tasks of the profile, high phase, weighted by their executions (the batching wait is paid at the receiving queue: 64 records or 20 ms); the single source also carries its own input wait and the delay of every operator the profile lacks (etl's Sink), which the simulator has no other place for, so each path's hops sum to the live delays along it",
 		"demand":                fmt.Sprintf("cpu_us_per_event per task with the cpu scale %g; env.ScenarioDemand maps it to MI per event on the placed server", c.CPUScale),
+		"hops_end_to_end":       "the hops are the workers' delays measured end to end on the probe's deployment (one worker process: no network between tasks), so they hold every delay between two tasks and the simulated network's propagation is not added on top",
+		"hop_spread":            hopSpreadMethod(c),
 	}
+}
+
+// hopSpreadMethod says how c's hop_spread was obtained.
+func hopSpreadMethod(c Calibration) string {
+	var pts []string
+	for _, p := range c.HopSpreadFit {
+		pts = append(pts, fmt.Sprintf("%.2f → %.1f ms", p.Spread, p.P95MS))
+	}
+	return fmt.Sprintf("fitted: the probe simulated (this scenario, every task at %g mc, constant %g inputs/s, placement 101, seed %d) at hop_spread 0, 0.05, …, 1; the spread whose mean interval p95 over the high phase is nearest the live %.1f ms (%s); %s",
+		c.HighMC, c.Rate, c.Seed, c.P95HighMS, strings.Join(pts, ", "), c.HopSpreadNote)
+}
+
+// hopSpreadGrid is the number of steps of fitHopSpread's grid over [0, 1].
+const hopSpreadGrid = 20
+
+// fitHopSpread fits the scenario's hop_spread to the probe: it simulates
+// the probe's high phase (every task at c.HighMC, the constant c.Rate,
+// placement 101, seed c.Seed, the probe's intervals) in scen with
+// hop_spread on a grid over [0, 1] and returns the spread whose mean
+// interval p95 over the first c.Intervals/2 intervals is nearest the live
+// one (c.P95HighMS, the same mean over the same intervals), the grid's
+// points and a note. Without hops, or without a live p95, the spread is 0.
+// The simulated p95 grows with the spread (the hops' upper quantiles),
+// so the nearest point is the crossing when the live p95 is in range.
+func fitHopSpread(ctx context.Context, c Calibration, scen env.Scenario) (float64, []HopSpreadPoint, string, error) {
+	p := scen.Physics
+	if !(p.HopMS > 0) && p.HopMSByTask.Len() == 0 {
+		return 0, nil, "no hops measured: no spread", nil
+	}
+	if !(c.P95HighMS > 0) {
+		return 0, nil, "no live p95 in the high phase: no spread", nil
+	}
+	sp, err := controllers.New(controllers.Options{}).Parse(fmt.Sprintf("static:%g", c.HighMC))
+	if err != nil {
+		return 0, nil, "", err
+	}
+	tr := &traces.Trace{Name: "constant", Source: "synthetic", Counts: []float64{c.Rate}, Scale: 1}
+	at := c.Intervals / 2
+	var pts []HopSpreadPoint
+	best := -1
+	for i := 0; i <= hopSpreadGrid; i++ {
+		p.HopSpread = float64(i) / hopSpreadGrid
+		res, err := runner.Run(ctx, runner.Spec{Profile: c.Profile, TraceName: "constant", Workload: tr, PlacementSeed: 101, Seed: c.Seed,
+			Steps: c.Intervals, Controller: sp, Physics: p, Demand: scen.Demand})
+		if err != nil {
+			return 0, nil, "", err
+		}
+		m := 0.0
+		for _, iv := range res.Intervals[:at] {
+			m += iv.P95MS / float64(at)
+		}
+		pts = append(pts, HopSpreadPoint{Spread: p.HopSpread, P95MS: round3(m)})
+		if best < 0 || math.Abs(m-c.P95HighMS) < math.Abs(pts[best].P95MS-c.P95HighMS) {
+			best = len(pts) - 1
+		}
+	}
+	note := "in range"
+	switch {
+	case c.P95HighMS < pts[0].P95MS:
+		note = "live p95 below the fixed hops' (spread 0): at the bound"
+	case c.P95HighMS > pts[len(pts)-1].P95MS:
+		note = "live p95 above the widest uniform's (spread 1): at the bound, the live waits are spread wider than uniform on [0, 2× the mean]"
+	}
+	return pts[best].Spread, pts, note, nil
 }
 
 // calibratedScenario builds the scenario file of c: the realistic preset
@@ -684,6 +787,12 @@ func calibratedScenario(c Calibration, sc env.Config) (env.Scenario, error) {
 		if len(dropped) > 0 {
 			notes["hop_ms_by_task"] += "; not written (outside 0..1,000 ms, hop_ms applies): " + strings.Join(dropped, ", ")
 		}
+	}
+	if p.HopMS > 0 || p.HopMSByTask.Len() > 0 {
+		p.HopsEndToEnd = true
+		notes["hops_end_to_end"] = m["hops_end_to_end"]
+		p.HopSpread = c.HopSpread
+		notes["hop_spread"] = m["hop_spread"]
 	}
 	if c.ActuationIntervals >= 0 {
 		p.ActuationDelaySteps = c.ActuationIntervals

@@ -87,6 +87,11 @@ type LiveSummary struct {
 	// in the baseline scenario SimBaselineScenario (the gap before).
 	SimBaseline         []LiveRun `json:"sim_baseline,omitempty"`
 	SimBaselineScenario string    `json:"sim_baseline_scenario,omitempty"`
+	// SimGap and SimBaselineGap are the goal verdicts of Sim and
+	// SimBaseline against Runs per controller, over the placements
+	// (gapVerdicts).
+	SimGap         []ControllerGap `json:"sim_gap,omitempty"`
+	SimBaselineGap []ControllerGap `json:"sim_baseline_gap,omitempty"`
 	// Uptime is the host's load line (uptime) before and after the runs:
 	// live figures on a shared machine move with it.
 	Uptime    []string `json:"uptime,omitempty"`
@@ -424,6 +429,10 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	if u := hostLoad(); u != "" {
 		sum.Uptime = append(sum.Uptime, "after: "+u)
 	}
+	if simgap {
+		sum.SimGap = gapVerdicts(sum.Runs, sum.Sim)
+		sum.SimBaselineGap = gapVerdicts(sum.Runs, sum.SimBaseline)
+	}
 	b, err := report.MarshalJSON(sum)
 	if err != nil {
 		return err
@@ -623,10 +632,28 @@ func gapTable(b *strings.Builder, runs, sim []LiveRun, scenario string, tasks []
 		}
 	}
 	same := slices.Equal(rankBy(sim), rankBy(runs))
-	fmt.Fprintf(b, "\nRanking by violation rate (then mean CPU): simulator %v, live %v (%s).\n",
+	fmt.Fprintf(b, "\nRanking by violation rate (then mean CPU), means over placements: simulator %v, live %v (%s).\n",
 		rankBy(sim), rankBy(runs), map[bool]string{true: "same order", false: "different order"}[same])
-	fmt.Fprintf(b, "Goals: violation rate within %d pp in %d of %d runs, mean CPU within %.0f%% in %d of %d, ranking %s.\n",
+	fmt.Fprintf(b, "Per run: violation rate within %d pp in %d of %d runs, mean CPU within %.0f%% in %d of %d, ranking %s.\n",
 		GapViolationPP, okV, len(runs), 100*GapCPURel, okC, len(runs), map[bool]string{true: "met", false: "not met"}[same])
+	gaps := gapVerdicts(runs, sim)
+	b.WriteString("\nPer controller over its placements: means of both worlds, the gap of the means (the goals' verdict), the per-placement gaps (min … max) and the standard error of their mean (SE; 0 with one placement), and the live rate's standard deviation over placements. A miss is *within noise* when the gap exceeds the goal by at most 2 SE.\n\n")
+	b.WriteString("| controller | placements | violation sim | violation live | Δ pp | per placement | SE | live SD | verdict | CPU sim mc | CPU live mc | Δ | per placement | SE | verdict |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---|---:|---|\n")
+	vOK, cOK := 0, 0
+	for _, g := range gaps {
+		fmt.Fprintf(b, "| %s | %d | %.3f | %.3f | %+.1f | %+.1f … %+.1f | %.1f | %.3f | %s | %.0f | %.0f | %+.0f%% | %+.0f%% … %+.0f%% | %.0f%% | %s |\n",
+			g.Controller, g.Placements, g.ViolationSim, g.ViolationLive, g.DeltaPP, g.DeltaPPMin, g.DeltaPPMax, g.DeltaPPSE, g.LiveViolationSD, g.ViolationVerdict,
+			g.CPUSim, g.CPULive, 100*g.CPURel, 100*g.CPURelMin, 100*g.CPURelMax, 100*g.CPURelSE, g.CPUVerdict)
+		if g.ViolationOK {
+			vOK++
+		}
+		if g.CPUOK {
+			cOK++
+		}
+	}
+	fmt.Fprintf(b, "\nGoals (means over placements): violation rate within %d pp for %d of %d controllers, mean CPU within %.0f%% for %d of %d, ranking %s.\n",
+		GapViolationPP, vOK, len(gaps), 100*GapCPURel, cOK, len(gaps), map[bool]string{true: "met", false: "not met"}[same])
 	if len(tasks) == 0 || len(runs[0].MeanTaskCPU) != len(tasks) {
 		return
 	}
@@ -644,6 +671,144 @@ func gapTable(b *strings.Builder, runs, sim []LiveRun, scenario string, tasks []
 		}
 		b.WriteString("\n")
 	}
+}
+
+// ControllerGap is one controller's simulator-against-live gap over the
+// placements it ran on (summary.json sim_gap): the goals are judged on
+// the means over placements, and the per-placement gaps say whether a
+// miss is noise.
+type ControllerGap struct {
+	Controller string `json:"controller"`
+	Placements int    `json:"placements"`
+	// ViolationSim and ViolationLive are the mean violation rates; DeltaPP
+	// is 100·(sim − live) of the means, DeltaPPMin and DeltaPPMax the
+	// extremes of the per-placement gaps, DeltaPPSE the standard error of
+	// their mean (sample SD/√n; 0 with one placement) and LiveViolationSD
+	// the live rate's sample SD over placements.
+	ViolationSim    float64 `json:"violation_sim"`
+	ViolationLive   float64 `json:"violation_live"`
+	DeltaPP         float64 `json:"delta_pp"`
+	DeltaPPMin      float64 `json:"delta_pp_min"`
+	DeltaPPMax      float64 `json:"delta_pp_max"`
+	DeltaPPSE       float64 `json:"delta_pp_se"`
+	LiveViolationSD float64 `json:"live_violation_sd"`
+	// CPUSim and CPULive are the mean CPU, mc; CPURel is (sim − live) /
+	// live of the means, CPURelMin, CPURelMax and CPURelSE as for the
+	// violation rate over the per-placement relative gaps.
+	CPUSim    float64 `json:"cpu_sim_millicores"`
+	CPULive   float64 `json:"cpu_live_millicores"`
+	CPURel    float64 `json:"cpu_rel"`
+	CPURelMin float64 `json:"cpu_rel_min"`
+	CPURelMax float64 `json:"cpu_rel_max"`
+	CPURelSE  float64 `json:"cpu_rel_se"`
+	// ViolationOK and CPUOK say whether the means meet the goals
+	// (GapViolationPP, GapCPURel); the verdicts say "met", "miss within
+	// noise" (the gap exceeds the goal by at most 2 SE), "miss beyond
+	// noise" or "miss (one placement)".
+	ViolationOK      bool   `json:"violation_ok"`
+	CPUOK            bool   `json:"cpu_ok"`
+	ViolationVerdict string `json:"violation_verdict"`
+	CPUVerdict       string `json:"cpu_verdict"`
+}
+
+// gapVerdicts judges sim against runs (paired by index) per controller,
+// in the order the controllers first appear: means over the controller's
+// placements, per-placement gaps and their spread (ControllerGap). nil
+// when sim does not pair with runs.
+func gapVerdicts(runs, sim []LiveRun) []ControllerGap {
+	if len(sim) != len(runs) || len(sim) == 0 {
+		return nil
+	}
+	var names []string
+	for _, r := range runs {
+		if !slices.Contains(names, r.Controller) {
+			names = append(names, r.Controller)
+		}
+	}
+	out := make([]ControllerGap, 0, len(names))
+	for _, name := range names {
+		g := ControllerGap{Controller: name}
+		var dv, dc, lv []float64
+		var cpuPaired int
+		for i, l := range runs {
+			if l.Controller != name {
+				continue
+			}
+			m := sim[i]
+			g.Placements++
+			g.ViolationSim += m.ViolationRate
+			g.ViolationLive += l.ViolationRate
+			g.CPUSim += m.MeanCPU
+			g.CPULive += l.MeanCPU
+			dv = append(dv, 100*(m.ViolationRate-l.ViolationRate))
+			lv = append(lv, l.ViolationRate)
+			if l.MeanCPU > 0 {
+				dc = append(dc, (m.MeanCPU-l.MeanCPU)/l.MeanCPU)
+				cpuPaired++
+			}
+		}
+		n := float64(g.Placements)
+		g.ViolationSim /= n
+		g.ViolationLive /= n
+		g.CPUSim /= n
+		g.CPULive /= n
+		g.DeltaPP = 100 * (g.ViolationSim - g.ViolationLive)
+		g.DeltaPPMin, g.DeltaPPMax = slices.Min(dv), slices.Max(dv)
+		g.DeltaPPSE = stdErr(dv)
+		g.LiveViolationSD = sampleSD(lv)
+		if cpuPaired > 0 {
+			g.CPURelMin, g.CPURelMax = slices.Min(dc), slices.Max(dc)
+			g.CPURelSE = stdErr(dc)
+		}
+		if g.CPULive > 0 {
+			g.CPURel = (g.CPUSim - g.CPULive) / g.CPULive
+		}
+		g.ViolationOK = math.Abs(g.DeltaPP) <= GapViolationPP
+		g.CPUOK = g.CPULive > 0 && math.Abs(g.CPURel) <= GapCPURel
+		g.ViolationVerdict = gapVerdict(g.ViolationOK, math.Abs(g.DeltaPP)-GapViolationPP, g.DeltaPPSE, g.Placements)
+		g.CPUVerdict = gapVerdict(g.CPUOK, math.Abs(g.CPURel)-GapCPURel, g.CPURelSE, cpuPaired)
+		out = append(out, g)
+	}
+	return out
+}
+
+// gapVerdict names a verdict: met, or a miss by excess beyond the goal
+// that is within noise when excess ≤ 2·se (n ≥ 2 placements).
+func gapVerdict(ok bool, excess, se float64, n int) string {
+	switch {
+	case ok:
+		return "met"
+	case n < 2:
+		return "miss (one placement)"
+	case excess <= 2*se:
+		return "miss within noise"
+	}
+	return "miss beyond noise"
+}
+
+// sampleSD is the sample standard deviation of xs (0 for fewer than two).
+func sampleSD(xs []float64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	m := 0.0
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	ss := 0.0
+	for _, x := range xs {
+		ss += (x - m) * (x - m)
+	}
+	return math.Sqrt(ss / float64(len(xs)-1))
+}
+
+// stdErr is the standard error of the mean of xs, sampleSD/√n.
+func stdErr(xs []float64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	return sampleSD(xs) / math.Sqrt(float64(len(xs)))
 }
 
 // rel is (sim − live) / live as a signed percentage ("n/a" when live is 0).

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,5 +119,114 @@ func TestPolicyEndpointDir(t *testing.T) {
 	}
 	if policyEndpointDir("ppo:a/pred", "p") == policyEndpointDir("ppo:b/pred", "p") {
 		t.Error("two directories share one endpoint")
+	}
+}
+
+// TestGapVerdictsOverPlacements: the goals are judged per controller on
+// the means over its placements, with the per-placement gaps' extremes
+// and standard error, and a miss is labelled noise or not; the figures
+// are computed by hand below.
+func TestGapVerdictsOverPlacements(t *testing.T) {
+	mk := func(name string, place uint64, v, cpu float64) LiveRun {
+		var r LiveRun
+		r.Controller, r.PlacementSeed, r.ViolationRate, r.MeanCPU = name, place, v, cpu
+		return r
+	}
+	// Placement-major, as simgap runs them.
+	live := []LiveRun{mk("a", 1, 0.10, 1000), mk("b", 1, 0.50, 1000), mk("c", 1, 0.00, 500),
+		mk("a", 2, 0.20, 2000), mk("b", 2, 0.30, 1000), mk("a", 3, 0.00, 3000)}
+	sim := []LiveRun{mk("a", 1, 0.12, 1100), mk("b", 1, 0.44, 1300), mk("c", 1, 0.05, 500),
+		mk("a", 2, 0.15, 2000), mk("b", 2, 0.31, 1350), mk("a", 3, 0.06, 2700)}
+	got := gapVerdicts(live, sim)
+	want := []ControllerGap{
+		// a: Δ pp per placement +2, −5, +6 (mean 1, SD √31, SE √31/√3);
+		// means 0.11 vs 0.10; CPU 1933.3 vs 2000 (−3.3%), per placement
+		// +10%, 0, −10% (SD 0.1, SE 0.1/√3).
+		{Controller: "a", Placements: 3, ViolationSim: 0.11, ViolationLive: 0.10, DeltaPP: 1, DeltaPPMin: -5, DeltaPPMax: 6, DeltaPPSE: math.Sqrt(31) / math.Sqrt(3), LiveViolationSD: 0.1,
+			CPUSim: 5800.0 / 3, CPULive: 2000, CPURel: -1.0 / 30, CPURelMin: -0.1, CPURelMax: 0.1, CPURelSE: 0.1 / math.Sqrt(3),
+			ViolationOK: true, CPUOK: true, ViolationVerdict: "met", CPUVerdict: "met"},
+		// b: Δ −6, +1 (mean −2.5, SD 7/√2, SE 3.5): a miss by 0.5 pp
+		// within 2 SE; CPU +30%, +35% (mean of means +32.5%, SE 0.025): a
+		// miss by 22.5 points beyond 2 SE.
+		{Controller: "b", Placements: 2, ViolationSim: 0.375, ViolationLive: 0.4, DeltaPP: -2.5, DeltaPPMin: -6, DeltaPPMax: 1, DeltaPPSE: 3.5, LiveViolationSD: 0.2 / math.Sqrt(2),
+			CPUSim: 1325, CPULive: 1000, CPURel: 0.325, CPURelMin: 0.3, CPURelMax: 0.35, CPURelSE: 0.025,
+			ViolationVerdict: "miss within noise", CPUVerdict: "miss beyond noise"},
+		// c: one placement, +5 pp: a miss whose noise is unknown.
+		{Controller: "c", Placements: 1, ViolationSim: 0.05, DeltaPP: 5, DeltaPPMin: 5, DeltaPPMax: 5, CPUSim: 500, CPULive: 500,
+			CPUOK: true, ViolationVerdict: "miss (one placement)", CPUVerdict: "met"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d controllers, want %d: %+v", len(got), len(want), got)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(b)) }
+	for i, w := range want {
+		g := got[i]
+		nums := [][2]float64{{g.ViolationSim, w.ViolationSim}, {g.ViolationLive, w.ViolationLive}, {g.DeltaPP, w.DeltaPP}, {g.DeltaPPMin, w.DeltaPPMin},
+			{g.DeltaPPMax, w.DeltaPPMax}, {g.DeltaPPSE, w.DeltaPPSE}, {g.LiveViolationSD, w.LiveViolationSD}, {g.CPUSim, w.CPUSim}, {g.CPULive, w.CPULive},
+			{g.CPURel, w.CPURel}, {g.CPURelMin, w.CPURelMin}, {g.CPURelMax, w.CPURelMax}, {g.CPURelSE, w.CPURelSE}}
+		for j, p := range nums {
+			if !near(p[0], p[1]) {
+				t.Errorf("%s: figure %d is %v, want %v", w.Controller, j, p[0], p[1])
+			}
+		}
+		if g.Controller != w.Controller || g.Placements != w.Placements || g.ViolationOK != w.ViolationOK || g.CPUOK != w.CPUOK ||
+			g.ViolationVerdict != w.ViolationVerdict || g.CPUVerdict != w.CPUVerdict {
+			t.Errorf("got %+v\nwant %+v", g, w)
+		}
+	}
+	var b strings.Builder
+	gapTable(&b, live, sim, "x", nil)
+	for _, s := range []string{
+		"Goals (means over placements): violation rate within 2 pp for 1 of 3 controllers, mean CPU within 10% for 2 of 3, ranking met.",
+		"| b | 2 | 0.375 | 0.400 | -2.5 | -6.0 … +1.0 | 3.5 | 0.141 | miss within noise | 1325 | 1000 | +32% | +30% … +35% | 2% | miss beyond noise |",
+		"Per run: violation rate within 2 pp in 2 of 6 runs",
+	} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("report lacks %q:\n%s", s, b.String())
+		}
+	}
+	if gapVerdicts(live, sim[:2]) != nil {
+		t.Error("unpaired runs judged")
+	}
+}
+
+// TestSimgapEndToEnd runs simgap live on two placements (pred,
+// static:4000, 3 intervals of 200 ms each) with a scenario file carrying
+// spread hops end to end: the simulated runs are on the same placements
+// as the live ones, in the same order, and summary.json and report.md
+// judge the controller over both placements. About 2 s.
+func TestSimgapEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the live runtime")
+	}
+	dir := t.TempDir()
+	scen := writeTemp(t, t.TempDir(), "scenario.json", `{"version":1,"base":"realistic","physics":{"hop_ms":8,"hop_spread":1,"hops_end_to_end":true}}`)
+	code, _, stderr := call(t, "simgap", "-profile", "pred", "-controller", "static:4000", "-traces", "testdata", "-time-scale", "200ms", "-duration", "600ms",
+		"-placements", "2", "-scenario", scen, "-baseline", "paper", "-out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, FileSummary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s LiveSummary
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Runs) != 2 || len(s.Sim) != 2 || len(s.SimBaseline) != 2 {
+		t.Fatalf("%d live, %d sim, %d baseline runs; want 2 each", len(s.Runs), len(s.Sim), len(s.SimBaseline))
+	}
+	for i, want := range []uint64{101, 102} {
+		if s.Runs[i].PlacementSeed != want || s.Sim[i].PlacementSeed != want || s.SimBaseline[i].PlacementSeed != want {
+			t.Errorf("run %d: placements live %d, sim %d, baseline %d; want %d", i, s.Runs[i].PlacementSeed, s.Sim[i].PlacementSeed, s.SimBaseline[i].PlacementSeed, want)
+		}
+	}
+	if len(s.SimGap) != 1 || s.SimGap[0].Placements != 2 || len(s.SimBaselineGap) != 1 {
+		t.Errorf("sim_gap %+v, sim_baseline_gap %+v; want one controller over 2 placements", s.SimGap, s.SimBaselineGap)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, FileReport))
+	if err != nil || !strings.Contains(string(md), "Goals (means over placements): violation rate within 2 pp for") || !strings.Contains(string(md), "| static:4000 | 2 |") {
+		t.Errorf("report.md: %v\n%s", err, md)
 	}
 }

@@ -156,7 +156,7 @@ func TestCalibrateFrom(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if !strings.Contains(out, "hop after it ms") || !strings.Contains(out, "Derived values recomputed from "+src) {
+	if !strings.Contains(out, "hop after it ms") || !strings.Contains(out, "| hop_spread | simulated p95 ms |") || !strings.Contains(out, "Derived values recomputed from "+src) {
 		t.Errorf("calibration.md:\n%s", out)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "scenario.json"))
@@ -204,6 +204,37 @@ func TestCalibrateFrom(t *testing.T) {
 	if s.Notes["hop_ms_by_task"] == "" || len(hop) != 7 {
 		t.Errorf("hops %v, note %q", hop, s.Notes["hop_ms_by_task"])
 	}
+	// The hops are end to end (no propagation on top) and spread by the
+	// fit to the probe's p95: the simulated p95 grows along the grid and
+	// the spread written is the grid point nearest the live p95.
+	cb, err := os.ReadFile(filepath.Join(dir, "calibration.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit, err := parseCalibration(cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Physics.HopsEndToEnd || s.Notes["hops_end_to_end"] == "" || s.Notes["hop_spread"] == "" {
+		t.Errorf("hops_end_to_end %v, notes %q / %q", s.Physics.HopsEndToEnd, s.Notes["hops_end_to_end"], s.Notes["hop_spread"])
+	}
+	pts := fit.HopSpreadFit
+	if len(pts) != hopSpreadGrid+1 || s.Physics.HopSpread != fit.HopSpread {
+		t.Fatalf("fit %+v, scenario hop_spread %v, calibration %v", pts, s.Physics.HopSpread, fit.HopSpread)
+	}
+	best := pts[0]
+	for i, p := range pts {
+		if i > 0 && !(p.P95MS > pts[i-1].P95MS) {
+			t.Errorf("simulated p95 %v at spread %v after %v at %v: want it growing", p.P95MS, p.Spread, pts[i-1].P95MS, pts[i-1].Spread)
+		}
+		if math.Abs(p.P95MS-c.P95HighMS) < math.Abs(best.P95MS-c.P95HighMS) {
+			best = p
+		}
+	}
+	t.Logf("live p95 %.1f ms; fitted hop_spread %v (%s)", c.P95HighMS, fit.HopSpread, fit.HopSpreadNote)
+	if fit.HopSpread != best.Spread {
+		t.Errorf("hop_spread %v, want the nearest point %+v", fit.HopSpread, best)
+	}
 	for name, edit := range map[string]func(string) string{
 		`unknown field "x"`:        func(j string) string { return strings.Replace(j, `"profile"`, `"x": 1, "profile"`, 1) },
 		`profile "wc"`:             func(j string) string { return strings.Replace(j, `"profile": "etl"`, `"profile": "wc"`, 1) },
@@ -211,6 +242,9 @@ func TestCalibrateFrom(t *testing.T) {
 		"operator SenMLParse":      func(j string) string { return strings.Replace(j, `"delay_ms": 11.`, `"delay_ms": -11.`, 1) },
 		"data after":               func(j string) string { return j + "{}" },
 		"intervals 2, want 8..1e6": func(j string) string { return strings.Replace(j, `"intervals": 40`, `"intervals": 2`, 1) },
+		"high_millicores 0": func(j string) string {
+			return strings.Replace(j, `"high_millicores": 10000`, `"high_millicores": 0`, 1)
+		},
 	} {
 		bad := filepath.Join(t.TempDir(), "calibration.json")
 		if err := os.WriteFile(bad, []byte(edit(string(rec))), 0o644); err != nil {
@@ -235,6 +269,7 @@ func FuzzParseCalibration(f *testing.F) {
 	f.Add([]byte(`{"profile":"pred"}`))
 	f.Add([]byte(`{"profile":"etl","rate":1,"time_scale_s":1,"cpu_scale":1,"intervals":8,"operators":[]}`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"profile":"pred","rate":1,"time_scale_s":1,"cpu_scale":1,"intervals":8,"high_millicores":10000,"low_millicores":500,"p95_high_ms":1e7,"hop_spread":2,"hop_spread_fit":[{"spread":0,"p95_ms":-1}],"hop_spread_note":"x","operators":[]}`))
 	scs := map[string]env.Config{}
 	for _, p := range []string{"pred", "etl"} {
 		sc, err := runner.Config(runner.Spec{Profile: p, Workload: constantRates{2000, 8}, PlacementSeed: 101})
