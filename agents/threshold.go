@@ -56,6 +56,16 @@ type ThresholdConfig struct {
 	// Quantum is the allocation grid, millicores > 0: recommendations are
 	// rounded up to a multiple of it. Default 50.
 	Quantum float64
+	// MetricLagSteps, when > 0, is the observation's metric lag
+	// (env.Physics.MetricLagSteps): the offered load an observation
+	// reports was measured at the allocation it showed that many
+	// observations earlier. The rule then sizes on that allocation —
+	// the measured need is ρ·c_then, the recommendation ⌈ρ·c_then/Target⌉
+	// and the band test uses ρ·c_then/c — instead of multiplying a stale
+	// ρ by the allocation now. 0 (the default) sizes on the allocation
+	// now, as the rule always has: under a lag it over-sizes after every
+	// scale-up. A lag-aware variant, "threshold:measured" in eval.
+	MetricLagSteps int
 	// MinCPU and MaxCPU bound a recommendation, millicores. MaxCPU must be
 	// the scenario's MaxCPU, by which the observation normalizes
 	// allocations (TaskCPU = allocation/MaxCPU). Defaults 500 and 10,000,
@@ -85,6 +95,8 @@ func (c ThresholdConfig) validate() error {
 		return fmt.Errorf("agents: threshold tolerance %v outside [0, target %v)", c.Tolerance, c.Target)
 	case c.Utilization != OfferedLoad && c.Utilization != ProcessedLoad:
 		return fmt.Errorf("agents: unknown utilization measure %d", int(c.Utilization))
+	case c.MetricLagSteps < 0 || c.MetricLagSteps > 3600:
+		return fmt.Errorf("agents: threshold metric lag %d steps outside [0, 3600]", c.MetricLagSteps)
 	case c.ScaleDownWindow < 1:
 		return fmt.Errorf("agents: threshold scale-down window %d steps < 1", c.ScaleDownWindow)
 	case !(c.Quantum > 0) || !finite(c.Quantum):
@@ -169,6 +181,11 @@ type Threshold struct {
 	head   int       // ring slot of the next recommendation
 	filled int       // valid ring entries per task
 
+	// shown is an n×(MetricLagSteps+1) ring of the allocations the
+	// observations showed (MetricLagSteps > 0 only), newest at shownHead.
+	shown     []float64
+	shownHead int
+
 	targets []float64
 	last    []ThresholdDecision
 }
@@ -214,6 +231,23 @@ func (t *Threshold) Act(obs env.Observation) (env.Action, error) {
 		t.hist = grow(t.hist, n*w)
 		t.targets = grow(t.targets, n)
 		t.last = make([]ThresholdDecision, n)
+		if l := t.cfg.MetricLagSteps; l > 0 {
+			// Before anything was measured every row is the first
+			// allocation shown (the environment's Reset allocation).
+			t.shown = grow(t.shown, n*(l+1))
+			for j := 0; j <= l; j++ {
+				for k := 0; k < n; k++ {
+					t.shown[j*n+k] = snapToGrid(obs.Task[k*env.TaskFeatures+env.TaskCPU]*t.cfg.MaxCPU, t.cfg.Quantum)
+				}
+			}
+			t.shownHead = 0
+		}
+	}
+	if l := t.cfg.MetricLagSteps; l > 0 && t.filled > 0 {
+		t.shownHead = (t.shownHead + 1) % (l + 1)
+		for k := 0; k < n; k++ {
+			t.shown[t.shownHead*n+k] = snapToGrid(obs.Task[k*env.TaskFeatures+env.TaskCPU]*t.cfg.MaxCPU, t.cfg.Quantum)
+		}
 	}
 
 	c := t.cfg
@@ -225,6 +259,12 @@ func (t *Threshold) Act(obs env.Observation) (env.Action, error) {
 		u := math.Expm1(row[env.TaskDemandPerCPU]) // TaskDemandPerCPU = log(1 + ρ)
 		if c.Utilization == ProcessedLoad {
 			u *= row[env.TaskThroughputRatio]
+		}
+		at := cur // the allocation u was measured at
+		if l := c.MetricLagSteps; l > 0 {
+			if at = t.shown[((t.shownHead+1)%(l+1))*n+k]; cur > 0 {
+				u *= at / cur
+			}
 		}
 		rec := cur
 		if math.Abs(u-c.Target) > c.Tolerance+bandSlack {

@@ -29,6 +29,8 @@ func TestThresholdConfigValidation(t *testing.T) {
 		{"quantum Inf", func(c *agents.ThresholdConfig) { c.Quantum = math.Inf(1) }, false},
 		{"min zero", func(c *agents.ThresholdConfig) { c.MinCPU = 0 }, false},
 		{"max below min", func(c *agents.ThresholdConfig) { c.MaxCPU = 400 }, false},
+		{"lag negative", func(c *agents.ThresholdConfig) { c.MetricLagSteps = -1 }, false},
+		{"lag two", func(c *agents.ThresholdConfig) { c.MetricLagSteps = 2 }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := agents.DefaultThresholdConfig()
@@ -96,6 +98,28 @@ func TestThresholdDecisions(t *testing.T) {
 		}},
 		{name: "offered load sizes in one step", steps: []step{
 			{controllertest.TaskRow{CPU: 1000, Rho: 3, Ratio: 0.33}, 4300, agents.ScaleUp}, // u = 3 → 4285.7 → 4300
+		}},
+		// ρ reported one observation late (metric lag 1) after a scale-up:
+		// the lag-blind rule multiplies the stale ρ by the new allocation
+		// and doubles again; the lag-aware one sizes on the allocation ρ
+		// was measured at.
+		{name: "lag-blind rule over-sizes after a scale-up", window: 1, steps: []step{
+			{controllertest.TaskRow{CPU: 1000, Rho: 1.4, Ratio: 1}, 2000, agents.ScaleUp},
+			{controllertest.TaskRow{CPU: 2000, Rho: 1.4, Ratio: 1}, 4000, agents.ScaleUp}, // ρ measured at 1000
+		}},
+		{name: "lag-aware rule sizes on the measured allocation", window: 1, edit: func(c *agents.ThresholdConfig) { c.MetricLagSteps = 1 }, steps: []step{
+			{controllertest.TaskRow{CPU: 1000, Rho: 1.4, Ratio: 1}, 2000, agents.ScaleUp},
+			{controllertest.TaskRow{CPU: 2000, Rho: 1.4, Ratio: 1}, 2000, agents.Hold},     // 1.4·1000/2000 = 0.7
+			{controllertest.TaskRow{CPU: 2000, Rho: 0.7, Ratio: 1}, 2000, agents.Hold},     // measured at 2000
+			{controllertest.TaskRow{CPU: 2000, Rho: 1.05, Ratio: 1}, 3000, agents.ScaleUp}, // 1.05·2000/0.7
+			{controllertest.TaskRow{CPU: 3000, Rho: 1.05, Ratio: 1}, 3000, agents.Hold},    // measured at 2000: 0.7
+		}},
+		{name: "lag 2", window: 1, edit: func(c *agents.ThresholdConfig) { c.MetricLagSteps = 2 }, steps: []step{
+			{controllertest.TaskRow{CPU: 1000, Rho: 1.4, Ratio: 1}, 2000, agents.ScaleUp},
+			{controllertest.TaskRow{CPU: 1000, Rho: 1.4, Ratio: 1}, 2000, agents.ScaleUp}, // actuation pending: still 1000 shown
+			{controllertest.TaskRow{CPU: 2000, Rho: 1.4, Ratio: 1}, 2000, agents.Hold},    // measured at 1000 (two back)
+			{controllertest.TaskRow{CPU: 2000, Rho: 1.4, Ratio: 1}, 2000, agents.Hold},    // measured at 1000
+			{controllertest.TaskRow{CPU: 2000, Rho: 0.7, Ratio: 1}, 2000, agents.Hold},    // measured at 2000
 		}},
 		{name: "zero tolerance", edit: func(c *agents.ThresholdConfig) { c.Tolerance = 0 }, steps: []step{
 			{controllertest.TaskRow{CPU: 1000, Rho: 0.77, Ratio: 1}, 1100, agents.ScaleUp},

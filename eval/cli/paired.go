@@ -23,7 +23,7 @@ import (
 
 // DefaultControllers is the default -controllers list of `eval paired`;
 // entries not available yet are skipped with a notice.
-const DefaultControllers = "ppo,vrebalance,threshold,clasp,static:500,static:2000,static:10000"
+const DefaultControllers = "ppo,vrebalance,threshold,threshold:measured,clasp,static:500,static:2000,static:10000"
 
 // Artifact names in the -out directory.
 const (

@@ -108,7 +108,7 @@ func New(opts Options) *Registry {
 		{name: "ppo", usage: "ppo[:DIR]", parse: ppoParser("ppo", true)},
 		{name: "ppo-sample", usage: "ppo-sample[:DIR]", parse: ppoParser("ppo-sample", false)},
 		{name: "vrebalance", usage: "vrebalance[:evals=N][:objective=squared|violation]", parse: vrebalanceParser()},
-		{name: "threshold", usage: "threshold", parse: thresholdParser()},
+		{name: "threshold", usage: "threshold[:measured]", parse: thresholdParser()},
 		{name: "static", usage: "static:N", parse: parseStatic},
 		{name: "clasp", usage: "clasp", parse: claspParser()},
 	}}

@@ -48,7 +48,8 @@ func TestParse(t *testing.T) {
 		{"static:-1", "", "not a positive number"},
 		{"static:NaN", "", "not a positive number"},
 		{"static:Inf", "", "not a positive number"},
-		{"threshold:3", "", "takes no argument"},
+		{"threshold:3", "", "takes no argument or measured"},
+		{"threshold:measured", "threshold:measured", ""},
 		{"vrebalance:x", "", "want KEY=VALUE"},
 		{"vrebalance:evals=16", "vrebalance:evals=16", ""},
 		{"vrebalance:objective=violation:evals=5", "vrebalance:evals=5:objective=violation", ""},
@@ -60,7 +61,7 @@ func TestParse(t *testing.T) {
 		{"clasp:", "", "empty argument"},
 		{"", "", "unknown controller"},
 		{"Static:5", "", "unknown controller"},
-		{"hpa", "", "known: ppo[:DIR], ppo-sample[:DIR], vrebalance[:evals=N][:objective=squared|violation], threshold, static:N, clasp"},
+		{"hpa", "", "known: ppo[:DIR], ppo-sample[:DIR], vrebalance[:evals=N][:objective=squared|violation], threshold[:measured], static:N, clasp"},
 	} {
 		s, err := reg.Parse(tc.spec)
 		switch {

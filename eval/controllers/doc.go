@@ -4,6 +4,9 @@
 //	static:N     every task held at N millicores (agents.NewStatic)
 //	threshold    the HPA-style utilization-band autoscaler with its
 //	             default configuration (agents.NewThreshold)
+//	threshold:measured the same rule sizing on the allocation in force
+//	             when the reported load was measured (the scenario's
+//	             metric lag, agents.ThresholdConfig.MetricLagSteps)
 //	vrebalance   VRebalance with its default configuration
 //	             (vrebalance.New); vrebalance:evals=N:objective=F sets
 //	             its exploration budget per tier and objective form

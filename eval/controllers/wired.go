@@ -21,17 +21,37 @@ import (
 // not exist.
 var ErrNoPolicy = errors.New("no trained policy")
 
+// thresholdParser parses "threshold" (the HPA-style rule, sizing on the
+// allocation the observation shows) and "threshold:measured" (the same
+// rule sizing on the allocation in force when the reported load was
+// measured: agents.ThresholdConfig.MetricLagSteps set to the scenario's
+// Physics.MetricLagSteps, a delay an operator knows of its metrics
+// pipeline).
 func thresholdParser() func(string, Options) (Spec, error) {
-	return noArg("threshold", Spec{build: func(sc env.Config) (agents.Controller, error) {
-		cfg := agents.DefaultThresholdConfig()
-		if sc.MinCPU > 0 {
-			cfg.MinCPU = sc.MinCPU
+	build := func(measured bool) func(sc env.Config) (agents.Controller, error) {
+		return func(sc env.Config) (agents.Controller, error) {
+			cfg := agents.DefaultThresholdConfig()
+			if sc.MinCPU > 0 {
+				cfg.MinCPU = sc.MinCPU
+			}
+			if sc.MaxCPU > 0 {
+				cfg.MaxCPU = sc.MaxCPU
+			}
+			if measured {
+				cfg.MetricLagSteps = sc.Physics.MetricLagSteps
+			}
+			return agents.NewThreshold(cfg)
 		}
-		if sc.MaxCPU > 0 {
-			cfg.MaxCPU = sc.MaxCPU
+	}
+	return func(arg string, _ Options) (Spec, error) {
+		switch arg {
+		case "":
+			return Spec{spec: "threshold", build: build(false)}, nil
+		case "measured":
+			return Spec{spec: "threshold:measured", build: build(true)}, nil
 		}
-		return agents.NewThreshold(cfg)
-	}})
+		return Spec{}, fmt.Errorf("threshold takes no argument or measured, got %q", arg)
+	}
 }
 
 // vrebalanceParser parses "vrebalance" (the default configuration) and

@@ -8,8 +8,8 @@
 //	GET  /readyz                        200 once every policy loaded and passed its self-test, 503 before and while draining (Drain)
 //	GET  /metrics                       Prometheus exposition (client_golang, private registry, Go and process collectors)
 //	GET  /openapi.json                  the OpenAPI 3 document of these routes (openapi.json, embedded)
-//	GET  /v1/policies                   name, version (weights SHA-256), profile, observation layout, nvec, deltas
-//	POST /v1/policies/{name}/act        one observation → action, deltas, value[, probabilities]
+//	GET  /v1/policies                   name, version (weights SHA-256), profile, observation layout, nvec, deltas (or target utilizations)
+//	POST /v1/policies/{name}/act        one observation → action, deltas (or target_utilization), value[, probabilities]
 //	POST /v1/policies/{name}/act/batch  up to Config.MaxBatch observations, results in the same order
 //	POST /admin/reload                  re-read the directory (bearer token; absent without Config.AdminToken)
 //
