@@ -91,8 +91,8 @@ type Env struct {
 	utilSet          [5]float64
 	seenRho, seenCPU []float64
 	cpuRing          []float64
-	n, m    int
-	plan    [][]Replica // the replica plan in force (Info.Plan)
+	n, m             int
+	plan             [][]Replica // the replica plan in force (Info.Plan)
 
 	hostOf   []int     // primary server of each task (its largest-share replica)
 	primary  []int     // replica index of each task's primary replica
