@@ -529,17 +529,9 @@ func (c *Config) Deltas() [5]float64 {
 // "-200,-50,0,50,500") into an action set and checks it as Config does
 // (minCPU and maxCPU the allocation bounds).
 func ParseActionDeltas(s string, minCPU, maxCPU float64) ([5]float64, error) {
-	var d [5]float64
-	parts := strings.Split(s, ",")
-	if len(parts) != len(d) {
-		return d, fmt.Errorf("env: action deltas %q: %d values, want %d", s, len(parts), len(d))
-	}
-	for i, p := range parts {
-		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil {
-			return d, fmt.Errorf("env: action deltas %q: value %d: %v", s, i, err)
-		}
-		d[i] = v
+	d, err := parseFive(s, "action deltas")
+	if err != nil {
+		return d, err
 	}
 	return d, validateDeltas(d, minCPU, maxCPU)
 }
@@ -548,22 +540,32 @@ func ParseActionDeltas(s string, minCPU, maxCPU float64) ([5]float64, error) {
 // (e.g. "0,0.9,0.7,0.5,0.3"; 0 holds) into an action set and checks it as
 // Config does.
 func ParseActionUtilization(s string) ([5]float64, error) {
-	var u [5]float64
-	parts := strings.Split(s, ",")
-	if len(parts) != len(u) {
-		return u, fmt.Errorf("env: action utilizations %q: %d values, want %d", s, len(parts), len(u))
-	}
-	for i, p := range parts {
-		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
-		if err != nil {
-			return u, fmt.Errorf("env: action utilizations %q: value %d: %v", s, i, err)
-		}
-		u[i] = v
+	u, err := parseFive(s, "action utilizations")
+	if err != nil {
+		return u, err
 	}
 	if u == ([5]float64{}) {
 		return u, fmt.Errorf("env: action utilizations %q: every choice holds", s)
 	}
 	return u, validateUtilization(u)
+}
+
+// parseFive parses five comma-separated numbers (an action set); what
+// names the set in errors.
+func parseFive(s, what string) ([5]float64, error) {
+	var x [5]float64
+	parts := strings.Split(s, ",")
+	if len(parts) != len(x) {
+		return x, fmt.Errorf("env: %s %q: %d values, want %d", what, s, len(parts), len(x))
+	}
+	for i, p := range parts {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil {
+			return x, fmt.Errorf("env: %s %q: value %d: %v", what, s, i, err)
+		}
+		x[i] = v
+	}
+	return x, nil
 }
 
 // validateUtilization checks a target-utilization action set: each entry
