@@ -231,22 +231,23 @@ func (t *Threshold) Act(obs env.Observation) (env.Action, error) {
 		t.hist = grow(t.hist, n*w)
 		t.targets = grow(t.targets, n)
 		t.last = make([]ThresholdDecision, n)
-		if l := t.cfg.MetricLagSteps; l > 0 {
-			// Before anything was measured every row is the first
-			// allocation shown (the environment's Reset allocation).
-			t.shown = grow(t.shown, n*(l+1))
-			for j := 0; j <= l; j++ {
-				for k := 0; k < n; k++ {
-					t.shown[j*n+k] = snapToGrid(obs.Task[k*env.TaskFeatures+env.TaskCPU]*t.cfg.MaxCPU, t.cfg.Quantum)
-				}
-			}
-			t.shownHead = 0
-		}
+		t.shown = grow(t.shown, n*(t.cfg.MetricLagSteps+1))
 	}
-	if l := t.cfg.MetricLagSteps; l > 0 && t.filled > 0 {
-		t.shownHead = (t.shownHead + 1) % (l + 1)
-		for k := 0; k < n; k++ {
-			t.shown[t.shownHead*n+k] = snapToGrid(obs.Task[k*env.TaskFeatures+env.TaskCPU]*t.cfg.MaxCPU, t.cfg.Quantum)
+	if l := t.cfg.MetricLagSteps; l > 0 {
+		// The allocations shown, newest at shownHead; before anything was
+		// measured every row is the first one shown (the environment's
+		// Reset allocation).
+		rows := 1
+		if t.filled == 0 {
+			t.shownHead, rows = 0, l+1
+		} else {
+			t.shownHead = (t.shownHead + 1) % (l + 1)
+		}
+		for j := 0; j < rows; j++ {
+			row := t.shown[((t.shownHead+j)%(l+1))*n:]
+			for k := 0; k < n; k++ {
+				row[k] = snapToGrid(obs.Task[k*env.TaskFeatures+env.TaskCPU]*t.cfg.MaxCPU, t.cfg.Quantum)
+			}
 		}
 	}
 

@@ -81,18 +81,15 @@ type Env struct {
 	core   simCore
 	spaces Spaces
 	deltas [5]float64 // the action set in force (Config.Deltas)
-	// utilSet is Config.ActionUtilization (zero: the choices are deltas);
-	// seenRho is each task's offered load as the last observation showed
-	// it (TaskDemandPerCPU) and seenCPU the allocation in force during the
-	// interval it was measured in (Physics.MetricLagSteps before the
-	// newest: cpuRing holds one row of allocations per row of the metrics
-	// ring, in step with it). The choices size against seenRho × seenCPU,
-	// the CPU the task was measured to need.
-	utilSet          [5]float64
-	seenRho, seenCPU []float64
-	cpuRing          []float64
-	n, m             int
-	plan             [][]Replica // the replica plan in force (Info.Plan)
+	// utilSet is Config.ActionUtilization (zero: the choices are deltas).
+	// cpuRing holds, for such a set, one row of allocations per row of the
+	// metrics ring, in step with it, so that the reported row's allocation
+	// (the one in force when its offered load was measured) is
+	// reportedCPU; the choices size against that load times it.
+	utilSet [5]float64
+	cpuRing []float64
+	n, m    int
+	plan    [][]Replica // the replica plan in force (Info.Plan)
 
 	hostOf   []int     // primary server of each task (its largest-share replica)
 	primary  []int     // replica index of each task's primary replica
@@ -211,7 +208,7 @@ func New(cfg Config) (*Env, error) {
 	}
 	e.phys = cfg.Physics
 	e.pend = make([]float64, e.n*maxDelay)
-	e.prevQueue, e.util, e.changed, e.seenRho, e.seenCPU = mk(), mk(), mk(), mk(), mk()
+	e.prevQueue, e.util, e.changed = mk(), mk(), mk()
 	e.raw, e.met = make([]float64, metricWidth(e.n)), newMetrics(cfg.Physics, e.n)
 	if e.utilSet != ([5]float64{}) {
 		e.cpuRing = make([]float64, e.met.rows*e.n)
@@ -411,7 +408,8 @@ func (e *Env) Step(a Action) (StepResult, error) {
 		case a.Choices != nil && e.utilSet != [5]float64{}:
 			e.req[k] = e.desired[k]
 			if u := e.utilSet[a.Choices[k]]; u != 0 {
-				e.req[k] = clip(UtilizationTarget(e.seenCPU[k], e.seenRho[k], u), lo, hi)
+				rho := min(e.met.cur[k*perTask+mRho], rhoHigh) // as TaskDemandPerCPU reports it
+				e.req[k] = clip(UtilizationTarget(e.reportedCPU(k), rho, u), lo, hi)
 			}
 		case a.Choices != nil:
 			e.req[k] = clip(e.desired[k]+e.deltas[a.Choices[k]], lo, hi)
@@ -822,6 +820,14 @@ func (e *Env) project(req, out []float64) {
 	}
 }
 
+// reportedCPU is task k's allocation in the interval whose metrics the
+// observation reports (the metrics ring's oldest row; target-utilization
+// action sets only).
+func (e *Env) reportedCPU(k int) float64 {
+	old := (e.met.head + 1) % e.met.rows
+	return e.cpuRing[old*e.n+k]
+}
+
 // fillObservation writes the observation of the step just simulated
 // (stepped) or of the state at Reset (paper Table 1; every feature's formula
 // and range is in obs.go). The measured features are computed from the
@@ -839,8 +845,6 @@ func (e *Env) fillObservation(p95, mean float64, stepped bool) {
 		} else {
 			copy(e.cpuRing[m.head*e.n:(m.head+1)*e.n], e.alloc)
 		}
-		old := (m.head + 1) % m.rows
-		copy(e.seenCPU, e.cpuRing[old*e.n:(old+1)*e.n])
 	}
 	slo := e.cfg.App.SLOMS / 1000
 	maxCPU := e.cfg.MaxCPU
@@ -870,8 +874,7 @@ func (e *Env) fillObservation(p95, mean float64, stepped bool) {
 		row[TaskQueue] = log1p(queue)
 		row[TaskThroughputRatio] = ratio
 		row[TaskQueuePressure] = queue * s / slo
-		e.seenRho[k] = min(x[mRho], rhoHigh)
-		row[TaskDemandPerCPU] = math.Log1p(e.seenRho[k])
+		row[TaskDemandPerCPU] = math.Log1p(min(x[mRho], rhoHigh))
 		row[TaskLatency] = lat / slo
 		row[TaskProcLatency] = s / slo
 		row[TaskLatencyChange] = 0

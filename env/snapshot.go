@@ -150,9 +150,7 @@ func (e *Env) writePhysics(w *enc, f *fluid) error {
 		w.i(p.ActuationDelaySteps)
 	}
 	w.f(e.desired...)
-	if e.utilSet != ([5]float64{}) { // what the next choices size against
-		w.f(e.seenRho...)
-		w.f(e.seenCPU...)
+	if e.cpuRing != nil { // what the next choices size against
 		w.f(e.cpuRing...)
 	}
 	w.i(e.pendHead, e.pendN)
@@ -177,8 +175,7 @@ func (e *Env) writePhysics(w *enc, f *fluid) error {
 // physicsState is what readPhysics decoded, committed after every check.
 type physicsState struct {
 	desired, pend, speed []float64
-	seenRho, seenCPU     []float64 // target-utilization action sets only
-	cpuRing              []float64
+	cpuRing              []float64 // target-utilization action sets only
 	head, count          int
 	srcs                 [4][]byte
 	phys                 Physics // the episode's physics
@@ -207,18 +204,11 @@ func (e *Env) readPhysics(d *dec, f *fluid) (physicsState, error) {
 		ps.phys = p
 	}
 	ps.desired = read(e.n)
-	if e.utilSet != ([5]float64{}) {
-		ps.seenRho, ps.seenCPU, ps.cpuRing = read(e.n), read(e.n), read(len(e.cpuRing))
-		for _, x := range ps.seenRho {
-			if !(x >= 0 && x <= rhoHigh) {
-				return ps, fmt.Errorf("%w: observed offered load %v outside [0, %v]", ErrSnapshot, x, rhoHigh)
-			}
-		}
-		for _, xs := range [][]float64{ps.seenCPU, ps.cpuRing} {
-			for _, x := range xs {
-				if !(x >= 0 && x <= e.cfg.MaxCPU) {
-					return ps, fmt.Errorf("%w: observed allocation %v outside [0, %v]", ErrSnapshot, x, e.cfg.MaxCPU)
-				}
+	if e.cpuRing != nil {
+		ps.cpuRing = read(len(e.cpuRing))
+		for _, x := range ps.cpuRing {
+			if !(x >= 0 && x <= e.cfg.MaxCPU) {
+				return ps, fmt.Errorf("%w: observed allocation %v outside [0, %v]", ErrSnapshot, x, e.cfg.MaxCPU)
 			}
 		}
 	}
@@ -268,8 +258,6 @@ func (e *Env) commitPhysics(ps physicsState, f *fluid) {
 		e.setPhysics(ps.phys)
 	}
 	copy(e.desired, ps.desired)
-	copy(e.seenRho, ps.seenRho)
-	copy(e.seenCPU, ps.seenCPU)
 	copy(e.cpuRing, ps.cpuRing)
 	copy(e.pend, ps.pend)
 	e.pendHead, e.pendN = ps.head, ps.count
