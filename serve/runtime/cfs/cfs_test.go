@@ -117,6 +117,31 @@ func TestSetEndsThrottle(t *testing.T) {
 	}
 }
 
+// TestWaitIsNotCharged: the wake-ups of a throttled caller's polling wait
+// use thread CPU but are not charged, as a throttled cgroup's dequeued
+// threads burn no quota: only the CPU f uses counts, so a task at 5 ms per
+// period gets 5 ms of work done per period however often its waiters wake.
+func TestWaitIsNotCharged(t *testing.T) {
+	c := &fake{}
+	q := newQuota(ms(100), 50, func() time.Duration { return c.t },
+		func(d time.Duration) { c.t += d; c.cpu += ms(1) }, // each wake-up costs 1 ms of thread CPU
+		func() time.Duration { return c.cpu })
+	work := time.Duration(0)
+	for c.t < ms(1000) {
+		q.Run(c.work(ms(1)))
+		work += ms(1)
+	}
+	s := q.Stats()
+	if s.Used != work {
+		t.Fatalf("charged %v for %v of work: the wait's wake-ups were charged", s.Used, work)
+	}
+	// 5 ms of quota per 100 ms period: 50 ms of work in 10 periods, one
+	// period's worth more admitted at the boundary of the last.
+	if work < ms(50) || work > ms(55) {
+		t.Fatalf("work done in 1 s at 50 millicores: %v, want 50–55 ms", work)
+	}
+}
+
 func TestClamp(t *testing.T) {
 	for _, tc := range []struct{ in, want int }{{0, 1}, {-5, 1}, {1, 1}, {2500, 2500}, {1 << 40, MaxMillicores}} {
 		if got := New(time.Second, tc.in).Millicores(); got != tc.want {
