@@ -72,6 +72,11 @@ type Calibration struct {
 	EnforcementOp        int     `json:"enforcement_op"`
 	Enforcement          float64 `json:"enforcement"`
 	EnforcementIntervals int     `json:"enforcement_intervals"`
+	// LowPhase is every operator's CPU per event and quota use over the
+	// same intervals (the low phase from the interval after the
+	// actuation): what an event costs when the quota binds, against
+	// Operators' costs at the generous allocation.
+	LowPhase []PhaseCost `json:"low_phase,omitempty"`
 	// HopMS is the mean per-operator delay of the high phase (enqueue →
 	// execution finished), ms: the per-hop latency at a generous
 	// allocation.
@@ -116,6 +121,16 @@ type Calibration struct {
 	Uptime    []string `json:"uptime"`
 	Commit    string   `json:"commit"`
 	GoVersion string   `json:"go_version"`
+}
+
+// PhaseCost is one operator's CPU per event over a phase of the probe
+// (live.Calibration.PhaseCost).
+type PhaseCost struct {
+	Operator      string  `json:"operator"`
+	CPUUSPerEvent float64 `json:"cpu_us_per_event"`
+	// QuotaUsed is Σ CPU used / Σ CPU allotted over the phase.
+	QuotaUsed float64 `json:"quota_used"`
+	Intervals int     `json:"intervals"`
 }
 
 // HopSpreadPoint is one spread tried by fitHopSpread and the mean of the
@@ -265,6 +280,10 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		}
 	}
 	c.Enforcement, c.EnforcementIntervals = cal.Enforcement(c.EnforcementOp, actAt, n)
+	for o, oc := range c.Operators {
+		us, q, k := cal.PhaseCost(o, actAt, n)
+		c.LowPhase = append(c.LowPhase, PhaseCost{Operator: oc.Operator, CPUUSPerEvent: us, QuotaUsed: q, Intervals: k})
+	}
 	c.CFSPeriodMS = float64(cfs.DefaultPeriod) / float64(time.Millisecond)
 	if u := hostLoad(); u != "" {
 		uptime = append(uptime, "after: "+u)
@@ -521,6 +540,14 @@ func parseCalibration(data []byte) (Calibration, error) {
 			return Calibration{}, fmt.Errorf("calibration.json: service time of %s: a value out of range (%+v)", oc.Operator, s)
 		}
 	}
+	if len(c.LowPhase) != 0 && len(c.LowPhase) != len(app.Operators) {
+		return Calibration{}, fmt.Errorf("calibration.json: %d low_phase rows, want 0 or %d (the operators of %s)", len(c.LowPhase), len(app.Operators), c.Profile)
+	}
+	for i, lc := range c.LowPhase {
+		if lc.Operator != app.Operators[i].Name || !fin(lc.CPUUSPerEvent, 0, 1e6) || !fin(lc.QuotaUsed, 0, 1e3) || lc.Intervals < 0 {
+			return Calibration{}, fmt.Errorf("calibration.json: low_phase[%d]: want operator %q and values in range, got %+v", i, app.Operators[i].Name, lc)
+		}
+	}
 	if cp := c.CostProbe; cp != nil && cp.Model != nil {
 		if err := cp.Model.Check(); err != nil {
 			return Calibration{}, fmt.Errorf("calibration.json: cost_probe.model: %w", err)
@@ -546,6 +573,12 @@ func calibrationMarkdown(c Calibration) []byte {
 			}
 		}
 		fmt.Fprintf(&b, "| %s | %.3f | %.2f | %.2f | %d | %s | %s |\n", oc.Operator, oc.CPUUSPerEvent, oc.CV, oc.DelayMS, oc.Intervals, hop, from)
+	}
+	if len(c.LowPhase) > 0 {
+		fmt.Fprintf(&b, "\nAt %g mc (the low phase, from the interval after the actuation):\n\n| operator | CPU µs per event | share of the quota used | intervals |\n|---|---:|---:|---:|\n", c.LowMC)
+		for _, lc := range c.LowPhase {
+			fmt.Fprintf(&b, "| %s | %.3f | %.2f | %d |\n", lc.Operator, lc.CPUUSPerEvent, lc.QuotaUsed, lc.Intervals)
+		}
 	}
 	fmt.Fprintf(&b, "\nActuation: the workers reported the new quota %d interval(s) after the decision (≤ %.0f ms). Mean p95: %.1f ms at %g mc, %.1f ms at %g mc.\n",
 		c.ActuationIntervals, c.ActuationMaxMS, c.P95HighMS, c.HighMC, c.P95LowMS, c.LowMC)
@@ -670,6 +703,7 @@ func calibrationMethodsVertical(c Calibration, half int) map[string]string {
 		"arrivals":              fmt.Sprintf("the planner's open-loop generator spaces inputs at k/rate (planner.generate); measured: the offered rate per control window has CV %.4f at the constant rate (the windows' own jitter on the loaded host included)", c.OfferedCV),
 		"cfs_period_ms":         fmt.Sprintf("the workers enforce allocations with cfs.Quota at cfs.DefaultPeriod (%g ms); measured Σ used / Σ allotted of the bottleneck %s over %d intervals at %g mc: %.2f", c.CFSPeriodMS, c.Operators[c.EnforcementOp].Operator, c.EnforcementIntervals, c.LowMC, c.Enforcement),
 		"cfs_threads":           "a task runs on at most one executor slot at a time (serve/runtime/worker): one thread",
+		"low_phase":             fmt.Sprintf("workers' reports, Σ CPU / Σ executions and Σ CPU / Σ allotted per operator from the interval after the actuation to the end, at %g scenario mc: what an event costs when the quota binds, beside cpu_us_per_event at %g; the scenario's demand stays cpu_us_per_event", c.LowMC, c.HighMC),
 		"actuation_delay_steps": fmt.Sprintf("step of every task from %g to %g mc at interval %d; the workers reported the new quota %d interval(s) later", c.HighMC, c.LowMC, half, c.ActuationIntervals),
 		"metric_noise":          "the live observation is built from the workers' exact counters (eval/live), so no measurement noise is added",
 		"hop_ms":                fmt.Sprintf("mean over operators of the workers' mean delay enqueue → execution finished, high phase: %.2f ms (the workers' 20 ms batching timer dominates), written as physics hop_ms (the mean latency after every forwarding task, spread by hop_spread; at the generous allocation queueing adds almost nothing, so the mean is the dispatch latency); hop_ms_by_task overrides it for every task it lists", c.HopMS),

@@ -125,7 +125,17 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	start := fs.Int("start", 0, "first trace point replayed")
 	scale := fs.Duration("time-scale", 250*time.Millisecond, "wall time of one trace point and one control interval (the simulator's 1 s)")
 	dur := fs.Duration("duration", 15*time.Second, "how long the load runs per controller (intervals = duration / time-scale)")
-	mult := fs.Float64("rate-mult", 0.5, "arrival-rate multiplier, > 0")
+	// The default multiplier puts the minimum allocation clearly past
+	// saturation and leaves a generous one far from it: taxi points 0–59
+	// × 0.75 offer ≈ 2,960 inputs/s, and the costliest operators spend
+	// 2.1–2.5 µs per input at 5 live mc (eval calibrate's low phase,
+	// pred SenMLParse 2.13, etl MQTTPublish and TableInsert 2.47), so
+	// static:500 runs at ρ ≈ 1.3–1.5 and static:4000 at ρ ≈ 0.2. The
+	// earlier 0.5 was chosen while the workers' CFS quota charged a
+	// throttled task's wait (package cfs) and halved its capacity at 5
+	// mc; with the quota charged as the kernel does, 0.5 left pred's
+	// minimum at ρ ≈ 0.85, where a run violated 8–100% by placement.
+	mult := fs.Float64("rate-mult", 0.75, "arrival-rate multiplier, > 0")
 	cpuScale := fs.Float64("cpu-scale", 0.01, "live CFS millicores given per scenario millicore")
 	workers := fs.Int("workers", 1, "worker processes")
 	seed := fs.Uint64("seed", 1, "seed of the input source and the controllers")

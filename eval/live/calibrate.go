@@ -80,9 +80,10 @@ type Calibration struct {
 	// IntervalS is the interval length, s (for ExecsPerInterval; 0:
 	// unknown).
 	IntervalS float64
-	// Per operator and interval, the CPU used (cores) and the allotted
-	// cores (millicores/1000), summed over workers: the quota enforcement.
-	Used, Allotted [][]float64
+	// Per operator and interval, the CPU used (cores), the allotted
+	// cores (millicores/1000) and the executions per second, summed over
+	// workers: the quota enforcement and the cost per event in any phase.
+	Used, Allotted, Rate [][]float64
 }
 
 // NewCalibration returns an accumulator for the operators named.
@@ -117,10 +118,10 @@ func (c *Calibration) Tap(from, to int) func(int, []planner.TaskObs) {
 		}
 		c.Reported = append(c.Reported, mc)
 		if c.Used == nil {
-			c.Used, c.Allotted = make([][]float64, len(c.names)), make([][]float64, len(c.names))
+			c.Used, c.Allotted, c.Rate = make([][]float64, len(c.names)), make([][]float64, len(c.names)), make([][]float64, len(c.names))
 		}
 		for o := range c.names {
-			c.Used[o], c.Allotted[o] = append(c.Used[o], used[o]), append(c.Allotted[o], allot[o])
+			c.Used[o], c.Allotted[o], c.Rate[o] = append(c.Used[o], used[o]), append(c.Allotted[o], allot[o]), append(c.Rate[o], ex[o])
 		}
 		if step < from || step >= to {
 			return
@@ -193,6 +194,24 @@ func (c *Calibration) Enforcement(op, from, to int) (float64, int) {
 		return 0, 0
 	}
 	return u / a, n
+}
+
+// PhaseCost returns operator op's CPU per event over the intervals in
+// [from, to), µs (Σ CPU used / Σ executions), the share of the allotted
+// CPU it used there (Σ used / Σ allotted: near 1 when the quota bound)
+// and the intervals counted; zeros with no executions.
+func (c *Calibration) PhaseCost(op, from, to int) (costUS, used float64, n int) {
+	if op < 0 || op >= len(c.Used) {
+		return 0, 0, 0
+	}
+	u, a, r := 0.0, 0.0, 0.0
+	for i := max(from, 0); i < min(to, len(c.Used[op])); i++ {
+		u, a, r, n = u+c.Used[op][i], a+c.Allotted[op][i], r+c.Rate[op][i], n+1
+	}
+	if r == 0 || a == 0 {
+		return 0, 0, 0
+	}
+	return u / r * 1e6, u / a, n
 }
 
 // ServiceDist is one operator's per-execution CPU time measured in

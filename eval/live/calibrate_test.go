@@ -45,6 +45,17 @@ func TestCalibration(t *testing.T) {
 	if got := c.ActuationIntervals(0, 7); got != -1 {
 		t.Errorf("actuation of a quota never reported: %d, want -1", got)
 	}
+	// Phase cost over intervals 4..5: (0.006 + 9) cores for 1001 events/s,
+	// against 0.005 + 0.005 cores allotted.
+	if us, q, n := c.PhaseCost(0, 4, 6); math.Abs(us-9.006/1001*1e6) > 1e-6 || math.Abs(q-9.006/0.01) > 1e-9 || n != 2 {
+		t.Errorf("phase cost %v µs, quota used %v, %d intervals; want %v, %v, 2", us, q, n, 9.006/1001*1e6, 9.006/0.01)
+	}
+	if us, q, n := c.PhaseCost(1, 0, 6); us != 0 || q != 0 || n != 0 {
+		t.Errorf("phase cost of an operator that never executed: %v %v %d, want zeros", us, q, n)
+	}
+	if _, _, n := c.PhaseCost(2, 0, 6); n != 0 {
+		t.Error("phase cost of an unknown operator counted intervals")
+	}
 	s, err := NewStepController(2, 9000, 500, 2)
 	if err != nil {
 		t.Fatal(err)
