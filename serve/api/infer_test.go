@@ -367,4 +367,7 @@ func TestActTargetUtilization(t *testing.T) {
 	if !bytes.Contains(l.Body.Bytes(), []byte(`"target_utilization":[0,0.9,0.7,0.5,0.3]`)) {
 		t.Fatalf("policy list does not report the set: %s", l.Body)
 	}
+	if bytes.Contains(l.Body.Bytes(), []byte(`"delta_millicores"`)) {
+		t.Fatalf("policy list reports deltas for a target-utilization policy (a client checking its deltas refuses it): %s", l.Body)
+	}
 }

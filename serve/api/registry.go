@@ -215,7 +215,7 @@ type observationInfo struct {
 
 type actionInfo struct {
 	Nvec              []int     `json:"nvec"`
-	DeltaMillicores   []float64 `json:"delta_millicores"`
+	DeltaMillicores   []float64 `json:"delta_millicores,omitempty"`   // absent for a target-utilization policy
 	TargetUtilization []float64 `json:"target_utilization,omitempty"` // in place of the deltas (env.Config.ActionUtilization)
 }
 
@@ -241,7 +241,7 @@ func policyList(reg *registry) ([]byte, error) {
 		out.Policies = append(out.Policies, policyInfo{
 			Name: name, Version: e.version, Profile: c.Profile, Env: c.Env,
 			Observation: observationInfo{Keys: c.Spaces.Keys, Size: e.lay.size, Boxes: c.Spaces.Observation},
-			Action:      actionInfo{Nvec: e.nvec, DeltaMillicores: e.deltas, TargetUtilization: c.Spaces.TargetUtilization},
+			Action:      actionInfo{Nvec: e.nvec, DeltaMillicores: c.Spaces.DeltaMillicores, TargetUtilization: c.Spaces.TargetUtilization},
 			Training: trainingInfo{
 				Name: c.Name, Seed: c.Seed, Transitions: c.Transitions, GradientSteps: c.GradientSteps,
 				BestDevReward: c.BestDevReward, ConfigHash: c.ConfigHash, Hidden: e.base.Hidden(),
