@@ -143,7 +143,13 @@ type HopSpreadPoint struct {
 func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	fs := command.NewFlagSet("eval calibrate")
 	profile := fs.String("profile", "pred", "application profile: pred or etl (the vertical probes and the cost-model probe), or a CLASP application (wc, sd, aa, pl, nwm, syn: the cost-model probe only)")
-	rate := fs.Float64("rate", 2000, "constant input rate, inputs/s")
+	// The default rate is eval live's mean offered rate (taxi points
+	// 0–59 × 0.75 ≈ 2,960 inputs/s): the workers' per-hop delay is their
+	// batching wait (a batch leaves at 64 records or after 20 ms), so it
+	// falls with the rate, and hops probed at another rate misstate the
+	// live latency (etl's static:4000 p95 was 89.6 ms live at ≈ 1,975
+	// inputs/s and 59.9 ms at ≈ 2,960).
+	rate := fs.Float64("rate", 3000, "constant input rate, inputs/s (default: eval live's mean offered rate)")
 	scale := fs.Duration("time-scale", 250*time.Millisecond, "control interval (and the workers' report interval)")
 	dur := fs.Duration("duration", 10*time.Second, "probe length; the allocation steps down from -high to -low half way")
 	cpuScale := fs.Float64("cpu-scale", 0.01, "live CFS millicores per scenario millicore")

@@ -72,7 +72,10 @@ type LiveSummary struct {
 	TimeScaleS     float64   `json:"time_scale_s"`
 	RateMult       float64   `json:"rate_mult"`
 	CPUScale       float64   `json:"cpu_scale"`
-	Workers        int       `json:"workers"`
+	// WarmupIntervals ran before every controller's recorded intervals
+	// (live.Config.Warmup).
+	WarmupIntervals int `json:"warmup_intervals"`
+	Workers         int `json:"workers"`
 	Seed           uint64    `json:"seed"`
 	PlacementSeeds []uint64  `json:"placement_seeds"`
 	SLOMS          float64   `json:"slo_ms"`
@@ -137,6 +140,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	// minimum at ρ ≈ 0.85, where a run violated 8–100% by placement.
 	mult := fs.Float64("rate-mult", 0.75, "arrival-rate multiplier, > 0")
 	cpuScale := fs.Float64("cpu-scale", 0.01, "live CFS millicores given per scenario millicore")
+	warmup := fs.Duration("warmup", 2*time.Second, "vertical profiles: load run before each controller's recorded intervals, every task at its maximum, nothing recorded (the workers' cold start; 0: none)")
 	workers := fs.Int("workers", 1, "worker processes")
 	seed := fs.Uint64("seed", 1, "seed of the input source and the controllers")
 	placement := fs.Uint64("placement-seed", 101, "seed of the (first) scenario task placement (the servers the controllers see)")
@@ -245,6 +249,8 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		return usagef("eval: -workers %d, want 1..16", *workers)
 	case *start < 0:
 		return usagef("eval: -start %d, want ≥ 0", *start)
+	case *warmup < 0 || *warmup > time.Hour:
+		return usagef("eval: -warmup %v, want 0..1h", *warmup)
 	case *nPlace < 1 || *nPlace > 100:
 		return usagef("eval: -placements %d, want 1..100", *nPlace)
 	case *out == "":
@@ -273,6 +279,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		parsed = append(parsed, sp)
 	}
 	n := int(*dur / *scale)
+	warm := int((*warmup + *scale/2) / *scale)
 	var tr *traces.Trace
 	tr, err = loadTrace(*trace, *dir, *mult, *seed, o)
 	if err != nil {
@@ -328,7 +335,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		return fmt.Errorf("eval: %w", err)
 	}
 	sum := LiveSummary{Profile: *profile, Trace: *trace, TraceSource: traceSource(tr), TraceStart: *start, Intervals: n,
-		TimeScaleS: scale.Seconds(), RateMult: *mult, CPUScale: *cpuScale, Workers: *workers, Seed: *seed, PlacementSeeds: seeds,
+		TimeScaleS: scale.Seconds(), RateMult: *mult, CPUScale: *cpuScale, WarmupIntervals: warm, Workers: *workers, Seed: *seed, PlacementSeeds: seeds,
 		SLOMS: scs[0].App.SLOMS, Commit: o.Commit, GoVersion: o.GoVersion}
 	if u := hostLoad(); u != "" {
 		sum.Uptime = append(sum.Uptime, "before: "+u)
@@ -383,7 +390,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 				sum.API = strings.Join(apis, ",")
 			}
 			cfg := live.Config{Scenario: sc, App: app, Trace: tr, Step: *scale, Intervals: n, Seed: *seed, Workers: *workers,
-				CPUScale: *cpuScale, Controller: c, Name: sp.String(), WorkerArgs: []string{"live-worker"},
+				CPUScale: *cpuScale, Warmup: warm, Controller: c, Name: sp.String(), WorkerArgs: []string{"live-worker"},
 				Planner: *plannerAddr, PlannerToken: *plannerToken}
 			if *verbose {
 				cfg.Log = o.Stderr

@@ -12,6 +12,7 @@ import (
 	"streamscale/agents"
 	"streamscale/env"
 	"streamscale/serve/runtime/ops"
+	"streamscale/serve/runtime/planner"
 	"streamscale/traces"
 )
 
@@ -55,11 +56,12 @@ func liveConfig(t testing.TB, profile string, mc float64, rate float64, interval
 }
 
 // TestAllocationsBind runs pred on the real runtime twice (16 intervals
-// of 250 ms at 2,000 inputs/s, CPU scale 0.01): the simulator's minimum
+// of 250 ms at 3,000 inputs/s, CPU scale 0.01): the simulator's minimum
 // allocation (static:500) cannot keep up and violates the SLO in most
 // intervals; a generous one (static:4000) keeps up. The margins are wide
-// (static:500 serves ~400–1,100 inputs/s of the 2,000 offered on this
-// machine; static:4000 ~9,000).
+// (SenMLParse costs ≈ 2.1 µs per input, so static:500's 5 live mc serve
+// ≈ 2,000–2,400 inputs/s of the 3,000 offered on this machine; static:4000
+// ≈ 19,000).
 func TestAllocationsBind(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the live runtime")
@@ -68,7 +70,7 @@ func TestAllocationsBind(t *testing.T) {
 		t.Skip("the race detector slows the runtime about tenfold: static:4000 no longer keeps up")
 	}
 	run := func(mc float64) (float64, float64, Info) {
-		c := liveConfig(t, "pred", mc, 2000, 16, 0.01)
+		c := liveConfig(t, "pred", mc, 3000, 16, 0.01)
 		res, info, err := Run(context.Background(), c)
 		if err != nil {
 			t.Fatal(err)
@@ -94,6 +96,42 @@ func TestAllocationsBind(t *testing.T) {
 	}
 }
 
+// TestWarmup: the warm-up intervals run before the recorded ones and are
+// neither recorded, tapped nor controlled; the recorded run starts at the
+// controller's allocation with the trace's first point.
+func TestWarmup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the live runtime")
+	}
+	c := liveConfig(t, "pred", 500, 1000, 4, 0.01)
+	c.Trace = &traces.Trace{Name: "two", Counts: []float64{1000, 1200, 1400, 1600}, Scale: 1}
+	c.Warmup = 3
+	var tapped []int
+	c.Tap = func(step int, _ []planner.TaskObs) { tapped = append(tapped, step) }
+	res, info, err := Run(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Intervals) != 4 || len(tapped) != 4 || tapped[0] != 0 || info.ControlFailures != 0 {
+		t.Fatalf("%d intervals, tapped %v, %d control failures; want 4, [0 1 2 3], 0", len(res.Intervals), tapped, info.ControlFailures)
+	}
+	for _, iv := range res.Intervals {
+		if iv.TotalCPU != 500*6 {
+			t.Fatalf("interval %d total CPU %v, want 3000 (the warm-up's maximum is not recorded)", iv.Step, iv.TotalCPU)
+		}
+	}
+	// The planner sent the warm-up's three repeats of the first point
+	// (750 inputs) before the trace's 1,300.
+	if info.Inputs < 1900 || info.Inputs > 2200 {
+		t.Fatalf("%d inputs sent, want ≈ 2,050 (750 in the warm-up, 1,300 recorded)", info.Inputs)
+	}
+	// The recorded slice is the trace, not the warm-up's repeats of its
+	// first point: the offered rate rises over the four intervals.
+	if first, last := res.Intervals[0].Offered, res.Intervals[3].Offered; !(last > first+300) {
+		t.Fatalf("offered %v … %v inputs/s, want the trace's 1,000 … 1,600", first, last)
+	}
+}
+
 // failing is a controller that errs at every decision.
 type failing struct{}
 
@@ -112,6 +150,7 @@ func TestConfigErrors(t *testing.T) {
 		"intervals":     func(c *Config) { c.Intervals = 0 },
 		"workers":       func(c *Config) { c.Workers = 99 },
 		"cpu scale":     func(c *Config) { c.CPUScale = -1 },
+		"warm-up":       func(c *Config) { c.Warmup = -1 },
 		"wrong app":     func(c *Config) { c.App, _ = ops.AppByName("wc") },
 	} {
 		c := base
