@@ -64,24 +64,24 @@ func meanTaskCPU(r runner.Result) []float64 {
 // are not reproducible (real time on a shared machine); the seed and the
 // configuration are recorded so a rerun is the same experiment.
 type LiveSummary struct {
-	Profile        string    `json:"profile"`
-	Trace          string    `json:"trace"`
-	TraceSource    string    `json:"trace_source"`
-	TraceStart     int       `json:"trace_start"`
-	Intervals      int       `json:"intervals"`
-	TimeScaleS     float64   `json:"time_scale_s"`
-	RateMult       float64   `json:"rate_mult"`
-	CPUScale       float64   `json:"cpu_scale"`
+	Profile     string  `json:"profile"`
+	Trace       string  `json:"trace"`
+	TraceSource string  `json:"trace_source"`
+	TraceStart  int     `json:"trace_start"`
+	Intervals   int     `json:"intervals"`
+	TimeScaleS  float64 `json:"time_scale_s"`
+	RateMult    float64 `json:"rate_mult"`
+	CPUScale    float64 `json:"cpu_scale"`
 	// WarmupIntervals ran before every controller's recorded intervals
 	// (live.Config.Warmup).
-	WarmupIntervals int `json:"warmup_intervals"`
-	Workers         int `json:"workers"`
-	Seed           uint64    `json:"seed"`
-	PlacementSeeds []uint64  `json:"placement_seeds"`
-	SLOMS          float64   `json:"slo_ms"`
-	Tasks          []string  `json:"tasks"`
-	API            string    `json:"api,omitempty"`
-	Runs           []LiveRun `json:"runs"`
+	WarmupIntervals int       `json:"warmup_intervals"`
+	Workers         int       `json:"workers"`
+	Seed            uint64    `json:"seed"`
+	PlacementSeeds  []uint64  `json:"placement_seeds"`
+	SLOMS           float64   `json:"slo_ms"`
+	Tasks           []string  `json:"tasks"`
+	API             string    `json:"api,omitempty"`
+	Runs            []LiveRun `json:"runs"`
 	// Sim holds, for `eval simgap`, each controller's simulated run on the
 	// same slice (same order as Runs), and SimScenario its physics preset.
 	Sim         []LiveRun `json:"sim,omitempty"`
