@@ -79,8 +79,33 @@ func TestLiveMarkdown(t *testing.T) {
 		}
 	}
 	s.Sim[1].ViolationRate = 0.95
-	if md := string(liveMarkdown(s)); !strings.Contains(md, "(different order)") {
+	if md := string(liveMarkdown(s)); !strings.Contains(md, "(different order)") || !strings.Contains(md, "[[static:500 threshold]]") || !strings.Contains(md, "ranking not met") {
 		t.Errorf("rankings differ but the report says:\n%s", md)
+	}
+}
+
+// TestDiscordant: a pair the simulator ties (same violation rate and CPU)
+// is not ranked by it, whatever the live order; a pair ordered the other
+// way live is discordant.
+func TestDiscordant(t *testing.T) {
+	mk := func(name string, v, cpu float64) LiveRun {
+		var r LiveRun
+		r.Controller, r.ViolationRate, r.MeanCPU = name, v, cpu
+		return r
+	}
+	sim := []LiveRun{mk("static:500", 0.95, 3000), mk("vrebalance", 0.95, 3000), mk("threshold", 0, 4000), mk("ppo", 0, 3900)}
+	live := []LiveRun{mk("static:500", 0.93, 3000), mk("vrebalance", 0.89, 3000), mk("threshold", 0, 3800), mk("ppo", 0, 3950)}
+	got := discordant(sim, live)
+	if len(got) != 1 || got[0] != [2]string{"threshold", "ppo"} {
+		t.Fatalf("discordant %v, want only [threshold ppo] (static:500/vrebalance tie in the simulator)", got)
+	}
+	live[2].MeanCPU = 4100
+	if got := discordant(sim, live); len(got) != 0 {
+		t.Fatalf("discordant %v, want none", got)
+	}
+	s := LiveSummary{Profile: "pred", Trace: "taxi", Intervals: 60, TimeScaleS: 0.25, Runs: live, Sim: sim, SimScenario: "x"}
+	if md := string(liveMarkdown(s)); !strings.Contains(md, "(different order)") || !strings.Contains(md, "ranking met") || !strings.Contains(md, "the simulator ties") {
+		t.Errorf("a ranking that differs only in a simulated tie:\n%s", md)
 	}
 }
 
