@@ -214,6 +214,15 @@ func Run(ctx context.Context, c Config) (runner.Result, Info, error) {
 	// asks the controller and returns the new per-worker allocation (nil:
 	// unchanged); in process it runs as the planner's Allocator, attached
 	// once per interval the service reports.
+	// byWorker is the allocation in force for every worker that reported.
+	byWorker := func(tasks []planner.TaskObs) map[uint32][]int {
+		mcs := perWorker()
+		out := map[uint32][]int{}
+		for _, t := range tasks {
+			out[t.Worker] = mcs
+		}
+		return out
+	}
 	warm, start, want := c.Warmup, []float64(nil), c.Intervals
 	step := func(w planner.Window, tasks []planner.TaskObs) map[uint32][]int {
 		mu.Lock()
@@ -223,12 +232,7 @@ func Run(ctx context.Context, c Config) (runner.Result, Info, error) {
 				return nil
 			}
 			copy(alloc, start)
-			mcs := perWorker()
-			out := map[uint32][]int{}
-			for _, t := range tasks {
-				out[t.Worker] = mcs
-			}
-			return out
+			return byWorker(tasks)
 		}
 		if len(res.Intervals) >= want {
 			return nil // draining
@@ -273,12 +277,7 @@ func Run(ctx context.Context, c Config) (runner.Result, Info, error) {
 			return nil
 		}
 		copy(alloc, next)
-		mcs := perWorker()
-		out := map[uint32][]int{}
-		for _, t := range tasks {
-			out[t.Worker] = mcs
-		}
-		return out
+		return byWorker(tasks)
 	}
 
 	hook := func(_ float64, tasks []planner.TaskObs) map[uint32][]int { return step(pl.TakeWindow(), tasks) }
