@@ -52,10 +52,42 @@ func TestHopFactorDraws(t *testing.T) {
 	}
 }
 
-// TestHopSpreadValidation: hop_spread outside [0, 1], NaN or infinite is
+// TestHopFactorHeavy: above HopSpread 1 a hop's factor is the mixture of
+// the uniform on [0, 2] and an exponential of mean 1 (weight s − 1): mean
+// 1, CV² = 1/3 + 2(s − 1)/3, never negative, and past 2 with the
+// exponential's share of e^−2 ≈ 13.5%, in both cores.
+func TestHopFactorHeavy(t *testing.T) {
+	const n = 400000
+	for _, s := range []float64{1.5, 2} {
+		ph := newPhysicsRun(Physics{HopMS: 10, HopSpread: s}, 1, 10)
+		ph.reset(5)
+		for name, draw := range map[string]func(i int) float64{
+			"fast":      func(int) float64 { return ph.hopFactor() },
+			"per event": func(i int) float64 { return ph.hopFactorOf(uint64(i), 2) },
+		} {
+			sum, ss, lo, above := 0.0, 0.0, math.Inf(1), 0
+			for i := range n {
+				x := draw(i)
+				sum, ss, lo = sum+x, ss+x*x, min(lo, x)
+				if x > 2 {
+					above++
+				}
+			}
+			mean := sum / n
+			cv := math.Sqrt(ss/n-mean*mean) / mean
+			wantCV := math.Sqrt(1.0/3 + 2*(s-1)/3)
+			share, wantShare := float64(above)/n, (s-1)*math.Exp(-2)
+			if math.Abs(mean-1) > 0.01 || math.Abs(cv-wantCV) > 0.01 || lo < 0 || math.Abs(share-wantShare) > 0.005 {
+				t.Errorf("spread %v, %s: mean %.4f, CV %.4f (want %.4f), min %.4f, share above 2 %.4f (want %.4f)", s, name, mean, cv, wantCV, lo, share, wantShare)
+			}
+		}
+	}
+}
+
+// TestHopSpreadValidation: hop_spread outside [0, 2], NaN or infinite is
 // refused with an error naming the field.
 func TestHopSpreadValidation(t *testing.T) {
-	for _, v := range []float64{-0.1, 1.5, math.NaN(), math.Inf(1)} {
+	for _, v := range []float64{-0.1, 2.5, math.NaN(), math.Inf(1)} {
 		cfg, err := EdgeConfig("pred", 1, diurnal(10))
 		if err != nil {
 			t.Fatal(err)
@@ -108,7 +140,8 @@ func TestHopsEndToEnd(t *testing.T) {
 // per-event one with spread hops, as the calibrated scenario has them
 // (the realistic physics, 8 ms per hop uniform on [0, 16] ms, hops end to
 // end), on PRED and ETL (its fork-join: a message's siblings share a
-// stage's hop in both cores) at offered loads 0.3 and 0.8: the median p95
+// stage's hop in both cores) at offered loads 0.3 and 0.8, and with the
+// heavier-tailed spread 2 (exponential hops) at 0.8: the median p95
 // within 15% + 5 ms and the violation rate within 10 points, as
 // TestFluidMatchesPerEventStochastic asks; and in both cores the spread
 // raises the median p95 over the fixed hops' (the hop is no longer its
@@ -120,8 +153,10 @@ func TestHopSpreadFastMatchesPerEvent(t *testing.T) {
 	for _, c := range []struct {
 		profile string
 		rate    float64
-	}{{"pred", 1500}, {"etl", 1200}} {
-		for _, rho := range []float64{0.3, 0.8} {
+		spread  float64
+		rho     []float64
+	}{{"pred", 1500, 1, []float64{0.3, 0.8}}, {"etl", 1200, 1, []float64{0.3, 0.8}}, {"pred", 1500, 2, []float64{0.8}}, {"etl", 1200, 2, []float64{0.8}}} {
+		for _, rho := range c.rho {
 			cfg, err := EdgeConfig(c.profile, 7, constantRates(c.rate, 30))
 			if err != nil {
 				t.Fatal(err)
@@ -129,7 +164,7 @@ func TestHopSpreadFastMatchesPerEvent(t *testing.T) {
 			tg := loadTargets(t, cfg, rho)
 			var p95, mean [2][2]float64 // [core][spread off, on]
 			var viol [2]float64
-			for sp, spread := range []float64{0, 1} {
+			for sp, spread := range []float64{0, c.spread} {
 				cfg.Physics = realisticNoObs()
 				cfg.Physics.HopMS, cfg.Physics.HopSpread, cfg.Physics.HopsEndToEnd = 8, spread, true
 				for m, mode := range []Mode{Fluid, PerEvent} {
@@ -163,8 +198,8 @@ func TestHopSpreadFastMatchesPerEvent(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("%s ρ %.1f: median p95 fixed → spread: fast %.1f → %.1f ms, reference %.1f → %.1f ms; mean fast %.1f → %.1f, reference %.1f → %.1f; violations %.3f, %.3f",
-				c.profile, rho, p95[0][0], p95[0][1], p95[1][0], p95[1][1], mean[0][0], mean[0][1], mean[1][0], mean[1][1], viol[0], viol[1])
+			t.Logf("%s ρ %.1f, spread %g: median p95 fixed → spread: fast %.1f → %.1f ms, reference %.1f → %.1f ms; mean fast %.1f → %.1f, reference %.1f → %.1f; violations %.3f, %.3f",
+				c.profile, rho, c.spread, p95[0][0], p95[0][1], p95[1][0], p95[1][1], mean[0][0], mean[0][1], mean[1][0], mean[1][1], viol[0], viol[1])
 			if f, r := p95[0][1], p95[1][1]; math.Abs(f-r) > 0.15*r+5 || math.Abs(viol[0]-viol[1]) > 0.10 {
 				t.Errorf("%s ρ %.1f with spread hops: fast median p95 %.1f ms, violations %.3f; reference %.1f ms, %.3f", c.profile, rho, f, viol[0], r, viol[1])
 			}

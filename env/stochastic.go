@@ -134,15 +134,36 @@ func (ph *physicsRun) serviceFactorFast() float64 {
 	return ph.svcTable[ph.svc.Uint64()>>52]
 }
 
-// hopFactor draws a hop's factor (mean 1) for the fast core: uniform on
-// [1 − HopSpread, 1 + HopSpread]; 1 when hops are fixed (no draw). It
-// draws from the service stream, which a snapshot carries, so a restored
-// Env continues bit for bit; the stream moves only when hops are spread.
+// hopFactor draws a hop's factor (mean 1) for the fast core
+// (hopFactorFrom); 1 when hops are fixed (no draw). It draws from the
+// service stream, which a snapshot carries, so a restored Env continues
+// bit for bit; the stream moves only when hops are spread (one draw up to
+// HopSpread 1, two above).
 func (ph *physicsRun) hopFactor() float64 {
 	if ph.hopSpread == 0 {
 		return 1
 	}
-	return 1 + ph.hopSpread*(2*unit(ph.svc.Uint64())-1)
+	if ph.hopSpread <= 1 {
+		return hopFactorFrom(ph.hopSpread, ph.svc.Uint64(), 0)
+	}
+	a := ph.svc.Uint64()
+	return hopFactorFrom(ph.hopSpread, a, ph.svc.Uint64())
+}
+
+// hopFactorFrom is a hop's factor under spread s from one or two uniform
+// words: up to s = 1 uniform on [1 − s, 1 + s] (a alone); above it the
+// uniform on [0, 2] with probability 2 − s and an exponential of mean 1
+// with probability s − 1 (a picks the component, b draws in it), so the
+// coefficient of variation rises from 1/√3 at s = 1 to 1 at s = 2:
+// CV² = 1/3 + 2(s − 1)/3.
+func hopFactorFrom(s float64, a, b uint64) float64 {
+	if s <= 1 {
+		return 1 + s*(2*unit(a)-1)
+	}
+	if unit(a) < s-1 {
+		return -math.Log1p(-unit(b))
+	}
+	return 2 * unit(b)
 }
 
 // hopFactorOf is hopFactor for the per-event core, a function of the
@@ -155,7 +176,7 @@ func (ph *physicsRun) hopFactorOf(msg uint64, to int) float64 {
 		return 1
 	}
 	x := mix64(ph.hopKey ^ mix64(msg) ^ mix64(uint64(to)+0x632be59bd9b4e019))
-	return 1 + ph.hopSpread*(2*unit(x)-1)
+	return hopFactorFrom(ph.hopSpread, x, mix64(x^0x9e3779b97f4a7c15))
 }
 
 // unit maps 64 random bits to [0, 1).

@@ -730,7 +730,9 @@ func hopSpreadMethod(c Calibration) string {
 		c.HighMC, c.Rate, c.Seed, c.P95HighMS, strings.Join(pts, ", "), c.HopSpreadNote)
 }
 
-// hopSpreadGrid is the number of steps of fitHopSpread's grid over [0, 1].
+// hopSpreadGrid is the number of steps of fitHopSpread's grid over [0, 1]
+// (the uniform spreads); the grid goes on to 2 (Physics.HopSpread's
+// exponential mixtures) at the same step.
 const hopSpreadGrid = 20
 
 // fitHopSpread fits the scenario's hop_spread to the probe: it simulates
@@ -758,7 +760,7 @@ func fitHopSpread(ctx context.Context, c Calibration, scen env.Scenario) (float6
 	at := c.Intervals / 2
 	var pts []HopSpreadPoint
 	best := -1
-	for i := 0; i <= hopSpreadGrid; i++ {
+	for i := 0; i <= 2*hopSpreadGrid; i++ {
 		p.HopSpread = float64(i) / hopSpreadGrid
 		res, err := runner.Run(ctx, runner.Spec{Profile: c.Profile, TraceName: "constant", Workload: tr, PlacementSeed: 101, Seed: c.Seed,
 			Steps: c.Intervals, Controller: sp, Physics: p, Demand: scen.Demand})
@@ -779,7 +781,7 @@ func fitHopSpread(ctx context.Context, c Calibration, scen env.Scenario) (float6
 	case c.P95HighMS < pts[0].P95MS:
 		note = "live p95 below the fixed hops' (spread 0): at the bound"
 	case c.P95HighMS > pts[len(pts)-1].P95MS:
-		note = "live p95 above the widest uniform's (spread 1): at the bound, the live waits are spread wider than uniform on [0, 2× the mean]"
+		note = "live p95 above the exponential hops' (spread 2): at the bound, the live waits are heavier-tailed than exponential"
 	}
 	return pts[best].Spread, pts, note, nil
 }
