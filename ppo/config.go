@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 )
 
 // Schedule is a hyperparameter that moves linearly with SB3's
@@ -29,6 +31,63 @@ func Linear(start, end float64) Schedule { return Schedule{Start: start, End: en
 
 // At returns the value at progress remaining p.
 func (s Schedule) At(p float64) float64 { return s.End + (s.Start-s.End)*p }
+
+// String writes s as ParseSchedule reads it: "3e-05" for a constant,
+// "lin_0.0003" for rl-zoo's linear decay to 0, "0.0003..1e-05" otherwise.
+func (s Schedule) String() string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	switch {
+	case s.Start == s.End:
+		return f(s.Start)
+	case s.End == 0:
+		return "lin_" + f(s.Start)
+	}
+	return f(s.Start) + ".." + f(s.End)
+}
+
+// ParseSchedule reads a schedule as rl-zoo's hyperparameter files write
+// one: a number is a constant, "lin_X" decays linearly from X at the start
+// to 0 at the end (Linear(X, 0)); "A..B" moves linearly from A to B. Every
+// value must be a finite number ≥ 0 and the start > 0.
+func ParseSchedule(s string) (Schedule, error) {
+	num := func(t string) (float64, error) {
+		v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0, fmt.Errorf("ppo: schedule %q: %q is not a finite number", s, t)
+		}
+		return v, nil
+	}
+	var out Schedule
+	switch {
+	case strings.HasPrefix(s, "lin_"):
+		v, err := num(s[len("lin_"):])
+		if err != nil {
+			return Schedule{}, err
+		}
+		out = Linear(v, 0)
+	case strings.Contains(s, ".."):
+		a, b, _ := strings.Cut(s, "..")
+		va, err := num(a)
+		if err != nil {
+			return Schedule{}, err
+		}
+		vb, err := num(b)
+		if err != nil {
+			return Schedule{}, err
+		}
+		out = Linear(va, vb)
+	default:
+		v, err := num(s)
+		if err != nil {
+			return Schedule{}, err
+		}
+		out = Constant(v)
+	}
+	if out.Start <= 0 || out.End < 0 {
+		return Schedule{}, fmt.Errorf("ppo: schedule %q: start must be > 0 and end ≥ 0", s)
+	}
+	return out, nil
+}
 
 // Config holds every PPO hyperparameter (Stable-Baselines3 names in
 // brackets). DefaultConfig returns the paper's configuration.
