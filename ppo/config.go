@@ -107,7 +107,8 @@ type Config struct {
 	MaxGradNorm    float64  `json:"max_grad_norm"`         // global L2 norm gradients are clipped to [max_grad_norm] (0.5)
 	NormalizeAdv   bool     `json:"normalize_advantage"`   // per-minibatch advantage normalisation [normalize_advantage] (true)
 	AdamEps        float64  `json:"adam_eps"`              // Adam ε; SB3 overrides PyTorch's 1e-8 [optimizer_kwargs.eps] (1e-5)
-	Hidden         []int    `json:"net_arch"`              // hidden layer widths of both the actor and the critic MLP, tanh [net_arch] ([64 64])
+	Hidden         []int    `json:"net_arch"`              // hidden layer widths of the actor MLP, and of the critic's unless CriticHidden is set, tanh [net_arch] ([64 64])
+	CriticHidden   []int    `json:"critic_arch,omitempty"` // hidden layer widths of the critic MLP; nil: Hidden [net_arch=dict(pi=…, vf=…)] (nil)
 	Seed           uint64   `json:"seed"`                  // root seed of every random stream [seed] (284572)
 	NormObs        bool     `json:"norm_obs,omitempty"`    // normalise observations by running mean/variance, as VecNormalize [norm_obs] (false: the paper has none)
 	NormReward     bool     `json:"norm_reward,omitempty"` // scale rewards by the running std of the γ-discounted return, as VecNormalize [norm_reward] (false)
@@ -161,6 +162,14 @@ func DefaultConfig() Config {
 		ClipObs:        10,
 		ClipReward:     10,
 	}
+}
+
+// criticHidden is the critic's hidden widths: CriticHidden, or Hidden.
+func (c Config) criticHidden() []int {
+	if c.CriticHidden != nil {
+		return c.CriticHidden
+	}
+	return c.Hidden
 }
 
 // RolloutSize is the number of transitions per iteration: NumSteps·NumEnvs.
@@ -235,6 +244,14 @@ func (c Config) Validate() error {
 	for i, h := range c.Hidden {
 		if h < 1 {
 			return fmt.Errorf("ppo: hidden layer %d has width %d", i, h)
+		}
+	}
+	if c.CriticHidden != nil && len(c.CriticHidden) == 0 {
+		return fmt.Errorf("ppo: critic_arch needs at least one hidden layer (nil: net_arch)")
+	}
+	for i, h := range c.CriticHidden {
+		if h < 1 {
+			return fmt.Errorf("ppo: critic hidden layer %d has width %d", i, h)
 		}
 	}
 	if c.Iterations() > math.MaxInt32 {

@@ -1,6 +1,7 @@
 package ppo
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -47,6 +48,8 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Epochs = 0 }, "ppo: n_epochs must be positive"},
 		{func(c *Config) { c.TotalTimesteps = 0 }, "ppo: total timesteps must be positive"},
 		{func(c *Config) { c.Hidden = []int{64, 0} }, "ppo: hidden layer 1 has width 0"},
+		{func(c *Config) { c.CriticHidden = []int{} }, "ppo: critic_arch needs at least one hidden layer"},
+		{func(c *Config) { c.CriticHidden = []int{256, -1} }, "ppo: critic hidden layer 1 has width -1"},
 	} {
 		c := DefaultConfig()
 		tc.mod(&c)
@@ -72,6 +75,17 @@ func TestConfigHashChanges(t *testing.T) {
 	b.Seed++
 	if a.Hash() == b.Hash() || a.Hash() != DefaultConfig().Hash() {
 		t.Error("hash must depend on every field and nothing else")
+	}
+	// Without a critic architecture of its own the encoding (and so the
+	// hash of every configuration from before the option) has no
+	// critic_arch; with one, the hash changes.
+	if j, _ := json.Marshal(a); strings.Contains(string(j), "critic_arch") {
+		t.Errorf("default config encodes critic_arch: %s", j)
+	}
+	c := DefaultConfig()
+	c.CriticHidden = []int{64, 64}
+	if c.Hash() == a.Hash() {
+		t.Error("critic_arch does not change the hash")
 	}
 }
 

@@ -50,7 +50,7 @@ func Main(ctx context.Context, args []string, o command.IO) int {
 	return command.Exit(run.Run(ctx, opts, o), o)
 }
 
-// MaxWidth bounds a hidden layer's width in -net-arch.
+// MaxWidth bounds a hidden layer's width in -net-arch and -critic-arch.
 const MaxWidth = 4096
 
 // parseWidths reads hidden layer widths: one to eight comma-separated
@@ -118,6 +118,7 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	fs.IntVar(&opts.NEpochs, "n-epochs", 0, "passes over each rollout n_epochs ≥ 1 (default: 20)")
 	fs.IntVar(&opts.BatchSize, "batch-size", 0, "minibatch size batch_size, 2 to the rollout size (default: 256)")
 	netArch := fs.String("net-arch", "", "hidden layer widths of the actor and the critic, comma-separated, e.g. 128,128 (SB3 net_arch; default: 64,64)")
+	criticArch := fs.String("critic-arch", "", "hidden layer widths of the critic alone, comma-separated, e.g. 256,256 (SB3 net_arch=dict(vf=…); default: -net-arch's)")
 	if err := command.Parse(fs, synopsis, args, o); err != nil {
 		return run.Options{}, err
 	}
@@ -167,6 +168,13 @@ func parse(args []string, o command.IO) (run.Options, error) {
 			return run.Options{}, command.Usagef("train: -net-arch: %v", err)
 		}
 		opts.NetArch = w
+	}
+	if command.Set(fs, "critic-arch") {
+		w, err := parseWidths(*criticArch)
+		if err != nil {
+			return run.Options{}, command.Usagef("train: -critic-arch: %v", err)
+		}
+		opts.CriticArch = w
 	}
 	switch *sel {
 	case "best-dev":

@@ -50,6 +50,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"-net-arch", "64,0"}, `train: -net-arch: "64,0": layer 1 is "0", want an integer width in [1, 4096]`},
 		{[]string{"-net-arch", ""}, `train: -net-arch: "": layer 0 is ""`},
 		{[]string{"-net-arch", "1,1,1,1,1,1,1,1,1"}, "has 9 layers, want 1 to 8"},
+		{[]string{"-critic-arch", "256,x"}, `train: -critic-arch: "256,x": layer 1 is "x"`},
+		{[]string{"-critic-arch", "5000"}, `want an integer width in [1, 4096]`},
 		{[]string{"-seed", "x"}, "-seed"},
 		{[]string{"-nosuchflag"}, "-nosuchflag"},
 		{[]string{"extra"}, `train: unexpected argument "extra"`},
@@ -70,11 +72,11 @@ func TestUsage(t *testing.T) {
 // options; unset, they are nil or zero (the environment's defaults).
 func TestHyperparameterFlags(t *testing.T) {
 	o, err := parse(nil, command.IO{})
-	if err != nil || o.GAELambda != nil || o.VFCoef != nil || o.LearningRate != nil || o.NEpochs != 0 || o.BatchSize != 0 || o.NetArch != nil {
+	if err != nil || o.GAELambda != nil || o.VFCoef != nil || o.LearningRate != nil || o.NEpochs != 0 || o.BatchSize != 0 || o.NetArch != nil || o.CriticArch != nil {
 		t.Fatalf("defaults: %+v, %v", o, err)
 	}
-	o, err = parse([]string{"-gae-lambda", "0.9", "-vf-coef", "1", "-learning-rate", "lin_3e-4", "-n-epochs", "10", "-batch-size", "512", "-net-arch", "128, 128"}, command.IO{})
-	if err != nil || *o.GAELambda != 0.9 || *o.VFCoef != 1 || *o.LearningRate != ppo.Linear(3e-4, 0) || o.NEpochs != 10 || o.BatchSize != 512 || !slices.Equal(o.NetArch, []int{128, 128}) {
+	o, err = parse([]string{"-gae-lambda", "0.9", "-vf-coef", "1", "-learning-rate", "lin_3e-4", "-n-epochs", "10", "-batch-size", "512", "-net-arch", "128, 128", "-critic-arch", "256,256"}, command.IO{})
+	if err != nil || *o.GAELambda != 0.9 || *o.VFCoef != 1 || *o.LearningRate != ppo.Linear(3e-4, 0) || o.NEpochs != 10 || o.BatchSize != 512 || !slices.Equal(o.NetArch, []int{128, 128}) || !slices.Equal(o.CriticArch, []int{256, 256}) {
 		t.Fatalf("flags: %+v, %v", o, err)
 	}
 	o, err = parse([]string{"-gae-lambda", "0"}, command.IO{})
@@ -110,7 +112,7 @@ func TestHelp(t *testing.T) {
 	if code := Main(context.Background(), []string{"-h"}, command.IO{Stdout: &out, Stderr: &errw}); code != 0 {
 		t.Fatalf("-h: exit %d, stderr %q", code, errw.String())
 	}
-	for _, f := range []string{"-env", "-profile", "-scenario", "-seed", "-steps", "-envs", "-out", "-resume", "-json", "-workers", "-norm-obs", "-norm-reward", "-ent-coef", "-clip-range-vf", "-gae-lambda", "-vf-coef", "-learning-rate", "-n-epochs", "-batch-size", "-net-arch"} {
+	for _, f := range []string{"-env", "-profile", "-scenario", "-seed", "-steps", "-envs", "-out", "-resume", "-json", "-workers", "-norm-obs", "-norm-reward", "-ent-coef", "-clip-range-vf", "-gae-lambda", "-vf-coef", "-learning-rate", "-n-epochs", "-batch-size", "-net-arch", "-critic-arch"} {
 		if !strings.Contains(out.String(), "  "+f+" ") && !strings.Contains(out.String(), "  "+f+"\n") {
 			t.Errorf("usage does not list %s:\n%s", f, out.String())
 		}

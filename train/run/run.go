@@ -74,14 +74,15 @@ type Options struct {
 	// Gamma, when not nil, overrides the discount factor (-gamma).
 	Gamma *float64
 	// GAELambda, VFCoef and LearningRate, when not nil, and NEpochs,
-	// BatchSize and NetArch, when not zero, override ppo.Config's
-	// gae_lambda, vf_coef, learning_rate, n_epochs, batch_size and
-	// net_arch (-gae-lambda, -vf-coef, -learning-rate, -n-epochs,
-	// -batch-size, -net-arch); unset keeps the environment's default.
-	GAELambda, VFCoef  *float64
-	LearningRate       *ppo.Schedule
-	NEpochs, BatchSize int
-	NetArch            []int
+	// BatchSize, NetArch and CriticArch, when not zero, override
+	// ppo.Config's gae_lambda, vf_coef, learning_rate, n_epochs,
+	// batch_size, net_arch and critic_arch (-gae-lambda, -vf-coef,
+	// -learning-rate, -n-epochs, -batch-size, -net-arch, -critic-arch);
+	// unset keeps the environment's default.
+	GAELambda, VFCoef   *float64
+	LearningRate        *ppo.Schedule
+	NEpochs, BatchSize  int
+	NetArch, CriticArch []int
 	// CPUProfile, when set, is where the command writes a CPU profile;
 	// Run ignores it.
 	CPUProfile string
@@ -118,6 +119,7 @@ type Summary struct {
 	NEpochs        int      `json:"n_epochs,omitempty"`      // -n-epochs
 	BatchSize      int      `json:"batch_size,omitempty"`    // -batch-size
 	NetArch        []int    `json:"net_arch,omitempty"`      // -net-arch
+	CriticArch     []int    `json:"critic_arch,omitempty"`   // -critic-arch
 	Seed           uint64   `json:"seed"`
 	Transitions    int      `json:"transitions"`
 	Iterations     int      `json:"iterations"`
@@ -280,6 +282,9 @@ func prepare(o Options) (*setup, error) {
 	}
 	if len(o.NetArch) > 0 {
 		s.cfg.Hidden = append([]int(nil), o.NetArch...)
+	}
+	if len(o.CriticArch) > 0 {
+		s.cfg.CriticHidden = append([]int(nil), o.CriticArch...)
 	}
 	if o.Steps > 0 {
 		s.cfg.TotalTimesteps = o.Steps
@@ -537,7 +542,8 @@ func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall floa
 			sum.TrainTraces = strings.Join(parts, ",")
 		}
 	}
-	sum.GAELambda, sum.VFCoef, sum.NEpochs, sum.BatchSize, sum.NetArch = o.GAELambda, o.VFCoef, o.NEpochs, o.BatchSize, o.NetArch
+	sum.GAELambda, sum.VFCoef, sum.NEpochs, sum.BatchSize = o.GAELambda, o.VFCoef, o.NEpochs, o.BatchSize
+	sum.NetArch, sum.CriticArch = o.NetArch, o.CriticArch
 	if o.LearningRate != nil {
 		sum.LearningRate = o.LearningRate.String()
 	}
