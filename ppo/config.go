@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 )
 
 // Schedule is a hyperparameter that moves linearly with SB3's
@@ -30,6 +32,63 @@ func Linear(start, end float64) Schedule { return Schedule{Start: start, End: en
 // At returns the value at progress remaining p.
 func (s Schedule) At(p float64) float64 { return s.End + (s.Start-s.End)*p }
 
+// String writes s as ParseSchedule reads it: "3e-05" for a constant,
+// "lin_0.0003" for rl-zoo's linear decay to 0, "0.0003..1e-05" otherwise.
+func (s Schedule) String() string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	switch {
+	case s.Start == s.End:
+		return f(s.Start)
+	case s.End == 0:
+		return "lin_" + f(s.Start)
+	}
+	return f(s.Start) + ".." + f(s.End)
+}
+
+// ParseSchedule reads a schedule as rl-zoo's hyperparameter files write
+// one: a number is a constant, "lin_X" decays linearly from X at the start
+// to 0 at the end (Linear(X, 0)); "A..B" moves linearly from A to B. Every
+// value must be a finite number ≥ 0 and the start > 0.
+func ParseSchedule(s string) (Schedule, error) {
+	num := func(t string) (float64, error) {
+		v, err := strconv.ParseFloat(strings.TrimSpace(t), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return 0, fmt.Errorf("ppo: schedule %q: %q is not a finite number", s, t)
+		}
+		return v, nil
+	}
+	var out Schedule
+	switch {
+	case strings.HasPrefix(s, "lin_"):
+		v, err := num(s[len("lin_"):])
+		if err != nil {
+			return Schedule{}, err
+		}
+		out = Linear(v, 0)
+	case strings.Contains(s, ".."):
+		a, b, _ := strings.Cut(s, "..")
+		va, err := num(a)
+		if err != nil {
+			return Schedule{}, err
+		}
+		vb, err := num(b)
+		if err != nil {
+			return Schedule{}, err
+		}
+		out = Linear(va, vb)
+	default:
+		v, err := num(s)
+		if err != nil {
+			return Schedule{}, err
+		}
+		out = Constant(v)
+	}
+	if out.Start <= 0 || out.End < 0 {
+		return Schedule{}, fmt.Errorf("ppo: schedule %q: start must be > 0 and end ≥ 0", s)
+	}
+	return out, nil
+}
+
 // Config holds every PPO hyperparameter (Stable-Baselines3 names in
 // brackets). DefaultConfig returns the paper's configuration.
 type Config struct {
@@ -48,7 +107,8 @@ type Config struct {
 	MaxGradNorm    float64  `json:"max_grad_norm"`         // global L2 norm gradients are clipped to [max_grad_norm] (0.5)
 	NormalizeAdv   bool     `json:"normalize_advantage"`   // per-minibatch advantage normalisation [normalize_advantage] (true)
 	AdamEps        float64  `json:"adam_eps"`              // Adam ε; SB3 overrides PyTorch's 1e-8 [optimizer_kwargs.eps] (1e-5)
-	Hidden         []int    `json:"net_arch"`              // hidden layer widths of both the actor and the critic MLP, tanh [net_arch] ([64 64])
+	Hidden         []int    `json:"net_arch"`              // hidden layer widths of the actor MLP, and of the critic's unless CriticHidden is set, tanh [net_arch] ([64 64])
+	CriticHidden   []int    `json:"critic_arch,omitempty"` // hidden layer widths of the critic MLP; nil: Hidden [net_arch=dict(pi=…, vf=…)] (nil)
 	Seed           uint64   `json:"seed"`                  // root seed of every random stream [seed] (284572)
 	NormObs        bool     `json:"norm_obs,omitempty"`    // normalise observations by running mean/variance, as VecNormalize [norm_obs] (false: the paper has none)
 	NormReward     bool     `json:"norm_reward,omitempty"` // scale rewards by the running std of the γ-discounted return, as VecNormalize [norm_reward] (false)
@@ -102,6 +162,14 @@ func DefaultConfig() Config {
 		ClipObs:        10,
 		ClipReward:     10,
 	}
+}
+
+// criticHidden is the critic's hidden widths: CriticHidden, or Hidden.
+func (c Config) criticHidden() []int {
+	if c.CriticHidden != nil {
+		return c.CriticHidden
+	}
+	return c.Hidden
 }
 
 // RolloutSize is the number of transitions per iteration: NumSteps·NumEnvs.
@@ -176,6 +244,14 @@ func (c Config) Validate() error {
 	for i, h := range c.Hidden {
 		if h < 1 {
 			return fmt.Errorf("ppo: hidden layer %d has width %d", i, h)
+		}
+	}
+	if c.CriticHidden != nil && len(c.CriticHidden) == 0 {
+		return fmt.Errorf("ppo: critic_arch needs at least one hidden layer (nil: net_arch)")
+	}
+	for i, h := range c.CriticHidden {
+		if h < 1 {
+			return fmt.Errorf("ppo: critic hidden layer %d has width %d", i, h)
 		}
 	}
 	if c.Iterations() > math.MaxInt32 {

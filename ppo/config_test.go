@@ -1,6 +1,8 @@
 package ppo
 
 import (
+	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 )
@@ -46,6 +48,8 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Epochs = 0 }, "ppo: n_epochs must be positive"},
 		{func(c *Config) { c.TotalTimesteps = 0 }, "ppo: total timesteps must be positive"},
 		{func(c *Config) { c.Hidden = []int{64, 0} }, "ppo: hidden layer 1 has width 0"},
+		{func(c *Config) { c.CriticHidden = []int{} }, "ppo: critic_arch needs at least one hidden layer"},
+		{func(c *Config) { c.CriticHidden = []int{256, -1} }, "ppo: critic hidden layer 1 has width -1"},
 	} {
 		c := DefaultConfig()
 		tc.mod(&c)
@@ -72,4 +76,74 @@ func TestConfigHashChanges(t *testing.T) {
 	if a.Hash() == b.Hash() || a.Hash() != DefaultConfig().Hash() {
 		t.Error("hash must depend on every field and nothing else")
 	}
+	// Without a critic architecture of its own the encoding (and so the
+	// hash of every configuration from before the option) has no
+	// critic_arch; with one, the hash changes.
+	if j, _ := json.Marshal(a); strings.Contains(string(j), "critic_arch") {
+		t.Errorf("default config encodes critic_arch: %s", j)
+	}
+	c := DefaultConfig()
+	c.CriticHidden = []int{64, 64}
+	if c.Hash() == a.Hash() {
+		t.Error("critic_arch does not change the hash")
+	}
+}
+
+func TestParseSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Schedule
+	}{
+		{"3e-4", Constant(3e-4)},
+		{"lin_3e-4", Linear(3e-4, 0)},
+		{"1e-3..1e-4", Linear(1e-3, 1e-4)},
+		{" 0.5 ", Constant(0.5)},
+	} {
+		got, err := ParseSchedule(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("%q: %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"", `ppo: schedule "": "" is not a finite number`},
+		{"lin_", `ppo: schedule "lin_": "" is not a finite number`},
+		{"lin_x", `"x" is not a finite number`},
+		{"NaN", `"NaN" is not a finite number`},
+		{"lin_Inf", `"Inf" is not a finite number`},
+		{"0", `ppo: schedule "0": start must be > 0 and end ≥ 0`},
+		{"-1e-3", "start must be > 0"},
+		{"1e-3..-1", "end ≥ 0"},
+		{"1e-3..", `"" is not a finite number`},
+		{"1..2..3", `"2..3" is not a finite number`},
+	} {
+		if _, err := ParseSchedule(tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+// FuzzParseSchedule: any string parses to a valid schedule or fails with
+// an error, and what parses survives String and parsing again.
+func FuzzParseSchedule(f *testing.F) {
+	for _, s := range []string{"3e-4", "lin_3e-4", "1e-3..1e-4", "lin_", "..", "NaN", "1e309", "0x1p-3", "lin_lin_1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := ParseSchedule(s)
+		if err != nil {
+			return
+		}
+		if v.Start <= 0 || v.End < 0 || math.IsInf(v.Start, 0) || math.IsInf(v.End, 0) {
+			t.Fatalf("%q parsed to invalid %+v", s, v)
+		}
+		c := DefaultConfig()
+		c.LearningRate = v
+		if err := c.Validate(); err != nil {
+			t.Fatalf("%q parsed to %+v that Validate refuses: %v", s, v, err)
+		}
+		w, err := ParseSchedule(v.String())
+		if err != nil || w != v {
+			t.Fatalf("%q → %+v → %q → %+v, %v", s, v, v.String(), w, err)
+		}
+	})
 }

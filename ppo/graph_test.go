@@ -42,12 +42,17 @@ func totalLoss[T scalar](t *testing.T, lg *lossGraph[T], grad []T) float64 {
 // finite differences, in float64, for uniform and mixed nvec.
 func TestLossGradientFiniteDifference(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		nvec []int
-		clip bool
-	}{{"uniform", []int{3, 3}, true}, {"mixed", []int{3, 2, 4}, true}, {"noclipvf", []int{2}, false}} {
+		name   string
+		nvec   []int
+		clip   bool
+		critic []int // nil: the actor's
+	}{{"uniform", []int{3, 3}, true, nil}, {"mixed", []int{3, 2, 4}, true, nil}, {"noclipvf", []int{2}, false, nil}, {"critic_arch", []int{3, 2}, true, []int{8, 5, 3}}} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := nn.NewArch(5, []int{6, 4}, tc.nvec)
+			critic := tc.critic
+			if critic == nil {
+				critic = []int{6, 4}
+			}
+			a, err := nn.NewSplitArch(5, []int{6, 4}, critic, tc.nvec)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,7 +20,7 @@ func initParams(a *nn.Arch, theta []float32, src rand.Source) {
 	for _, head := range []bool{false, true} {
 		for net := range 2 {
 			for _, p := range a.Params {
-				if !p.Bias && p.Net == net && (p.Layer == a.Layers()-1) == head {
+				if !p.Bias && p.Net == net && (p.Layer == a.Layers(net)-1) == head {
 					order = append(order, p)
 				}
 			}

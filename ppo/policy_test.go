@@ -1,6 +1,7 @@
 package ppo
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -69,9 +70,16 @@ func TestOrthogonalInit(t *testing.T) {
 }
 
 // TestPolicyMatchesGraph: plain-Go inference gives the training graph's
-// values bit for bit and its log-probabilities and entropy to rounding.
+// values bit for bit and its log-probabilities and entropy to rounding,
+// with one architecture for both nets and with a critic of its own.
 func TestPolicyMatchesGraph(t *testing.T) {
-	a, err := nn.NewArch(11, []int{16, 16}, []int{5, 5, 5})
+	for _, critic := range [][]int{{16, 16}, {32, 8, 4}} {
+		t.Run(fmt.Sprint(critic), func(t *testing.T) { testPolicyMatchesGraph(t, critic) })
+	}
+}
+
+func testPolicyMatchesGraph(t *testing.T, critic []int) {
+	a, err := nn.NewSplitArch(11, []int{16, 16}, critic, []int{5, 5, 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +113,7 @@ func TestPolicyMatchesGraph(t *testing.T) {
 			}
 		}
 	}
-	p, err := policy.New(a.Obs, a.Hidden, a.Nvec, theta)
+	p, err := policy.NewSplit(a.Obs, a.Hidden, a.CriticHidden, a.Nvec, theta)
 	if err != nil {
 		t.Fatal(err)
 	}

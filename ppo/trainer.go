@@ -90,7 +90,7 @@ func New(cfg Config, env VecEnv, opts Options) (*Trainer, error) {
 	if env.NumEnvs() != cfg.NumEnvs {
 		return nil, fmt.Errorf("ppo: environment has %d envs, config wants %d", env.NumEnvs(), cfg.NumEnvs)
 	}
-	a, err := nn.NewArch(env.ObsSize(), cfg.Hidden, env.Nvec())
+	a, err := nn.NewSplitArch(env.ObsSize(), cfg.Hidden, cfg.criticHidden(), env.Nvec())
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func New(cfg Config, env VecEnv, opts Options) (*Trainer, error) {
 	t.grad = make([]float32, a.Size)
 	initParams(a, t.theta, rng.Source(cfg.Seed, rng.PPOInit))
 	t.opt = newAdam(a.Size, cfg.AdamEps)
-	if t.policy, err = policy.New(a.Obs, a.Hidden, a.Nvec, t.theta); err != nil {
+	if t.policy, err = policy.NewSplit(a.Obs, a.Hidden, a.CriticHidden, a.Nvec, t.theta); err != nil {
 		return nil, err
 	}
 	t.graphs = map[int]*[2]*lossGraph[float32]{}

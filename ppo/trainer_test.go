@@ -322,3 +322,33 @@ func BenchmarkUpdate(b *testing.B) {
 		})
 	}
 }
+
+// TestVFCoefWeighsTheCritic: vf_coef 0 leaves the critic's weights where
+// they started (its gradient is zero, so Adam never moves them); the
+// default moves them. A critic of its own (critic_arch) trains in both
+// worker layouts to the same bits.
+func TestVFCoefWeighsTheCritic(t *testing.T) {
+	cfg := smallConfig(3)
+	cfg.TotalTimesteps = 200
+	init, err := New(cfg, newCartpole(t, cfg.NumEnvs), Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := append([]float32(nil), init.theta[init.arch.Split:]...)
+	for _, vf := range []float64{0, 0.5} {
+		c := cfg
+		c.VFCoef = vf
+		tr, _ := train(t, c, 1)
+		moved := !sameBits(start, tr.theta[tr.arch.Split:])
+		if moved != (vf > 0) {
+			t.Errorf("vf_coef %v: critic moved %v", vf, moved)
+		}
+	}
+	c := cfg
+	c.CriticHidden = []int{32, 16, 8}
+	one, _ := train(t, c, 1)
+	two, _ := train(t, c, 2)
+	if !sameBits(one.theta, two.theta) || len(one.theta) == len(init.theta) {
+		t.Errorf("critic_arch: one and two workers differ (%v), or the layout did not change (%d parameters)", !sameBits(one.theta, two.theta), len(one.theta))
+	}
+}

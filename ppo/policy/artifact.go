@@ -83,6 +83,25 @@ func (c *Card) NetArch() ([]int, error) {
 	return h.Hidden, nil
 }
 
+// CriticArch returns the critic's hidden layer widths recorded in the
+// card's hyperparameters: critic_arch, or net_arch when absent (one
+// architecture for both nets).
+func (c *Card) CriticArch() ([]int, error) {
+	var h struct {
+		Critic []int `json:"critic_arch"`
+	}
+	if err := json.Unmarshal(c.Hyperparameters, &h); err != nil {
+		return nil, fmt.Errorf("%w: hyperparameters: %v", ErrMismatch, err)
+	}
+	if h.Critic == nil {
+		return c.NetArch()
+	}
+	if len(h.Critic) == 0 {
+		return nil, fmt.Errorf("%w: hyperparameters record an empty critic_arch", ErrMismatch)
+	}
+	return h.Critic, nil
+}
+
 // Tensors returns the policy's weights as PyTorch-layout F32 tensors.
 func (p *Policy) Tensors() []safetensors.Tensor {
 	var ts []safetensors.Tensor
@@ -141,7 +160,11 @@ func Load(weights []byte, card *Card) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := nn.NewArch(obs, hidden, card.Spaces.Nvec)
+	critic, err := card.CriticArch()
+	if err != nil {
+		return nil, err
+	}
+	a, err := nn.NewSplitArch(obs, hidden, critic, card.Spaces.Nvec)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMismatch, err)
 	}

@@ -91,6 +91,45 @@ func TestPolicyArtifactRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSplitArchArtifactRoundTrip: a policy whose critic has its own
+// widths (critic_arch) is saved and loaded with both, and its card is
+// refused without critic_arch.
+func TestSplitArchArtifactRoundTrip(t *testing.T) {
+	a, err := nn.NewSplitArch(9, []int{8, 8}, []int{16, 4, 3}, []int{5, 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPolicy(a, randomTheta(a, 4))
+	var w bytes.Buffer
+	sha, err := p.WriteSafetensors(&w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	card := Card{Format: CardFormat, Hyperparameters: json.RawMessage(`{"net_arch":[8,8],"critic_arch":[16,4,3]}`), WeightsSHA256: sha, Spaces: testSpaces()}
+	q, err := Load(w.Bytes(), &card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(q.Hidden(), []int{8, 8}) || !slices.Equal(q.CriticHidden(), []int{16, 4, 3}) || !slices.Equal(p.theta, q.theta) {
+		t.Fatalf("loaded arch %v / %v", q.Hidden(), q.CriticHidden())
+	}
+	obs := []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}
+	var vp, vq [1]float64
+	if err := p.Values(obs, vp[:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Values(obs, vq[:]); err != nil || vp != vq {
+		t.Fatalf("values %v and %v (%v)", vp, vq, err)
+	}
+	for _, hp := range []string{`{"net_arch":[8,8]}`, `{"net_arch":[8,8],"critic_arch":[]}`, `{"net_arch":[8,8],"critic_arch":[16,4]}`} {
+		other := card
+		other.Hyperparameters = json.RawMessage(hp)
+		if _, err := Load(w.Bytes(), &other); !errors.Is(err, ErrMismatch) {
+			t.Errorf("%s: %v", hp, err)
+		}
+	}
+}
+
 func TestControllerFlattensInKeyOrder(t *testing.T) {
 	p := testPolicy(t)
 	c, err := NewController(p, testSpaces())

@@ -26,7 +26,7 @@ type Policy struct {
 	arch  *nn.Arch
 	theta []float32
 
-	packed []*sgemm.Packed // per net and layer (net·layers + l); nil when stale
+	packed []*sgemm.Packed // per net and layer (arch.LayerIndex); nil when stale
 	direct bool            // multiply through sgemm.Gemm, repacking every call (the reference path)
 
 	norm *Normalization // VecNormalize statistics applied on entry; nil: none
@@ -44,7 +44,13 @@ type Policy struct {
 // viewed, not copied: whoever writes it must call WeightsChanged before
 // the next pass. Use Load for a saved policy.
 func New(obs int, hidden, nvec []int, theta []float32) (*Policy, error) {
-	a, err := nn.NewArch(obs, hidden, nvec)
+	return NewSplit(obs, hidden, hidden, nvec, theta)
+}
+
+// NewSplit is New with separate hidden widths for the actor and the
+// critic.
+func NewSplit(obs int, actor, critic, nvec []int, theta []float32) (*Policy, error) {
+	a, err := nn.NewSplitArch(obs, actor, critic, nvec)
 	if err != nil {
 		return nil, err
 	}
@@ -80,11 +86,11 @@ func (p *Policy) Clone() *Policy {
 // one: clones may share it).
 func (p *Policy) pack() {
 	a := p.arch
-	packed := make([]*sgemm.Packed, 2*a.Layers())
+	packed := make([]*sgemm.Packed, a.Layers(nn.ActorNet)+a.Layers(nn.CriticNet))
 	for net := range 2 {
-		for l := range a.Layers() {
+		for l := range a.Layers(net) {
 			w, _ := a.Layer(net, l)
-			packed[net*a.Layers()+l] = sgemm.Pack(false, w.Cols, w.Rows, p.theta[w.Off:w.Off+w.Len()], w.Cols)
+			packed[a.LayerIndex(net, l)] = sgemm.Pack(false, w.Cols, w.Rows, p.theta[w.Off:w.Off+w.Len()], w.Cols)
 		}
 	}
 	p.packed = packed
@@ -101,9 +107,12 @@ func (p *Policy) ObsSize() int { return p.arch.Obs }
 // Nvec is the MultiDiscrete action shape: choices per action dimension.
 func (p *Policy) Nvec() []int { return append([]int(nil), p.arch.Nvec...) }
 
-// Hidden is the hidden layer widths of the actor and of the critic
-// (SB3's net_arch).
+// Hidden is the hidden layer widths of the actor (SB3's net_arch; the
+// critic's too unless CriticHidden differs).
 func (p *Policy) Hidden() []int { return append([]int(nil), p.arch.Hidden...) }
+
+// CriticHidden is the hidden layer widths of the critic.
+func (p *Policy) CriticHidden() []int { return append([]int(nil), p.arch.CriticHidden...) }
 
 func growF(s []float32, n int) []float32 {
 	if cap(s) < n {
@@ -134,10 +143,11 @@ func (p *Policy) forward(net, n int) []float32 {
 	width := a.Obs
 	bufs := [2]*[]float32{&p.h, &p.h2}
 	var out []float32
-	for l := range a.Layers() {
+	layers := a.Layers(net)
+	for l := range layers {
 		w, b := a.Layer(net, l)
 		dst := bufs[l%2]
-		if l == a.Layers()-1 {
+		if l == layers-1 {
 			dst = &p.out
 		}
 		*dst = growF(*dst, n*w.Cols)
@@ -145,10 +155,10 @@ func (p *Policy) forward(net, n int) []float32 {
 		if p.direct {
 			sgemm.Gemm(false, false, n, w.Cols, width, 1, in, width, p.theta[w.Off:w.Off+w.Len()], w.Cols, 0, out, w.Cols)
 		} else {
-			sgemm.MulPacked(n, in, width, p.packed[net*a.Layers()+l], out, w.Cols)
+			sgemm.MulPacked(n, in, width, p.packed[a.LayerIndex(net, l)], out, w.Cols)
 		}
 		nn.BiasApply(out, out, p.theta[b.Off:b.Off+b.Len()])
-		if l < a.Layers()-1 {
+		if l < layers-1 {
 			nn.ElemApply(out, out, nn.Tanh)
 		}
 		in, width = out, w.Cols

@@ -6,11 +6,13 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 
 	"streamscale/env"
 
 	"streamscale/internal/command"
+	"streamscale/ppo"
 	"streamscale/train/run"
 	"streamscale/train/simvec"
 )
@@ -46,6 +48,27 @@ func Main(ctx context.Context, args []string, o command.IO) int {
 		defer stop()
 	}
 	return command.Exit(run.Run(ctx, opts, o), o)
+}
+
+// MaxWidth bounds a hidden layer's width in -net-arch and -critic-arch.
+const MaxWidth = 4096
+
+// parseWidths reads hidden layer widths: one to eight comma-separated
+// integers in [1, MaxWidth].
+func parseWidths(s string) ([]int, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) > 8 {
+		return nil, fmt.Errorf("%q has %d layers, want 1 to 8", s, len(parts))
+	}
+	w := make([]int, len(parts))
+	for i, p := range parts {
+		v, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || v < 1 || v > MaxWidth {
+			return nil, fmt.Errorf("%q: layer %d is %q, want an integer width in [1, %d]", s, i, p, MaxWidth)
+		}
+		w[i] = v
+	}
+	return w, nil
 }
 
 // startProfile starts a CPU profile written to path; stop ends it.
@@ -89,6 +112,13 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	fs.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file (diagnostics; does not change results)")
 	fs.IntVar(&opts.GCPercent, "gogc", DefaultGCPercent, "garbage collector target heap growth in percent (as GOGC; Go's default is 100); does not change results")
 	gamma := fs.Float64("gamma", 0, "discount factor γ in (0, 1] (default: 0.995 streamscale, 0.98 cartpole)")
+	lambda := fs.Float64("gae-lambda", 0, "GAE λ in [0, 1] (SB3 gae_lambda; default: 0.95 streamscale, 0.8 cartpole)")
+	vfCoef := fs.Float64("vf-coef", 0, "value loss weight vf_coef ≥ 0 (default: 0.5)")
+	lr := fs.String("learning-rate", "", "Adam step size learning_rate: a number (constant), lin_X (rl-zoo: X decaying linearly to 0 at the end) or A..B (linear from A to B) (default: 3e-4 streamscale, lin_1e-3 cartpole)")
+	fs.IntVar(&opts.NEpochs, "n-epochs", 0, "passes over each rollout n_epochs ≥ 1 (default: 20)")
+	fs.IntVar(&opts.BatchSize, "batch-size", 0, "minibatch size batch_size, 2 to the rollout size (default: 256)")
+	netArch := fs.String("net-arch", "", "hidden layer widths of the actor and the critic, comma-separated, e.g. 128,128 (SB3 net_arch; default: 64,64)")
+	criticArch := fs.String("critic-arch", "", "hidden layer widths of the critic alone, comma-separated, e.g. 256,256 (SB3 net_arch=dict(vf=…); default: -net-arch's)")
 	if err := command.Parse(fs, synopsis, args, o); err != nil {
 		return run.Options{}, err
 	}
@@ -106,6 +136,45 @@ func parse(args []string, o command.IO) (run.Options, error) {
 			return run.Options{}, command.Usagef("train: -gamma %v, want a number in (0, 1]", *gamma)
 		}
 		opts.Gamma = gamma
+	}
+	if command.Set(fs, "gae-lambda") {
+		if !(*lambda >= 0 && *lambda <= 1) {
+			return run.Options{}, command.Usagef("train: -gae-lambda %v, want a number in [0, 1]", *lambda)
+		}
+		opts.GAELambda = lambda
+	}
+	if command.Set(fs, "vf-coef") {
+		if !(*vfCoef >= 0 && *vfCoef <= 1e6) {
+			return run.Options{}, command.Usagef("train: -vf-coef %v, want a number in [0, 1e6]", *vfCoef)
+		}
+		opts.VFCoef = vfCoef
+	}
+	if command.Set(fs, "learning-rate") {
+		s, err := ppo.ParseSchedule(*lr)
+		if err != nil {
+			return run.Options{}, command.Usagef("train: -learning-rate: %v", err)
+		}
+		opts.LearningRate = &s
+	}
+	if command.Set(fs, "n-epochs") && opts.NEpochs < 1 {
+		return run.Options{}, command.Usagef("train: -n-epochs %d, want ≥ 1", opts.NEpochs)
+	}
+	if command.Set(fs, "batch-size") && opts.BatchSize < 2 {
+		return run.Options{}, command.Usagef("train: -batch-size %d, want ≥ 2", opts.BatchSize)
+	}
+	if command.Set(fs, "net-arch") {
+		w, err := parseWidths(*netArch)
+		if err != nil {
+			return run.Options{}, command.Usagef("train: -net-arch: %v", err)
+		}
+		opts.NetArch = w
+	}
+	if command.Set(fs, "critic-arch") {
+		w, err := parseWidths(*criticArch)
+		if err != nil {
+			return run.Options{}, command.Usagef("train: -critic-arch: %v", err)
+		}
+		opts.CriticArch = w
 	}
 	switch *sel {
 	case "best-dev":

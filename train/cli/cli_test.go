@@ -3,10 +3,12 @@ package cli
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"streamscale/internal/command"
+	"streamscale/ppo"
 )
 
 func TestUsage(t *testing.T) {
@@ -36,6 +38,20 @@ func TestUsage(t *testing.T) {
 		{[]string{"-reward-span", "0"}, "train: -reward-span 0, want millicores per task in (0, 1e6]"},
 		{[]string{"-reward-span", "NaN"}, "train: -reward-span NaN"},
 		{[]string{"-env", "cartpole", "-reward-span", "4000"}, "-reward-span apply only to -env streamscale"},
+		{[]string{"-gae-lambda", "1.5"}, "train: -gae-lambda 1.5, want a number in [0, 1]"},
+		{[]string{"-gae-lambda", "NaN"}, "train: -gae-lambda NaN"},
+		{[]string{"-vf-coef", "-1"}, "train: -vf-coef -1, want a number in [0, 1e6]"},
+		{[]string{"-vf-coef", "Inf"}, "train: -vf-coef +Inf"},
+		{[]string{"-learning-rate", "lin_"}, `train: -learning-rate: ppo: schedule "lin_": "" is not a finite number`},
+		{[]string{"-learning-rate", "0"}, "start must be > 0"},
+		{[]string{"-n-epochs", "0"}, "train: -n-epochs 0, want ≥ 1"},
+		{[]string{"-batch-size", "1"}, "train: -batch-size 1, want ≥ 2"},
+		{[]string{"-batch-size", "40000"}, "train: ppo: batch size 40000 exceeds rollout size 28672"},
+		{[]string{"-net-arch", "64,0"}, `train: -net-arch: "64,0": layer 1 is "0", want an integer width in [1, 4096]`},
+		{[]string{"-net-arch", ""}, `train: -net-arch: "": layer 0 is ""`},
+		{[]string{"-net-arch", "1,1,1,1,1,1,1,1,1"}, "has 9 layers, want 1 to 8"},
+		{[]string{"-critic-arch", "256,x"}, `train: -critic-arch: "256,x": layer 1 is "x"`},
+		{[]string{"-critic-arch", "5000"}, `want an integer width in [1, 4096]`},
 		{[]string{"-seed", "x"}, "-seed"},
 		{[]string{"-nosuchflag"}, "-nosuchflag"},
 		{[]string{"extra"}, `train: unexpected argument "extra"`},
@@ -52,12 +68,51 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// TestHyperparameterFlags: the PPO hyperparameter flags reach the run
+// options; unset, they are nil or zero (the environment's defaults).
+func TestHyperparameterFlags(t *testing.T) {
+	o, err := parse(nil, command.IO{})
+	if err != nil || o.GAELambda != nil || o.VFCoef != nil || o.LearningRate != nil || o.NEpochs != 0 || o.BatchSize != 0 || o.NetArch != nil || o.CriticArch != nil {
+		t.Fatalf("defaults: %+v, %v", o, err)
+	}
+	o, err = parse([]string{"-gae-lambda", "0.9", "-vf-coef", "1", "-learning-rate", "lin_3e-4", "-n-epochs", "10", "-batch-size", "512", "-net-arch", "128, 128", "-critic-arch", "256,256"}, command.IO{})
+	if err != nil || *o.GAELambda != 0.9 || *o.VFCoef != 1 || *o.LearningRate != ppo.Linear(3e-4, 0) || o.NEpochs != 10 || o.BatchSize != 512 || !slices.Equal(o.NetArch, []int{128, 128}) || !slices.Equal(o.CriticArch, []int{256, 256}) {
+		t.Fatalf("flags: %+v, %v", o, err)
+	}
+	o, err = parse([]string{"-gae-lambda", "0"}, command.IO{})
+	if err != nil || *o.GAELambda != 0 {
+		t.Fatalf("-gae-lambda 0 (one-step TD): %+v, %v", o, err)
+	}
+}
+
+// FuzzParseWidths: a width list parses to 1–8 widths in [1, MaxWidth] or
+// fails with an error.
+func FuzzParseWidths(f *testing.F) {
+	for _, s := range []string{"64,64", "256", "", ",", "64,-1", "1,1,1,1,1,1,1,1,1", "99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		w, err := parseWidths(s)
+		if err != nil {
+			return
+		}
+		if len(w) < 1 || len(w) > 8 {
+			t.Fatalf("%q: %d layers", s, len(w))
+		}
+		for _, v := range w {
+			if v < 1 || v > MaxWidth {
+				t.Fatalf("%q: width %d", s, v)
+			}
+		}
+	})
+}
+
 func TestHelp(t *testing.T) {
 	var out, errw bytes.Buffer
 	if code := Main(context.Background(), []string{"-h"}, command.IO{Stdout: &out, Stderr: &errw}); code != 0 {
 		t.Fatalf("-h: exit %d, stderr %q", code, errw.String())
 	}
-	for _, f := range []string{"-env", "-profile", "-scenario", "-seed", "-steps", "-envs", "-out", "-resume", "-json", "-workers", "-norm-obs", "-norm-reward", "-ent-coef", "-clip-range-vf"} {
+	for _, f := range []string{"-env", "-profile", "-scenario", "-seed", "-steps", "-envs", "-out", "-resume", "-json", "-workers", "-norm-obs", "-norm-reward", "-ent-coef", "-clip-range-vf", "-gae-lambda", "-vf-coef", "-learning-rate", "-n-epochs", "-batch-size", "-net-arch", "-critic-arch"} {
 		if !strings.Contains(out.String(), "  "+f+" ") && !strings.Contains(out.String(), "  "+f+"\n") {
 			t.Errorf("usage does not list %s:\n%s", f, out.String())
 		}

@@ -73,6 +73,16 @@ type Options struct {
 	EntCoef, ClipRangeVF *float64
 	// Gamma, when not nil, overrides the discount factor (-gamma).
 	Gamma *float64
+	// GAELambda, VFCoef and LearningRate, when not nil, and NEpochs,
+	// BatchSize, NetArch and CriticArch, when not zero, override
+	// ppo.Config's gae_lambda, vf_coef, learning_rate, n_epochs,
+	// batch_size, net_arch and critic_arch (-gae-lambda, -vf-coef,
+	// -learning-rate, -n-epochs, -batch-size, -net-arch, -critic-arch);
+	// unset keeps the environment's default.
+	GAELambda, VFCoef   *float64
+	LearningRate        *ppo.Schedule
+	NEpochs, BatchSize  int
+	NetArch, CriticArch []int
 	// CPUProfile, when set, is where the command writes a CPU profile;
 	// Run ignores it.
 	CPUProfile string
@@ -101,24 +111,33 @@ type Summary struct {
 	ActionUtilization []float64 `json:"action_utilization,omitempty"`   // a target-utilization action set (-action-utilization)
 	RewardSpan        float64   `json:"reward_span_per_task,omitempty"` // R_resource's span, mc per task, if not the default (-reward-span)
 	Select            string    `json:"select,omitempty"`               // "last" when the last iterate is shipped (-select last); absent: best development reward
-	Seed              uint64    `json:"seed"`
-	Transitions       int       `json:"transitions"`
-	Iterations        int       `json:"iterations"`
-	Updates           int       `json:"updates"` // Adam steps
-	WallSeconds       float64   `json:"wall_seconds"`
-	SPS               float64   `json:"sps"`
-	PolicyPath        string    `json:"policy_path"`
-	PolicySHA256      string    `json:"policy_sha256"`
-	EvalEpisodes      int       `json:"eval_episodes"`
-	EvalMeanReturn    *float64  `json:"eval_mean_return"`
-	EvalStdReturn     *float64  `json:"eval_std_return"`
-	BestDevReward     *float64  `json:"best_dev_reward"`
-	ConfigHash        string    `json:"config_hash"`
-	Commit            string    `json:"commit"`
-	GoVersion         string    `json:"go_version"`
-	Resumed           bool      `json:"resumed"`
-	NormObs           bool      `json:"norm_obs"`    // observations normalised (VecNormalize)
-	NormReward        bool      `json:"norm_reward"` // rewards scaled (VecNormalize)
+	// PPO hyperparameters given on the command line (absent: the
+	// environment's default; the card's hyperparameters hold them all).
+	GAELambda      *float64 `json:"gae_lambda,omitempty"`    // -gae-lambda
+	VFCoef         *float64 `json:"vf_coef,omitempty"`       // -vf-coef
+	LearningRate   string   `json:"learning_rate,omitempty"` // -learning-rate, as ppo.ParseSchedule reads it
+	NEpochs        int      `json:"n_epochs,omitempty"`      // -n-epochs
+	BatchSize      int      `json:"batch_size,omitempty"`    // -batch-size
+	NetArch        []int    `json:"net_arch,omitempty"`      // -net-arch
+	CriticArch     []int    `json:"critic_arch,omitempty"`   // -critic-arch
+	Seed           uint64   `json:"seed"`
+	Transitions    int      `json:"transitions"`
+	Iterations     int      `json:"iterations"`
+	Updates        int      `json:"updates"` // Adam steps
+	WallSeconds    float64  `json:"wall_seconds"`
+	SPS            float64  `json:"sps"`
+	PolicyPath     string   `json:"policy_path"`
+	PolicySHA256   string   `json:"policy_sha256"`
+	EvalEpisodes   int      `json:"eval_episodes"`
+	EvalMeanReturn *float64 `json:"eval_mean_return"`
+	EvalStdReturn  *float64 `json:"eval_std_return"`
+	BestDevReward  *float64 `json:"best_dev_reward"`
+	ConfigHash     string   `json:"config_hash"`
+	Commit         string   `json:"commit"`
+	GoVersion      string   `json:"go_version"`
+	Resumed        bool     `json:"resumed"`
+	NormObs        bool     `json:"norm_obs"`    // observations normalised (VecNormalize)
+	NormReward     bool     `json:"norm_reward"` // rewards scaled (VecNormalize)
 
 	// Learning diagnostics, from the progress rows (ppo.Stats) of every
 	// iteration, those of a resumed run's first part included; null when
@@ -245,6 +264,27 @@ func prepare(o Options) (*setup, error) {
 	}
 	if o.Gamma != nil {
 		s.cfg.Gamma = *o.Gamma
+	}
+	if o.GAELambda != nil {
+		s.cfg.Lambda = *o.GAELambda
+	}
+	if o.VFCoef != nil {
+		s.cfg.VFCoef = *o.VFCoef
+	}
+	if o.LearningRate != nil {
+		s.cfg.LearningRate = *o.LearningRate
+	}
+	if o.NEpochs > 0 {
+		s.cfg.Epochs = o.NEpochs
+	}
+	if o.BatchSize > 0 {
+		s.cfg.BatchSize = o.BatchSize
+	}
+	if len(o.NetArch) > 0 {
+		s.cfg.Hidden = append([]int(nil), o.NetArch...)
+	}
+	if len(o.CriticArch) > 0 {
+		s.cfg.CriticHidden = append([]int(nil), o.CriticArch...)
 	}
 	if o.Steps > 0 {
 		s.cfg.TotalTimesteps = o.Steps
@@ -501,6 +541,11 @@ func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall floa
 			}
 			sum.TrainTraces = strings.Join(parts, ",")
 		}
+	}
+	sum.GAELambda, sum.VFCoef, sum.NEpochs, sum.BatchSize = o.GAELambda, o.VFCoef, o.NEpochs, o.BatchSize
+	sum.NetArch, sum.CriticArch = o.NetArch, o.CriticArch
+	if o.LearningRate != nil {
+		sum.LearningRate = o.LearningRate.String()
 	}
 	if wall > 0 {
 		sum.SPS = math.Round(float64(tr.Timesteps()-resumeTimesteps(r.s.cfg, r.resumeIter)) / wall)

@@ -11,11 +11,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"streamscale/internal/command"
+	"streamscale/ppo"
 	"streamscale/ppo/policy"
 	"streamscale/train/progress"
 )
@@ -261,6 +263,64 @@ func TestConfigOverrides(t *testing.T) {
 	}
 	if d := CartPoleConfig(); s.cfg.EntCoef != d.EntCoef || s.cfg.ClipRangeVF != d.ClipRangeVF || s.cfg.NormObs {
 		t.Errorf("defaults changed: %+v", s.cfg)
+	}
+}
+
+// TestHyperparameterOverrides: -gae-lambda, -vf-coef, -learning-rate,
+// -n-epochs, -batch-size, -net-arch and -critic-arch reach the
+// configuration, the progress log, the summary and the card (whose policy
+// loads with both architectures); a change of λ changes the trained
+// weights.
+func TestHyperparameterOverrides(t *testing.T) {
+	lr := ppo.Constant(5e-4)
+	o := Options{Env: "cartpole", Seed: 7, Steps: 512, Envs: 8, Workers: 1, GAELambda: ptr(0.9), VFCoef: ptr(1), LearningRate: &lr, NEpochs: 3, BatchSize: 128, NetArch: []int{32}, CriticArch: []int{48, 16}, Out: t.TempDir()}
+	s, err := prepare(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.cfg; c.Lambda != 0.9 || c.VFCoef != 1 || c.LearningRate != lr || c.Epochs != 3 || c.BatchSize != 128 || !slices.Equal(c.Hidden, []int{32}) || !slices.Equal(c.CriticHidden, []int{48, 16}) {
+		t.Fatalf("config %+v", c)
+	}
+	sum, err := runJSON(t, context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 iterations × 3 epochs × 2 minibatches of 128.
+	if *sum.GAELambda != 0.9 || *sum.VFCoef != 1 || sum.LearningRate != "0.0005" || sum.NEpochs != 3 || sum.BatchSize != 128 || !slices.Equal(sum.NetArch, []int{32}) || !slices.Equal(sum.CriticArch, []int{48, 16}) || sum.Updates != 12 {
+		t.Errorf("summary %+v", sum)
+	}
+	pol, card, err := policy.Read(os.DirFS(o.Out), policy.FileName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(pol.Hidden(), []int{32}) || !slices.Equal(pol.CriticHidden(), []int{48, 16}) {
+		t.Errorf("saved policy has actor %v, critic %v", pol.Hidden(), pol.CriticHidden())
+	}
+	var hp ppo.Config
+	if err := json.Unmarshal(card.Hyperparameters, &hp); err != nil || hp.Lambda != 0.9 || hp.Epochs != 3 || hp.LearningRate != lr || !slices.Equal(hp.Hidden, []int{32}) {
+		t.Errorf("card hyperparameters %s (%v)", card.Hyperparameters, err)
+	}
+	csv, _ := os.ReadFile(filepath.Join(o.Out, CSVFile))
+	if strings.Count(string(csv), ",0.0005,") != 2 {
+		t.Errorf("progress.csv does not log learning rate 5e-4 twice:\n%s", csv)
+	}
+	o2 := o
+	o2.GAELambda, o2.Out = ptr(0.5), t.TempDir()
+	sum2, err := runJSON(t, context.Background(), o2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum2.PolicySHA256 == sum.PolicySHA256 {
+		t.Error("λ 0.5 and 0.9 trained the same weights")
+	}
+	// Unset, the summary records none of them.
+	o3 := Options{Env: "cartpole", Seed: 7, Steps: 256, Envs: 8, Workers: 1, Out: t.TempDir()}
+	sum3, err := runJSON(t, context.Background(), o3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum3.GAELambda != nil || sum3.VFCoef != nil || sum3.LearningRate != "" || sum3.NEpochs != 0 || sum3.BatchSize != 0 || sum3.NetArch != nil || sum3.CriticArch != nil {
+		t.Errorf("default summary records overrides: %+v", sum3)
 	}
 }
 

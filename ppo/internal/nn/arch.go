@@ -30,30 +30,39 @@ func (p Param) Len() int { return p.Rows * p.Cols }
 // Arch is the network shape: two MLPs over the flat observation, tanh
 // hidden layers, an actor head of Σnvec logits and a critic head of 1.
 type Arch struct {
-	Obs    int
-	Hidden []int
-	Nvec   []int
-	Logits int // Σnvec
-	Params []Param
-	Size   int // total parameter count
-	Split  int // first critic parameter in the flat vector
+	Obs          int
+	Hidden       []int // the actor's hidden widths
+	CriticHidden []int // the critic's hidden widths
+	Nvec         []int
+	Logits       int // Σnvec
+	Params       []Param
+	Size         int // total parameter count
+	Split        int // first critic parameter in the flat vector
 }
 
 // NewArch returns the layout of an actor-critic with obs inputs, the
 // given hidden widths in both nets and a MultiDiscrete nvec head.
 func NewArch(obs int, hidden, nvec []int) (*Arch, error) {
+	return NewSplitArch(obs, hidden, hidden, nvec)
+}
+
+// NewSplitArch is NewArch with separate hidden widths for the actor and
+// the critic (SB3's net_arch=dict(pi=actor, vf=critic)).
+func NewSplitArch(obs int, actor, critic, nvec []int) (*Arch, error) {
 	if obs < 1 {
 		return nil, fmt.Errorf("ppo: observation size must be positive, got %d", obs)
 	}
 	if len(nvec) == 0 {
 		return nil, fmt.Errorf("ppo: action nvec is empty")
 	}
-	for i, h := range hidden {
-		if h < 1 {
-			return nil, fmt.Errorf("ppo: hidden layer %d has width %d", i, h)
+	for net, hidden := range [][]int{actor, critic} {
+		for i, h := range hidden {
+			if h < 1 {
+				return nil, fmt.Errorf("ppo: %s hidden layer %d has width %d", [2]string{"actor", "critic"}[net], i, h)
+			}
 		}
 	}
-	a := &Arch{Obs: obs, Hidden: append([]int(nil), hidden...), Nvec: append([]int(nil), nvec...)}
+	a := &Arch{Obs: obs, Hidden: append([]int(nil), actor...), CriticHidden: append([]int(nil), critic...), Nvec: append([]int(nil), nvec...)}
 	for i, n := range nvec {
 		if n < 1 {
 			return nil, fmt.Errorf("ppo: action dimension %d has %d choices", i, n)
@@ -69,7 +78,7 @@ func NewArch(obs int, hidden, nvec []int) (*Arch, error) {
 		if net == CriticNet {
 			out = 1
 		}
-		widths := append(append([]int(nil), hidden...), out)
+		widths := append(append([]int(nil), a.NetHidden(net)...), out)
 		for l, w := range widths {
 			gain := math.Sqrt2
 			if l == len(widths)-1 {
@@ -90,8 +99,25 @@ func NewArch(obs int, hidden, nvec []int) (*Arch, error) {
 	return a, nil
 }
 
-// Layers is the number of linear layers per net.
-func (a *Arch) Layers() int { return len(a.Hidden) + 1 }
+// NetHidden is the hidden widths of net (ActorNet or CriticNet).
+func (a *Arch) NetHidden(net int) []int {
+	if net == CriticNet {
+		return a.CriticHidden
+	}
+	return a.Hidden
+}
+
+// Layers is the number of linear layers of net.
+func (a *Arch) Layers(net int) int { return len(a.NetHidden(net)) + 1 }
+
+// LayerIndex numbers the linear layers of both nets, actor first: layer l
+// of net is LayerIndex(net, l) of Layers(ActorNet)+Layers(CriticNet).
+func (a *Arch) LayerIndex(net, l int) int {
+	if net == CriticNet {
+		return a.Layers(ActorNet) + l
+	}
+	return l
+}
 
 // Layer returns the weight and bias parameters of a net's layer l.
 func (a *Arch) Layer(net, l int) (w, b Param) {
