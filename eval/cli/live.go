@@ -843,6 +843,42 @@ func rel(sim, live float64) string {
 	return fmt.Sprintf("%+.0f%%", 100*(sim-live)/live)
 }
 
+// rankMean is one controller's mean violation rate and mean CPU over its
+// placements.
+type rankMean struct {
+	name string
+	v, c float64
+}
+
+// rankMeans returns every controller's means, in the order first run.
+func rankMeans(rs []LiveRun) []rankMean {
+	var ms []rankMean
+	var n []float64
+	for _, r := range rs {
+		i := slices.IndexFunc(ms, func(m rankMean) bool { return m.name == r.Controller })
+		if i < 0 {
+			ms, n = append(ms, rankMean{name: r.Controller}), append(n, 0)
+			i = len(ms) - 1
+		}
+		ms[i].v += r.ViolationRate
+		ms[i].c += r.MeanCPU
+		n[i]++
+	}
+	for i := range ms {
+		ms[i].v /= n[i]
+		ms[i].c /= n[i]
+	}
+	return ms
+}
+
+// rankOrder orders by violation rate, then mean CPU (0: a tie on both).
+func rankOrder(a, b rankMean) int {
+	if c := cmp.Compare(a.v, b.v); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.c, b.c)
+}
+
 // discordant lists the controller pairs that sim and live rank in opposite
 // orders (means over placements; by violation rate, then mean CPU). A pair
 // that either world ties on both is not ranked by it and is never
@@ -850,38 +886,21 @@ func rel(sim, live float64) string {
 // simulator (static:500 and VRebalance at its minimum) tie there however
 // the live noise orders them.
 func discordant(sim, live []LiveRun) [][2]string {
-	type vc struct{ v, c float64 }
-	means := func(rs []LiveRun) ([]string, map[string]vc) {
-		var names []string
-		sum, n := map[string]vc{}, map[string]float64{}
-		for _, r := range rs {
-			if _, ok := sum[r.Controller]; !ok {
-				names = append(names, r.Controller)
-			}
-			x := sum[r.Controller]
-			sum[r.Controller] = vc{x.v + r.ViolationRate, x.c + r.MeanCPU}
-			n[r.Controller]++
+	ms, ml := rankMeans(sim), rankMeans(live)
+	find := func(name string) (rankMean, bool) {
+		i := slices.IndexFunc(ml, func(m rankMean) bool { return m.name == name })
+		if i < 0 {
+			return rankMean{}, false
 		}
-		for k, x := range sum {
-			sum[k] = vc{x.v / n[k], x.c / n[k]}
-		}
-		return names, sum
+		return ml[i], true
 	}
-	order := func(a, b vc) int {
-		if c := cmp.Compare(a.v, b.v); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.c, b.c)
-	}
-	names, ms := means(sim)
-	_, ml := means(live)
 	var out [][2]string
-	for i, a := range names {
-		for _, b := range names[i+1:] {
-			la, okA := ml[a]
-			lb, okB := ml[b]
-			if okA && okB && order(ms[a], ms[b])*order(la, lb) < 0 {
-				out = append(out, [2]string{a, b})
+	for i, a := range ms {
+		for _, b := range ms[i+1:] {
+			la, okA := find(a.name)
+			lb, okB := find(b.name)
+			if okA && okB && rankOrder(a, b)*rankOrder(la, lb) < 0 {
+				out = append(out, [2]string{a.name, b.name})
 			}
 		}
 	}
@@ -891,34 +910,16 @@ func discordant(sim, live []LiveRun) [][2]string {
 // rankBy lists the controllers from the fewest violations to the most
 // (means over placements), ties by mean CPU, then by name.
 func rankBy(rs []LiveRun) []string {
-	type agg struct {
-		name string
-		v, c float64
-		n    int
-	}
-	var as []agg
-	for _, r := range rs {
-		i := slices.IndexFunc(as, func(a agg) bool { return a.name == r.Controller })
-		if i < 0 {
-			as = append(as, agg{name: r.Controller})
-			i = len(as) - 1
-		}
-		as[i].v += r.ViolationRate
-		as[i].c += r.MeanCPU
-		as[i].n++
-	}
-	slices.SortStableFunc(as, func(a, b agg) int {
-		if c := cmp.Compare(a.v/float64(a.n), b.v/float64(b.n)); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.c/float64(a.n), b.c/float64(b.n)); c != 0 {
+	ms := rankMeans(rs)
+	slices.SortStableFunc(ms, func(a, b rankMean) int {
+		if c := rankOrder(a, b); c != 0 {
 			return c
 		}
 		return strings.Compare(a.name, b.name)
 	})
-	out := make([]string, len(as))
-	for i, a := range as {
-		out[i] = a.name
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.name
 	}
 	return out
 }
