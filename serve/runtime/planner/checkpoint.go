@@ -80,8 +80,12 @@ type Restore struct {
 	Replayed   int     `json:"replayed"`
 }
 
-// checkpoints takes a checkpoint every Config.CheckpointInterval.
-func (p *Planner) checkpoints(ctx context.Context) {
+// checkpoints takes a checkpoint every Config.CheckpointInterval until
+// ctx ends or stop is closed. A checkpoint in progress when stop closes
+// finishes first, so the run's final checkpoint (taken after this
+// returns) is the last one and no periodic one starts behind it only to
+// be discarded when the run ends.
+func (p *Planner) checkpoints(ctx context.Context, stop <-chan struct{}) {
 	if p.cfg.CheckpointInterval <= 0 {
 		return
 	}
@@ -91,7 +95,14 @@ func (p *Planner) checkpoints(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-stop:
+			return
 		case <-t.C:
+		}
+		select {
+		case <-stop:
+			return
+		default:
 		}
 		p.checkpoint(ctx)
 	}

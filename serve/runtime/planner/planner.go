@@ -403,7 +403,8 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	wg.Go(func() { p.control(lctx) })
 	wg.Go(func() { p.steps(lctx) })
 	wg.Go(func() { p.rejoin(lctx) })
-	wg.Go(func() { p.checkpoints(lctx) })
+	ckStop, ckDone := make(chan struct{}), make(chan struct{})
+	wg.Go(func() { p.checkpoints(lctx, ckStop); close(ckDone) })
 	select {
 	case <-loadDone:
 	case <-ctx.Done():
@@ -419,6 +420,8 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	close(ckStop)
+	<-ckDone
 	p.finalCheckpoint(lctx)
 	stopLoad()
 	wg.Wait()
