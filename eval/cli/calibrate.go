@@ -160,6 +160,7 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	asJSON := fs.Bool("json", false, "print calibration.json to stdout")
 	costDur := fs.Duration("cost-duration", 3*time.Second, "load per run of the cost-model probe (15 runs: the chain application in 14 layouts, the budget application saturated once; see live.ProbeCosts); 0 skips it")
 	costMC := fs.Int("cost-millicores", 1000, "live CFS millicores of every task in the cost-model probe (W is the budget at this quota: eval live's -task-mc)")
+	costBudget := fs.Int("cost-worker-budget", 0, "CPU budget, millicores, every worker's tasks share in the cost-model probe (eval live's -worker-budget; 0: none)")
 	costRate := fs.Float64("cost-rate", 4000, "input rate of the cost-model probe's chain runs, inputs/s (the γ runs also at half of it)")
 	costBudgetApp := fs.String("cost-budget-app", "syn", "application the cost-model probe saturates on one worker for the budget W")
 	costBudgetRate := fs.Float64("cost-budget-rate", 1500, "input rate of the budget run, inputs/s (above one worker's capacity)")
@@ -196,6 +197,8 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		return usagef("eval: -cost-duration 0 skips the only probe of a CLASP application (%s)", *profile)
 	case *costMC < 1 || *costMC > 64000:
 		return usagef("eval: -cost-millicores %d, want 1..64000", *costMC)
+	case *costBudget < 0 || *costBudget > 64000:
+		return usagef("eval: -cost-worker-budget %d, want 0 (none) or 1..64000", *costBudget)
 	case !(*costRate >= 10 && *costRate <= 1e6) || !(*costBudgetRate > 0 && *costBudgetRate <= 1e6):
 		return usagef("eval: -cost-rate %v and -cost-budget-rate %v, want 10..1e6 and (0, 1e6] inputs/s", *costRate, *costBudgetRate)
 	case !(*costMinR2 >= 0 && *costMinR2 <= 1):
@@ -207,7 +210,7 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	if err != nil {
 		return usagef("eval: -cost-budget-app: %v", err)
 	}
-	costProbe := live.CostProbe{Rate: *costRate, Load: *costDur, Report: *scale, TaskMillicores: *costMC, BudgetApp: budgetApp, BudgetRate: *costBudgetRate,
+	costProbe := live.CostProbe{Rate: *costRate, Load: *costDur, Report: *scale, TaskMillicores: *costMC, WorkerBudget: *costBudget, BudgetApp: budgetApp, BudgetRate: *costBudgetRate,
 		Fit: &live.CostFitConfig{MinR2: *costMinR2, ZeroUnresolved: *costZero}, Seed: *seed, WorkerArgs: []string{"live-worker"}, Log: o.Stderr}
 	var uptime []string
 	if u := hostLoad(); u != "" {
@@ -336,7 +339,11 @@ func calibrateCosts(ctx context.Context, profile string, p live.CostProbe, seed 
 
 // costProbeMethod says how the cost-model probe measured each term.
 func costProbeMethod(cp live.CostProbeResult) string {
-	return fmt.Sprintf("microbenchmarks (live.ProbeCosts, CLASP §4.1): the runtime's chain application (ten no-op operators) at %g inputs/s with every task at %d mc, "+
+	quota := fmt.Sprintf("%d mc", cp.TaskMillicores)
+	if cp.WorkerBudget > 0 {
+		quota += fmt.Sprintf(" and every worker's tasks sharing a budget of %d mc", cp.WorkerBudget)
+	}
+	return fmt.Sprintf("microbenchmarks (live.ProbeCosts, CLASP §4.1): the runtime's chain application (ten no-op operators) at %g inputs/s with every task at %s, "+
 		"%g s of load per run (report interval %g s); each worker process's CPU time per second from its process CPU clock over the load (its start to the last report within it), less the layout's executions times the chain operators' execution time in process (%d inputs); the request rates are the layout's at the input rate (keys stay with an input along the chain). "+
 		"Every chain run has a reference worker owning nothing, whose CPU r (a worker idling on the host at that moment) is subtracted. "+
 		"α: layouts cutting the chain once at K = 1, 3, 5, 7, 9 (two workers), per run the downstream worker's CPU − exec less the upstream one's against the difference of their local request rates (slope α). "+
@@ -344,7 +351,7 @@ func costProbeMethod(cp live.CostProbeResult) string {
 		"γ: the first half on one worker sending to the second half spread over 1, 2, 3 workers at %g and %g inputs/s, the sender's CPU − exec − r against δ, one intercept per rate (slope γ, µs per destination per second). "+
 		"W: %s on one worker at %g inputs/s, the mean over its saturated intervals ((Q_w + Q_p)/Σ N > %g s) of Σ N·τ̄ + α̂·R^l + β̂·R^r + γ̂·δ. "+
 		"A term is refused when its line is not identified, its estimate is negative or R² < %g%s; the model is written only when every term is accepted",
-		cp.Rate, cp.TaskMillicores, cp.LoadS, cp.ReportS, cp.ChainInputs, cp.Rate/2, cp.Rate, cp.BudgetApp, cp.BudgetRate, live.CostSaturationS, cp.MinR2, zeroNote(cp.ZeroUnresolved))
+		cp.Rate, quota, cp.LoadS, cp.ReportS, cp.ChainInputs, cp.Rate/2, cp.Rate, cp.BudgetApp, cp.BudgetRate, live.CostSaturationS, cp.MinR2, zeroNote(cp.ZeroUnresolved))
 }
 
 func zeroNote(on bool) string {
@@ -799,8 +806,13 @@ func calibratedScenario(c Calibration, sc env.Config) (env.Scenario, error) {
 		"service_cv": m["service_cv"], "capacity_jitter": m["capacity_jitter"], "cfs_period_ms": m["cfs_period_ms"],
 		"cfs_threads": m["cfs_threads"], "metric_noise": m["metric_noise"], "demand": m["demand"],
 		"arrivals": m["arrivals"], "rate_cv": "the generator has no sub-interval rate modulation (planner.generate)",
-		"metric_lag_steps": "not measured: kept from the realistic preset",
+		"metric_lag_steps": "0 by construction: eval live observes the window that has just ended (the workers' reports of the interval, planner.TakeWindow) before it acts, as env does with no lag",
 	}
+	// The live observation pipeline has no lag: a realistic preset's lag
+	// kept here made the simulated controllers react one interval later
+	// than the same controllers live (the threshold rule's start-up
+	// transient in eval simgap).
+	p.MetricLagSteps = 0
 	p.Arrivals, p.ArrivalCV, p.RateCV = env.ArrivalsUniform, 0, 0
 	p.ServiceCV = round3(c.ServiceCV)
 	p.CapacityJitter = round3(c.CapacityJitter)

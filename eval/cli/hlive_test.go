@@ -22,6 +22,8 @@ func TestHLiveUsage(t *testing.T) {
 		{[]string{"-profile", "syn", "-controller", "clasp", "-trace", "levels:5"}, "level 0"},
 		{[]string{"-profile", "syn", "-controller", "clasp", "-trace", "burst", "-peak", "0"}, "-peak"},
 		{[]string{"-profile", "syn", "-controller", "clasp", "-task-mc", "0"}, "-task-mc"},
+		{[]string{"-profile", "syn", "-controller", "clasp", "-worker-budget", "-1"}, "-worker-budget"},
+		{[]string{"-profile", "syn", "-controller", "clasp", "-worker-budget", "500", "-planner", "127.0.0.1:1"}, "-worker-budget"},
 		{[]string{"-profile", "syn", "-controller", "clasp", "-slo-ms", "0"}, "-slo-ms"},
 		{[]string{"-profile", "syn", "-controller", "clasp", "-workers", "9", "-max-workers", "4"}, "above -max-workers"},
 		{[]string{"-profile", "syn", "-controller", "clasp", "-max-workers", "40"}, "-max-workers"},

@@ -155,6 +155,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	baseline := fs.String("baseline", "", "with simgap: a second scenario every controller is also simulated in (the gap before a calibration, e.g. realistic)")
 	maxWorkers := fs.Int("max-workers", 8, "horizontal profiles: most workers the placement controller may use")
 	taskMC := fs.Int("task-mc", 1000, "horizontal profiles: CFS quota of every task in every worker, millicores (the worker capacity scaled)")
+	budget := fs.Int("worker-budget", 0, "horizontal profiles: CPU budget, millicores, that every worker's tasks share on top of -task-mc (a worker's budget W in CLASP's model; 0: none)")
 	peak := fs.Float64("peak", 200, "horizontal profiles with -trace burst or gradual: inputs/s at 100% of the CLASP load mode")
 	sloMS := fs.Float64("slo-ms", 1000, "horizontal profiles: the p95 an interval must stay under, ms")
 	hseeds := fs.Int("seeds", 1, "horizontal profiles: seeds -seed … -seed+N-1, every controller on each (the pairs of the paired verdicts)")
@@ -176,7 +177,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		}
 		set := explicit(fs)
 		hf := hliveFlags{profile: *profile, trace: *trace, dir: *dir, out: *out, scale: *scale, dur: *dur, scaleSet: set["time-scale"],
-			durSet: set["duration"], multSet: set["rate-mult"], mult: *mult, peak: *peak, sloMS: *sloMS, workers: *workers, maxWorkers: *maxWorkers, taskMC: *taskMC,
+			durSet: set["duration"], multSet: set["rate-mult"], mult: *mult, peak: *peak, sloMS: *sloMS, workers: *workers, maxWorkers: *maxWorkers, taskMC: *taskMC, budget: *budget,
 			seed: *seed, seeds: *hseeds, asJSON: *asJSON, verbose: *verbose, planner: *plannerAddr, plannerToken: *plannerToken, costModel: *costModel}
 		switch {
 		case (*ctrl == "") == (*ctrls == ""):
@@ -485,9 +486,16 @@ func isPPO(sp controllers.Spec) bool {
 
 // buildLive builds the controller of spec for the live run: in-process,
 // or for ppo a live.Remote asking the policy endpoint at apiURL.
+//
+// The live observation has no metric lag (it reports the window that has
+// just ended), whatever the scenario's physics say, so an in-process
+// controller that compensates the lag (threshold:measured) is built for
+// none.
 func buildLive(ctx context.Context, sp controllers.Spec, sc env.Config, policies, apiURL string) (agents.Controller, error) {
 	if !isPPO(sp) {
-		a, err := sp.Build(sc)
+		lsc := sc
+		lsc.Physics.MetricLagSteps = 0
+		a, err := sp.Build(lsc)
 		if err != nil {
 			return nil, usageError(err)
 		}

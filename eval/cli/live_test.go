@@ -1,10 +1,15 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
+	"streamscale/agents"
+	"streamscale/agents/controllertest"
+	"streamscale/eval/controllers"
+	"streamscale/eval/runner"
 	"strings"
 	"testing"
 )
@@ -253,5 +258,47 @@ func TestSimgapEndToEnd(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(dir, FileReport))
 	if err != nil || !strings.Contains(string(md), "Goals (means over placements): violation rate within 2 pp for") || !strings.Contains(string(md), "| static:4000 | 2 |") {
 		t.Errorf("report.md: %v\n%s", err, md)
+	}
+}
+
+// TestBuildLiveHasNoMetricLag: the live observation reports the interval
+// just ended, so threshold:measured built for a live run sizes as a rule
+// with no lag, even when the scenario's physics carry one (the realistic
+// preset's); built for the simulator it keeps the lag.
+func TestBuildLiveHasNoMetricLag(t *testing.T) {
+	sc, err := runner.Config(runner.Spec{Profile: "pred", Workload: constantRates{2000, 5}, PlacementSeed: 101})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Physics.MetricLagSteps = 1 // the realistic preset's
+	sp, err := controllers.New(controllers.Options{}).Parse("threshold:measured")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := sp.Build(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv, err := buildLive(context.Background(), sp, sc, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A scale-up to 2000, then the same ρ at 2000: measured at 1000 (lag
+	// 1) it holds; measured at 2000 (no lag) it doubles.
+	rows := []controllertest.TaskRow{{CPU: 1000, Rho: 1.4, Ratio: 1}, {CPU: 2000, Rho: 1.4, Ratio: 1}}
+	want := map[string][]float64{"sim": {2000, 2000}, "live": {2000, 4000}}
+	for name, c := range map[string]agents.Controller{"sim": sim.Controller(), "live": lv} {
+		if err := c.Reset(1); err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range rows {
+			a, err := c.Act(controllertest.Obs([]controllertest.TaskRow{r}, 100, 180, 1000))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(a.Targets) != 1 || a.Targets[0] != want[name][i] {
+				t.Errorf("%s step %d: target %v, want %v", name, i, a.Targets, want[name][i])
+			}
+		}
 	}
 }

@@ -45,6 +45,8 @@ const (
 type ClaspClaims struct {
 	MaxWorkers int                   `json:"max_workers"`
 	SLOMS      float64               `json:"slo_ms"`
+	TaskMC     int                   `json:"task_millicores"`
+	Budget     int                   `json:"worker_budget_millicores,omitempty"`
 	Apps       map[string]*AppClaims `json:"apps"`
 	Commit     string                `json:"commit"`
 	GoVersion  string                `json:"go_version"`
@@ -99,6 +101,7 @@ func liveclaspCmd(ctx context.Context, args []string, o Options) error {
 	apps := fs.String("apps", "syn:200,wc:16000,sd:32000", "APP:TOP[,…]: applications and their top rate T, inputs/s (transitions at 20/60/100% of T, ramp 25…125%)")
 	maxWorkers := fs.Int("max-workers", 4, "most workers a controller may use (and the largest fixed count)")
 	taskMC := fs.Int("task-mc", 1000, "CFS quota of every task in every worker, millicores")
+	budget := fs.Int("worker-budget", 0, "CPU budget, millicores, that every worker's tasks share on top of -task-mc (a worker's budget W in CLASP's model; 0: none)")
 	sloMS := fs.Float64("slo-ms", 1000, "a sustained level's p95 at its end stays at or under this, ms")
 	seed := fs.Uint64("seed", 1, "seed of the input source")
 	out := fs.String("out", "out/liveclasp", "output directory: one subdirectory per run, claims.json and claims.md")
@@ -150,23 +153,25 @@ func liveclaspCmd(ctx context.Context, args []string, o Options) error {
 		return usagef("eval: -max-workers %d, want 1..16", *maxWorkers)
 	case *taskMC < 1 || *taskMC > 64000:
 		return usagef("eval: -task-mc %d, want 1..64000", *taskMC)
+	case *budget < 0 || *budget > 64000:
+		return usagef("eval: -worker-budget %d, want 0 (none) or 1..64000", *budget)
 	case !(*sloMS > 0):
 		return usagef("eval: -slo-ms %v, want > 0", *sloMS)
 	}
-	claims := ClaspClaims{MaxWorkers: *maxWorkers, SLOMS: *sloMS, Apps: map[string]*AppClaims{}, Commit: o.Commit, GoVersion: o.GoVersion}
+	claims := ClaspClaims{MaxWorkers: *maxWorkers, SLOMS: *sloMS, TaskMC: *taskMC, Budget: *budget, Apps: map[string]*AppClaims{}, Commit: o.Commit, GoVersion: o.GoVersion}
 	for _, a := range list {
 		runs := claimRuns(a.name, a.top, *maxWorkers)
 		runs = append(runs, modeRuns(a.name, a.top, modes, *seed, *modeSeeds)...)
 		if !*analyze {
 			for _, r := range runs {
 				hf := hliveFlags{profile: a.name, trace: r.trace, out: filepath.Join(*out, r.dir), specs: r.specs, scale: time.Second,
-					scaleSet: true, mult: 1, sloMS: *sloMS, workers: 1, maxWorkers: *maxWorkers, taskMC: *taskMC, seed: *seed, verbose: *verbose, costModel: *costModel}
+					scaleSet: true, mult: 1, sloMS: *sloMS, workers: 1, maxWorkers: *maxWorkers, taskMC: *taskMC, budget: *budget, seed: *seed, verbose: *verbose, costModel: *costModel}
 				hf.seeds = 1
 				if r.kind == "mode" {
 					hf.peak, hf.seeds = r.peak, len(r.seeds)
 				}
 				if *resume {
-					if s, err := readHLive(hf.out); err == nil && r.matches(s) == nil {
+					if s, err := readHLive(hf.out); err == nil && r.matches(s) == nil && s.TaskMillicores == *taskMC && s.WorkerBudget == *budget {
 						fmt.Fprintf(o.Stderr, "eval: liveclasp: %s already run, skipped (-resume)\n", hf.out)
 						continue
 					}
@@ -484,7 +489,11 @@ func claimsMarkdown(c ClaspClaims, app string) []byte {
 		l := level(f, ac.Top)
 		oowc = append(oowc, fmt.Sprintf("%g: %d", l, ac.OOWC[strconv.FormatFloat(l, 'f', -1, 64)]))
 	}
-	fmt.Fprintf(&b, "## %s (top %g inputs/s, at most %d workers)\n\nOOWC by level (inputs/s: workers; %d = none sustained): %s\n\n", app, ac.Top, c.MaxWorkers, c.MaxWorkers+1, strings.Join(oowc, ", "))
+	quota := fmt.Sprintf("%d mc per task", c.TaskMC)
+	if c.Budget > 0 {
+		quota += fmt.Sprintf(", a budget of %d mc per worker", c.Budget)
+	}
+	fmt.Fprintf(&b, "## %s (top %g inputs/s, at most %d workers, %s)\n\nOOWC by level (inputs/s: workers; %d = none sustained): %s\n\n", app, ac.Top, c.MaxWorkers, quota, c.MaxWorkers+1, strings.Join(oowc, ", "))
 	b.WriteString("| method | worker error | transitions | delivered (transitions) | ramp sustained /s | ramp delivered | ramp p50 / p95 ms | ramp workers | migrations | planner ms median / max | pause ms median / max | failovers |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, m := range claimMethods {

@@ -92,6 +92,14 @@ func TestCalibratedScenario(t *testing.T) {
 	if p.ServiceCV != 0.8 || p.ActuationDelaySteps != 1 || p.CFSPeriodMS != 100 || p.Arrivals != env.ArrivalsUniform || p.MetricNoise != 0 {
 		t.Errorf("physics %+v", p)
 	}
+	// eval live observes the interval just ended: no metric lag, whatever
+	// the realistic preset's.
+	if base, err := env.ScenarioPhysics(env.ScenarioRealistic); err != nil || base.MetricLagSteps == 0 {
+		t.Fatalf("the realistic preset's metric lag %d (%v): this check needs one", base.MetricLagSteps, err)
+	}
+	if p.MetricLagSteps != 0 || got.Notes["metric_lag_steps"] == "" {
+		t.Errorf("metric lag %d, note %q; want 0 and a note", p.MetricLagSteps, got.Notes["metric_lag_steps"])
+	}
 	// Interval CV 0.2 less the per-event share 0.8²/500: √(0.04 − 0.00128), rounded.
 	if want := 0.197; p.CapacityJitter != want {
 		t.Errorf("capacity jitter %v, want %v", p.CapacityJitter, want)

@@ -38,6 +38,10 @@ type CostProbe struct {
 	// TaskMillicores is every task's CFS quota in every worker, millicores
 	// (default 1000, eval live's -task-mc): W is the budget at this quota.
 	TaskMillicores int
+	// WorkerBudget is every worker's CPU budget shared by its tasks
+	// (HConfig.WorkerBudget, eval live's -worker-budget; 0: none): W is
+	// the budget at this quota too.
+	WorkerBudget int
 	// BudgetApp is saturated on one worker at BudgetRate inputs/s for W
 	// (default syn, ten 400 µs operators, at 1500 inputs/s).
 	BudgetApp  ops.App
@@ -89,6 +93,8 @@ func (p *CostProbe) fill() error {
 		return fmt.Errorf("live: cost probe load %v, report %v: want report ≥ 10ms and a load of at least 1.5 s and 1 s + 2 reports (the planner observes from the first full second on)", p.Load, p.Report)
 	case p.TaskMillicores < 1 || p.TaskMillicores > 64000:
 		return fmt.Errorf("live: cost probe task millicores %d, want 1..64000", p.TaskMillicores)
+	case p.WorkerBudget < 0 || p.WorkerBudget > 64000:
+		return fmt.Errorf("live: cost probe worker budget %d millicores, want 0 (none) or 1..64000", p.WorkerBudget)
 	case !(p.Fit.MinR2 >= 0 && p.Fit.MinR2 <= 1):
 		return fmt.Errorf("live: cost probe min R² %v, want [0, 1]", p.Fit.MinR2)
 	case p.BudgetApp.NewSource == nil:
@@ -105,6 +111,7 @@ type CostProbeResult struct {
 	LoadS          float64 `json:"load_s"`
 	ReportS        float64 `json:"report_s"`
 	TaskMillicores int     `json:"task_millicores"`
+	WorkerBudget   int     `json:"worker_budget_millicores,omitempty"`
 	BudgetApp      string  `json:"budget_app"`
 	BudgetRate     float64 `json:"budget_rate"`
 	MinR2          float64 `json:"min_r2"`
@@ -238,7 +245,7 @@ func ProbeCosts(ctx context.Context, p CostProbe) (CostProbeResult, error) {
 		}
 	}
 	start := time.Now()
-	res := CostProbeResult{Rate: p.Rate, LoadS: p.Load.Seconds(), ReportS: p.Report.Seconds(), TaskMillicores: p.TaskMillicores,
+	res := CostProbeResult{Rate: p.Rate, LoadS: p.Load.Seconds(), ReportS: p.Report.Seconds(), TaskMillicores: p.TaskMillicores, WorkerBudget: p.WorkerBudget,
 		BudgetApp: p.BudgetApp.Name, BudgetRate: p.BudgetRate, MinR2: p.Fit.MinR2, ZeroUnresolved: p.Fit.ZeroUnresolved, ChainInputs: chainInputs}
 	svc, err := ServiceTimes(chain, p.Seed, chainInputs)
 	if err != nil {
@@ -287,6 +294,9 @@ func ProbeCosts(ctx context.Context, p CostProbe) (CostProbeResult, error) {
 func (p *CostProbe) run(ctx context.Context, bin string, l costLayout) ([]CostPoint, error) {
 	rec := &cpuRecorder{pids: map[int]int{}, self: os.Getpid(), workers: len(l.shares)}
 	prov := &local.Provider{Bin: bin, Args: p.WorkerArgs, Extra: []string{"-app", l.app.Name, "-report", p.Report.String(), "-millicores", strconv.Itoa(p.TaskMillicores)}}
+	if p.WorkerBudget > 0 {
+		prov.Extra = append(prov.Extra, "-budget", strconv.Itoa(p.WorkerBudget))
+	}
 	defer prov.Close()
 	pc := planner.Config{
 		App: l.app, Seed: p.Seed, Rate: l.rate, Duration: p.Load, Drain: p.Report,

@@ -43,6 +43,12 @@ type HConfig struct {
 	// TaskMillicores is every task's CFS quota in every worker (default
 	// 1000): the per-worker capacity the placement controller scales.
 	TaskMillicores int
+	// WorkerBudget, if > 0, is a CPU budget in millicores every worker's
+	// tasks share on top of TaskMillicores (worker.Config.Budget, serve
+	// worker -budget): a worker as CLASP's cost model sees one, a budget W
+	// shared by the functions it hosts. 0: none (each task has its own
+	// TaskMillicores). Not with Planner (the service starts its workers).
+	WorkerBudget int
 	// SLOMS is the end-to-end p95 an interval must stay under (default
 	// 1000 ms); it only marks intervals violated.
 	SLOMS float64
@@ -68,6 +74,7 @@ type HConfig struct {
 type HInfo struct {
 	StepS          float64 `json:"step_s"`
 	TaskMillicores int     `json:"task_millicores"`
+	WorkerBudget   int     `json:"worker_budget_millicores,omitempty"`
 	MaxWorkers     int     `json:"max_workers"`
 	Inputs         uint64  `json:"inputs"`
 	Completed      uint64  `json:"completed"`
@@ -135,6 +142,10 @@ func (c *HConfig) fill() error {
 		return fmt.Errorf("live: %d initial and %d most workers, want 1 ≤ initial ≤ most ≤ 16", c.Workers, c.MaxWorkers)
 	case c.TaskMillicores < 1 || c.TaskMillicores > 64000:
 		return fmt.Errorf("live: task millicores %d, want 1..64000", c.TaskMillicores)
+	case c.WorkerBudget < 0 || c.WorkerBudget > 64000:
+		return fmt.Errorf("live: worker budget %d millicores, want 0 (none) or 1..64000", c.WorkerBudget)
+	case c.WorkerBudget > 0 && c.Planner != "":
+		return errors.New("live: a worker budget with an attached planner: the service starts its own workers")
 	case !(c.SLOMS > 0) || math.IsInf(c.SLOMS, 0):
 		return fmt.Errorf("live: SLO %v ms, want > 0", c.SLOMS)
 	}
@@ -163,7 +174,7 @@ func RunHorizontal(ctx context.Context, c HConfig) (runner.Result, HInfo, error)
 	for _, o := range c.App.Operators {
 		res.Tasks = append(res.Tasks, o.Name)
 	}
-	info := HInfo{StepS: c.Step.Seconds(), TaskMillicores: c.TaskMillicores, MaxWorkers: c.MaxWorkers}
+	info := HInfo{StepS: c.Step.Seconds(), TaskMillicores: c.TaskMillicores, WorkerBudget: c.WorkerBudget, MaxWorkers: c.MaxWorkers}
 	var (
 		pl       *planner.Planner
 		mu       sync.Mutex
@@ -205,6 +216,9 @@ func RunHorizontal(ctx context.Context, c HConfig) (runner.Result, HInfo, error)
 		for _, a := range iv.Applied {
 			iv.TotalCPU += a
 		}
+		if c.WorkerBudget > 0 { // the tasks' quotas, as far as the budgets let them
+			iv.TotalCPU = min(iv.TotalCPU, float64(inUse*c.WorkerBudget))
+		}
 		iv.ReservedCPU = iv.TotalCPU
 		iv.Violated = iv.P95MS > c.SLOMS
 		workers += float64(inUse)
@@ -245,6 +259,9 @@ func RunHorizontal(ctx context.Context, c HConfig) (runner.Result, HInfo, error)
 	}
 	prov := &local.Provider{Bin: bin, Args: c.WorkerArgs, Env: c.WorkerEnv,
 		Extra: []string{"-app", c.App.Name, "-report", c.Step.String(), "-millicores", strconv.Itoa(c.TaskMillicores)}}
+	if c.WorkerBudget > 0 {
+		prov.Extra = append(prov.Extra, "-budget", strconv.Itoa(c.WorkerBudget))
+	}
 	if c.Log != io.Discard {
 		prov.Output = c.Log
 	}

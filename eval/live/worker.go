@@ -34,6 +34,7 @@ func RunWorker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.DurationVar(&cfg.Report, "report", time.Second, "metrics interval")
 	fs.IntVar(&cfg.Millicores, "millicores", 1000, "initial allocation of every task")
 	fs.IntVar(&cfg.Slots, "slots", 10, "executor slots")
+	fs.IntVar(&cfg.Budget, "budget", 0, "CPU budget the worker's tasks share, millicores (0: none)")
 	perOp := fs.String("alloc", "", "initial allocation per operator, comma-separated millicores (overrides -millicores)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("live worker: %w", err)
@@ -51,6 +52,8 @@ func RunWorker(ctx context.Context, args []string, getenv func(string) string, s
 		return fmt.Errorf("live worker: -millicores %d, want 1..%d", cfg.Millicores, wire.MaxMillicores)
 	case cfg.Slots < 1:
 		return fmt.Errorf("live worker: -slots %d, want ≥ 1", cfg.Slots)
+	case cfg.Budget < 0 || cfg.Budget > wire.MaxMillicores:
+		return fmt.Errorf("live worker: -budget %d, want 0 (none) or 1..%d", cfg.Budget, wire.MaxMillicores)
 	}
 	a, err := runtime.Apps(*app)
 	if err != nil {

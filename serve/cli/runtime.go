@@ -48,6 +48,7 @@ func runWorker(ctx context.Context, args []string, o command.IO) error {
 	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", 100_000, "requests a worker holds at most")
 	fs.DurationVar(&cfg.Flush, "flush", 2*time.Millisecond, "remote-send batching timer")
 	fs.IntVar(&cfg.Millicores, "millicores", 1000, "initial CPU allocation of every task")
+	fs.IntVar(&cfg.Budget, "budget", 0, "CPU budget all the worker's tasks share on top of their own allocations, millicores (0: none; in-process enforcement only)")
 	verbose := fs.Bool("v", false, "log events to stderr")
 	healthAddr := fs.String("health-addr", "", "if set, serve GET /healthz on this address (for Kubernetes probes)")
 	fs.DurationVar(&cfg.Report, "report", time.Second, "metrics report interval")
@@ -72,6 +73,10 @@ func runWorker(ctx context.Context, args []string, o command.IO) error {
 		return command.Usagef("serve worker: -max-in-flight %d, want ≥ 1", cfg.MaxInFlight)
 	case cfg.Millicores < 1 || cfg.Millicores > wire.MaxMillicores:
 		return command.Usagef("serve worker: -millicores %d, want 1..%d", cfg.Millicores, wire.MaxMillicores)
+	case cfg.Budget < 0 || cfg.Budget > wire.MaxMillicores:
+		return command.Usagef("serve worker: -budget %d, want 0 (none) or 1..%d", cfg.Budget, wire.MaxMillicores)
+	case cfg.Budget > 0 && *enforce != "inprocess":
+		return command.Usagef("serve worker: -budget needs -cpu-enforce inprocess")
 	}
 	app, err := runtime.Apps(*appName)
 	if err != nil {

@@ -141,13 +141,36 @@ func (q *Quota) advance(t time.Duration) {
 // version did, spent about 3 of the 5 ms per second a 5-millicore task
 // is allotted on waiting, and the task did 40% of the work its quota
 // allows.
-func (q *Quota) Run(f func()) {
+func (q *Quota) Run(f func()) { q.RunIn(nil, f) }
+
+// RunIn runs f as Run does, under q and under parent, a budget q shares
+// with other tasks (a worker's CPU budget over its tasks): f is admitted
+// when both have quota left in their current periods, and the thread CPU
+// it uses is charged to both. This is the kernel's hierarchy of CPU
+// cgroups, where a task is throttled when its own quota or an ancestor's
+// is spent (Documentation/scheduler/sched-bwc.rst, "Hierarchical
+// considerations"). parent nil is Run. q is admitted first: a task runs
+// on one executor slot at a time, so while it waits for parent nothing
+// spends q and q stays admitted; the wait for either is charged to
+// neither.
+func (q *Quota) RunIn(parent *Quota, f func()) {
 	q.admit()
+	if parent != nil {
+		parent.admit()
+	}
 	runtime.LockOSThread()
 	start := q.threadCPU()
 	f()
 	used := q.threadCPU() - start
 	runtime.UnlockOSThread()
+	q.charge(used)
+	if parent != nil {
+		parent.charge(used)
+	}
+}
+
+// charge adds used to the current period's charge and the counters.
+func (q *Quota) charge(used time.Duration) {
 	q.mu.Lock()
 	q.advance(q.now())
 	q.charged += used

@@ -312,3 +312,53 @@ func BenchmarkRun(b *testing.B) {
 		q.Run(f)
 	}
 }
+
+// TestRunInSharedBudget: two tasks with generous quotas of their own under
+// a 100-millicore budget (10 ms per 100 ms period) they share. Both run
+// until the budget is spent, the next waits for the budget's refill (not
+// for its own quota), and each execution is charged to its task and to the
+// budget.
+func TestRunInSharedBudget(t *testing.T) {
+	c := &fake{}
+	budget := c.quota(ms(100), 100)
+	a, b := c.quota(ms(100), 1000), c.quota(ms(100), 1000)
+	steps := []struct {
+		name      string
+		q         *Quota
+		run       time.Duration
+		wantStart time.Duration
+	}{
+		{"a fits the budget", a, ms(6), 0},
+		{"b overdraws it by 4", b, ms(8), ms(6)},
+		{"a waits for the budget's refill, debt 4 carried", a, ms(5), ms(100)},
+		{"b spends the rest (charged 10 of 10)", b, ms(1), ms(105)},
+		{"a waits for the next period", a, ms(3), ms(200)},
+		{"b fits", b, ms(1), ms(203)},
+	}
+	for _, s := range steps {
+		var started time.Duration
+		s.q.RunIn(budget, func() { started = c.t; c.work(s.run)() })
+		if started != s.wantStart {
+			t.Errorf("%s: f started at %v, want %v", s.name, started, s.wantStart)
+		}
+	}
+	want := map[string]struct {
+		q    *Quota
+		used time.Duration
+		thr  int64
+	}{"a": {a, ms(14), 0}, "b": {b, ms(10), 0}, "budget": {budget, ms(24), 2}}
+	for name, w := range want {
+		if s := w.q.Stats(); s.Used != w.used || s.Throttled != w.thr {
+			t.Errorf("%s: used %v throttled %d, want %v and %d", name, s.Used, s.Throttled, w.used, w.thr)
+		}
+	}
+	// Without a budget RunIn is Run.
+	c2 := &fake{}
+	q := c2.quota(ms(100), 100)
+	q.RunIn(nil, c2.work(ms(12)))
+	var started time.Duration
+	q.RunIn(nil, func() { started = c2.t })
+	if started != ms(100) {
+		t.Errorf("RunIn(nil): second run started at %v, want 100ms (own quota spent)", started)
+	}
+}

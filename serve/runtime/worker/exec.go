@@ -146,7 +146,7 @@ func (s *slot) execute() {
 		s.elapsed = time.Since(begin)
 		return
 	}
-	t.inproc.Run(func() {
+	t.inproc.RunIn(s.w.budget, func() {
 		for i := range s.batch {
 			r := &s.batch[i]
 			s.cur = int32(i)

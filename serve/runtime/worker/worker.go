@@ -54,6 +54,14 @@ type Config struct {
 	// Alloc, if set, is each task's initial allocation, millicores (one
 	// per operator, each 1..wire.MaxMillicores), instead of Millicores.
 	Alloc []int
+	// Budget, if > 0, is a CPU budget in millicores that all the worker's
+	// tasks share on top of their own allocations (cfs.Quota.RunIn: a
+	// parent CPU cgroup over the tasks' cgroups): the model of a worker in
+	// CLASP's cost model (Eq. 1, a worker's budget W shared by the
+	// functions it hosts), where a task's own quota alone would leave a
+	// worker that hosts few operators unable to use its CPU. 0: none. Not
+	// with Hosts (the kernel mode has no parent cgroup here).
+	Budget int
 	// Report is the metrics interval (default 1 s); Heartbeat the beat
 	// interval (default 200 ms).
 	Report, Heartbeat time.Duration
@@ -130,6 +138,10 @@ func (c *Config) fill() error {
 		return fmt.Errorf("worker: app %q has %d operators, want 1..%d", c.App.Name, len(c.App.Operators), wire.MaxOps)
 	case c.Alloc != nil && len(c.Alloc) != len(c.App.Operators):
 		return fmt.Errorf("worker: initial allocation for %d tasks, app %q has %d", len(c.Alloc), c.App.Name, len(c.App.Operators))
+	case c.Budget < 0 || c.Budget > wire.MaxMillicores:
+		return fmt.Errorf("worker: budget %d millicores, want 0 (none) or 1..%d", c.Budget, wire.MaxMillicores)
+	case c.Budget > 0 && c.Hosts != nil:
+		return fmt.Errorf("worker: a worker budget (%d millicores) needs the in-process CPU enforcement, not task hosts", c.Budget)
 	}
 	for i, mc := range c.Alloc {
 		if mc < 1 || mc > wire.MaxMillicores {
@@ -218,6 +230,7 @@ type Stats struct {
 // Worker is one worker. Create it with New, run it with Run.
 type Worker struct {
 	cfg     Config
+	budget  *cfs.Quota // Config.Budget shared by the tasks; nil: none
 	nOps    int
 	edgeIdx [][]int // [from][to] → edge index, −1 for none
 	ups     [][]int // [op] → the operators with an edge to it, ascending
@@ -323,6 +336,9 @@ func New(cfg Config) (*Worker, error) {
 		if cfg.Hosts != nil && s.Stateful {
 			return nil, fmt.Errorf("worker: app %s: operator %s keeps keyed state, which a task host cannot run (state, migration and checkpoints live in the worker); use the in-process CPU enforcement", cfg.App.Name, s.Name)
 		}
+	}
+	if cfg.Budget > 0 {
+		w.budget = cfs.New(cfg.Period, cfg.Budget)
 	}
 	for o, s := range cfg.App.Operators {
 		mc := cfg.Millicores

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/binary"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -163,6 +164,37 @@ func TestInitialAlloc(t *testing.T) {
 	for _, bad := range [][]int{{7}, {0, 5}, {5, wire.MaxMillicores + 1}} {
 		if _, err := New(Config{App: app, Alloc: bad}); err == nil {
 			t.Errorf("initial allocation %v accepted", bad)
+		}
+	}
+}
+
+// TestBudget: with Config.Budget every execution of every task is also
+// charged to the worker's shared budget; a bad budget is refused.
+func TestBudget(t *testing.T) {
+	app := runtime.WordCount()
+	w, stop := local(t, app, Config{Interval: 2 * time.Millisecond, Check: time.Millisecond, Budget: 1500})
+	defer stop()
+	src := app.NewSource(1)
+	var recs []wire.Record
+	for i := range 200 {
+		key, p := src.Next(nil)
+		recs = append(recs, wire.Record{Op: 0, Key: key, Input: uint64(i + 1), Payload: p})
+	}
+	if err := w.Inject(recs); err != nil {
+		t.Fatal(err)
+	}
+	waitExecuted(t, w, 200*(1+runtime.WordsPerLine))
+	var tasks time.Duration
+	for _, tk := range w.tasks {
+		tasks += tk.quota.Stats().Used
+	}
+	if b := w.budget.Stats().Used; b != tasks || b <= 0 || w.budget.Millicores() != 1500 {
+		t.Fatalf("budget charged %v (%d mc), the tasks %v", b, w.budget.Millicores(), tasks)
+	}
+	for _, bad := range []Config{{App: app, Budget: -1}, {App: app, Budget: wire.MaxMillicores + 1},
+		{App: app, Budget: 500, Hosts: func(op, mc int) (TaskHost, error) { return nil, nil }}} {
+		if _, err := New(bad); err == nil || !strings.Contains(err.Error(), "budget") {
+			t.Errorf("budget %d (hosts %v): error %v", bad.Budget, bad.Hosts != nil, err)
 		}
 	}
 }
