@@ -52,7 +52,12 @@ type Quota struct {
 	throttled  int64         // last period counted in stats.Throttled (-1: none)
 	since      time.Duration // when the running throttle began (valid if isThrot)
 	isThrot    bool          // the quota is spent and a caller is waiting
-	stats      Stats
+	// First come, first served for a shared quota (admitInTurn): the
+	// next ticket to hand out, the ticket whose turn it is, and the
+	// condition the others wait on (nil until first used).
+	ticket, serving uint64
+	turn            *sync.Cond
+	stats           Stats
 }
 
 // New returns a quota of millicores per period. A period ≤ 0 means
@@ -156,7 +161,7 @@ func (q *Quota) Run(f func()) { q.RunIn(nil, f) }
 func (q *Quota) RunIn(parent *Quota, f func()) {
 	q.admit()
 	if parent != nil {
-		parent.admit()
+		parent.admitInTurn()
 	}
 	runtime.LockOSThread()
 	start := q.threadCPU()
@@ -181,6 +186,36 @@ func (q *Quota) charge(used time.Duration) {
 // admit blocks until the current period's quota is not spent.
 func (q *Quota) admit() {
 	q.mu.Lock()
+	q.await()
+	q.mu.Unlock()
+}
+
+// admitInTurn is admit for a quota several tasks share (RunIn's parent):
+// callers are admitted first come, first served, so a task whose slot asks
+// again right after its execution queues behind the tasks already waiting
+// instead of winning every refill. The kernel shares a parent's quota
+// among its children's runnable threads by their weights; without the
+// queue whichever waiting slot polled first after a refill won it, so
+// the share of a busy task depended on its polling phase.
+func (q *Quota) admitInTurn() {
+	q.mu.Lock()
+	if q.turn == nil {
+		q.turn = sync.NewCond(&q.mu)
+	}
+	me := q.ticket
+	q.ticket++
+	for q.serving != me {
+		q.turn.Wait()
+	}
+	q.await()
+	q.serving++
+	q.turn.Broadcast()
+	q.mu.Unlock()
+}
+
+// await waits (mu held; released while sleeping) until the current
+// period's quota is not spent.
+func (q *Quota) await() {
 	for {
 		t := q.now()
 		q.advance(t)
@@ -189,7 +224,6 @@ func (q *Quota) admit() {
 			q.stats.Periods++
 		}
 		if q.charged < q.quota {
-			q.mu.Unlock()
 			return
 		}
 		if q.throttled != q.p {

@@ -362,3 +362,59 @@ func TestRunInSharedBudget(t *testing.T) {
 		t.Errorf("RunIn(nil): second run started at %v, want 100ms (own quota spent)", started)
 	}
 }
+
+// TestSharedQuotaTakesTurns: three tasks ask a spent shared budget in
+// turn (A, then B, then C); each execution spends a whole period's quota.
+// They are admitted first come, first served — A at the next period, B at
+// the one after, C at the third — whichever goroutine the scheduler wakes
+// first.
+func TestSharedQuotaTakesTurns(t *testing.T) {
+	var mu sync.Mutex
+	var now time.Duration
+	clock := func() time.Duration { mu.Lock(); defer mu.Unlock(); return now }
+	asleep, release := make(chan struct{}), make(chan struct{})
+	budget := newQuota(ms(100), 100, clock, func(d time.Duration) {
+		asleep <- struct{}{}
+		<-release
+		mu.Lock()
+		now += d
+		mu.Unlock()
+	}, func() time.Duration { return 0 })
+	budget.charged = budget.quota // spent in period 0
+	type admitted struct {
+		name string
+		at   time.Duration
+	}
+	done := make(chan admitted, 3)
+	ask := func(name string) {
+		budget.admitInTurn()
+		at := clock()
+		budget.charge(budget.quota)
+		done <- admitted{name, at}
+	}
+	tickets := func() uint64 { budget.mu.Lock(); defer budget.mu.Unlock(); return budget.ticket }
+	go ask("A")
+	<-asleep // A is first and waits for the refill
+	for i, name := range []string{"B", "C"} {
+		go ask(name)
+		for tickets() != uint64(i+2) { // B, then C, have asked
+			time.Sleep(time.Millisecond)
+		}
+	}
+	release <- struct{}{}
+	got := map[string]time.Duration{}
+	for len(got) < 3 {
+		select {
+		case <-asleep:
+			release <- struct{}{}
+		case a := <-done:
+			got[a.name] = a.at
+		}
+	}
+	want := map[string]time.Duration{"A": ms(100), "B": ms(200), "C": ms(300)}
+	for name, at := range want {
+		if got[name] != at {
+			t.Errorf("%s admitted at %v, want %v (all: %v)", name, got[name], at, got)
+		}
+	}
+}
