@@ -39,8 +39,9 @@ type CostProbe struct {
 	// (default 1000, eval live's -task-mc): W is the budget at this quota.
 	TaskMillicores int
 	// WorkerBudget is every worker's CPU budget shared by its tasks
-	// (HConfig.WorkerBudget, eval live's -worker-budget; 0: none): W is
-	// the budget at this quota too.
+	// (HConfig.WorkerBudget, eval live's -worker-budget; 0: none). With a
+	// budget τ̄ is CPU time per execution, as in HConfig's runs, and W the
+	// CPU a saturated worker gets: the budget.
 	WorkerBudget int
 	// BudgetApp is saturated on one worker at BudgetRate inputs/s for W
 	// (default syn, ten 400 µs operators, at 1500 inputs/s).
@@ -302,6 +303,7 @@ func (p *CostProbe) run(ctx context.Context, bin string, l costLayout) ([]CostPo
 		App: l.app, Seed: p.Seed, Rate: l.rate, Duration: p.Load, Drain: p.Report,
 		Workers: len(l.shares), Provider: prov, Control: p.Report, Shares: l.shares, Log: p.Log,
 		Controller: "probe", NewPlacer: func() (clasp.Planner, error) { rec.begin(); return rec, nil }, MaxWorkers: len(l.shares),
+		ExecCPU:     p.WorkerBudget > 0, // τ̄ as HConfig's runs observe it
 		JoinTimeout: 60 * time.Second,
 		// A starved worker on the loaded host must not be failed over
 		// (the layout would change under the measurement): 5 s of

@@ -48,6 +48,9 @@ type HConfig struct {
 	// worker -budget): a worker as CLASP's cost model sees one, a budget W
 	// shared by the functions it hosts. 0: none (each task has its own
 	// TaskMillicores). Not with Planner (the service starts its workers).
+	// With a budget the controller's τ̄ is CPU time per execution
+	// (planner.Config.ExecCPU), so that W is the budget; give it a cost
+	// model probed with the same budget (CostProbe.WorkerBudget).
 	WorkerBudget int
 	// SLOMS is the end-to-end p95 an interval must stay under (default
 	// 1000 ms); it only marks intervals violated.
@@ -275,6 +278,7 @@ func RunHorizontal(ctx context.Context, c HConfig) (runner.Result, HInfo, error)
 		Duration: loadEnds, Drain: max(2*c.Step, 2*time.Second),
 		Workers: c.Workers, Provider: prov, Controller: controller, NewPlacer: c.NewPlacer, MaxWorkers: c.MaxWorkers,
 		Control: c.Step, Allocate: hook, Log: c.Log, JoinTimeout: 60 * time.Second,
+		ExecCPU: c.WorkerBudget > 0,
 	}
 	var err error
 	if pl, err = planner.New(pc); err != nil {

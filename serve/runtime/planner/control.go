@@ -492,7 +492,11 @@ func (p *Planner) observation() (clasp.Observation, bool) {
 		for o, t := range mt.Tasks {
 			wo.Exec[o] = float64(t.Execs) / iv
 			if t.Execs > 0 {
-				wo.ExecUS[o] = float64(t.ExecNS) / float64(t.Execs) / 1e3
+				ns := t.ExecNS
+				if p.cfg.ExecCPU {
+					ns = t.CPUNS
+				}
+				wo.ExecUS[o] = float64(ns) / float64(t.Execs) / 1e3
 			}
 			ob.StateBytes[o] += float64(t.StateBytes)
 		}

@@ -86,6 +86,15 @@ type Config struct {
 	// Shares, if set, places the initial workers by share: Shares[i][o]
 	// is worker i's share of operator o (as CLASP's φ); nil: even.
 	Shares [][]float64
+	// ExecCPU makes τ̄ of the placement controller's observation (CLASP's
+	// Table 2 execution time) each task's CPU time per execution, its
+	// quota's charge, instead of the wall time of its executions. Under a
+	// quota that binds (a worker budget) the wall time includes the wait
+	// for the quota, so a saturated worker's Σ N·τ̄ — the cost probe's W —
+	// counts its slots' waiting, while an unsaturated worker's τ̄ is near
+	// its CPU time: the model then sees a fraction of the demand. With
+	// CPU time both sides of Eq. 1 are CPU, and W is the budget.
+	ExecCPU bool
 	// Allocate, if set, runs every Control: the vertical loop.
 	Allocate Allocator
 	// Heartbeat is the workers' beat interval (default 200 ms); a worker

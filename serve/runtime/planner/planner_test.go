@@ -466,6 +466,28 @@ func TestTraceAllocAndMetrics(t *testing.T) {
 	if len(ob.Workers) != 2 || ob.Workers[0].Share[1] != 0.5 || ob.Parallelism[1] != 2 {
 		t.Fatalf("observation workers %+v, parallelism %v", ob.Workers, ob.Parallelism)
 	}
+	// τ̄ is the wall time per execution, or with ExecCPU the CPU time:
+	// four executions of 1,000 µs of wall time and 400 µs of CPU each.
+	for _, m := range p.members {
+		for o := range m.metrics.Tasks {
+			tk := &m.metrics.Tasks[o]
+			tk.Execs, tk.ExecNS, tk.CPUNS = 4, 4_000_000, 1_600_000
+		}
+	}
+	for _, c := range []struct {
+		cpu  bool
+		want float64
+	}{{false, 1000}, {true, 400}} {
+		p.cfg.ExecCPU = c.cpu
+		ob, _ := p.observation()
+		for _, w := range ob.Workers {
+			for o, us := range w.ExecUS {
+				if us != c.want {
+					t.Errorf("ExecCPU %v: worker %d op %d τ̄ %v µs, want %v", c.cpu, w.ID, o, us, c.want)
+				}
+			}
+		}
+	}
 }
 
 func TestThreshold(t *testing.T) {
