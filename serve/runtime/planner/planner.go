@@ -400,7 +400,8 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	wg.Go(func() { p.generate(lctx); close(loadDone) })
 	wg.Go(func() { p.seconds(lctx) })
 	wg.Go(func() { p.watchHeartbeats(lctx) })
-	wg.Go(func() { p.control(lctx) })
+	ctlStop, ctlDone := make(chan struct{}), make(chan struct{})
+	wg.Go(func() { p.control(lctx, ctlStop); close(ctlDone) })
 	wg.Go(func() { p.steps(lctx) })
 	wg.Go(func() { p.rejoin(lctx) })
 	ckStop, ckDone := make(chan struct{}), make(chan struct{})
@@ -420,6 +421,8 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	close(ctlStop)
+	<-ctlDone
 	close(ckStop)
 	<-ckDone
 	p.finalCheckpoint(lctx)

@@ -468,6 +468,30 @@ func TestTraceAllocAndMetrics(t *testing.T) {
 	}
 }
 
+// TestAllocateEveryInterval: the Allocator runs once for every Control
+// boundary of the load even when ticks are lost — here its first round
+// holds the loop for 3.5 intervals (as a busy host does), and the drain
+// ends within milliseconds of the load, racing the last boundary's tick.
+func TestAllocateEveryInterval(t *testing.T) {
+	app := runtime.WordCount()
+	var rounds []float64
+	cfg := Config{App: app, Seed: 1, Rate: 200, Duration: 600 * time.Millisecond, Control: 100 * time.Millisecond, Workers: 1,
+		Allocate: func(now float64, _ []TaskObs) map[uint32][]int {
+			if rounds = append(rounds, now); len(rounds) == 1 {
+				time.Sleep(350 * time.Millisecond)
+			}
+			return nil
+		}}
+	res, prov := runPlanner(t, cfg, worker.Config{Report: 50 * time.Millisecond})
+	defer prov.Close()
+	if res.Inputs != 120 || res.Completed != res.Inputs {
+		t.Fatalf("inputs %d completed %d, want 120", res.Inputs, res.Completed)
+	}
+	if len(rounds) < 6 {
+		t.Fatalf("%d allocation rounds (at %v s) for a load of 6 control intervals, want ≥ 6", len(rounds), rounds)
+	}
+}
+
 func TestThreshold(t *testing.T) {
 	rule := Threshold(0.5, 0.9, 100, 100)
 	got := rule(0, []TaskObs{
