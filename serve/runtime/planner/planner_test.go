@@ -492,6 +492,42 @@ func TestAllocateEveryInterval(t *testing.T) {
 	}
 }
 
+// TestPlannerStallIsNotDeath: a planner that cannot run for five times
+// the heartbeat limit (here p.mu held, as a busy host holds the whole
+// process) declares no worker dead: the workers kept beating.
+func TestPlannerStallIsNotDeath(t *testing.T) {
+	app := runtime.WordCount()
+	var pl *Planner
+	var once sync.Once
+	cfg := Config{App: app, Seed: 1, Rate: 500, Duration: 2 * time.Second, Workers: 2, Heartbeat: 20 * time.Millisecond, Miss: 10,
+		Rows: func(Row) {
+			once.Do(func() {
+				pl.mu.Lock()
+				time.Sleep(time.Second)
+				pl.mu.Unlock()
+			})
+		}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &inproc{t: t, planner: ln.Addr().String(), app: app, cfg: worker.Config{Heartbeat: 50 * time.Millisecond}}
+	defer prov.Close()
+	cfg.Provider = prov
+	if pl, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := pl.Serve(ctx, ln, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Failures != 0 || res.Completed != res.Inputs || res.Inputs != 1000 || res.Workers != 2 {
+		t.Fatalf("failures %d, inputs %d, completed %d, workers %d after a stall of the planner", res.Failures, res.Inputs, res.Completed, res.Workers)
+	}
+}
+
 func TestThreshold(t *testing.T) {
 	rule := Threshold(0.5, 0.9, 100, 100)
 	got := rule(0, []TaskObs{
