@@ -492,18 +492,18 @@ func TestAllocateEveryInterval(t *testing.T) {
 	}
 }
 
-// TestPlannerStallIsNotDeath: a planner that cannot run for five times
+// TestPlannerStallIsNotDeath: a planner that cannot run for four times
 // the heartbeat limit (here p.mu held, as a busy host holds the whole
 // process) declares no worker dead: the workers kept beating.
 func TestPlannerStallIsNotDeath(t *testing.T) {
 	app := runtime.WordCount()
 	var pl *Planner
 	var once sync.Once
-	cfg := Config{App: app, Seed: 1, Rate: 500, Duration: 2 * time.Second, Workers: 2, Heartbeat: 20 * time.Millisecond, Miss: 10,
+	cfg := Config{App: app, Seed: 1, Rate: 500, Duration: 2 * time.Second, Workers: 2, Heartbeat: 50 * time.Millisecond, Miss: 10,
 		Rows: func(Row) {
 			once.Do(func() {
 				pl.mu.Lock()
-				time.Sleep(time.Second)
+				time.Sleep(2 * time.Second)
 				pl.mu.Unlock()
 			})
 		}}
