@@ -447,12 +447,23 @@ func TestTraceAllocAndMetrics(t *testing.T) {
 	if calls.Load() == 0 {
 		t.Fatal("the allocation hook never ran")
 	}
+	// The hook's decision reached every task. Checked on the workers: a
+	// report sent after it may not exist when a busy host delays the
+	// first round; the allocation frame does reach them before the run
+	// ends, ahead of later inputs on the same stream.
+	for _, w := range prov.current() {
+		for o, mc := range w.Millicores() {
+			if mc != 321 {
+				t.Errorf("worker %d task %d has %d millicores, want 321", w.ID(), o, mc)
+			}
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for id, m := range p.members {
 		for o, tk := range m.metrics.Tasks {
-			if tk.Millicores != 321 {
-				t.Errorf("worker %d task %d reports %d millicores, want 321", id, o, tk.Millicores)
+			if tk.Millicores != 321 && tk.Millicores != 1000 {
+				t.Errorf("worker %d task %d reports %d millicores, want 321 (or the default 1000 before the hook's first round)", id, o, tk.Millicores)
 			}
 		}
 	}
