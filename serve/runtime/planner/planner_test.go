@@ -198,6 +198,25 @@ func wordCounts(ws []*worker.Worker) map[uint64]uint64 {
 	return got
 }
 
+// awaitFailover waits until the planner has failed over n times and the
+// last failover is done (it holds p.reconf throughout), or ctx ends: a
+// worker restarted then rejoins and is placed by a rejoin (a fixed delay
+// may fall before the failure was noticed, or leave the restarted
+// process too little of the load to join on a busy host).
+func awaitFailover(ctx context.Context, p *Planner, n int) {
+	for ctx.Err() == nil {
+		p.mu.Lock()
+		f := p.failures
+		p.mu.Unlock()
+		if f >= n {
+			p.reconf.Lock() // the failover holds it until it is done
+			defer p.reconf.Unlock()
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestScaleUnderLoad: word count under constant load while the cluster goes
 // 1 → 3 → 2 → 4 workers. Every input completes exactly once, every key's
 // sequence arrives in order without gaps or repeats, and the word counts
@@ -319,12 +338,19 @@ func TestWorkerFailure(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	go func() {
-		time.Sleep(1500 * time.Millisecond) // the workers join, then 1.2 s of load or so
-		prov.kill(1)
-		time.Sleep(1200 * time.Millisecond)
-		prov.Scale(ctx, 3) //nolint:errcheck // restarts worker 1
-	}()
+	// Kill worker 1 when the load's first second ends (a fixed delay may
+	// fall before the workers joined), restart it once the failover is
+	// done.
+	var once sync.Once
+	p.cfg.Rows = func(Row) {
+		once.Do(func() {
+			go func() {
+				prov.kill(1)
+				awaitFailover(ctx, p, 1)
+				prov.Scale(ctx, 3) //nolint:errcheck // restarts worker 1
+			}()
+		})
+	}
 	res, err := p.Serve(ctx, ln, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -369,12 +395,14 @@ func TestSIGKILL(t *testing.T) {
 	// processes, and a fixed delay may fall before they joined.
 	start := make(chan struct{})
 	var once sync.Once
-	res := runProcesses(t, "wc", func(lp *local.Provider) {
+	res := runProcesses(t, "wc", func(lp *local.Provider, p *Planner) {
 		<-start
 		if err := lp.Kill(1); err != nil {
 			t.Error(err)
 		}
-		time.Sleep(1500 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		awaitFailover(ctx, p, 1)
 		if _, err := lp.Scale(context.Background(), 3); err != nil { // restart it
 			t.Error(err)
 		}
