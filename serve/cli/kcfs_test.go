@@ -98,7 +98,7 @@ func TestWorkerKernelMode(t *testing.T) {
 	var pout, perr syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Main(ctx, []string{"planner", "-addr", "127.0.0.1:0", "-app", "syn", "-workers", "1", "-rate", "100", "-duration", "2s", "-drain", "5s", "-json"},
+		done <- Main(ctx, []string{"planner", "-addr", "127.0.0.1:0", "-app", "syn", "-workers", "1", "-rate", "100", "-duration", "2s", "-drain", "30s", "-json"},
 			command.IO{Stdout: &pout, Stderr: &perr})
 	}()
 	var addr string

@@ -52,7 +52,7 @@ func TestServiceCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := cl.Start(ctx, planner.StartRequest{App: "wc", Mode: planner.ModeVertical, Rates: []float64{500}, RateMult: 1, Seed: 1,
-		Intervals: 4, TimeScaleMS: 250, Alloc: []int{800, 800}}); err != nil {
+		Intervals: 4, TimeScaleMS: 250, Alloc: []int{800, 800}, DrainMS: 30_000}); err != nil { // the drain ends when every input completed
 		t.Fatal(err)
 	}
 	var st planner.Status

@@ -78,14 +78,14 @@ func BenchmarkRemoteDispatch(b *testing.B) {
 
 // runProcesses runs a planner here and its workers as processes of this
 // test binary running app; during, if set, runs beside the load.
-func runProcesses(b testing.TB, app string, during func(*local.Provider), cfg Config) Result {
+func runProcesses(b testing.TB, app string, during func(*local.Provider, *Planner), cfg Config) Result {
 	b.Helper()
 	res, _ := runProcessesPlanner(b, app, during, cfg)
 	return res
 }
 
 // runProcessesPlanner is runProcesses returning the planner too.
-func runProcessesPlanner(b testing.TB, app string, during func(*local.Provider), cfg Config) (Result, *Planner) {
+func runProcessesPlanner(b testing.TB, app string, during func(*local.Provider, *Planner), cfg Config) (Result, *Planner) {
 	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -97,12 +97,12 @@ func runProcessesPlanner(b testing.TB, app string, during func(*local.Provider),
 	if testing.Verbose() && cfg.Log == nil {
 		cfg.Log = os.Stderr
 	}
-	if during != nil {
-		go during(lp)
-	}
 	p, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if during != nil {
+		go during(lp, p)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -105,7 +105,8 @@ var modes = []string{ModeBarrier, ModePause}
 // failureRun runs checked word count on three in-process workers with
 // checkpoints every interval in mode, kills worker 1 at the end of the load's
 // second killAt or the first later one after a checkpoint completed (0:
-// never) or when setup's kill is called, and restarts it 1 s later.
+// never) or when setup's kill is called, and restarts it once the
+// failover is done.
 func failureRun(t *testing.T, mode string, seed uint64, interval time.Duration, killAt float64, setup func(p *Planner, kill func())) (Result, *Planner, *inproc, *atomic.Int64, *atomic.Int64) {
 	t.Helper()
 	var violations, dupes atomic.Int64
@@ -132,7 +133,7 @@ func failureRun(t *testing.T, mode string, seed uint64, interval time.Duration, 
 		once.Do(func() {
 			prov.kill(1)
 			go func() {
-				time.Sleep(time.Second)
+				awaitFailover(ctx, p, 1)
 				prov.Scale(ctx, 3) //nolint:errcheck // restarts worker 1
 			}()
 		})
@@ -288,12 +289,14 @@ func sigkillCheckpoint(t *testing.T, mode string) {
 	start := make(chan struct{})
 	var once sync.Once
 	cfg.Rows = func(r Row) { once.Do(func() { close(start) }) }
-	res, p := runProcessesPlanner(t, "ledger-wc", func(lp *local.Provider) {
+	res, p := runProcessesPlanner(t, "ledger-wc", func(lp *local.Provider, p *Planner) {
 		<-start
 		if err := lp.Kill(1); err != nil {
 			t.Error(err)
 		}
-		time.Sleep(1500 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		awaitFailover(ctx, p, 1)
 		if _, err := lp.Scale(context.Background(), 3); err != nil { // restart it
 			t.Error(err)
 		}

@@ -324,8 +324,15 @@ func (p *Planner) failover(ctx context.Context, dead []uint32) {
 	p.awaitMigration(ctx, mig)
 }
 
-// control runs the placement controller (CLASP) and the allocation hook.
-func (p *Planner) control(ctx context.Context) {
+// control runs the placement controller (CLASP) and the allocation hook
+// every Control until ctx ends or stop is closed. stop closes when the run
+// ends (after the drain); the Allocator then still gets a round for every
+// Control boundary of the load that had none — the last one, which falls
+// at the load's end and races the end of a short drain, or ticks a busy
+// host dropped — so a consumer counting its rounds as control intervals
+// sees one per Control of the load. The placement controller is not run
+// again then.
+func (p *Planner) control(ctx context.Context, stop <-chan struct{}) {
 	if p.cfg.Controller == "none" && p.cfg.Allocate == nil {
 		return
 	}
@@ -350,9 +357,15 @@ func (p *Planner) control(ctx context.Context) {
 	t := time.NewTicker(p.cfg.Control)
 	defer t.Stop()
 	deployed := false // CLASP has made its initial placement
-	for {
+	rounds, due := 0, int(p.cfg.Duration/p.cfg.Control)
+	for ; ; rounds++ {
 		select {
 		case <-ctx.Done():
+			return
+		case <-stop:
+			for ; rounds < due && p.cfg.Allocate != nil && ctx.Err() == nil; rounds++ {
+				p.allocate()
+			}
 			return
 		case <-t.C:
 		}
@@ -384,13 +397,20 @@ func (p *Planner) control(ctx context.Context) {
 			}
 		}
 		if p.cfg.Allocate != nil {
-			p.mu.Lock()
-			tasks := p.taskObs()
-			p.mu.Unlock()
-			for id, mcs := range p.cfg.Allocate(now, tasks) {
-				p.setAlloc(id, mcs)
-			}
+			p.allocate()
 		}
+	}
+}
+
+// allocate runs one round of the allocation hook on the workers' latest
+// reports.
+func (p *Planner) allocate() {
+	now := time.Since(p.start).Seconds()
+	p.mu.Lock()
+	tasks := p.taskObs()
+	p.mu.Unlock()
+	for id, mcs := range p.cfg.Allocate(now, tasks) {
+		p.setAlloc(id, mcs)
 	}
 }
 

@@ -409,7 +409,8 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	wg.Go(func() { p.generate(lctx); close(loadDone) })
 	wg.Go(func() { p.seconds(lctx) })
 	wg.Go(func() { p.watchHeartbeats(lctx) })
-	wg.Go(func() { p.control(lctx) })
+	ctlStop, ctlDone := make(chan struct{}), make(chan struct{})
+	wg.Go(func() { p.control(lctx, ctlStop); close(ctlDone) })
 	wg.Go(func() { p.steps(lctx) })
 	wg.Go(func() { p.rejoin(lctx) })
 	ckStop, ckDone := make(chan struct{}), make(chan struct{})
@@ -429,6 +430,8 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	close(ctlStop)
+	<-ctlDone
 	close(ckStop)
 	<-ckDone
 	p.finalCheckpoint(lctx)
@@ -924,11 +927,17 @@ func (p *Planner) rateAt(t float64) float64 {
 }
 
 // watchHeartbeats declares dead the workers that missed Miss beats and
-// fails over.
+// fails over. A stall of the planner itself — its process not scheduled
+// on a busy host, or p.mu held — is not counted against the workers: the
+// beats of that time may wait unread in its sockets, and the watch would
+// otherwise run first and find every worker silent. A watch that runs
+// more than half a beat interval late moves every member's last beat on
+// by its lateness (a cut stream's zero time stays: that worker is gone).
 func (p *Planner) watchHeartbeats(ctx context.Context) {
 	t := time.NewTicker(p.cfg.Heartbeat)
 	defer t.Stop()
 	limit := time.Duration(p.cfg.Miss) * p.cfg.Heartbeat
+	last := time.Now() // the end of the previous watch
 	for {
 		select {
 		case <-ctx.Done():
@@ -936,9 +945,19 @@ func (p *Planner) watchHeartbeats(ctx context.Context) {
 		case <-t.C:
 		}
 		p.mu.Lock()
+		now := time.Now()
+		if stall := now.Sub(last) - p.cfg.Heartbeat; stall > p.cfg.Heartbeat/2 {
+			for _, m := range p.members {
+				if !m.lastBeat.IsZero() {
+					if m.lastBeat = m.lastBeat.Add(stall); m.lastBeat.After(now) {
+						m.lastBeat = now
+					}
+				}
+			}
+		}
 		var dead []uint32
 		for id, m := range p.members {
-			if !m.dead && !m.leaving && time.Since(m.lastBeat) > limit {
+			if !m.dead && !m.leaving && now.Sub(m.lastBeat) > limit {
 				dead = append(dead, id)
 			}
 		}
@@ -946,6 +965,7 @@ func (p *Planner) watchHeartbeats(ctx context.Context) {
 		if len(dead) > 0 {
 			p.failover(ctx, dead)
 		}
+		last = time.Now()
 	}
 }
 

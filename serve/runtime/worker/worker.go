@@ -387,6 +387,18 @@ func (w *Worker) Stats() Stats {
 	return w.stats
 }
 
+// Millicores returns every task's allocation in force, millicores, by
+// operator (as its next metrics report will carry it).
+func (w *Worker) Millicores() []int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]int, w.nOps)
+	for i := range out {
+		out[i] = w.tasks[i].quota.Millicores()
+	}
+	return out
+}
+
 // StateOf returns a copy of operator op's keyed state on this worker (tests
 // and checks; not for the hot path). Call it when the worker is idle or
 // stopped: a running task's state belongs to its executor.
