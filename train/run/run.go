@@ -243,6 +243,13 @@ func probeDir(dir string) error {
 	return os.Remove(name)
 }
 
+// override sets *dst to *v when an option v was given (not nil).
+func override[T any](dst, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
 func prepare(o Options) (*setup, error) {
 	if err := o.check(); err != nil {
 		return nil, err
@@ -256,24 +263,12 @@ func prepare(o Options) (*setup, error) {
 	}
 	s.cfg.Seed = o.Seed
 	s.cfg.NormObs, s.cfg.NormReward = o.NormObs, o.NormReward
-	if o.EntCoef != nil {
-		s.cfg.EntCoef = *o.EntCoef
-	}
-	if o.ClipRangeVF != nil {
-		s.cfg.ClipRangeVF = *o.ClipRangeVF
-	}
-	if o.Gamma != nil {
-		s.cfg.Gamma = *o.Gamma
-	}
-	if o.GAELambda != nil {
-		s.cfg.Lambda = *o.GAELambda
-	}
-	if o.VFCoef != nil {
-		s.cfg.VFCoef = *o.VFCoef
-	}
-	if o.LearningRate != nil {
-		s.cfg.LearningRate = *o.LearningRate
-	}
+	override(&s.cfg.EntCoef, o.EntCoef)
+	override(&s.cfg.ClipRangeVF, o.ClipRangeVF)
+	override(&s.cfg.Gamma, o.Gamma)
+	override(&s.cfg.Lambda, o.GAELambda)
+	override(&s.cfg.VFCoef, o.VFCoef)
+	override(&s.cfg.LearningRate, o.LearningRate)
 	if o.NEpochs > 0 {
 		s.cfg.Epochs = o.NEpochs
 	}
