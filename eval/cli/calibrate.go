@@ -161,6 +161,7 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	costDur := fs.Duration("cost-duration", 3*time.Second, "load per run of the cost-model probe (15 runs: the chain application in 14 layouts, the budget application saturated once; see live.ProbeCosts); 0 skips it")
 	costMC := fs.Int("cost-millicores", 1000, "live CFS millicores of every task in the cost-model probe (W is the budget at this quota: eval live's -task-mc)")
 	costBudget := fs.Int("cost-worker-budget", 0, "CPU budget, millicores, every worker's tasks share in the cost-model probe (eval live's -worker-budget; 0: none)")
+	costBudgetMode := fs.String("cost-worker-budget-mode", "tasks", "eval live's -worker-budget-mode for the cost-model probe: what the worker budget caps: tasks (the in-process CFS quota the tasks' executions share) or process (the kernel's CFS quota on the whole worker process, as a container CPU limit: transport, decoding and dispatch too; needs root)")
 	costRate := fs.Float64("cost-rate", 4000, "input rate of the cost-model probe's chain runs, inputs/s (the γ runs also at half of it)")
 	costBudgetApp := fs.String("cost-budget-app", "syn", "application the cost-model probe saturates on one worker for the budget W")
 	costBudgetRate := fs.Float64("cost-budget-rate", 1500, "input rate of the budget run, inputs/s (above one worker's capacity)")
@@ -199,6 +200,10 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		return usagef("eval: -cost-millicores %d, want 1..64000", *costMC)
 	case *costBudget < 0 || *costBudget > 64000:
 		return usagef("eval: -cost-worker-budget %d, want 0 (none) or 1..64000", *costBudget)
+	case *costBudgetMode != "tasks" && *costBudgetMode != "process":
+		return usagef("eval: -cost-worker-budget-mode %q, want tasks or process", *costBudgetMode)
+	case *costBudgetMode == "process" && *costBudget == 0:
+		return usagef("eval: -cost-worker-budget-mode process needs -cost-worker-budget > 0")
 	case !(*costRate >= 10 && *costRate <= 1e6) || !(*costBudgetRate > 0 && *costBudgetRate <= 1e6):
 		return usagef("eval: -cost-rate %v and -cost-budget-rate %v, want 10..1e6 and (0, 1e6] inputs/s", *costRate, *costBudgetRate)
 	case !(*costMinR2 >= 0 && *costMinR2 <= 1):
@@ -210,7 +215,7 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	if err != nil {
 		return usagef("eval: -cost-budget-app: %v", err)
 	}
-	costProbe := live.CostProbe{Rate: *costRate, Load: *costDur, Report: *scale, TaskMillicores: *costMC, WorkerBudget: *costBudget, BudgetApp: budgetApp, BudgetRate: *costBudgetRate,
+	costProbe := live.CostProbe{Rate: *costRate, Load: *costDur, Report: *scale, TaskMillicores: *costMC, WorkerBudget: *costBudget, WorkerBudgetProcess: *costBudgetMode == "process", BudgetApp: budgetApp, BudgetRate: *costBudgetRate,
 		Fit: &live.CostFitConfig{MinR2: *costMinR2, ZeroUnresolved: *costZero}, Seed: *seed, WorkerArgs: []string{"live-worker"}, Log: o.Stderr}
 	var uptime []string
 	if u := hostLoad(); u != "" {
@@ -342,6 +347,9 @@ func costProbeMethod(cp live.CostProbeResult) string {
 	quota := fmt.Sprintf("%d mc", cp.TaskMillicores)
 	if cp.WorkerBudget > 0 {
 		quota += fmt.Sprintf(" and every worker's tasks sharing a budget of %d mc", cp.WorkerBudget)
+		if cp.BudgetProcess {
+			quota = fmt.Sprintf("%d mc and every worker process under the kernel's CFS quota of %d mc (transport, decoding and dispatch included)", cp.TaskMillicores, cp.WorkerBudget)
+		}
 	}
 	return fmt.Sprintf("microbenchmarks (live.ProbeCosts, CLASP §4.1): the runtime's chain application (ten no-op operators) at %g inputs/s with every task at %s, "+
 		"%g s of load per run (report interval %g s); each worker process's CPU time per second from its process CPU clock over the load (its start to the last report within it), less the layout's executions times the chain operators' execution time in process (%d inputs); the request rates are the layout's at the input rate (keys stay with an input along the chain). "+

@@ -47,6 +47,9 @@ func TestCostModelFlag(t *testing.T) {
 	if code, _, stderr := call(t, "calibrate", "-profile", "syn", "-cost-worker-budget", "-5", "-out", filepath.Join(dir, "out")); code != 2 || !strings.Contains(stderr, "-cost-worker-budget") {
 		t.Errorf("-cost-worker-budget -5: exit %d, %q", code, stderr)
 	}
+	if code, _, stderr := call(t, "calibrate", "-profile", "syn", "-cost-worker-budget-mode", "process", "-out", filepath.Join(dir, "out")); code != 2 || !strings.Contains(stderr, "-cost-worker-budget-mode process needs") {
+		t.Errorf("-cost-worker-budget-mode process without a budget: exit %d, %q", code, stderr)
+	}
 	ms, used, err := hliveMethods(good, "", 4)
 	if err != nil || used.AlphaUS != 1.5 || used.BudgetUSPerS != 2e6 || !strings.HasPrefix(used.Source, good) || len(ms) == 0 {
 		t.Fatalf("good file: %+v %v", used, err)

@@ -47,6 +47,7 @@ type HLiveSummary struct {
 	MaxWorkers     int        `json:"max_workers"`
 	TaskMillicores int        `json:"task_millicores"`
 	WorkerBudget   int        `json:"worker_budget_millicores,omitempty"`
+	BudgetProcess  bool       `json:"worker_budget_process,omitempty"`
 	Seed           uint64     `json:"seed"`
 	SLOMS          float64    `json:"slo_ms"`
 	Tasks          []string   `json:"tasks"`
@@ -80,6 +81,7 @@ type hliveFlags struct {
 	workers, maxWorkers      int
 	taskMC                   int
 	budget                   int
+	budgetMode               string // -worker-budget-mode: tasks or process
 	seed                     uint64
 	seeds                    int // seeds seed … seed+seeds−1, each a pair
 	asJSON, verbose          bool
@@ -168,6 +170,10 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 		return usagef("eval: -task-mc %d, want 1..64000", f.taskMC)
 	case f.budget < 0 || f.budget > 64000:
 		return usagef("eval: -worker-budget %d, want 0 (none) or 1..64000", f.budget)
+	case f.budgetMode != "tasks" && f.budgetMode != "process":
+		return usagef("eval: -worker-budget-mode %q, want tasks or process", f.budgetMode)
+	case f.budgetMode == "process" && f.budget == 0:
+		return usagef("eval: -worker-budget-mode process needs -worker-budget > 0")
 	case f.budget > 0 && f.planner != "":
 		return usagef("eval: -worker-budget with -planner: the planner service starts its own workers")
 	case !(f.sloMS > 0) || f.sloMS > 1e7:
@@ -220,7 +226,7 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 		return fmt.Errorf("eval: %w", err)
 	}
 	sum := HLiveSummary{Profile: app.Name, Trace: f.trace, TraceSource: traceSource(trs[0]), Intervals: ns[0], TimeScaleS: step.Seconds(),
-		RateMult: trs[0].Mult, InitialWorkers: f.workers, MaxWorkers: f.maxWorkers, TaskMillicores: f.taskMC, WorkerBudget: f.budget, Seed: f.seed, SLOMS: f.sloMS,
+		RateMult: trs[0].Mult, InitialWorkers: f.workers, MaxWorkers: f.maxWorkers, TaskMillicores: f.taskMC, WorkerBudget: f.budget, BudgetProcess: f.budgetMode == "process", Seed: f.seed, SLOMS: f.sloMS,
 		Commit: o.Commit, GoVersion: o.GoVersion, CostModel: used}
 	if f.seeds > 1 {
 		sum.SeedIntervals = ns
@@ -239,7 +245,7 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 		seed, n := f.seed+uint64(k), ns[k]
 		for _, r := range runs {
 			cfg := live.HConfig{App: app, Trace: tr, Step: step, Intervals: n, Seed: seed, Workers: f.workers, MaxWorkers: f.maxWorkers,
-				TaskMillicores: f.taskMC, WorkerBudget: f.budget, SLOMS: f.sloMS, Name: r.name, NewPlacer: r.placer, WorkerArgs: []string{"live-worker"},
+				TaskMillicores: f.taskMC, WorkerBudget: f.budget, WorkerBudgetProcess: f.budgetMode == "process", SLOMS: f.sloMS, Name: r.name, NewPlacer: r.placer, WorkerArgs: []string{"live-worker"},
 				Planner: f.planner, PlannerToken: f.plannerToken}
 			if r.fixed > 0 {
 				cfg.Workers = r.fixed

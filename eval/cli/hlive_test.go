@@ -23,6 +23,8 @@ func TestHLiveUsage(t *testing.T) {
 		{[]string{"-profile", "syn", "-controller", "clasp", "-trace", "burst", "-peak", "0"}, "-peak"},
 		{[]string{"-profile", "syn", "-controller", "clasp", "-task-mc", "0"}, "-task-mc"},
 		{[]string{"-profile", "syn", "-controller", "clasp", "-worker-budget", "-1"}, "-worker-budget"},
+		{[]string{"-profile", "syn", "-controller", "clasp", "-worker-budget", "100", "-worker-budget-mode", "kernel"}, "-worker-budget-mode"},
+		{[]string{"-profile", "syn", "-controller", "clasp", "-worker-budget-mode", "process"}, "-worker-budget-mode process needs"},
 		{[]string{"-profile", "syn", "-controller", "clasp", "-worker-budget", "500", "-planner", "127.0.0.1:1"}, "-worker-budget"},
 		{[]string{"-profile", "syn", "-controller", "clasp", "-slo-ms", "0"}, "-slo-ms"},
 		{[]string{"-profile", "syn", "-controller", "clasp", "-workers", "9", "-max-workers", "4"}, "above -max-workers"},

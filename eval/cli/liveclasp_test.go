@@ -117,7 +117,7 @@ func TestLiveClaspAnalyze(t *testing.T) {
 		args []string
 		want string
 	}{{[]string{"-apps", "pred:100"}, "-apps"}, {[]string{"-apps", "syn"}, "-apps"}, {[]string{"-apps", "syn:-1"}, "-apps"},
-		{[]string{"-max-workers", "0"}, "-max-workers"}, {[]string{"-task-mc", "0"}, "-task-mc"}, {[]string{"-worker-budget", "70000"}, "-worker-budget"}, {[]string{"-modes", "spike"}, "-modes"}, {[]string{"-modes", "burst,burst"}, "-modes"},
+		{[]string{"-max-workers", "0"}, "-max-workers"}, {[]string{"-task-mc", "0"}, "-task-mc"}, {[]string{"-worker-budget", "70000"}, "-worker-budget"}, {[]string{"-worker-budget", "100", "-worker-budget-mode", "cgroup"}, "-worker-budget-mode"}, {[]string{"-worker-budget-mode", "process"}, "-worker-budget-mode process needs"}, {[]string{"-modes", "spike"}, "-modes"}, {[]string{"-modes", "burst,burst"}, "-modes"},
 		{[]string{"-modes", "burst", "-mode-seeds", "0"}, "-mode-seeds"}, {[]string{"-modes", "burst", "-seed", "18446744073709551615"}, "overflows"}} {
 		code, _, stderr := call(t, append([]string{"liveclasp", "-out", dir}, c.args...)...)
 		if code != 2 || !strings.Contains(stderr, c.want) {

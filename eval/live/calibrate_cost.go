@@ -43,6 +43,9 @@ type CostProbe struct {
 	// budget τ̄ is CPU time per execution, as in HConfig's runs, and W the
 	// CPU a saturated worker gets: the budget.
 	WorkerBudget int
+	// WorkerBudgetProcess makes WorkerBudget the kernel's quota on the
+	// whole worker process (HConfig.WorkerBudgetProcess).
+	WorkerBudgetProcess bool
 	// BudgetApp is saturated on one worker at BudgetRate inputs/s for W
 	// (default syn, ten 400 µs operators, at 1500 inputs/s).
 	BudgetApp  ops.App
@@ -96,6 +99,8 @@ func (p *CostProbe) fill() error {
 		return fmt.Errorf("live: cost probe task millicores %d, want 1..64000", p.TaskMillicores)
 	case p.WorkerBudget < 0 || p.WorkerBudget > 64000:
 		return fmt.Errorf("live: cost probe worker budget %d millicores, want 0 (none) or 1..64000", p.WorkerBudget)
+	case p.WorkerBudgetProcess && p.WorkerBudget == 0:
+		return fmt.Errorf("live: cost probe process budget needs a worker budget > 0")
 	case !(p.Fit.MinR2 >= 0 && p.Fit.MinR2 <= 1):
 		return fmt.Errorf("live: cost probe min R² %v, want [0, 1]", p.Fit.MinR2)
 	case p.BudgetApp.NewSource == nil:
@@ -113,6 +118,7 @@ type CostProbeResult struct {
 	ReportS        float64 `json:"report_s"`
 	TaskMillicores int     `json:"task_millicores"`
 	WorkerBudget   int     `json:"worker_budget_millicores,omitempty"`
+	BudgetProcess  bool    `json:"worker_budget_process,omitempty"`
 	BudgetApp      string  `json:"budget_app"`
 	BudgetRate     float64 `json:"budget_rate"`
 	MinR2          float64 `json:"min_r2"`
@@ -246,7 +252,7 @@ func ProbeCosts(ctx context.Context, p CostProbe) (CostProbeResult, error) {
 		}
 	}
 	start := time.Now()
-	res := CostProbeResult{Rate: p.Rate, LoadS: p.Load.Seconds(), ReportS: p.Report.Seconds(), TaskMillicores: p.TaskMillicores, WorkerBudget: p.WorkerBudget,
+	res := CostProbeResult{Rate: p.Rate, LoadS: p.Load.Seconds(), ReportS: p.Report.Seconds(), TaskMillicores: p.TaskMillicores, WorkerBudget: p.WorkerBudget, BudgetProcess: p.WorkerBudgetProcess,
 		BudgetApp: p.BudgetApp.Name, BudgetRate: p.BudgetRate, MinR2: p.Fit.MinR2, ZeroUnresolved: p.Fit.ZeroUnresolved, ChainInputs: chainInputs}
 	svc, err := ServiceTimes(chain, p.Seed, chainInputs)
 	if err != nil {
@@ -296,7 +302,7 @@ func (p *CostProbe) run(ctx context.Context, bin string, l costLayout) ([]CostPo
 	rec := &cpuRecorder{pids: map[int]int{}, self: os.Getpid(), workers: len(l.shares)}
 	prov := &local.Provider{Bin: bin, Args: p.WorkerArgs, Extra: []string{"-app", l.app.Name, "-report", p.Report.String(), "-millicores", strconv.Itoa(p.TaskMillicores)}}
 	if p.WorkerBudget > 0 {
-		prov.Extra = append(prov.Extra, "-budget", strconv.Itoa(p.WorkerBudget))
+		prov.Extra = append(prov.Extra, budgetFlag(p.WorkerBudgetProcess), strconv.Itoa(p.WorkerBudget))
 	}
 	defer prov.Close()
 	pc := planner.Config{

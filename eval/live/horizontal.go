@@ -52,6 +52,13 @@ type HConfig struct {
 	// (planner.Config.ExecCPU), so that W is the budget; give it a cost
 	// model probed with the same budget (CostProbe.WorkerBudget).
 	WorkerBudget int
+	// WorkerBudgetProcess makes WorkerBudget the kernel's CFS quota on the
+	// whole worker process (serve worker -process-budget, kcfs.Confine: a
+	// container CPU limit, so transport, decoding and dispatch draw on it
+	// as the operators do, as Eq. 1's α, β and γ terms share W) instead of
+	// the in-process quota over its tasks' executions only. Needs a
+	// writable CPU cgroup (root).
+	WorkerBudgetProcess bool
 	// SLOMS is the end-to-end p95 an interval must stay under (default
 	// 1000 ms); it only marks intervals violated.
 	SLOMS float64
@@ -78,6 +85,7 @@ type HInfo struct {
 	StepS          float64 `json:"step_s"`
 	TaskMillicores int     `json:"task_millicores"`
 	WorkerBudget   int     `json:"worker_budget_millicores,omitempty"`
+	BudgetProcess  bool    `json:"worker_budget_process,omitempty"`
 	MaxWorkers     int     `json:"max_workers"`
 	Inputs         uint64  `json:"inputs"`
 	Completed      uint64  `json:"completed"`
@@ -147,6 +155,8 @@ func (c *HConfig) fill() error {
 		return fmt.Errorf("live: task millicores %d, want 1..64000", c.TaskMillicores)
 	case c.WorkerBudget < 0 || c.WorkerBudget > 64000:
 		return fmt.Errorf("live: worker budget %d millicores, want 0 (none) or 1..64000", c.WorkerBudget)
+	case c.WorkerBudgetProcess && c.WorkerBudget == 0:
+		return fmt.Errorf("live: a process budget needs a worker budget > 0")
 	case c.WorkerBudget > 0 && c.Planner != "":
 		return errors.New("live: a worker budget with an attached planner: the service starts its own workers")
 	case !(c.SLOMS > 0) || math.IsInf(c.SLOMS, 0):
@@ -177,7 +187,7 @@ func RunHorizontal(ctx context.Context, c HConfig) (runner.Result, HInfo, error)
 	for _, o := range c.App.Operators {
 		res.Tasks = append(res.Tasks, o.Name)
 	}
-	info := HInfo{StepS: c.Step.Seconds(), TaskMillicores: c.TaskMillicores, WorkerBudget: c.WorkerBudget, MaxWorkers: c.MaxWorkers}
+	info := HInfo{StepS: c.Step.Seconds(), TaskMillicores: c.TaskMillicores, WorkerBudget: c.WorkerBudget, BudgetProcess: c.WorkerBudgetProcess, MaxWorkers: c.MaxWorkers}
 	var (
 		pl       *planner.Planner
 		mu       sync.Mutex
@@ -263,7 +273,7 @@ func RunHorizontal(ctx context.Context, c HConfig) (runner.Result, HInfo, error)
 	prov := &local.Provider{Bin: bin, Args: c.WorkerArgs, Env: c.WorkerEnv,
 		Extra: []string{"-app", c.App.Name, "-report", c.Step.String(), "-millicores", strconv.Itoa(c.TaskMillicores)}}
 	if c.WorkerBudget > 0 {
-		prov.Extra = append(prov.Extra, "-budget", strconv.Itoa(c.WorkerBudget))
+		prov.Extra = append(prov.Extra, budgetFlag(c.WorkerBudgetProcess), strconv.Itoa(c.WorkerBudget))
 	}
 	if c.Log != io.Discard {
 		prov.Output = c.Log
@@ -332,3 +342,13 @@ func finishHorizontal(c HConfig, mu *sync.Mutex, resp *runner.Result, infop *HIn
 
 // round1 rounds to one decimal (summary.json stays readable).
 func round1(x float64) float64 { return math.Round(x*10) / 10 }
+
+// budgetFlag is the worker flag of a worker budget: -process-budget for
+// the kernel's quota on the whole process, -budget for the in-process one
+// over its tasks.
+func budgetFlag(process bool) string {
+	if process {
+		return "-process-budget"
+	}
+	return "-budget"
+}

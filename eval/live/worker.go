@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"streamscale/serve/runtime"
+	"streamscale/serve/runtime/kcfs"
 	"streamscale/serve/runtime/wire"
 	"streamscale/serve/runtime/worker"
 )
@@ -35,6 +36,7 @@ func RunWorker(ctx context.Context, args []string, getenv func(string) string, s
 	fs.IntVar(&cfg.Millicores, "millicores", 1000, "initial allocation of every task")
 	fs.IntVar(&cfg.Slots, "slots", 10, "executor slots")
 	fs.IntVar(&cfg.Budget, "budget", 0, "CPU budget the worker's tasks share, millicores (0: none)")
+	procBudget := fs.Int("process-budget", 0, "CPU budget of the whole worker process, millicores, by a kernel CPU cgroup (kcfs.Confine; 0: none)")
 	perOp := fs.String("alloc", "", "initial allocation per operator, comma-separated millicores (overrides -millicores)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("live worker: %w", err)
@@ -54,6 +56,8 @@ func RunWorker(ctx context.Context, args []string, getenv func(string) string, s
 		return fmt.Errorf("live worker: -slots %d, want ≥ 1", cfg.Slots)
 	case cfg.Budget < 0 || cfg.Budget > wire.MaxMillicores:
 		return fmt.Errorf("live worker: -budget %d, want 0 (none) or 1..%d", cfg.Budget, wire.MaxMillicores)
+	case *procBudget < 0 || *procBudget > wire.MaxMillicores:
+		return fmt.Errorf("live worker: -process-budget %d, want 0 (none) or 1..%d", *procBudget, wire.MaxMillicores)
 	}
 	a, err := runtime.Apps(*app)
 	if err != nil {
@@ -82,6 +86,13 @@ func RunWorker(ctx context.Context, args []string, getenv func(string) string, s
 	w, err := worker.New(cfg)
 	if err != nil {
 		return fmt.Errorf("live worker: %w", err)
+	}
+	if *procBudget > 0 {
+		c, err := kcfs.Confine(*procBudget, kcfs.DefaultPeriod)
+		if err != nil {
+			return fmt.Errorf("live worker: -process-budget: %w", err)
+		}
+		defer c.Release() //nolint:errcheck // a cgroup left busy is removed by the next Confine (RemoveStale)
 	}
 	if err := w.Run(ctx, nil); err != nil {
 		return fmt.Errorf("live worker: %w", err)

@@ -62,6 +62,9 @@ func TestCFSCheckUsage(t *testing.T) {
 		{[]string{"cfscheck", "-host-procs", "0"}, "-host-procs"},
 		{[]string{"taskhost", "x"}, "takes no arguments"},
 		{[]string{"worker", "-planner", "127.0.0.1:1", "-cpu-enforce", "cgroup"}, "-cpu-enforce"},
+		{[]string{"worker", "-planner", "127.0.0.1:1", "-process-budget", "-1"}, "-process-budget -1"},
+		{[]string{"worker", "-planner", "127.0.0.1:1", "-process-budget", "2000000"}, "-process-budget 2000000"},
+		{[]string{"worker", "-planner", "127.0.0.1:1", "-app", "syn", "-process-budget", "100", "-cpu-enforce", "kernel"}, "-process-budget needs -cpu-enforce inprocess"},
 	} {
 		code, _, errOut := run(t, ctx, c.args, nil)
 		if code != 2 || !strings.Contains(errOut, c.want) {

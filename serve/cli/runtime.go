@@ -53,6 +53,7 @@ func runWorker(ctx context.Context, args []string, o command.IO) error {
 	healthAddr := fs.String("health-addr", "", "if set, serve GET /healthz on this address (for Kubernetes probes)")
 	fs.DurationVar(&cfg.Report, "report", time.Second, "metrics report interval")
 	perOp := fs.String("alloc", "", "initial allocation per operator, comma-separated millicores (overrides -millicores)")
+	procBudget := fs.Int("process-budget", 0, "CPU budget of the whole worker process, millicores, enforced by the kernel: the process (transport, decoding, dispatch and operators) runs in a CPU cgroup with this CFS quota per 100 ms, as under a container CPU limit (0: none; needs a writable CPU cgroup, i.e. root)")
 	enforce := fs.String("cpu-enforce", "inprocess", "CPU allocation enforcement: inprocess (package cfs) or kernel (each task in a 'serve taskhost' process under a CPU cgroup's CFS quota; needs a writable CPU cgroup, i.e. root, and an app whose operators keep no keyed state)")
 	if err := command.Parse(fs, "usage: serve worker -planner HOST:PORT [flags]\nruns one stream-processing worker of the planner/worker runtime", args, o); err != nil {
 		return err
@@ -77,6 +78,12 @@ func runWorker(ctx context.Context, args []string, o command.IO) error {
 		return command.Usagef("serve worker: -budget %d, want 0 (none) or 1..%d", cfg.Budget, wire.MaxMillicores)
 	case cfg.Budget > 0 && *enforce != "inprocess":
 		return command.Usagef("serve worker: -budget needs -cpu-enforce inprocess")
+	case *procBudget < 0 || *procBudget > wire.MaxMillicores:
+		return command.Usagef("serve worker: -process-budget %d, want 0 (none) or 1..%d", *procBudget, wire.MaxMillicores)
+	case *procBudget > 0 && *enforce != "inprocess":
+		// Task hosts run in cgroups of their own beside the worker's,
+		// outside its budget.
+		return command.Usagef("serve worker: -process-budget needs -cpu-enforce inprocess (task hosts would run outside the worker's cgroup)")
 	}
 	app, err := runtime.Apps(*appName)
 	if err != nil {
@@ -123,6 +130,13 @@ func runWorker(ctx context.Context, args []string, o command.IO) error {
 	w, err := worker.New(cfg)
 	if err != nil {
 		return command.Usagef("serve worker: %v", err)
+	}
+	if *procBudget > 0 {
+		c, err := kcfs.Confine(*procBudget, kcfs.DefaultPeriod)
+		if err != nil {
+			return fmt.Errorf("serve worker: -process-budget: %w", err)
+		}
+		defer c.Release() //nolint:errcheck // a cgroup left busy is removed by the next Confine (RemoveStale)
 	}
 	if *healthAddr != "" {
 		stop, err := serveHealth(*healthAddr)
