@@ -27,6 +27,10 @@ type peer struct {
 	kick    chan struct{}
 	stop    chan struct{}
 	removed bool
+	// idle: the send loop found nothing to send and stopped its flush
+	// ticker; the next record (or completion weight, for the planner)
+	// wakes it (w.mu held).
+	idle bool
 }
 
 func newPeer(id uint32, addr string) *peer {
@@ -47,7 +51,8 @@ func (p *peer) addRecord(w *Worker, r *wire.Record) {
 		p.open = true
 	}
 	p.buf = p.bw.Add(p.buf, r)
-	if len(p.buf) >= w.cfg.FlushBytes {
+	if len(p.buf) >= w.cfg.FlushBytes || p.idle {
+		p.idle = false
 		p.wake()
 	}
 }
@@ -298,7 +303,11 @@ func (w *Worker) applyAlloc(a wire.Alloc) error {
 
 // sendLoop writes p's frames to the stream open() returns, flushing every
 // Config.Flush or when kicked. For the planner it also flushes completion
-// weights and beats.
+// weights and beats. A flush that finds nothing to send stops the ticker
+// (peer.idle) until the next record or frame wakes the loop, or, for the
+// planner, until the next beat is due: an idle worker used to wake every
+// Config.Flush (2 ms) for each peer and the planner, CPU a worker under a
+// budget pays out of it.
 func (w *Worker) sendLoop(ctx context.Context, p *peer, open func() (*transport.Stream, error), isPlanner bool) {
 	var s *transport.Stream
 	defer func() {
@@ -306,9 +315,11 @@ func (w *Worker) sendLoop(ctx context.Context, p *peer, open func() (*transport.
 			s.Close()
 		}
 	}()
-	tick := time.NewTicker(max(w.cfg.Flush, 100*time.Microsecond))
+	flush := max(w.cfg.Flush, 100*time.Microsecond)
+	tick := time.NewTicker(flush)
 	defer tick.Stop()
 	lastBeat := time.Time{}
+	idle := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -322,6 +333,10 @@ func (w *Worker) sendLoop(ctx context.Context, p *peer, open func() (*transport.
 			w.mu.Unlock()
 		case <-p.kick:
 		case <-tick.C:
+		}
+		if idle {
+			idle = false
+			tick.Reset(flush)
 		}
 		w.mu.Lock()
 		if isPlanner {
@@ -343,6 +358,14 @@ func (w *Worker) sendLoop(ctx context.Context, p *peer, open func() (*transport.
 		if len(out) == 0 {
 			w.mu.Lock()
 			p.spare = out
+			if len(p.buf) == 0 && !p.open && (!isPlanner || len(w.done) == 0) {
+				p.idle, idle = true, true
+				if isPlanner {
+					tick.Reset(max(w.cfg.Heartbeat-time.Since(lastBeat), flush))
+				} else {
+					tick.Stop()
+				}
+			}
 			w.mu.Unlock()
 			continue
 		}
