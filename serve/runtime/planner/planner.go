@@ -411,7 +411,8 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	wg.Go(func() { p.watchHeartbeats(lctx) })
 	ctlStop, ctlDone := make(chan struct{}), make(chan struct{})
 	wg.Go(func() { p.control(lctx, ctlStop); close(ctlDone) })
-	wg.Go(func() { p.steps(lctx) })
+	stepStop, stepDone := make(chan struct{}), make(chan struct{})
+	wg.Go(func() { p.steps(lctx, stepStop); close(stepDone) })
 	wg.Go(func() { p.rejoin(lctx) })
 	ckStop, ckDone := make(chan struct{}), make(chan struct{})
 	wg.Go(func() { p.checkpoints(lctx, ckStop); close(ckDone) })
@@ -430,8 +431,14 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// Scale steps due by now and the controller's decisions finish their
+	// migrations; a rejoin or failover in progress too (reconf): a run
+	// does not end in the middle of a migration.
+	close(stepStop)
+	<-stepDone
 	close(ctlStop)
 	<-ctlDone
+	p.awaitReconfiguration()
 	close(ckStop)
 	<-ckDone
 	p.finalCheckpoint(lctx)
@@ -969,15 +976,33 @@ func (p *Planner) watchHeartbeats(ctx context.Context) {
 	}
 }
 
-// steps applies the scale steps at their times.
-func (p *Planner) steps(ctx context.Context) {
+// awaitReconfiguration returns once no reconfiguration (scale, failover,
+// checkpoint) is in progress.
+func (p *Planner) awaitReconfiguration() {
+	p.reconf.Lock()
+	defer p.reconf.Unlock()
+}
+
+// steps applies the scale steps at their times until stop is closed (at
+// the end of the drain); then it still applies the steps already due, in
+// order, each to the end of its migration. (A starved process may run a
+// step's timer late, after the load even; the step was due during the run
+// and is applied, not dropped or cut off.)
+func (p *Planner) steps(ctx context.Context, stop <-chan struct{}) {
 	steps := slices.Clone(p.cfg.Steps)
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].At < steps[j].At })
 	for _, s := range steps {
+		due := time.NewTimer(time.Until(p.start.Add(s.At)))
 		select {
 		case <-ctx.Done():
+			due.Stop()
 			return
-		case <-time.After(time.Until(p.start.Add(s.At))):
+		case <-stop:
+			due.Stop()
+			if time.Now().Before(p.start.Add(s.At)) {
+				return
+			}
+		case <-due.C:
 		}
 		if err := p.scale(ctx, s.Workers, nil, fmt.Sprintf("scale step at %v", s.At)); err != nil {
 			p.logf("scale step at %v to %d workers: %v", s.At, s.Workers, err)

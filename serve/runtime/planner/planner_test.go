@@ -258,6 +258,52 @@ func TestScaleUnderLoad(t *testing.T) {
 	}
 }
 
+// slowStart is an inproc provider whose scale-ups take start longer (a
+// slow process start, or a starved host).
+type slowStart struct {
+	*inproc
+	start time.Duration
+}
+
+func (p slowStart) Scale(ctx context.Context, n int) ([]string, error) {
+	p.mu.Lock()
+	up := n > len(p.ws)
+	p.mu.Unlock()
+	if up {
+		time.Sleep(p.start)
+	}
+	return p.inproc.Scale(ctx, n)
+}
+
+// A scale step due during the load whose migration is still in progress
+// when the load and its drain end is carried out to the end, not cut off:
+// the run ends with the step's workers and its migration complete.
+func TestStepNotCutOffByRunEnd(t *testing.T) {
+	app := runtime.WordCount()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &inproc{t: t, planner: ln.Addr().String(), app: app, cfg: worker.Config{Interval: 5 * time.Millisecond, Check: time.Millisecond, Slots: 4}}
+	defer prov.Close()
+	// The step at 200 ms waits 1 s for its worker; the load ends at 500 ms
+	// and drains in a few ms.
+	p, err := New(Config{App: app, Seed: 1, Rate: 200, Duration: 500 * time.Millisecond, Workers: 1, Miss: 50,
+		Steps: []Step{{At: 200 * time.Millisecond, Workers: 2}}, Provider: slowStart{prov, time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := p.Serve(ctx, ln, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != res.Inputs || len(res.Migrations) != 1 || !res.Migrations[0].Complete || res.Workers != 2 {
+		t.Fatalf("completed %d of %d, migrations %+v, workers at the end %d; want the step's migration complete and 2 workers", res.Completed, res.Inputs, res.Migrations, res.Workers)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	app := runtime.WordCount()
 	for _, c := range []Config{
