@@ -284,7 +284,8 @@ type Planner struct {
 	// offered inputs since the last TakeWindow.
 	winLat   []float64
 	winOffer int
-	winOpen  int // inputs before this index are complete
+	winOpen  int  // inputs before this index are complete
+	catchUp  bool // the Allocator's rounds are catch-up rounds (control)
 	// Checkpoints (checkpoint.go): the last complete one (the empty state
 	// covering no input until the first completes), the one in progress,
 	// the ingress pause, inputs [0, sent) sent.
@@ -473,6 +474,14 @@ type Window struct {
 	// latency, so a window in which a backlog completes nothing still
 	// shows it.
 	OpenAgeMS []float64
+	// CatchUp marks a window taken in a catch-up round: one the Allocator
+	// gets after the run's drain for a Control boundary of the load that
+	// had no round (see control). Such rounds run back to back, so the
+	// first takes what the load's last rounds left and the others nothing
+	// (no input offered, no latency, nothing open): an empty catch-up
+	// window describes no interval of the load, and a consumer must not
+	// count it as one that met its latency objective.
+	CatchUp bool `json:",omitempty"`
 }
 
 // TakeWindow returns the window since the previous call and starts a new
@@ -480,7 +489,7 @@ type Window struct {
 // loop reads them from its Allocator); otherwise the window is empty.
 func (p *Planner) TakeWindow() Window {
 	p.mu.Lock()
-	w := Window{Offered: p.winOffer, LatencyMS: p.winLat}
+	w := Window{Offered: p.winOffer, LatencyMS: p.winLat, CatchUp: p.catchUp}
 	p.winOffer, p.winLat = 0, nil
 	if p.cfg.Allocate != nil && !p.start.IsZero() {
 		now := time.Since(p.start).Nanoseconds()
