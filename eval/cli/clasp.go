@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"streamscale/clasp"
@@ -25,6 +27,8 @@ func claspCmd(ctx context.Context, args []string, o Options) error {
 	seed := fs.Uint64("seed", 1, "root seed (recorded; the scenarios draw no randomness)")
 	seeds := fs.Int("seeds", len(claspexp.DefaultOptions().ModeSeeds), "seeds of the load modes' traces (1, 2, …), 1…20; the other experiments have no randomness")
 	maxInFlight := fs.Int("max-in-flight", 0, "the workers' cap on requests in flight (env.WorkerPhysics.MaxInFlight): 0 (default, the paper's harness) is none, else at least the 10 executor slots")
+	fractions := fs.String("fractions", formatGrid(claspexp.DefaultTransitionOptions().Fractions), "worker counts: the transitions' rates as fractions of the 10-worker maximum, comma-separated, strictly ascending, each in (0, 1], at least 2 (every ordered pair is a transition)")
+	probeSteps := fs.Int("probe-steps", claspexp.DefaultProbe().Steps, "length of one sustained-rate trial, simulated seconds, 4…600")
 	timePlanner := fs.Bool("time-planner", false, "measure the planner's decision time of each move with the wall clock (experiment 7's planner_ms; off: 0, and the same flags give identical bytes)")
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
@@ -38,11 +42,20 @@ func claspCmd(ctx context.Context, args []string, o Options) error {
 	if *seeds < 1 || *seeds > 20 {
 		return usagef("eval clasp: -seeds %d outside 1…20", *seeds)
 	}
+	if *probeSteps < 4 || *probeSteps > 600 {
+		return usagef("eval clasp: -probe-steps %d outside 4…600", *probeSteps)
+	}
+	fr, err := parseFractions(*fractions)
+	if err != nil {
+		return err
+	}
 	if slots := env.PaperWorkers().Slots; *maxInFlight < 0 || (*maxInFlight > 0 && *maxInFlight < slots) {
 		return usagef("eval clasp: -max-in-flight %d: want 0 (no cap) or ≥ the %d executor slots", *maxInFlight, slots)
 	}
 	opt := claspexp.DefaultOptions()
 	opt.Probe.Iters = *iters
+	opt.Probe.Steps = *probeSteps
+	opt.Transition.Fractions = fr
 	opt.MaxInFlight = *maxInFlight
 	opt.ModeSeeds = nil
 	for i := range *seeds {
@@ -99,4 +112,25 @@ func claspCmd(ctx context.Context, args []string, o Options) error {
 	}
 	fmt.Fprintf(o.Stdout, "SYN speedup %.2f× (5 workers), %.2f× (10); coef_rel_error %.3f; wrote %s (clasp.json, clasp.md, %d figures)\n", rep.SYNSpeedup5, rep.SYNSpeedup10, rep.CoefRelError, *out, len(figs))
 	return nil
+}
+
+// parseFractions parses -fractions: comma-separated fractions of a rate,
+// each in (0, 1], strictly ascending, at least two.
+func parseFractions(v string) ([]float64, error) {
+	var out []float64
+	for _, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(f > 0 && f <= 1) {
+			return nil, usagef("eval clasp: -fractions entry %q, want a fraction in (0, 1]", s)
+		}
+		if n := len(out); n > 0 && f <= out[n-1] {
+			return nil, usagef("eval clasp: -fractions %q is not strictly ascending (%s after %s)", v, s, strconv.FormatFloat(out[n-1], 'f', -1, 64))
+		}
+		out = append(out, f)
+	}
+	if len(out) < 2 {
+		return nil, usagef("eval clasp: -fractions %q has %d entry, want at least 2", v, len(out))
+	}
+	return out, nil
 }

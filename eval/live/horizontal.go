@@ -119,6 +119,9 @@ type HInfo struct {
 	OfferedPerStep    []float64 `json:"offered_per_step"`
 	ThroughputPerStep []float64 `json:"throughput_per_step"`
 	P95PerStep        []float64 `json:"p95_ms_per_step"`
+	// EmptyCatchUps counts the planner's catch-up rounds with an empty
+	// window (emptyCatchUp), not recorded as intervals.
+	EmptyCatchUps int `json:"empty_catch_up_rounds,omitempty"`
 }
 
 func (c *HConfig) fill() error {
@@ -203,6 +206,10 @@ func RunHorizontal(ctx context.Context, c HConfig) (runner.Result, HInfo, error)
 		defer mu.Unlock()
 		if len(res.Intervals) >= c.Intervals || time.Duration(now*float64(time.Second)) > loadEnds+c.Step/2 {
 			return // draining
+		}
+		if emptyCatchUp(w) {
+			info.EmptyCatchUps++
+			return
 		}
 		span := c.Step.Seconds()
 		if !last.IsZero() {

@@ -98,6 +98,9 @@ type Info struct {
 	Duplicated      uint64  `json:"duplicated"`
 	RunP95MS        float64 `json:"run_p95_ms"`
 	ControlFailures int     `json:"control_failures"`
+	// EmptyCatchUps counts the planner's catch-up rounds with an empty
+	// window (emptyCatchUp), not recorded as intervals.
+	EmptyCatchUps int `json:"empty_catch_up_rounds,omitempty"`
 	// LastFailure is the last controller failure's message ("" without).
 	LastFailure string `json:"last_failure,omitempty"`
 	// MeanCPUUsedCores is the mean CPU the tasks used, cores (real).
@@ -236,6 +239,10 @@ func Run(ctx context.Context, c Config) (runner.Result, Info, error) {
 		}
 		if len(res.Intervals) >= want {
 			return nil // draining
+		}
+		if emptyCatchUp(w) {
+			info.EmptyCatchUps++
+			return nil
 		}
 		m := Measured{Tasks: tasks, Throughput: float64(len(w.LatencyMS)) / stepS}
 		m.P95MS = p95(w.LatencyMS, w.OpenAgeMS)
@@ -439,6 +446,16 @@ func p95(done, open []float64) float64 {
 		}
 	}
 	return quantile(all, 0.95)
+}
+
+// emptyCatchUp reports whether w is the window of a planner catch-up round
+// (planner.Window.CatchUp) that holds nothing: no input offered, none
+// completed, none open. It describes no interval of the load (what the
+// load did there is in an earlier window, which spanned the boundaries a
+// busy host's ticks missed), so recording it would add an interval with
+// p95 0 that met the SLO.
+func emptyCatchUp(w planner.Window) bool {
+	return w.CatchUp && w.Offered == 0 && len(w.LatencyMS) == 0 && len(w.OpenAgeMS) == 0
 }
 
 // quantile is the nearest-rank quantile of sorted xs.

@@ -243,3 +243,22 @@ func TestApplyUtilization(t *testing.T) {
 		t.Fatalf("applied %v from %v: want task 0 held and others sized", next, cur)
 	}
 }
+
+// Only a catch-up window that holds nothing is an empty catch-up (not an
+// interval of the load).
+func TestEmptyCatchUp(t *testing.T) {
+	for _, c := range []struct {
+		w    planner.Window
+		want bool
+	}{
+		{planner.Window{CatchUp: true}, true},
+		{planner.Window{}, false}, // a round during the load that saw nothing
+		{planner.Window{CatchUp: true, Offered: 1}, false},
+		{planner.Window{CatchUp: true, LatencyMS: []float64{3}}, false},
+		{planner.Window{CatchUp: true, OpenAgeMS: []float64{900}}, false},
+	} {
+		if got := emptyCatchUp(c.w); got != c.want {
+			t.Errorf("%+v: %v, want %v", c.w, got, c.want)
+		}
+	}
+}

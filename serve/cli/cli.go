@@ -128,7 +128,15 @@ func runAPI(ctx context.Context, args []string, o command.IO) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          log.New(o.Stderr, "serve: http: ", 0),
 	}
-	ln = s.InstrumentServer(srv, netutil.LimitListener(ln, *maxConns))
+	tcp, ok := ln.(*net.TCPListener)
+	if !ok {
+		ln.Close() //nolint:errcheck
+		return fmt.Errorf("serve: -addr %s is not a TCP address", *addr)
+	}
+	final := newFinalListener(netutil.LimitListener(tcp, *maxConns), tcp)
+	var fresh newConns
+	srv.ConnState = fresh.state
+	ln = s.InstrumentServer(srv, final)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(o.Stderr, "serve: listening on http://%s (at most %d connections; commit %.12s, %s)\n", ln.Addr(), *maxConns, cfg.Build.Commit, cfg.Build.GoVersion)
@@ -160,8 +168,9 @@ func runAPI(ctx context.Context, args []string, o command.IO) error {
 	}
 	// Graceful shutdown: not ready at once, keep serving for the drain
 	// delay (load balancers notice the 503 and stop sending; responses say
-	// Connection: close, so clients reconnect elsewhere); then close the
-	// listener and let requests in flight finish. (Not
+	// Connection: close, so clients reconnect elsewhere); then take what
+	// waits in the accept queue, close the listener and let requests in
+	// flight finish. (Not
 	// srv.SetKeepAlivesEnabled(false): it closes idle connections at once,
 	// under the feet of clients that are sending on them.)
 	s.Drain()
@@ -171,7 +180,11 @@ func runAPI(ctx context.Context, args []string, o command.IO) error {
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
 	}
-	fmt.Fprintln(o.Stderr, "serve: shutting down")
+	// Requests sent before now are answered, however late this process
+	// gets the CPU to accept and read them (drain.go).
+	queued := final.finish()
+	waitNew(final, &fresh, min(*grace, readHeaderTimeout))
+	fmt.Fprintf(o.Stderr, "serve: shutting down (%d connections taken from the accept queue)\n", queued)
 	if err := shutdown(); err != nil {
 		return err
 	}

@@ -11,8 +11,12 @@
 // SIGTERM in main) it shuts down gracefully: /readyz turns 503 at once
 // while every route keeps serving for -drain-delay (default 2 s; responses
 // then say Connection: close), so that load balancers take it out; then
-// the listener closes and requests in flight may finish for up to
-// -shutdown-timeout (default 10 s); then it exits 0. Unless $GOGC is set it
+// it accepts the connections waiting in the kernel's accept queue, closes
+// the listener, waits until every connection has sent its first request
+// (or closed; at most the 5 s read-header timeout), and requests in flight
+// may finish for up to -shutdown-timeout (default 10 s); then it exits 0.
+// So a request sent before the drain ended is answered, however late the
+// process gets the CPU to accept and read it (drain.go). Unless $GOGC is set it
 // runs the garbage collector at GOGC=400: the live heap is a few MB, and
 // the default collects about ten times a second under load.
 //

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -41,7 +42,10 @@ type CheckConfig struct {
 	// Modes to run (default InProcess and Kernel).
 	Modes []Mode
 	// Duration is each point's measured time, Warmup the unmeasured time
-	// before it (defaults 10 s and 500 ms).
+	// before it (defaults 10 s and 500 ms). A window that does not hold
+	// two results and one completed event sent within it after Duration
+	// (a starved host) is extended until it does, up to 10 × Duration or
+	// 10 s, whichever is longer; Point.Seconds is its length.
 	Duration, Warmup time.Duration
 	// Period is the CFS period (default DefaultPeriod).
 	Period time.Duration
@@ -337,6 +341,10 @@ type sample struct {
 	periods, throttled int64
 }
 
+// maxWindow bounds a point's extended window (see checkPoint): 10 times
+// its Duration or 10 s, whichever is longer.
+func maxWindow(d time.Duration) time.Duration { return max(10*d, 10*time.Second) }
+
 // checkPoint runs one point: rate events per second open-loop (load is
 // its label), or saturation when rate is 0.
 func checkPoint(ctx context.Context, cfg CheckConfig, app string, op int, in []ops.Record, load, rate float64, mode Mode, mc int) (Point, error) {
@@ -351,7 +359,15 @@ func checkPoint(ctx context.Context, cfg CheckConfig, app string, op int, in []o
 		p.Load, p.OfferedEPS = strconv.FormatFloat(load, 'f', 2, 64), rate
 	}
 	start := time.Now()
+	// The window runs from the first result after the warm-up to when the
+	// sender stops: at end, or, if the window does not hold two results
+	// and a completed event sent within it by then (a host that starved
+	// this process or the task host), as soon as it does, up to
+	// maxWindow.
 	warm, end := cfg.Warmup, cfg.Warmup+cfg.Duration
+	hardEnd := warm + maxWindow(cfg.Duration)
+	var enough atomic.Bool
+	var stopAt atomic.Int64 // when the sender stopped, since start; 0 while it sends
 	flight := make(chan sent, 1<<16)
 	credit := make(chan struct{}, cfg.Depth) // saturation: batches allowed out
 	for range cfg.Depth {
@@ -365,9 +381,10 @@ func checkPoint(ctx context.Context, cfg CheckConfig, app string, op int, in []o
 		defer close(flight)
 		recs := make([]ops.Record, 0, cfg.Batch)
 		var k int64
+		defer func() { stopAt.Store(max(int64(time.Since(start)), 1)) }()
 		for ctx.Err() == nil {
 			now := time.Since(start)
-			if now >= end {
+			if now >= end && (enough.Load() || now >= hardEnd) {
 				return
 			}
 			var k1 int64
@@ -432,7 +449,7 @@ func checkPoint(ctx context.Context, cfg CheckConfig, app string, op int, in []o
 			}
 			continue // the window starts at this result
 		}
-		if now <= end {
+		if st := stopAt.Load(); st == 0 || now <= time.Duration(st) {
 			last = cur
 			if g := h.Cgroup(); g != nil {
 				if st, err := g.Stat(); err == nil {
@@ -447,9 +464,12 @@ func checkPoint(ctx context.Context, cfg CheckConfig, app string, op int, in []o
 			if rate > 0 {
 				from = time.Duration(float64(k) / rate * 1e9)
 			}
-			if from >= first.at && from < end {
+			if from >= first.at { // every event was sent before the stop
 				lat = append(lat, float64(now-from)/1e6)
 			}
+		}
+		if !enough.Load() && last.at > first.at && len(lat) > 0 {
+			enough.Store(true)
 		}
 	}
 	if recvErr != nil {
@@ -469,13 +489,14 @@ func checkPoint(ctx context.Context, cfg CheckConfig, app string, op int, in []o
 	case ctx.Err() != nil:
 		return p, ctx.Err()
 	case !haveFirst || last.at <= first.at:
-		return p, fmt.Errorf("kcfs: check: %s %d millicores: fewer than two results in the window (duration %v)", mode, mc, cfg.Duration)
+		return p, fmt.Errorf("kcfs: check: %s %d millicores: fewer than two results in the window (duration %v, extended up to %v)", mode, mc, cfg.Duration, maxWindow(cfg.Duration))
 	}
+	stop := time.Duration(stopAt.Load())
 	wall := (last.at - first.at).Seconds()
 	quota := float64(mc) / 1000
 	p.Seconds = wall
 	p.Events = int64(len(lat))
-	p.EPS = float64(len(lat)) / (end - first.at).Seconds()
+	p.EPS = float64(len(lat)) / (stop - first.at).Seconds()
 	p.Cores = (last.proc - first.proc).Seconds() / wall
 	p.UsedOverQuota = p.Cores / quota
 	if mode == Kernel {

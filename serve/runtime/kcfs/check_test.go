@@ -68,6 +68,24 @@ func TestCheckQuota(t *testing.T) {
 	}
 }
 
+// A window too short to hold two results (here 1 ns; on a starved host
+// hundreds of ms may be) is extended until it holds them and an event
+// sent within it, instead of failing the point; Seconds is its length.
+func TestCheckExtendsShortWindow(t *testing.T) {
+	for _, load := range []float64{0, 0.5} {
+		rep, err := Check(context.Background(), CheckConfig{Apps: ops.AppByName, App: "syn", Op: "noop0", Millicores: []int{500}, Loads: []float64{load},
+			Modes: []Mode{InProcess}, Duration: time.Nanosecond, Warmup: time.Nanosecond, Batch: 8, Command: []string{os.Args[0]}, Env: []string{hostEnv}})
+		if err != nil {
+			t.Fatalf("load %v: %v", load, err)
+		}
+		for _, p := range rep.Points {
+			if p.Events == 0 || !(p.Seconds > 0) || !(p.EPS > 0) || p.P50 <= 0 {
+				t.Errorf("load %v: point %+v", load, p)
+			}
+		}
+	}
+}
+
 func TestCheckConfigRefusals(t *testing.T) {
 	base := CheckConfig{Apps: ops.AppByName, App: "syn", Op: "noop0", Millicores: []int{500}, Loads: []float64{0}, Modes: []Mode{InProcess}}
 	for _, c := range []struct {

@@ -331,7 +331,7 @@ func (p *Planner) failover(ctx context.Context, dead []uint32) {
 // at the load's end and races the end of a short drain, or ticks a busy
 // host dropped — so a consumer counting its rounds as control intervals
 // sees one per Control of the load. The placement controller is not run
-// again then.
+// again then. The windows of those rounds are marked (Window.CatchUp).
 func (p *Planner) control(ctx context.Context, stop <-chan struct{}) {
 	if p.cfg.Controller == "none" && p.cfg.Allocate == nil {
 		return
@@ -363,6 +363,9 @@ func (p *Planner) control(ctx context.Context, stop <-chan struct{}) {
 		case <-ctx.Done():
 			return
 		case <-stop:
+			p.mu.Lock()
+			p.catchUp = true // TakeWindow marks their windows
+			p.mu.Unlock()
 			for ; rounds < due && p.cfg.Allocate != nil && ctx.Err() == nil; rounds++ {
 				p.allocate()
 			}

@@ -284,7 +284,8 @@ type Planner struct {
 	// offered inputs since the last TakeWindow.
 	winLat   []float64
 	winOffer int
-	winOpen  int // inputs before this index are complete
+	winOpen  int  // inputs before this index are complete
+	catchUp  bool // the Allocator's rounds are catch-up rounds (control)
 	// Checkpoints (checkpoint.go): the last complete one (the empty state
 	// covering no input until the first completes), the one in progress,
 	// the ingress pause, inputs [0, sent) sent.
@@ -411,7 +412,8 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	wg.Go(func() { p.watchHeartbeats(lctx) })
 	ctlStop, ctlDone := make(chan struct{}), make(chan struct{})
 	wg.Go(func() { p.control(lctx, ctlStop); close(ctlDone) })
-	wg.Go(func() { p.steps(lctx) })
+	stepStop, stepDone := make(chan struct{}), make(chan struct{})
+	wg.Go(func() { p.steps(lctx, stepStop); close(stepDone) })
 	wg.Go(func() { p.rejoin(lctx) })
 	ckStop, ckDone := make(chan struct{}), make(chan struct{})
 	wg.Go(func() { p.checkpoints(lctx, ckStop); close(ckDone) })
@@ -430,8 +432,14 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// Scale steps due by now and the controller's decisions finish their
+	// migrations; a rejoin or failover in progress too (reconf): a run
+	// does not end in the middle of a migration.
+	close(stepStop)
+	<-stepDone
 	close(ctlStop)
 	<-ctlDone
+	p.awaitReconfiguration()
 	close(ckStop)
 	<-ckDone
 	p.finalCheckpoint(lctx)
@@ -466,6 +474,14 @@ type Window struct {
 	// latency, so a window in which a backlog completes nothing still
 	// shows it.
 	OpenAgeMS []float64
+	// CatchUp marks a window taken in a catch-up round: one the Allocator
+	// gets after the run's drain for a Control boundary of the load that
+	// had no round (see control). Such rounds run back to back, so the
+	// first takes what the load's last rounds left and the others nothing
+	// (no input offered, no latency, nothing open): an empty catch-up
+	// window describes no interval of the load, and a consumer must not
+	// count it as one that met its latency objective.
+	CatchUp bool `json:",omitempty"`
 }
 
 // TakeWindow returns the window since the previous call and starts a new
@@ -473,7 +489,7 @@ type Window struct {
 // loop reads them from its Allocator); otherwise the window is empty.
 func (p *Planner) TakeWindow() Window {
 	p.mu.Lock()
-	w := Window{Offered: p.winOffer, LatencyMS: p.winLat}
+	w := Window{Offered: p.winOffer, LatencyMS: p.winLat, CatchUp: p.catchUp}
 	p.winOffer, p.winLat = 0, nil
 	if p.cfg.Allocate != nil && !p.start.IsZero() {
 		now := time.Since(p.start).Nanoseconds()
@@ -969,15 +985,33 @@ func (p *Planner) watchHeartbeats(ctx context.Context) {
 	}
 }
 
-// steps applies the scale steps at their times.
-func (p *Planner) steps(ctx context.Context) {
+// awaitReconfiguration returns once no reconfiguration (scale, failover,
+// checkpoint) is in progress.
+func (p *Planner) awaitReconfiguration() {
+	p.reconf.Lock()
+	defer p.reconf.Unlock()
+}
+
+// steps applies the scale steps at their times until stop is closed (at
+// the end of the drain); then it still applies the steps already due, in
+// order, each to the end of its migration. (A starved process may run a
+// step's timer late, after the load even; the step was due during the run
+// and is applied, not dropped or cut off.)
+func (p *Planner) steps(ctx context.Context, stop <-chan struct{}) {
 	steps := slices.Clone(p.cfg.Steps)
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].At < steps[j].At })
 	for _, s := range steps {
+		due := time.NewTimer(time.Until(p.start.Add(s.At)))
 		select {
 		case <-ctx.Done():
+			due.Stop()
 			return
-		case <-time.After(time.Until(p.start.Add(s.At))):
+		case <-stop:
+			due.Stop()
+			if time.Now().Before(p.start.Add(s.At)) {
+				return
+			}
+		case <-due.C:
 		}
 		if err := p.scale(ctx, s.Workers, nil, fmt.Sprintf("scale step at %v", s.At)); err != nil {
 			p.logf("scale step at %v to %d workers: %v", s.At, s.Workers, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -255,6 +256,52 @@ func TestScaleUnderLoad(t *testing.T) {
 		if got[k] != n {
 			t.Fatalf("word %d: %d, oracle %d", k, got[k], n)
 		}
+	}
+}
+
+// slowStart is an inproc provider whose scale-ups take start longer (a
+// slow process start, or a starved host).
+type slowStart struct {
+	*inproc
+	start time.Duration
+}
+
+func (p slowStart) Scale(ctx context.Context, n int) ([]string, error) {
+	p.mu.Lock()
+	up := n > len(p.ws)
+	p.mu.Unlock()
+	if up {
+		time.Sleep(p.start)
+	}
+	return p.inproc.Scale(ctx, n)
+}
+
+// A scale step due during the load whose migration is still in progress
+// when the load and its drain end is carried out to the end, not cut off:
+// the run ends with the step's workers and its migration complete.
+func TestStepNotCutOffByRunEnd(t *testing.T) {
+	app := runtime.WordCount()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &inproc{t: t, planner: ln.Addr().String(), app: app, cfg: worker.Config{Interval: 5 * time.Millisecond, Check: time.Millisecond, Slots: 4}}
+	defer prov.Close()
+	// The step at 200 ms waits 1 s for its worker; the load ends at 500 ms
+	// and drains in a few ms.
+	p, err := New(Config{App: app, Seed: 1, Rate: 200, Duration: 500 * time.Millisecond, Workers: 1, Miss: 50,
+		Steps: []Step{{At: 200 * time.Millisecond, Workers: 2}}, Provider: slowStart{prov, time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := p.Serve(ctx, ln, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != res.Inputs || len(res.Migrations) != 1 || !res.Migrations[0].Complete || res.Workers != 2 {
+		t.Fatalf("completed %d of %d, migrations %+v, workers at the end %d; want the step's migration complete and 2 workers", res.Completed, res.Inputs, res.Migrations, res.Workers)
 	}
 }
 
@@ -550,6 +597,61 @@ func TestAllocateEveryInterval(t *testing.T) {
 	}
 	if len(rounds) < 6 {
 		t.Fatalf("%d allocation rounds (at %v s) for a load of 6 control intervals, want ≥ 6", len(rounds), rounds)
+	}
+}
+
+// TestCatchUpWindowsMarked: as TestAllocateEveryInterval, with the
+// Allocator taking the windows. The rounds after the drain, for the
+// boundaries the held loop missed, get windows marked CatchUp, the rounds
+// during the load unmarked ones; every catch-up window after the first
+// holds nothing (no input offered, completed or open), which unmarked
+// would count as an interval that met any latency objective.
+func TestCatchUpWindowsMarked(t *testing.T) {
+	app := runtime.WordCount()
+	var pl *Planner
+	var ws []Window
+	cfg := Config{App: app, Seed: 1, Rate: 200, Duration: 600 * time.Millisecond, Control: 100 * time.Millisecond, Workers: 1,
+		Allocate: func(float64, []TaskObs) map[uint32][]int {
+			if ws = append(ws, pl.TakeWindow()); len(ws) == 1 {
+				time.Sleep(350 * time.Millisecond)
+			}
+			return nil
+		}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &inproc{t: t, planner: ln.Addr().String(), app: app, cfg: worker.Config{Report: 50 * time.Millisecond}}
+	defer prov.Close()
+	cfg.Provider = prov
+	if pl, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := pl.Serve(ctx, ln, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Completed != res.Inputs || len(ws) < 6 {
+		t.Fatalf("completed %d of %d, %d rounds; want all and ≥ 6", res.Completed, res.Inputs, len(ws))
+	}
+	first := slices.IndexFunc(ws, func(w Window) bool { return w.CatchUp })
+	switch {
+	case first < 0:
+		// Ticks during a drain as long as the lost ones made up for them.
+		t.Skipf("no catch-up round in %d rounds: nothing to check", len(ws))
+	case first == 0:
+		t.Fatal("the first round, during the load, is marked catch-up")
+	}
+	t.Logf("%d rounds, catch-up from round %d", len(ws), first)
+	for i, w := range ws {
+		switch {
+		case i >= first && !w.CatchUp:
+			t.Errorf("round %d after the first catch-up round %d is not marked", i, first)
+		case i > first && (w.Offered != 0 || len(w.LatencyMS) != 0 || len(w.OpenAgeMS) != 0):
+			t.Errorf("catch-up round %d: window %+v, want empty", i, w)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
 )
@@ -126,10 +127,33 @@ func (c *Client) Dial(ctx context.Context, addr string) (*Stream, error) {
 	}, nil
 }
 
+// InheritedEnv names the environment variable through which a parent
+// process hands its child the listening socket of an address already
+// bound: the value is the address (host:port), the socket is the child's
+// file descriptor 3 (exec.Cmd.ExtraFiles[0]). The worker provider of
+// package provider/local binds a free loopback port, keeps it bound and
+// hands it over so, since a port picked free and closed before the child
+// binds it can be taken by any other process in between (the kernel hands
+// the same ephemeral range to outgoing connections).
+const InheritedEnv = "STREAMSCALE_LISTENER_FD3"
+
+// inheritedFD is the descriptor InheritedEnv refers to.
+const inheritedFD = 3
+
+var inherited struct {
+	sync.Mutex
+	taken bool
+}
+
 // Listen binds addr; an address that is not loopback is refused unless
 // public is true, so a runtime never listens on the network by accident.
+// If $STREAMSCALE_LISTENER_FD3 (InheritedEnv) equals addr, the first
+// Listen of addr takes the inherited socket instead of binding.
 func Listen(addr string, public bool) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listenInherited(addr)
+	if ln == nil && err == nil {
+		ln, err = net.Listen("tcp", addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("transport: %w", err)
 	}
@@ -181,4 +205,34 @@ func Serve(ctx context.Context, ln net.Listener, handle func(context.Context, *S
 		}
 		return fmt.Errorf("transport: %w", err)
 	}
+}
+
+// listenInherited returns the socket handed over for addr (InheritedEnv),
+// or nil and no error if there is none.
+func listenInherited(addr string) (net.Listener, error) {
+	env := os.Getenv(InheritedEnv)
+	if env == "" || env != addr {
+		return nil, nil
+	}
+	inherited.Lock()
+	defer inherited.Unlock()
+	if inherited.taken {
+		return nil, nil
+	}
+	inherited.taken = true
+	os.Unsetenv(InheritedEnv) //nolint:errcheck // not for this process's children
+	f := os.NewFile(inheritedFD, "inherited listener")
+	if f == nil {
+		return nil, fmt.Errorf("$%s=%s but descriptor %d is not open", InheritedEnv, env, inheritedFD)
+	}
+	defer f.Close() // FileListener holds a dup
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return nil, fmt.Errorf("$%s=%s: descriptor %d: %w", InheritedEnv, env, inheritedFD, err)
+	}
+	if got := ln.Addr().String(); got != addr {
+		ln.Close()
+		return nil, fmt.Errorf("$%s=%s: descriptor %d listens on %s", InheritedEnv, env, inheritedFD, got)
+	}
+	return ln, nil
 }

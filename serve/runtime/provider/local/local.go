@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"streamscale/serve/runtime/transport"
 )
 
 // Provider starts workers as processes. Set the fields before the first
@@ -42,15 +44,21 @@ type proc struct {
 	done chan struct{}
 }
 
-// freePort returns a loopback address with a port free now.
-func freePort() (string, error) {
+// bindFree binds a free loopback port and returns its address and the
+// socket as a file for the worker to inherit (transport.InheritedEnv): a
+// port picked free and closed before the worker binds it could be taken
+// by another process in between.
+func bindFree() (string, *os.File, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr, nil
+	defer ln.Close() // the file is a dup
+	f, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		return "", nil, err
+	}
+	return ln.Addr().String(), f, nil
 }
 
 // Scale implements provider.Provider: worker i runs with -id i.
@@ -116,10 +124,11 @@ func (p *Provider) start(i int) (*proc, error) {
 			return nil, fmt.Errorf("local: %w", err)
 		}
 	}
-	addr, err := freePort()
+	addr, sock, err := bindFree()
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
+	defer sock.Close() // the worker has its own copy
 	args := p.Args
 	if args == nil {
 		args = []string{"worker"}
@@ -127,8 +136,9 @@ func (p *Provider) start(i int) (*proc, error) {
 	args = append(append([]string(nil), args...), "-planner", p.Planner, "-addr", addr, "-id", strconv.Itoa(i))
 	args = append(args, p.Extra...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), p.Env...)
-	if p.Output != nil { // nil: /dev/null, no pipe to drain
+	cmd.Env = append(append(os.Environ(), p.Env...), transport.InheritedEnv+"="+addr)
+	cmd.ExtraFiles = []*os.File{sock} // descriptor 3
+	if p.Output != nil {              // nil: /dev/null, no pipe to drain
 		cmd.Stdout, cmd.Stderr = p.Output, p.Output
 	}
 	cmd.WaitDelay = time.Second // a grandchild holding the output open does not block Wait
