@@ -161,7 +161,8 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	costDur := fs.Duration("cost-duration", 3*time.Second, "load per run of the cost-model probe (15 runs: the chain application in 14 layouts, the budget application saturated once; see live.ProbeCosts); 0 skips it")
 	costMC := fs.Int("cost-millicores", 1000, "live CFS millicores of every task in the cost-model probe (W is the budget at this quota: eval live's -task-mc)")
 	costBudget := fs.Int("cost-worker-budget", 0, "CPU budget, millicores, every worker's tasks share in the cost-model probe (eval live's -worker-budget; 0: none)")
-	costBudgetMode := fs.String("cost-worker-budget-mode", "tasks", "eval live's -worker-budget-mode for the cost-model probe: what the worker budget caps: tasks (the in-process CFS quota the tasks' executions share) or process (the kernel's CFS quota on the whole worker process, as a container CPU limit: transport, decoding and dispatch too; needs root)")
+	var costBudgetProcess budgetMode
+	fs.Var(&costBudgetProcess, "cost-worker-budget-mode", "eval live's -worker-budget-mode for the cost-model probe: "+budgetModeHelp)
 	costRate := fs.Float64("cost-rate", 4000, "input rate of the cost-model probe's chain runs, inputs/s (the γ runs also at half of it)")
 	costBudgetApp := fs.String("cost-budget-app", "syn", "application the cost-model probe saturates on one worker for the budget W")
 	costBudgetRate := fs.Float64("cost-budget-rate", 1500, "input rate of the budget run, inputs/s (above one worker's capacity)")
@@ -200,9 +201,7 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		return usagef("eval: -cost-millicores %d, want 1..64000", *costMC)
 	case *costBudget < 0 || *costBudget > 64000:
 		return usagef("eval: -cost-worker-budget %d, want 0 (none) or 1..64000", *costBudget)
-	case *costBudgetMode != "tasks" && *costBudgetMode != "process":
-		return usagef("eval: -cost-worker-budget-mode %q, want tasks or process", *costBudgetMode)
-	case *costBudgetMode == "process" && *costBudget == 0:
+	case bool(costBudgetProcess) && *costBudget == 0:
 		return usagef("eval: -cost-worker-budget-mode process needs -cost-worker-budget > 0")
 	case !(*costRate >= 10 && *costRate <= 1e6) || !(*costBudgetRate > 0 && *costBudgetRate <= 1e6):
 		return usagef("eval: -cost-rate %v and -cost-budget-rate %v, want 10..1e6 and (0, 1e6] inputs/s", *costRate, *costBudgetRate)
@@ -215,7 +214,7 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	if err != nil {
 		return usagef("eval: -cost-budget-app: %v", err)
 	}
-	costProbe := live.CostProbe{Rate: *costRate, Load: *costDur, Report: *scale, TaskMillicores: *costMC, WorkerBudget: *costBudget, WorkerBudgetProcess: *costBudgetMode == "process", BudgetApp: budgetApp, BudgetRate: *costBudgetRate,
+	costProbe := live.CostProbe{Rate: *costRate, Load: *costDur, Report: *scale, TaskMillicores: *costMC, WorkerBudget: *costBudget, WorkerBudgetProcess: bool(costBudgetProcess), BudgetApp: budgetApp, BudgetRate: *costBudgetRate,
 		Fit: &live.CostFitConfig{MinR2: *costMinR2, ZeroUnresolved: *costZero}, Seed: *seed, WorkerArgs: []string{"live-worker"}, Log: o.Stderr}
 	var uptime []string
 	if u := hostLoad(); u != "" {

@@ -81,7 +81,7 @@ type hliveFlags struct {
 	workers, maxWorkers      int
 	taskMC                   int
 	budget                   int
-	budgetMode               string // -worker-budget-mode: tasks or process
+	budgetProcess            budgetMode // -worker-budget-mode
 	seed                     uint64
 	seeds                    int // seeds seed … seed+seeds−1, each a pair
 	asJSON, verbose          bool
@@ -170,9 +170,7 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 		return usagef("eval: -task-mc %d, want 1..64000", f.taskMC)
 	case f.budget < 0 || f.budget > 64000:
 		return usagef("eval: -worker-budget %d, want 0 (none) or 1..64000", f.budget)
-	case f.budgetMode != "tasks" && f.budgetMode != "process":
-		return usagef("eval: -worker-budget-mode %q, want tasks or process", f.budgetMode)
-	case f.budgetMode == "process" && f.budget == 0:
+	case bool(f.budgetProcess) && f.budget == 0:
 		return usagef("eval: -worker-budget-mode process needs -worker-budget > 0")
 	case f.budget > 0 && f.planner != "":
 		return usagef("eval: -worker-budget with -planner: the planner service starts its own workers")
@@ -226,7 +224,7 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 		return fmt.Errorf("eval: %w", err)
 	}
 	sum := HLiveSummary{Profile: app.Name, Trace: f.trace, TraceSource: traceSource(trs[0]), Intervals: ns[0], TimeScaleS: step.Seconds(),
-		RateMult: trs[0].Mult, InitialWorkers: f.workers, MaxWorkers: f.maxWorkers, TaskMillicores: f.taskMC, WorkerBudget: f.budget, BudgetProcess: f.budgetMode == "process", Seed: f.seed, SLOMS: f.sloMS,
+		RateMult: trs[0].Mult, InitialWorkers: f.workers, MaxWorkers: f.maxWorkers, TaskMillicores: f.taskMC, WorkerBudget: f.budget, BudgetProcess: bool(f.budgetProcess), Seed: f.seed, SLOMS: f.sloMS,
 		Commit: o.Commit, GoVersion: o.GoVersion, CostModel: used}
 	if f.seeds > 1 {
 		sum.SeedIntervals = ns
@@ -245,7 +243,7 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 		seed, n := f.seed+uint64(k), ns[k]
 		for _, r := range runs {
 			cfg := live.HConfig{App: app, Trace: tr, Step: step, Intervals: n, Seed: seed, Workers: f.workers, MaxWorkers: f.maxWorkers,
-				TaskMillicores: f.taskMC, WorkerBudget: f.budget, WorkerBudgetProcess: f.budgetMode == "process", SLOMS: f.sloMS, Name: r.name, NewPlacer: r.placer, WorkerArgs: []string{"live-worker"},
+				TaskMillicores: f.taskMC, WorkerBudget: f.budget, WorkerBudgetProcess: bool(f.budgetProcess), SLOMS: f.sloMS, Name: r.name, NewPlacer: r.placer, WorkerArgs: []string{"live-worker"},
 				Planner: f.planner, PlannerToken: f.plannerToken}
 			if r.fixed > 0 {
 				cfg.Workers = r.fixed
@@ -379,4 +377,28 @@ func hliveFigures(dir string, sums []HLiveSummary) error {
 		return fmt.Errorf("eval: figures: %w", err)
 	}
 	return nil
+}
+
+// budgetModeHelp is the help of -worker-budget-mode (and of calibrate's
+// -cost-worker-budget-mode).
+const budgetModeHelp = "what the worker budget caps: tasks (the in-process CFS quota the tasks' executions share) or process (the kernel's CFS quota on the whole worker process, as a container CPU limit: transport, decoding and dispatch too; needs root)"
+
+// budgetMode is a -worker-budget-mode flag: "tasks" (false, the default)
+// or "process" (true: live.HConfig.WorkerBudgetProcess).
+type budgetMode bool
+
+func (m *budgetMode) String() string {
+	if m != nil && bool(*m) {
+		return "process"
+	}
+	return "tasks"
+}
+
+func (m *budgetMode) Set(s string) error {
+	switch s {
+	case "tasks", "process":
+		*m = s == "process"
+		return nil
+	}
+	return fmt.Errorf("%q, want tasks or process", s)
 }

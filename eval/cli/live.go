@@ -156,7 +156,8 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	maxWorkers := fs.Int("max-workers", 8, "horizontal profiles: most workers the placement controller may use")
 	taskMC := fs.Int("task-mc", 1000, "horizontal profiles: CFS quota of every task in every worker, millicores (the worker capacity scaled)")
 	budget := fs.Int("worker-budget", 0, "horizontal profiles: CPU budget, millicores, that every worker's tasks share on top of -task-mc (a worker's budget W in CLASP's model; 0: none)")
-	budgetMode := fs.String("worker-budget-mode", "tasks", "horizontal profiles: what the worker budget caps: tasks (the in-process CFS quota the tasks' executions share) or process (the kernel's CFS quota on the whole worker process, as a container CPU limit: transport, decoding and dispatch too; needs root)")
+	var budgetProcess budgetMode
+	fs.Var(&budgetProcess, "worker-budget-mode", "horizontal profiles: "+budgetModeHelp)
 	peak := fs.Float64("peak", 200, "horizontal profiles with -trace burst or gradual: inputs/s at 100% of the CLASP load mode")
 	sloMS := fs.Float64("slo-ms", 1000, "horizontal profiles: the p95 an interval must stay under, ms")
 	hseeds := fs.Int("seeds", 1, "horizontal profiles: seeds -seed … -seed+N-1, every controller on each (the pairs of the paired verdicts)")
@@ -178,7 +179,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		}
 		set := explicit(fs)
 		hf := hliveFlags{profile: *profile, trace: *trace, dir: *dir, out: *out, scale: *scale, dur: *dur, scaleSet: set["time-scale"],
-			durSet: set["duration"], multSet: set["rate-mult"], mult: *mult, peak: *peak, sloMS: *sloMS, workers: *workers, maxWorkers: *maxWorkers, taskMC: *taskMC, budget: *budget, budgetMode: *budgetMode,
+			durSet: set["duration"], multSet: set["rate-mult"], mult: *mult, peak: *peak, sloMS: *sloMS, workers: *workers, maxWorkers: *maxWorkers, taskMC: *taskMC, budget: *budget, budgetProcess: budgetProcess,
 			seed: *seed, seeds: *hseeds, asJSON: *asJSON, verbose: *verbose, planner: *plannerAddr, plannerToken: *plannerToken, costModel: *costModel}
 		switch {
 		case (*ctrl == "") == (*ctrls == ""):

@@ -103,7 +103,8 @@ func liveclaspCmd(ctx context.Context, args []string, o Options) error {
 	maxWorkers := fs.Int("max-workers", 4, "most workers a controller may use (and the largest fixed count)")
 	taskMC := fs.Int("task-mc", 1000, "CFS quota of every task in every worker, millicores")
 	budget := fs.Int("worker-budget", 0, "CPU budget, millicores, that every worker's tasks share on top of -task-mc (a worker's budget W in CLASP's model; 0: none)")
-	budgetMode := fs.String("worker-budget-mode", "tasks", "what the worker budget caps: tasks (the in-process CFS quota the tasks' executions share) or process (the kernel's CFS quota on the whole worker process, as a container CPU limit: transport, decoding and dispatch too; needs root)")
+	var budgetProcess budgetMode
+	fs.Var(&budgetProcess, "worker-budget-mode", budgetModeHelp)
 	sloMS := fs.Float64("slo-ms", 1000, "a sustained level's p95 at its end stays at or under this, ms")
 	seed := fs.Uint64("seed", 1, "seed of the input source")
 	out := fs.String("out", "out/liveclasp", "output directory: one subdirectory per run, claims.json and claims.md")
@@ -157,27 +158,25 @@ func liveclaspCmd(ctx context.Context, args []string, o Options) error {
 		return usagef("eval: -task-mc %d, want 1..64000", *taskMC)
 	case *budget < 0 || *budget > 64000:
 		return usagef("eval: -worker-budget %d, want 0 (none) or 1..64000", *budget)
-	case *budgetMode != "tasks" && *budgetMode != "process":
-		return usagef("eval: -worker-budget-mode %q, want tasks or process", *budgetMode)
-	case *budgetMode == "process" && *budget == 0:
+	case bool(budgetProcess) && *budget == 0:
 		return usagef("eval: -worker-budget-mode process needs -worker-budget > 0")
 	case !(*sloMS > 0):
 		return usagef("eval: -slo-ms %v, want > 0", *sloMS)
 	}
-	claims := ClaspClaims{MaxWorkers: *maxWorkers, SLOMS: *sloMS, TaskMC: *taskMC, Budget: *budget, BudgetProc: *budgetMode == "process", Apps: map[string]*AppClaims{}, Commit: o.Commit, GoVersion: o.GoVersion}
+	claims := ClaspClaims{MaxWorkers: *maxWorkers, SLOMS: *sloMS, TaskMC: *taskMC, Budget: *budget, BudgetProc: bool(budgetProcess), Apps: map[string]*AppClaims{}, Commit: o.Commit, GoVersion: o.GoVersion}
 	for _, a := range list {
 		runs := claimRuns(a.name, a.top, *maxWorkers)
 		runs = append(runs, modeRuns(a.name, a.top, modes, *seed, *modeSeeds)...)
 		if !*analyze {
 			for _, r := range runs {
 				hf := hliveFlags{profile: a.name, trace: r.trace, out: filepath.Join(*out, r.dir), specs: r.specs, scale: time.Second,
-					scaleSet: true, mult: 1, sloMS: *sloMS, workers: 1, maxWorkers: *maxWorkers, taskMC: *taskMC, budget: *budget, budgetMode: *budgetMode, seed: *seed, verbose: *verbose, costModel: *costModel}
+					scaleSet: true, mult: 1, sloMS: *sloMS, workers: 1, maxWorkers: *maxWorkers, taskMC: *taskMC, budget: *budget, budgetProcess: budgetProcess, seed: *seed, verbose: *verbose, costModel: *costModel}
 				hf.seeds = 1
 				if r.kind == "mode" {
 					hf.peak, hf.seeds = r.peak, len(r.seeds)
 				}
 				if *resume {
-					if s, err := readHLive(hf.out); err == nil && r.matches(s) == nil && s.TaskMillicores == *taskMC && s.WorkerBudget == *budget && s.BudgetProcess == (*budgetMode == "process") {
+					if s, err := readHLive(hf.out); err == nil && r.matches(s) == nil && s.TaskMillicores == *taskMC && s.WorkerBudget == *budget && s.BudgetProcess == bool(budgetProcess) {
 						fmt.Fprintf(o.Stderr, "eval: liveclasp: %s already run, skipped (-resume)\n", hf.out)
 						continue
 					}

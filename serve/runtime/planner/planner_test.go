@@ -16,6 +16,7 @@ import (
 
 	"streamscale/serve/runtime"
 	"streamscale/serve/runtime/ops"
+	"streamscale/serve/runtime/provider"
 	"streamscale/serve/runtime/provider/local"
 	"streamscale/serve/runtime/wire"
 	"streamscale/serve/runtime/worker"
@@ -166,12 +167,23 @@ func oracle(app ops.App, seed uint64, n int) map[uint64]uint64 {
 
 func runPlanner(t *testing.T, cfg Config, wcfg worker.Config) (Result, *inproc) {
 	t.Helper()
+	return runPlannerHooked(t, cfg, wcfg, nil, nil)
+}
+
+// runPlannerHooked is runPlanner with the in-process provider wrapped by
+// wrap (nil: as is) and the planner handed to made before it serves (nil:
+// none), for callbacks of cfg that need it.
+func runPlannerHooked(t *testing.T, cfg Config, wcfg worker.Config, wrap func(*inproc) provider.Provider, made func(*Planner)) (Result, *inproc) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	prov := &inproc{t: t, planner: ln.Addr().String(), app: cfg.App, cfg: wcfg}
 	cfg.Provider = prov
+	if wrap != nil {
+		cfg.Provider = wrap(prov)
+	}
 	if testing.Verbose() {
 		cfg.Log = os.Stderr
 		prov.cfg.Log = os.Stderr
@@ -179,6 +191,9 @@ func runPlanner(t *testing.T, cfg Config, wcfg worker.Config) (Result, *inproc) 
 	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if made != nil {
+		made(p)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -280,26 +295,13 @@ func (p slowStart) Scale(ctx context.Context, n int) ([]string, error) {
 // when the load and its drain end is carried out to the end, not cut off:
 // the run ends with the step's workers and its migration complete.
 func TestStepNotCutOffByRunEnd(t *testing.T) {
-	app := runtime.WordCount()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prov := &inproc{t: t, planner: ln.Addr().String(), app: app, cfg: worker.Config{Interval: 5 * time.Millisecond, Check: time.Millisecond, Slots: 4}}
-	defer prov.Close()
 	// The step at 200 ms waits 1 s for its worker; the load ends at 500 ms
 	// and drains in a few ms.
-	p, err := New(Config{App: app, Seed: 1, Rate: 200, Duration: 500 * time.Millisecond, Workers: 1, Miss: 50,
-		Steps: []Step{{At: 200 * time.Millisecond, Workers: 2}}, Provider: slowStart{prov, time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := p.Serve(ctx, ln, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := Config{App: runtime.WordCount(), Seed: 1, Rate: 200, Duration: 500 * time.Millisecond, Workers: 1, Miss: 50,
+		Steps: []Step{{At: 200 * time.Millisecond, Workers: 2}}}
+	res, prov := runPlannerHooked(t, cfg, worker.Config{Interval: 5 * time.Millisecond, Check: time.Millisecond, Slots: 4},
+		func(p *inproc) provider.Provider { return slowStart{p, time.Second} }, nil)
+	defer prov.Close()
 	if res.Completed != res.Inputs || len(res.Migrations) != 1 || !res.Migrations[0].Complete || res.Workers != 2 {
 		t.Fatalf("completed %d of %d, migrations %+v, workers at the end %d; want the step's migration complete and 2 workers", res.Completed, res.Inputs, res.Migrations, res.Workers)
 	}
@@ -617,22 +619,8 @@ func TestCatchUpWindowsMarked(t *testing.T) {
 			}
 			return nil
 		}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prov := &inproc{t: t, planner: ln.Addr().String(), app: app, cfg: worker.Config{Report: 50 * time.Millisecond}}
+	res, prov := runPlannerHooked(t, cfg, worker.Config{Report: 50 * time.Millisecond}, nil, func(p *Planner) { pl = p })
 	defer prov.Close()
-	cfg.Provider = prov
-	if pl, err = New(cfg); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := pl.Serve(ctx, ln, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if res.Completed != res.Inputs || len(ws) < 6 {
 		t.Fatalf("completed %d of %d, %d rounds; want all and ≥ 6", res.Completed, res.Inputs, len(ws))
 	}
@@ -670,22 +658,8 @@ func TestPlannerStallIsNotDeath(t *testing.T) {
 				pl.mu.Unlock()
 			})
 		}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prov := &inproc{t: t, planner: ln.Addr().String(), app: app, cfg: worker.Config{Heartbeat: 50 * time.Millisecond}}
+	res, prov := runPlannerHooked(t, cfg, worker.Config{Heartbeat: 50 * time.Millisecond}, nil, func(p *Planner) { pl = p })
 	defer prov.Close()
-	cfg.Provider = prov
-	if pl, err = New(cfg); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	res, err := pl.Serve(ctx, ln, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if res.Failures != 0 || res.Completed != res.Inputs || res.Inputs != 1000 || res.Workers != 2 {
 		t.Fatalf("failures %d, inputs %d, completed %d, workers %d after a stall of the planner", res.Failures, res.Inputs, res.Completed, res.Workers)
 	}

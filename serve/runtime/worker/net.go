@@ -92,7 +92,7 @@ func (w *Worker) Serve(ctx context.Context, ln net.Listener, ready func(addr str
 	defer client.CloseIdle()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return transport.Serve(gctx, ln, w.handlePeer, w.cfg.Log) })
-	g.Go(func() error { w.tickClock(gctx); return nil })
+	g.Go(func() error { w.checkAges(gctx); return nil })
 	for range w.cfg.Slots {
 		g.Go(func() error { w.runSlot(); return nil })
 	}

@@ -423,13 +423,13 @@ func (w *Worker) logf(format string, args ...any) {
 // vDSO read, tens of ns).
 func (w *Worker) now() int64 { return int64(time.Since(w.start)) }
 
-// tickClock wakes an idle executor every Config.Check when a task has
+// checkAges wakes an idle executor every Config.Check when a task has
 // become ready by the age of its oldest request (Config.Interval), which no
 // enqueue signals. It used to also keep a coarse clock current with a
 // 500 µs ticker: 2,000 wake-ups a second that cost an idle worker tens of
 // millicores (eval calibrate's reference worker, which owns nothing, used
 // 60–95 mc), which a worker under a CPU budget pays out of its budget.
-func (w *Worker) tickClock(ctx context.Context) {
+func (w *Worker) checkAges(ctx context.Context) {
 	if w.cfg.Check <= 0 {
 		return
 	}

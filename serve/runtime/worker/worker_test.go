@@ -25,7 +25,7 @@ func local(tb testing.TB, app ops.App, cfg Config) (*Worker, func()) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { w.tickClock(ctx) })
+	wg.Go(func() { w.checkAges(ctx) })
 	for range w.cfg.Slots {
 		wg.Go(w.runSlot)
 	}
