@@ -190,7 +190,7 @@ func (s *slot) executeHost() {
 // held).
 func (s *slot) finish() {
 	w, t := s.w, s.t
-	now := w.now()
+	now := w.stamp()
 	t.c.execs += uint64(len(s.batch))
 	t.c.execNS += uint64(s.elapsed)
 	w.stats.Executed += uint64(len(s.batch))

@@ -389,6 +389,7 @@ func (w *Worker) onMark(from uint32, k wire.Kind, m wire.Mark) error {
 // (w.mu held).
 func (w *Worker) release(key uint32, h *hold) {
 	delete(w.holds, key)
+	w.stamp()
 	for _, r := range h.fromOld {
 		w.enqueue(r)
 	}

@@ -608,6 +608,7 @@ func (w *Worker) onBatch(from uint32, b wire.Batch) error {
 
 // applyRecords routes incoming records (w.mu held).
 func (w *Worker) applyRecords(from uint32, rs []wire.Record) {
+	w.stamp()
 	for _, r := range rs {
 		r.Payload = w.alloc(r.Payload)
 		w.inFlight++

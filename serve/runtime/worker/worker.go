@@ -235,6 +235,11 @@ type Worker struct {
 	ups     [][]int // [op] → the operators with an edge to it, ascending
 	downs   [][]int // [op] → the operators it has an edge to
 	start   time.Time
+	// clock is the time of the section now running under mu, ns since
+	// start (stamp): set once where records enter (a received batch, a
+	// finished execution batch, a released hold) so that enqueue and
+	// route, which run per record, do not read the clock per record.
+	clock int64
 
 	mu       sync.Mutex
 	work     *sync.Cond // slots: work, resume, or a freed buffer
@@ -423,6 +428,12 @@ func (w *Worker) logf(format string, args ...any) {
 // vDSO read, tens of ns).
 func (w *Worker) now() int64 { return int64(time.Since(w.start)) }
 
+// stamp sets w.clock to now and returns it (w.mu held).
+func (w *Worker) stamp() int64 {
+	w.clock = w.now()
+	return w.clock
+}
+
 // checkAges wakes an idle executor every Config.Check when a task has
 // become ready by the age of its oldest request (Config.Interval), which no
 // enqueue signals. It used to also keep a coarse clock current with a
@@ -505,7 +516,7 @@ func (w *Worker) peerBlocked() bool {
 // enqueue appends r to its task's queue (w.mu held).
 func (w *Worker) enqueue(r rec) {
 	t := w.tasks[r.Op]
-	r.at = w.now()
+	r.at = w.clock
 	t.c.arrived++
 	if w.bar != nil && w.park(t, r) {
 		return
@@ -537,7 +548,7 @@ func (w *Worker) route(r rec, src uint32) (local bool, dest uint32) {
 	}
 	if len(w.holds) > 0 {
 		if h := w.holds[holdKey(int(r.Op), kg)]; h != nil {
-			r.at = w.now()
+			r.at = w.clock
 			if src == h.from {
 				h.fromOld = append(h.fromOld, r)
 			} else {
