@@ -311,10 +311,9 @@ func (p *CostProbe) run(ctx context.Context, bin string, l costLayout) ([]CostPo
 		Controller: "probe", NewPlacer: func() (clasp.Planner, error) { rec.begin(); return rec, nil }, MaxWorkers: len(l.shares),
 		ExecCPU:     p.WorkerBudget > 0, // τ̄ as HConfig's runs observe it
 		JoinTimeout: 60 * time.Second,
-		// A starved worker on the loaded host must not be failed over
-		// (the layout would change under the measurement): 5 s of
-		// missed beats.
-		Miss: 25,
+		// A starved worker must not be failed over (the layout would
+		// change under the measurement).
+		Miss: ProcessBudgetMiss,
 	}
 	pl, err := planner.New(pc)
 	if err != nil {

@@ -196,11 +196,15 @@ type member struct {
 	addr     string
 	out      *outbox
 	lastBeat time.Time
-	metrics  wire.Metrics
-	fresh    bool // metrics not yet read by the controller
-	leaving  bool // drained; stopped after the current epoch
-	dead     bool
-	cancel   context.CancelFunc
+	// beatAt is when the last beat was read (zero before the first);
+	// unlike lastBeat, the heartbeat watch's stall compensation does not
+	// move it, so the gaps between beats are as received.
+	beatAt  time.Time
+	metrics wire.Metrics
+	fresh   bool // metrics not yet read by the controller
+	leaving bool // drained; stopped after the current epoch
+	dead    bool
+	cancel  context.CancelFunc
 	// placed: this connection was sent a placement broadcast. A worker
 	// restarted under a dead worker's ID before the failover is not: the
 	// owner table still names the dead worker, and the ingress must not
@@ -277,6 +281,7 @@ type Planner struct {
 	refused   uint64
 	rows      []Row
 	failures  int
+	beatGaps  []float64       // ms between consecutive beats of a member, as read
 	placed    map[uint32]bool // members of the last placement
 	target    int             // the worker count asked for last
 	lastDone  time.Duration   // last completion, after the start
@@ -673,7 +678,11 @@ func (p *Planner) handleWorker(ctx context.Context, s *transport.Stream) {
 			var hb wire.Heartbeat
 			if hb, err = wire.DecodeHeartbeat(b); err == nil && hb.From == id {
 				p.mu.Lock()
-				m.lastBeat = time.Now()
+				now := time.Now()
+				if !m.beatAt.IsZero() {
+					p.noteBeatGap(now.Sub(m.beatAt))
+				}
+				m.lastBeat, m.beatAt = now, now
 				p.mu.Unlock()
 			}
 		case wire.KindMetrics:
@@ -942,6 +951,12 @@ func (p *Planner) rateAt(t float64) float64 {
 	return p.cfg.Trace.Rate(int(t/p.cfg.TraceStep.Seconds())) * p.cfg.RateMult
 }
 
+// noteBeatGap records the time between two beats of one member (p.mu
+// held).
+func (p *Planner) noteBeatGap(d time.Duration) {
+	p.beatGaps = append(p.beatGaps, float64(d)/float64(time.Millisecond))
+}
+
 // watchHeartbeats declares dead the workers that missed Miss beats and
 // fails over. A stall of the planner itself — its process not scheduled
 // on a busy host, or p.mu held — is not counted against the workers: the
@@ -1033,16 +1048,24 @@ type Result struct {
 	// the inputs due while a checkpoint was being taken (its start to its
 	// end, CheckpointStat.DurationMS), the *OutsideCheckpointMS over the
 	// others (0 without such inputs): a comparison within one run.
-	P50InCheckpointMS      float64     `json:"p50_in_checkpoint_ms"`
-	P50OutsideCheckpointMS float64     `json:"p50_outside_checkpoint_ms"`
-	P95InCheckpointMS      float64     `json:"p95_in_checkpoint_ms"`
-	P99InCheckpointMS      float64     `json:"p99_in_checkpoint_ms"`
-	P95OutsideCheckpointMS float64     `json:"p95_outside_checkpoint_ms"`
-	P99OutsideCheckpointMS float64     `json:"p99_outside_checkpoint_ms"`
-	Workers                int         `json:"workers"`
-	Failures               int         `json:"failures"`
-	Refused                uint64      `json:"refused_frames"`
-	Migrations             []Migration `json:"migrations"`
+	P50InCheckpointMS      float64 `json:"p50_in_checkpoint_ms"`
+	P50OutsideCheckpointMS float64 `json:"p50_outside_checkpoint_ms"`
+	P95InCheckpointMS      float64 `json:"p95_in_checkpoint_ms"`
+	P99InCheckpointMS      float64 `json:"p99_in_checkpoint_ms"`
+	P95OutsideCheckpointMS float64 `json:"p95_outside_checkpoint_ms"`
+	P99OutsideCheckpointMS float64 `json:"p99_outside_checkpoint_ms"`
+	Workers                int     `json:"workers"`
+	Failures               int     `json:"failures"`
+	// BeatGapMSP99 and BeatGapMSMax are the 99th percentile and the
+	// largest time between two consecutive heartbeats of one worker, as
+	// the planner read them (0 without two beats): how close a worker
+	// came to being declared dead (Config.Miss × Config.Heartbeat).
+	// BeatGapsOverHalf counts the gaps above half that limit.
+	BeatGapMSP99     float64     `json:"beat_gap_ms_p99"`
+	BeatGapMSMax     float64     `json:"beat_gap_ms_max"`
+	BeatGapsOverHalf int         `json:"beat_gaps_over_half_limit"`
+	Refused          uint64      `json:"refused_frames"`
+	Migrations       []Migration `json:"migrations"`
 	// MigrationPlannerMS is the longest planner duration;
 	// MigrationWorkerPauseMSMax the longest worker pause, over all
 	// migrations (0 without migrations).
@@ -1097,6 +1120,18 @@ func (p *Planner) result() Result {
 	lat := slices.Clone(p.allLat)
 	slices.Sort(lat)
 	r.P50MS, r.P95MS, r.P99MS = quantile(lat, 0.5), quantile(lat, 0.95), quantile(lat, 0.99)
+	gaps := slices.Clone(p.beatGaps)
+	slices.Sort(gaps)
+	r.BeatGapMSP99 = quantile(gaps, 0.99)
+	if len(gaps) > 0 {
+		r.BeatGapMSMax = gaps[len(gaps)-1]
+	}
+	half := float64(time.Duration(p.cfg.Miss)*p.cfg.Heartbeat) / float64(time.Millisecond) / 2
+	for _, g := range gaps {
+		if g > half {
+			r.BeatGapsOverHalf++
+		}
+	}
 	for _, m := range r.Migrations {
 		r.MigrationPlannerMS = max(r.MigrationPlannerMS, m.PlannerMS)
 		r.MigrationWorkerPauseMSMax = max(r.MigrationWorkerPauseMSMax, m.PauseMSMax)

@@ -465,6 +465,12 @@ func TestSIGKILL(t *testing.T) {
 	if res.Failures != 1 || res.Inputs != 4000 || res.Completed != res.Inputs || !rejoined || res.Workers != 3 {
 		t.Fatalf("failures %d, inputs %d, completed %d, rejoined %v, workers %d", res.Failures, res.Inputs, res.Completed, rejoined, res.Workers)
 	}
+	// The beats were timed: the p99 gap is about one beat interval
+	// (200 ms) or more, and the killed worker's silence is not counted
+	// (its stream ended; the restarted process is a new member).
+	if res.BeatGapMSP99 < 150 || res.BeatGapMSMax < res.BeatGapMSP99 || res.BeatGapMSMax > 30_000 {
+		t.Fatalf("beat gaps: p99 %.1f ms, max %.1f ms", res.BeatGapMSP99, res.BeatGapMSMax)
+	}
 }
 
 // TestTraceAllocAndMetrics: a compressed trace drives the load (one point

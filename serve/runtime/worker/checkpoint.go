@@ -175,6 +175,7 @@ func (w *Worker) restore(ctx context.Context, client *transport.Client, r placeR
 		w.members[m.ID] = m.Addr
 	}
 	w.epoch = pl.Epoch
+	w.epochNow.Store(pl.Epoch)
 	w.floor = pl.Epoch
 	w.owners = append(w.owners[:0:0], pl.Owners...)
 	w.ensurePeers(ctx, client)

@@ -108,6 +108,7 @@ func (w *Worker) migrate(ctx context.Context, client *transport.Client, r placeR
 		w.members[m.ID] = m.Addr
 	}
 	w.epoch = pl.Epoch
+	w.epochNow.Store(pl.Epoch)
 	w.owners = slices.Clone(pl.Owners)
 	w.ensurePeers(ctx, client)
 	senders := map[uint32]bool{}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"sort"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -31,6 +32,10 @@ type peer struct {
 	// ticker; the next record (or completion weight, for the planner)
 	// wakes it (w.mu held).
 	idle bool
+	// wmu serialises writes to the peer's stream: the send loop's, and
+	// for the planner the beat loop's (beatLoop), which must not wait for
+	// w.mu.
+	wmu sync.Mutex
 }
 
 func newPeer(id uint32, addr string) *peer {
@@ -172,6 +177,7 @@ func (w *Worker) plannerLink(ctx context.Context, client *transport.Client, addr
 	w.mu.Unlock()
 	w.logf("joined planner %s", w.cfg.Planner)
 	go w.sendLoop(ctx, w.planner, func() (*transport.Stream, error) { return s, nil }, true)
+	go w.beatLoop(ctx, s)
 	var recs []wire.Record
 	var rs *restoring // a restore being received
 	for {
@@ -318,7 +324,6 @@ func (w *Worker) sendLoop(ctx context.Context, p *peer, open func() (*transport.
 	flush := max(w.cfg.Flush, 100*time.Microsecond)
 	tick := time.NewTicker(flush)
 	defer tick.Stop()
-	lastBeat := time.Time{}
 	idle := false
 	for {
 		select {
@@ -341,11 +346,6 @@ func (w *Worker) sendLoop(ctx context.Context, p *peer, open func() (*transport.
 		w.mu.Lock()
 		if isPlanner {
 			w.flushDone()
-			if time.Since(lastBeat) >= w.cfg.Heartbeat {
-				lastBeat = time.Now()
-				hb := wire.Heartbeat{From: w.id, Epoch: w.epoch}
-				p.frame(hb.Append)
-			}
 		}
 		p.closeBatch()
 		out := p.buf
@@ -360,11 +360,7 @@ func (w *Worker) sendLoop(ctx context.Context, p *peer, open func() (*transport.
 			p.spare = out
 			if len(p.buf) == 0 && !p.open && (!isPlanner || len(w.done) == 0) {
 				p.idle, idle = true, true
-				if isPlanner {
-					tick.Reset(max(w.cfg.Heartbeat-time.Since(lastBeat), flush))
-				} else {
-					tick.Stop()
-				}
+				tick.Stop()
 			}
 			w.mu.Unlock()
 			continue
@@ -384,7 +380,10 @@ func (w *Worker) sendLoop(ctx context.Context, p *peer, open func() (*transport.
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
-		if err := s.Write(out); err != nil {
+		p.wmu.Lock()
+		err := s.Write(out)
+		p.wmu.Unlock()
+		if err != nil {
 			w.logf("peer %d (%s): write: %v; %d bytes lost", p.id, p.addr, err, len(out))
 			if isPlanner {
 				return
@@ -396,6 +395,41 @@ func (w *Worker) sendLoop(ctx context.Context, p *peer, open func() (*transport.
 		p.spare = out[:0]
 		w.work.Broadcast()
 		w.mu.Unlock()
+	}
+}
+
+// beatLoop writes a heartbeat to the planner stream s every
+// Config.Heartbeat until ctx ends or a write fails. It takes neither w.mu
+// nor the send loop's queue, only the stream's write lock between two of
+// the send loop's writes, so a beat does not wait behind the executors
+// and receivers that take w.mu at every record. (Beats used to go out
+// through the send loop.) What it cannot avoid is its own scheduling:
+// under a whole-process CPU budget the Go runtime's concurrent mark phase
+// runs for seconds of wall time (measured on sd at 60 mc: marks of 1.9
+// and 3.3 s, GODEBUG=gctrace=1), one of the two Ps is the dedicated mark
+// worker's meanwhile, and the beat goroutine's ticks then came 1.2–3.6 s
+// apart at the worker, as read at the planner. Hence the generous miss
+// limit of process-budget runs (eval/live.ProcessBudgetMiss). The epoch
+// is read from w.epochNow, which mirrors w.epoch.
+func (w *Worker) beatLoop(ctx context.Context, s *transport.Stream) {
+	t := time.NewTicker(w.cfg.Heartbeat)
+	defer t.Stop()
+	var b []byte
+	p := w.planner
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		hb := wire.Heartbeat{From: w.id, Epoch: w.epochNow.Load()}
+		b = hb.Append(b[:0])
+		p.wmu.Lock()
+		err := s.Write(b)
+		p.wmu.Unlock()
+		if err != nil {
+			return // the reader sees the stream end too
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"streamscale/serve/runtime/cfs"
@@ -252,7 +253,8 @@ type Worker struct {
 	rr       int
 	id       uint32
 	epoch    uint64
-	floor    uint64 // the last restore's epoch: frames stamped earlier are dropped
+	epochNow atomic.Uint64 // epoch, for readers without mu (beatLoop)
+	floor    uint64        // the last restore's epoch: frames stamped earlier are dropped
 	owners   [][ops.KeyGroups]uint32
 	members  map[uint32]string
 	prevMem  map[uint32]string
