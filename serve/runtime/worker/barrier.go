@@ -165,6 +165,9 @@ func (w *Worker) unpark(t *task) {
 	w.parkedN -= len(t.parked)
 	clear(t.parked)
 	t.parked = t.parked[:0]
+	if w.ageIdle {
+		w.wakeAges()
+	}
 	if w.idle > 0 {
 		w.work.Broadcast()
 	}

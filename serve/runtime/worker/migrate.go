@@ -400,7 +400,14 @@ func (w *Worker) release(key uint32, h *hold) {
 	w.work.Broadcast()
 }
 
-// monitor reports metrics every Config.Report.
+// monitor reports metrics every Config.Report. A report's interval is
+// the time between the two instants its counters were read, under w.mu:
+// it used to be the time between two ticks, and on a worker whose CPU is
+// held to a budget the wait for w.mu (and for the goroutine to be
+// scheduled at all) after a tick can be seconds, so a report could carry
+// several seconds of executions over one second's interval, and the
+// rates derived from it (CLASP's W, the observation's ρ) came out too
+// high.
 func (w *Worker) monitor(ctx context.Context) {
 	t := time.NewTicker(w.cfg.Report)
 	defer t.Stop()
@@ -409,8 +416,9 @@ func (w *Worker) monitor(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case <-t.C:
 			w.mu.Lock()
+			now := time.Now()
 			m := w.collect(now.Sub(last).Seconds())
 			last = now
 			if w.owners != nil {

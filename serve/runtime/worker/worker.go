@@ -254,7 +254,11 @@ type Worker struct {
 	id       uint32
 	epoch    uint64
 	epochNow atomic.Uint64 // epoch, for readers without mu (beatLoop)
-	floor    uint64        // the last restore's epoch: frames stamped earlier are dropped
+	// ageIdle: checkAges found no record queued or parked and stopped
+	// its ticker; the next record queued wakes it through ageKick.
+	ageIdle  bool
+	ageKick  chan struct{}
+	floor    uint64 // the last restore's epoch: frames stamped earlier are dropped
 	owners   [][ops.KeyGroups]uint32
 	members  map[uint32]string
 	prevMem  map[uint32]string
@@ -308,6 +312,7 @@ func New(cfg Config) (*Worker, error) {
 		placeCh: make(chan placeReq),
 		ready:   make(chan struct{}),
 		edges:   make([]wire.EdgeMetrics, len(cfg.App.Edges)),
+		ageKick: make(chan struct{}, 1),
 	}
 	w.work = sync.NewCond(&w.mu)
 	w.drained = sync.NewCond(&w.mu)
@@ -438,10 +443,11 @@ func (w *Worker) stamp() int64 {
 
 // checkAges wakes an idle executor every Config.Check when a task has
 // become ready by the age of its oldest request (Config.Interval), which no
-// enqueue signals. It used to also keep a coarse clock current with a
-// 500 µs ticker: 2,000 wake-ups a second that cost an idle worker tens of
-// millicores (eval calibrate's reference worker, which owns nothing, used
-// 60–95 mc), which a worker under a CPU budget pays out of its budget.
+// enqueue signals. When no record is queued or parked it stops until the
+// next one is (wakeAges): an idle worker used to wake every Check (5 ms)
+// for nothing, and before that also every 500 µs for a coarse clock, CPU
+// a worker under a budget pays out of its budget (eval calibrate's
+// reference worker, which owns nothing, used 60–95 mc with both).
 func (w *Worker) checkAges(ctx context.Context) {
 	if w.cfg.Check <= 0 {
 		return
@@ -452,14 +458,41 @@ func (w *Worker) checkAges(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-w.ageKick:
+			t.Reset(w.cfg.Check)
+			continue
 		case <-t.C:
-			w.mu.Lock()
-			if w.idle > 0 && w.readyTask() >= 0 {
-				w.work.Broadcast()
-			}
-			w.mu.Unlock()
+		}
+		w.mu.Lock()
+		if w.idle > 0 && w.readyTask() >= 0 {
+			w.work.Broadcast()
+		}
+		if !w.anyQueued() {
+			w.ageIdle = true
+			t.Stop()
+		}
+		w.mu.Unlock()
+	}
+}
+
+// wakeAges restarts checkAges's ticker if it stopped (w.mu held).
+func (w *Worker) wakeAges() {
+	w.ageIdle = false
+	select {
+	case w.ageKick <- struct{}{}:
+	default:
+	}
+}
+
+// anyQueued reports whether a task has a record queued or parked (w.mu
+// held).
+func (w *Worker) anyQueued() bool {
+	for _, t := range w.tasks {
+		if t.len() > 0 || len(t.parked) > 0 {
+			return true
 		}
 	}
+	return false
 }
 
 // alloc returns n bytes from the payload arena (w.mu held).
@@ -524,6 +557,9 @@ func (w *Worker) enqueue(r rec) {
 		return
 	}
 	t.push(r)
+	if w.ageIdle {
+		w.wakeAges()
+	}
 	if w.idle > 0 && !t.running && (t.len() >= w.cfg.Batch || w.cfg.Interval == 0) && !w.paused {
 		w.work.Signal()
 	}

@@ -198,3 +198,36 @@ func TestBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestAgeCheckSleepsWhenIdle: with nothing queued the age check stops its
+// ticker, and a record that then arrives alone (below the batch size, so
+// only its age makes it ready) still runs after about the batching
+// interval: the enqueue restarts the check.
+func TestAgeCheckSleepsWhenIdle(t *testing.T) {
+	app := runtime.WordCount()
+	const interval = 20 * time.Millisecond
+	w, stop := local(t, app, Config{Interval: interval, Check: time.Millisecond})
+	defer stop()
+	src := app.NewSource(1)
+	for round := range 3 {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			w.mu.Lock()
+			idle := w.ageIdle
+			w.mu.Unlock()
+			if idle {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the age check never went idle", round)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		before := w.Stats().Executed
+		key, p := src.Next(nil)
+		if err := w.Inject([]wire.Record{{Op: 0, Key: key, Input: uint64(round + 1), Payload: p}}); err != nil {
+			t.Fatal(err)
+		}
+		waitExecuted(t, w, before+1)
+	}
+}
