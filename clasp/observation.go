@@ -31,6 +31,15 @@ type WorkerObs struct {
 	// executions and the request sending, W_w of Eq. 1 as it ran); 0 when
 	// not reported. Only the CPU-utilization baseline (HPA) reads it.
 	LoadUS float64
+	// ReportS is the length of the interval the rates were measured over,
+	// s (the runtime's worker report; 0 where not known, as in the
+	// simulator, whose step is the interval). Repeated marks a report that
+	// an earlier observation already carried: a runtime worker reports on
+	// its own clock, and a late report leaves the previous one in force at
+	// the next decision. Decisions may ignore both; a measurement that
+	// averages over reports must count each once.
+	ReportS  float64
+	Repeated bool
 }
 
 // Observation is the planner's input for one decision (paper Table 2): the

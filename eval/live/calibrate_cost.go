@@ -346,6 +346,12 @@ type tickWorker struct {
 	exec, execUS, local, remote, dq float64 // Σ N (1/s), Σ N·τ̄ (µs/s), R^l, R^r, δ
 	queue                           float64
 	cpuNS                           int64 // -1: unknown
+	// reportS is the interval of the report the rates come from, s, and
+	// repeated whether an earlier tick already carried that report
+	// (clasp.WorkerObs): the rates are averaged over reports, each once,
+	// weighted by its interval.
+	reportS  float64
+	repeated bool
 }
 
 // cpuRecorder is the probe's placement controller: it never changes the
@@ -382,7 +388,7 @@ func (r *cpuRecorder) Plan(now float64, ob clasp.Observation) (clasp.Plan, error
 	}
 	t := costTick{now: now, wall: time.Now(), pq: ob.PlannerQueue, thr: ob.Throughput}
 	for _, w := range ob.Workers {
-		tw := tickWorker{id: w.ID, local: w.LocalRate, remote: w.RemoteRate, dq: w.RemoteDests, queue: w.Queue, cpuNS: -1}
+		tw := tickWorker{id: w.ID, local: w.LocalRate, remote: w.RemoteRate, dq: w.RemoteDests, queue: w.Queue, cpuNS: -1, reportS: w.ReportS, repeated: w.Repeated}
 		for o, n := range w.Exec {
 			tw.exec += n
 			if o < len(w.ExecUS) {
@@ -530,14 +536,26 @@ func (r *cpuRecorder) points(l costLayout, loadS float64, execUS []float64) ([]C
 		pt.Worker = id
 		pt.CPUUS = float64(w1.cpuNS-w0.cpuNS) / 1e3 / span
 		pt.WindowS = span
+		var execW, execS float64 // Σ execUS·reportS and Σ reportS over the reports
 		for _, t := range r.ticks[:last+1] {
 			w, ok := find(t, id)
 			if !ok {
 				continue
 			}
 			pt.Throughput += t.thr / float64(last+1)
+			if w.repeated {
+				// A late report left the previous one in force: it was
+				// counted at an earlier tick. (Counting it at every tick
+				// weighted the report before a stall by the stall.)
+				continue
+			}
 			if l.term == "budget" { // measured: the budget run's operators are not the chain's
-				pt.ExecUS += w.execUS / float64(last+1)
+				iv := w.reportS
+				if !(iv > 0) {
+					iv = 1
+				}
+				execW += w.execUS * iv
+				execS += iv
 			}
 			pt.Intervals++
 			if w.exec > 0 && (w.queue+t.pq)/w.exec > CostSaturationS {
@@ -546,6 +564,9 @@ func (r *cpuRecorder) points(l costLayout, loadS float64, execUS []float64) ([]C
 					pt.Sat = append(pt.Sat, SatInterval{ExecUS: w.execUS, LocalRate: w.local, RemoteRate: w.remote, Dests: w.dq})
 				}
 			}
+		}
+		if execS > 0 {
+			pt.ExecUS = execW / execS
 		}
 		out = append(out, pt)
 	}

@@ -151,6 +151,22 @@ func TestFitCostModel(t *testing.T) {
 	if _, _, err := FitCostModel(pts, DefaultCostFitConfig()); err == nil || !strings.Contains(err.Error(), "budget: no saturated interval") {
 		t.Errorf("no saturated interval: error %v", err)
 	}
+	// One saturated report: no CI, W refused.
+	pts = pts[:0]
+	kept := false
+	for _, p := range synthetic(alpha, s, v, gamma, budget, 0, 0, 3) {
+		if len(p.Sat) > 0 {
+			if kept {
+				p.Sat = nil
+			} else {
+				p.Sat, kept = p.Sat[:1], true
+			}
+		}
+		pts = append(pts, p)
+	}
+	if _, _, err := FitCostModel(pts, DefaultCostFitConfig()); !kept || err == nil || !strings.Contains(err.Error(), "budget: one saturated report") {
+		t.Errorf("one saturated report: error %v", err)
+	}
 	bad := synthetic(alpha, s, v, gamma, budget, 0, 0, 4)
 	bad[3].CPUUS = math.Inf(1)
 	if _, _, err := FitCostModel(bad, DefaultCostFitConfig()); err == nil || errors.Is(err, ErrCostTerm) {
@@ -240,5 +256,38 @@ func TestProcParsing(t *testing.T) {
 		if _, ok := workerID([]byte(bad)); ok {
 			t.Errorf("%q: an id", bad)
 		}
+	}
+}
+
+// TestPointsCountEachReportOnce: a report that stayed the latest over
+// several control ticks (a late next report) is counted once, and the
+// execution rate is the reports' mean weighted by their intervals; it used
+// to be the mean over ticks, which weighted a report by how long the next
+// one was late.
+func TestPointsCountEachReportOnce(t *testing.T) {
+	w0 := time.Unix(1000, 0)
+	tw := func(execUS, reportS float64, repeated bool, cpuNS int64) tickWorker {
+		// Saturated: a queue of 10 s of executions.
+		return tickWorker{id: 0, exec: 1000, execUS: execUS, queue: 10_000, cpuNS: cpuNS, reportS: reportS, repeated: repeated}
+	}
+	r := &cpuRecorder{workers: 1, start: costTick{wall: w0, ws: []tickWorker{{id: 0, cpuNS: 0}}}}
+	// A 1 s report at 60,000 µs/s seen at three ticks, then a 3 s report
+	// at 20,000 µs/s.
+	for i, w := range []tickWorker{tw(60_000, 1, false, 1e8), tw(60_000, 1, true, 1.5e8), tw(60_000, 1, true, 2e8), tw(20_000, 3, false, 2.4e8)} {
+		r.ticks = append(r.ticks, costTick{now: float64(i + 1), wall: w0.Add(time.Duration(i+1) * time.Second), ws: []tickWorker{w}})
+	}
+	pts, err := r.points(costLayout{name: "budget", term: "budget", shares: [][]float64{{1}}}, 4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pts[0]
+	if want := (60_000*1 + 20_000*3) / 4.0; math.Abs(p.ExecUS-want) > 1e-9 {
+		t.Errorf("exec %v µs/s, want %v (over ticks it was %v)", p.ExecUS, want, (3*60_000+20_000)/4.0)
+	}
+	if p.Intervals != 2 || p.Saturated != 2 || len(p.Sat) != 2 {
+		t.Errorf("%d reports, %d saturated, %d samples: want 2 of each", p.Intervals, p.Saturated, len(p.Sat))
+	}
+	if math.Abs(p.CPUUS-60_000) > 1e-6 {
+		t.Errorf("CPU %v µs/s, want 60,000 (2.4e8 ns over 4 s)", p.CPUUS)
 	}
 }

@@ -124,8 +124,8 @@ type CostPoint struct {
 	WindowS float64 `json:"window_s"`
 	// ExecUS is the operators' execution time per second, µs/s: the
 	// layout's executions times the operators' in-process execution time
-	// (the budget run: Σ N·τ̄ from the workers' reports, the mean over the
-	// intervals).
+	// (the budget run: Σ N·τ̄ from the workers' reports, their mean
+	// weighted by each report's interval).
 	ExecUS float64 `json:"exec_us_per_s"`
 	// LocalRate, RemoteRate are R^l_w and R^r_w, requests/s, and Dests
 	// δ_w, of the layout at Rate (the chain runs); the budget run's are in
@@ -136,9 +136,10 @@ type CostPoint struct {
 	// Throughput is the mean inputs completed per second the planner
 	// reported over the window's intervals (whether the run kept up).
 	Throughput float64 `json:"throughput"`
-	// Saturated counts the window's intervals in which the worker was
+	// Saturated counts the window's reports in which the worker was
 	// saturated (its queue and the planner's over CostSaturationS of its
-	// execution rate); Intervals the intervals of the window.
+	// execution rate); Intervals the worker's reports in the window, each
+	// counted once however many control ticks it stayed the latest.
 	Saturated int `json:"saturated"`
 	Intervals int `json:"intervals"`
 	// Sat are the budget run's saturated intervals (only the budget run).
@@ -205,7 +206,7 @@ var ErrCostTerm = errors.New("cost term refused")
 // A term is refused (Accepted false, Reason naming why) when its line is
 // not identified, its estimate is negative, or R² < MinR2 (with
 // ZeroUnresolved, such a term whose CI includes 0 is written as 0 and the
-// Reason says so); W when no interval saturated. The model is returned only when every term is
+// Reason says so); W when fewer than two reports saturated. The model is returned only when every term is
 // accepted; otherwise the error wraps ErrCostTerm and names the refused
 // terms, and the terms are returned all the same.
 func FitCostModel(pts []CostPoint, cfg CostFitConfig) (clasp.CostModel, []CostTerm, error) {
@@ -320,6 +321,8 @@ func FitCostModel(pts []CostPoint, cfg CostFitConfig) (clasp.CostModel, []CostTe
 	switch {
 	case len(loads) == 0:
 		budget.Reason = "no saturated interval in the budget run"
+	case len(loads) == 1:
+		budget.Reason = fmt.Sprintf("one saturated report in the budget run (%.4g µs/s): no confidence interval", budget.Value)
 	case !(budget.Value > 0):
 		budget.Reason = fmt.Sprintf("non-positive budget %.4g µs/s", budget.Value)
 	default:

@@ -510,7 +510,7 @@ func (p *Planner) observation() (clasp.Observation, bool) {
 			return ob, false
 		}
 		iv := mt.IntervalS
-		wo := clasp.WorkerObs{ID: int(id), Queue: float64(mt.Queue), RemoteDests: float64(mt.RemoteDests), LoadUS: float64(mt.LoadNS) / 1e3 / iv,
+		wo := clasp.WorkerObs{ID: int(id), Queue: float64(mt.Queue), RemoteDests: float64(mt.RemoteDests), LoadUS: float64(mt.LoadNS) / 1e3 / iv, ReportS: iv, Repeated: !m.fresh,
 			Exec: make([]float64, nOps), ExecUS: make([]float64, nOps), EdgeRate: make([]float64, len(app.Edges)), Share: make([]float64, nOps)}
 		for o, t := range mt.Tasks {
 			wo.Exec[o] = float64(t.Execs) / iv
@@ -555,6 +555,11 @@ func (p *Planner) observation() (clasp.Observation, bool) {
 	if n := len(p.rows); n > 0 {
 		ob.InputRate = float64(p.rows[n-1].Offered)
 		ob.Throughput = float64(p.rows[n-1].Completed)
+	}
+	// Every report now in an observation is no longer fresh: the next
+	// observation marks it Repeated until the worker reports again.
+	for _, id := range p.liveIDs() {
+		p.members[id].fresh = false
 	}
 	return ob, len(ob.Workers) > 0
 }

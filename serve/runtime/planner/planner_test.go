@@ -560,6 +560,21 @@ func TestTraceAllocAndMetrics(t *testing.T) {
 	if len(ob.Workers) != 2 || ob.Workers[0].Share[1] != 0.5 || ob.Parallelism[1] != 2 {
 		t.Fatalf("observation workers %+v, parallelism %v", ob.Workers, ob.Parallelism)
 	}
+	// The reports just observed are marked Repeated in the next
+	// observation, until a worker reports again; ReportS is the report's
+	// interval.
+	again, _ := p.observation()
+	for _, w := range again.Workers {
+		if !w.Repeated || w.ReportS != p.members[uint32(w.ID)].metrics.IntervalS || !(w.ReportS > 0) {
+			t.Errorf("worker %d seen twice: repeated %v, report %v s", w.ID, w.Repeated, w.ReportS)
+		}
+	}
+	for _, m := range p.members {
+		m.fresh = true // as a new report does
+	}
+	if again, _ = p.observation(); again.Workers[0].Repeated || again.Workers[1].Repeated {
+		t.Errorf("new reports marked repeated: %+v", again.Workers)
+	}
 	// τ̄ is the wall time per execution, or with ExecCPU the CPU time:
 	// four executions of 1,000 µs of wall time and 400 µs of CPU each.
 	for _, m := range p.members {
