@@ -19,16 +19,7 @@ func barrierWorker(t *testing.T, ctx context.Context) (*Worker, chan<- []byte, <
 	t.Helper()
 	app := runtime.WordCount()
 	addr, out, in := scriptedPlanner(t, ctx, len(app.Operators))
-	w, err := New(Config{ID: wire.NoID, App: app, Planner: addr, Interval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go w.Run(ctx, nil) //nolint:errcheck
-	select {
-	case <-w.ready:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no placement")
-	}
+	w := placedWorker(t, ctx, Config{ID: wire.NoID, App: app, Planner: addr, Interval: -1})
 	if f := <-in; f.k != wire.KindMigrated {
 		t.Fatalf("%v, want the first placement's report", f.k)
 	}

@@ -25,14 +25,7 @@ func listeningPlanner(t *testing.T, ctx context.Context, app ops.App) (addr stri
 	beats = new(atomic.Int64)
 	rep := make(chan wire.Metrics, 1024)
 	go transport.Serve(ctx, ln, func(ctx context.Context, s *transport.Stream) { //nolint:errcheck
-		k, p, _, err := wire.ReadFrame(s.R, nil)
-		if err != nil || k != wire.KindHello {
-			return
-		}
-		h, _ := wire.DecodeHello(p)
-		welcome := wire.Hello{ID: 0, Epoch: 1, Token: h.Token}
-		pl := wire.Placement{Epoch: 1, Members: []wire.Member{{ID: 0, Addr: h.Addr}}, Owners: make([][ops.KeyGroups]uint32, len(app.Operators))}
-		if s.Write(pl.Append(welcome.Append(nil))) != nil {
+		if !greet(s, len(app.Operators)) {
 			return
 		}
 		var buf []byte
@@ -60,12 +53,10 @@ func listeningPlanner(t *testing.T, ctx context.Context, app ops.App) (addr stri
 	return ln.Addr().String(), beats, rep
 }
 
-// startListened starts a worker of app against a listeningPlanner and
-// waits for its placement.
-func startListened(t *testing.T, ctx context.Context, app ops.App, cfg Config) (*Worker, *atomic.Int64, <-chan wire.Metrics) {
+// placedWorker starts a worker of cfg and waits until its first placement
+// is installed.
+func placedWorker(t *testing.T, ctx context.Context, cfg Config) *Worker {
 	t.Helper()
-	addr, beats, reports := listeningPlanner(t, ctx, app)
-	cfg.ID, cfg.App, cfg.Planner = wire.NoID, app, addr
 	w, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +67,16 @@ func startListened(t *testing.T, ctx context.Context, app ops.App, cfg Config) (
 	case <-time.After(10 * time.Second):
 		t.Fatal("no placement")
 	}
-	return w, beats, reports
+	return w
+}
+
+// startListened starts a worker of app against a listeningPlanner and
+// waits for its placement.
+func startListened(t *testing.T, ctx context.Context, app ops.App, cfg Config) (*Worker, *atomic.Int64, <-chan wire.Metrics) {
+	t.Helper()
+	addr, beats, reports := listeningPlanner(t, ctx, app)
+	cfg.ID, cfg.App, cfg.Planner = wire.NoID, app, addr
+	return placedWorker(t, ctx, cfg), beats, reports
 }
 
 // TestBeatsWhileBusy: a worker keeps beating while its main lock is held

@@ -19,6 +19,20 @@ type frame struct {
 	p []byte
 }
 
+// greet reads a worker's hello on s and welcomes it as ID 0 at epoch 1
+// with a placement of every key group of nOps operators on it, members 0
+// and then others; it reports whether both went through.
+func greet(s *transport.Stream, nOps int, others ...wire.Member) bool {
+	k, p, _, err := wire.ReadFrame(s.R, nil)
+	if err != nil || k != wire.KindHello {
+		return false
+	}
+	h, _ := wire.DecodeHello(p)
+	welcome := wire.Hello{ID: 0, Epoch: 1, Token: h.Token}
+	pl := wire.Placement{Epoch: 1, Members: append([]wire.Member{{ID: 0, Addr: h.Addr}}, others...), Owners: make([][ops.KeyGroups]uint32, nOps)}
+	return s.Write(pl.Append(welcome.Append(nil))) == nil
+}
+
 // scriptedPlanner welcomes one worker as ID 0 with every key group on it
 // (and a member 1 that owns nothing), then writes what the test sends on
 // out and delivers what the worker sends on in.
@@ -30,14 +44,7 @@ func scriptedPlanner(t *testing.T, ctx context.Context, nOps int) (addr string, 
 	}
 	o, i := make(chan []byte, 16), make(chan frame, 1024)
 	go transport.Serve(ctx, ln, func(ctx context.Context, s *transport.Stream) { //nolint:errcheck
-		k, p, _, err := wire.ReadFrame(s.R, nil)
-		if err != nil || k != wire.KindHello {
-			return
-		}
-		h, _ := wire.DecodeHello(p)
-		welcome := wire.Hello{ID: 0, Epoch: 1, Token: h.Token}
-		pl := wire.Placement{Epoch: 1, Members: []wire.Member{{ID: 0, Addr: h.Addr}, {ID: 1, Addr: "127.0.0.1:1"}}, Owners: make([][ops.KeyGroups]uint32, nOps)}
-		if s.Write(pl.Append(welcome.Append(nil))) != nil {
+		if !greet(s, nOps, wire.Member{ID: 1, Addr: "127.0.0.1:1"}) {
 			return
 		}
 		go func() {
@@ -82,16 +89,7 @@ func TestSnapshotAndRestore(t *testing.T) {
 	defer cancel()
 	app := runtime.WordCount()
 	addr, out, in := scriptedPlanner(t, ctx, len(app.Operators))
-	w, err := New(Config{ID: wire.NoID, App: app, Planner: addr, Interval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go w.Run(ctx, nil) //nolint:errcheck
-	select {
-	case <-w.ready:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no placement")
-	}
+	w := placedWorker(t, ctx, Config{ID: wire.NoID, App: app, Planner: addr, Interval: -1})
 	next := func() frame {
 		t.Helper()
 		select {
