@@ -1060,12 +1060,10 @@ type Result struct {
 	// largest time between two consecutive heartbeats of one worker, as
 	// the planner read them (0 without two beats): how close a worker
 	// came to being declared dead (Config.Miss × Config.Heartbeat).
-	// BeatGapsOverHalf counts the gaps above half that limit.
-	BeatGapMSP99     float64     `json:"beat_gap_ms_p99"`
-	BeatGapMSMax     float64     `json:"beat_gap_ms_max"`
-	BeatGapsOverHalf int         `json:"beat_gaps_over_half_limit"`
-	Refused          uint64      `json:"refused_frames"`
-	Migrations       []Migration `json:"migrations"`
+	BeatGapMSP99 float64     `json:"beat_gap_ms_p99"`
+	BeatGapMSMax float64     `json:"beat_gap_ms_max"`
+	Refused      uint64      `json:"refused_frames"`
+	Migrations   []Migration `json:"migrations"`
 	// MigrationPlannerMS is the longest planner duration;
 	// MigrationWorkerPauseMSMax the longest worker pause, over all
 	// migrations (0 without migrations).
@@ -1125,12 +1123,6 @@ func (p *Planner) result() Result {
 	r.BeatGapMSP99 = quantile(gaps, 0.99)
 	if len(gaps) > 0 {
 		r.BeatGapMSMax = gaps[len(gaps)-1]
-	}
-	half := float64(time.Duration(p.cfg.Miss)*p.cfg.Heartbeat) / float64(time.Millisecond) / 2
-	for _, g := range gaps {
-		if g > half {
-			r.BeatGapsOverHalf++
-		}
 	}
 	for _, m := range r.Migrations {
 		r.MigrationPlannerMS = max(r.MigrationPlannerMS, m.PlannerMS)

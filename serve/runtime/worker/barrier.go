@@ -165,9 +165,7 @@ func (w *Worker) unpark(t *task) {
 	w.parkedN -= len(t.parked)
 	clear(t.parked)
 	t.parked = t.parked[:0]
-	if w.ageIdle {
-		w.wakeAges()
-	}
+	w.wakeAges()
 	if w.idle > 0 {
 		w.work.Broadcast()
 	}

@@ -477,6 +477,9 @@ func (w *Worker) checkAges(ctx context.Context) {
 
 // wakeAges restarts checkAges's ticker if it stopped (w.mu held).
 func (w *Worker) wakeAges() {
+	if !w.ageIdle {
+		return
+	}
 	w.ageIdle = false
 	select {
 	case w.ageKick <- struct{}{}:
@@ -487,8 +490,11 @@ func (w *Worker) wakeAges() {
 // anyQueued reports whether a task has a record queued or parked (w.mu
 // held).
 func (w *Worker) anyQueued() bool {
+	if w.parkedN > 0 {
+		return true
+	}
 	for _, t := range w.tasks {
-		if t.len() > 0 || len(t.parked) > 0 {
+		if t.len() > 0 {
 			return true
 		}
 	}
@@ -557,9 +563,7 @@ func (w *Worker) enqueue(r rec) {
 		return
 	}
 	t.push(r)
-	if w.ageIdle {
-		w.wakeAges()
-	}
+	w.wakeAges()
 	if w.idle > 0 && !t.running && (t.len() >= w.cfg.Batch || w.cfg.Interval == 0) && !w.paused {
 		w.work.Signal()
 	}
