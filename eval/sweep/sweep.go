@@ -126,6 +126,13 @@ type Point struct {
 	ViolationRate paired.Num `json:"violation_rate"`
 	MedianP95MS   paired.Num `json:"median_p95_ms"`
 	MeanP95MS     paired.Num `json:"mean_p95_ms"`
+	// MedianP95Rel is the median over placements and intervals of each
+	// interval's p95 over its placement's floor (the median p95 of the
+	// same placement at the largest grid point): latency relative to
+	// where it settles, with the placements' different network floors
+	// divided out. Summary.MedianP95Rel carries it in the JSON, whose
+	// points keep the four keys the sweep's users read.
+	MedianP95Rel paired.Num `json:"-"`
 }
 
 // Summary is the sweep's result: what `eval sweep -json` prints and
@@ -141,12 +148,17 @@ type Summary struct {
 	SLOMS          float64     `json:"slo_ms"`
 	Points         []Point     `json:"points"`
 	// SmallestCompliantCPU is the smallest grid point whose violation rate
-	// is at most ComplianceTarget (null if none is), and P95Ratio its
-	// median p95 over the median p95 at the largest grid point.
-	SmallestCompliantCPU *float64   `json:"smallest_compliant_cpu"`
-	P95Ratio             paired.Num `json:"p95_ratio"`
-	Commit               string     `json:"commit"`
-	GoVersion            string     `json:"go_version"`
+	// is at most ComplianceTarget (null if none is), P95Ratio its
+	// MedianP95Rel and PlacementP95Ratios, in placement order, each
+	// placement's median p95 there over its median p95 at the largest
+	// grid point.
+	SmallestCompliantCPU *float64     `json:"smallest_compliant_cpu"`
+	P95Ratio             paired.Num   `json:"p95_ratio"`
+	PlacementP95Ratios   []paired.Num `json:"placement_p95_ratios"`
+	// MedianP95Rel is each point's Point.MedianP95Rel, in grid order.
+	MedianP95Rel []paired.Num `json:"median_p95_rel"`
+	Commit       string       `json:"commit"`
+	GoVersion    string       `json:"go_version"`
 }
 
 // Execute runs the plan on at most workers goroutines (progress as in
@@ -186,6 +198,11 @@ func Execute(ctx context.Context, p Plan, workers int, progress func(done, total
 		P95Ratio: paired.Num(math.NaN()),
 	}
 	m := len(p.Placements)
+	top := len(p.Grid) - 1
+	floor := make([]float64, m)
+	for j := range m {
+		floor[j] = rows[top*m+j].MedianP95MS
+	}
 	for g, c := range p.Grid {
 		var all []float64
 		viol := 0.0
@@ -196,18 +213,36 @@ func Execute(ctx context.Context, p Plan, workers int, progress func(done, total
 		sum.Points = append(sum.Points, Point{
 			CPUMillicores: c, ViolationRate: paired.Num(viol / float64(m)),
 			MedianP95MS: paired.Num(Median(all)), MeanP95MS: paired.Num(mean(all)),
+			MedianP95Rel: paired.Num(RelativeMedian(p95s[g*m:(g+1)*m], floor)),
 		})
 	}
-	last := sum.Points[len(sum.Points)-1]
 	for _, pt := range sum.Points {
+		sum.MedianP95Rel = append(sum.MedianP95Rel, pt.MedianP95Rel)
+	}
+	for g, pt := range sum.Points {
 		if pt.ViolationRate <= ComplianceTarget {
 			c := pt.CPUMillicores
 			sum.SmallestCompliantCPU = &c
-			sum.P95Ratio = pt.MedianP95MS / last.MedianP95MS
+			sum.P95Ratio = pt.MedianP95Rel
+			for j := range m {
+				sum.PlacementP95Ratios = append(sum.PlacementP95Ratios, paired.Num(rows[g*m+j].MedianP95MS/floor[j]))
+			}
 			break
 		}
 	}
 	return rows, sum, nil
+}
+
+// RelativeMedian returns the median over j and t of series[j][t] /
+// floor[j] (Point.MedianP95Rel), NaN if the series are empty.
+func RelativeMedian(series [][]float64, floor []float64) float64 {
+	var rel []float64
+	for j, xs := range series {
+		for _, v := range xs {
+			rel = append(rel, v/floor[j])
+		}
+	}
+	return Median(rel)
 }
 
 // Median returns the median of x (the mean of the two middle values for

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,8 +115,17 @@ func TestExecuteAggregates(t *testing.T) {
 		for _, pt := range sum.Points {
 			if pt.ViolationRate <= ComplianceTarget {
 				want = pt.CPUMillicores
-				if float64(sum.P95Ratio) != float64(pt.MedianP95MS/sum.Points[2].MedianP95MS) {
-					t.Errorf("p95 ratio %v", sum.P95Ratio)
+				g := slices.Index(p.Grid, want)
+				if float64(sum.P95Ratio) != float64(pt.MedianP95Rel) {
+					t.Errorf("p95 ratio %v, its point's relative median %v", sum.P95Ratio, pt.MedianP95Rel)
+				}
+				if len(sum.PlacementP95Ratios) != 2 {
+					t.Fatalf("placement ratios %v", sum.PlacementP95Ratios)
+				}
+				for j, r := range sum.PlacementP95Ratios {
+					if want := rows[2*g+j].MedianP95MS / rows[4+j].MedianP95MS; float64(r) != want {
+						t.Errorf("placement %d ratio %v, want %v", j, r, want)
+					}
 				}
 				break
 			}
@@ -123,7 +133,33 @@ func TestExecuteAggregates(t *testing.T) {
 		if *sum.SmallestCompliantCPU != want {
 			t.Errorf("smallest compliant %v, want %v", *sum.SmallestCompliantCPU, want)
 		}
-	} else if !math.IsNaN(float64(sum.P95Ratio)) {
-		t.Errorf("p95 ratio %v without a compliant point", sum.P95Ratio)
+	} else if !math.IsNaN(float64(sum.P95Ratio)) || sum.PlacementP95Ratios != nil {
+		t.Errorf("p95 ratio %v (placements %v) without a compliant point", sum.P95Ratio, sum.PlacementP95Ratios)
+	}
+}
+
+// TestRelativeMedianDividesFloorsOut holds the sweep's p95 ratio to what
+// it is for: two placements on network floors of 30 and 40 ms, neither of
+// whose latencies moves, give a relative median of 1, while the pooled
+// median moves from one floor to the other when the spread of one of them
+// changes (the artefact the relative statistic removes).
+func TestRelativeMedianDividesFloorsOut(t *testing.T) {
+	lavish := [][]float64{{30, 30, 30, 30}, {40, 40, 40}}
+	tight := [][]float64{{30, 30, 30}, {40, 40, 40, 40}}
+	floor := []float64{30, 40}
+	pooled := func(s [][]float64) float64 { return Median(slices.Concat(s...)) }
+	if a, b := pooled(lavish), pooled(tight); a != 30 || b != 40 {
+		t.Fatalf("pooled medians %v, %v: the example no longer shows the artefact", a, b)
+	}
+	for _, s := range [][][]float64{lavish, tight} {
+		if r := RelativeMedian(s, floor); r != 1 {
+			t.Errorf("relative median %v of %v, want 1", r, s)
+		}
+	}
+	if r := RelativeMedian([][]float64{{33, 36, 39}, {44, 44, 44}}, floor); math.Abs(r-1.1) > 1e-12 {
+		t.Errorf("relative median %v, want 1.1", r)
+	}
+	if r := RelativeMedian(nil, nil); !math.IsNaN(r) {
+		t.Errorf("relative median of nothing %v, want NaN", r)
 	}
 }
