@@ -442,7 +442,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		}
 	}
 	if len(parsed) > 1 {
-		if err := livePaired(*out, *profile, *trace, tr, seeds, parsed, results, simgap, *seed, n, *mult); err != nil {
+		if err := livePaired(o, *out, *profile, *trace, tr, seeds, parsed, results, simgap, *seed, n, *mult); err != nil {
 			return err
 		}
 	}
@@ -939,8 +939,9 @@ func rankBy(rs []LiveRun) []string {
 // placement, with the same bootstrap, verdicts and figures; it writes
 // paired.md, paired.json and the figures of eval paired into dir. With
 // simgap, results alternate live and simulated runs; only the live ones
-// are judged.
-func livePaired(dir, profile, trace string, tr *traces.Trace, seeds []uint64, parsed []controllers.Spec, results []runner.Result, simgap bool, seed uint64, steps int, mult float64) error {
+// are judged. The build's commit and Go version (o) are recorded as eval
+// paired records them.
+func livePaired(o Options, dir, profile, trace string, tr *traces.Trace, seeds []uint64, parsed []controllers.Spec, results []runner.Result, simgap bool, seed uint64, steps int, mult float64) error {
 	var liveRes []runner.Result
 	for i, r := range results {
 		if !simgap || i%2 == 0 {
@@ -957,6 +958,7 @@ func livePaired(dir, profile, trace string, tr *traces.Trace, seeds []uint64, pa
 	if err != nil {
 		return fmt.Errorf("eval: live paired analysis: %w", err)
 	}
+	psum.Commit, psum.GoVersion = o.Commit, o.GoVersion
 	series := make([]report.Series, len(liveRes))
 	for i, r := range liveRes {
 		series[i] = report.SeriesOf(r)

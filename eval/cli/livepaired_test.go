@@ -41,11 +41,11 @@ func TestLivePaired(t *testing.T) {
 	}
 	results := []runner.Result{mk("static:4000", 101, 0), mk("static:500", 101, 1), mk("static:4000", 102, 0), mk("static:500", 102, 0.75)}
 	dir := t.TempDir()
-	if err := livePaired(dir, "pred", "taxi", tr, []uint64{101, 102}, parsed, results, false, 1, 4, 0.5); err != nil {
+	if err := livePaired(Options{Commit: "c0ffee", GoVersion: "go-test"}, dir, "pred", "taxi", tr, []uint64{101, 102}, parsed, results, false, 1, 4, 0.5); err != nil {
 		t.Fatal(err)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "paired.md"))
-	if err != nil || !strings.Contains(string(md), "`static:500`") || !strings.Contains(string(md), "H1") {
+	if err != nil || !strings.Contains(string(md), "`static:500`") || !strings.Contains(string(md), "H1") || !strings.Contains(string(md), "commit `c0ffee`, go-test") {
 		t.Fatalf("paired.md: %v\n%s", err, md)
 	}
 	for _, f := range []string{"paired.json", "p95_over_time.png", "pareto.png"} {
@@ -54,7 +54,7 @@ func TestLivePaired(t *testing.T) {
 		}
 	}
 	results[0], results[1] = results[1], results[0]
-	if err := livePaired(t.TempDir(), "pred", "taxi", tr, []uint64{101, 102}, parsed, results, false, 1, 4, 0.5); err == nil {
+	if err := livePaired(Options{}, t.TempDir(), "pred", "taxi", tr, []uint64{101, 102}, parsed, results, false, 1, 4, 0.5); err == nil {
 		t.Error("results out of order were accepted")
 	}
 }
