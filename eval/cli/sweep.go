@@ -63,9 +63,11 @@ func sweepCmd(ctx context.Context, args []string, o Options) error {
 		}
 		plan.Static = append(plan.Static, spec)
 	}
-	if plan.Workload, err = loadTrace(*trace, *dir, *mult, *seed, o); err != nil {
+	tr, err := loadTrace(*trace, *dir, *mult, *seed, o)
+	if err != nil {
 		return err
 	}
+	plan.Workload = tr
 	sc, err := runner.Config(runner.Spec{Profile: plan.Profile, Workload: plan.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps, Physics: plan.Physics, Demand: plan.Demand})
 	if err != nil {
 		return usageError(err)
@@ -101,6 +103,7 @@ func sweepCmd(ctx context.Context, args []string, o Options) error {
 		return err
 	}
 	sum.Commit, sum.GoVersion = o.Commit, o.GoVersion
+	sum.TraceSource = traceSource(tr)
 	if err := writeFile(filepath.Join(*outDir, FileSweep), func(w *bufio.Writer) error { return sweep.WriteRows(w, rows) }); err != nil {
 		return err
 	}
@@ -172,8 +175,8 @@ func writeFile(path string, write func(*bufio.Writer) error) error {
 // printSweep prints the points as a table.
 func printSweep(o Options, sum sweep.Summary) error {
 	w := bufio.NewWriter(o.Stdout)
-	fmt.Fprintf(w, "%s / %s, scenario %s, placements %d, %d intervals each (SLO %g ms)\n",
-		sum.Profile, sum.Trace, sum.Scenario, len(sum.PlacementSeeds), sum.Steps, sum.SLOMS)
+	fmt.Fprintf(w, "%s / %s (%s), scenario %s, placements %d, %d intervals each (SLO %g ms)\n",
+		sum.Profile, sum.Trace, sum.TraceSource, sum.Scenario, len(sum.PlacementSeeds), sum.Steps, sum.SLOMS)
 	fmt.Fprintf(w, "%10s %9s %14s %12s %16s\n", "cpu mc", "viol %", "median p95 ms", "mean p95 ms", "median p95/floor")
 	for _, p := range sum.Points {
 		fmt.Fprintf(w, "%10s %9s %14s %12s %16s\n", strconv.FormatFloat(p.CPUMillicores, 'f', -1, 64),

@@ -59,7 +59,7 @@ func TestSweepJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	if sum.Profile != "pred" || sum.Scenario != "paper" || sum.Steps != 60 || !reflect.DeepEqual(sum.PlacementSeeds, []uint64{101, 102}) ||
-		sum.Points[0].CPUMillicores != 600 || sum.Points[1].CPUMillicores != 2000 || sum.Commit != "test-commit" {
+		sum.Points[0].CPUMillicores != 600 || sum.Points[1].CPUMillicores != 2000 || sum.Commit != "test-commit" || sum.TraceSource != filepath.Base(testTrace) {
 		t.Errorf("summary %+v", sum)
 	}
 	rows, err := parquet.ReadFile[sweep.Row](filepath.Join(dir, FileSweep))

@@ -138,8 +138,12 @@ type Point struct {
 // Summary is the sweep's result: what `eval sweep -json` prints and
 // sweep.json holds.
 type Summary struct {
-	Profile        string      `json:"profile"`
-	Trace          string      `json:"trace"`
+	Profile string `json:"profile"`
+	Trace   string `json:"trace"`
+	// TraceSource is the trace's file name, or "synthetic" when the data
+	// directory did not hold it (traces.Load's fallback): set by the
+	// caller, which loaded the trace.
+	TraceSource    string      `json:"trace_source"`
 	Scenario       string      `json:"scenario"`
 	Physics        env.Physics `json:"physics"`
 	Steps          int64       `json:"steps"` // intervals per run
