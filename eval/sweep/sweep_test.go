@@ -163,3 +163,26 @@ func TestRelativeMedianDividesFloorsOut(t *testing.T) {
 		t.Errorf("relative median of nothing %v, want NaN", r)
 	}
 }
+
+// TestBusyMedianRel holds the busy-interval statistic to hand-computed
+// values: with share 0.5 the busy intervals of each placement are the
+// upper half by offered rate, each divided by its placement's lavish
+// median over the same intervals.
+func TestBusyMedianRel(t *testing.T) {
+	offered := [][]float64{{1, 4, 2, 3}, {10, 10, 30, 20}}
+	lavish := [][]float64{{30, 32, 30, 28}, {40, 40, 44, 36}}
+	tight := [][]float64{{30, 48, 31, 45}, {41, 40, 66, 54}}
+	// Placement 0: cut 2 (sorted 1,2,3,4; index floor(0.5·3) = 1), busy t = 1, 2, 3:
+	// floor median(32, 30, 28) = 30, ratios 1.6, 31/30, 1.5.
+	// Placement 1: cut 10 (sorted 10,10,20,30), every t busy: floor median(40, 40, 44, 36) = 40,
+	// ratios 1.025, 1, 1.65, 1.35. Median of the seven: 1.35.
+	if r := BusyMedianRel(tight, lavish, offered, 0.5); math.Abs(r-1.35) > 1e-12 {
+		t.Errorf("busy median %v, want 1.35", r)
+	}
+	if r := BusyMedianRel(lavish, lavish, offered, 0.1); math.Abs(r-1) > 1e-12 {
+		t.Errorf("busy median of the lavish run itself %v, want 1", r)
+	}
+	if r := BusyMedianRel([][]float64{{1, 2}}, lavish[:1], offered[:1], 0.1); !math.IsNaN(r) {
+		t.Errorf("busy median over runs of different lengths %v, want NaN", r)
+	}
+}
