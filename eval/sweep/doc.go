@@ -22,6 +22,11 @@
 //   - mean p95: the mean of all p_jt, summed in placement and step order;
 //   - relative median p95: the median of all p_jt / f_j, where the floor
 //     f_j is placement j's median p95 at the largest grid point.
+//   - busy relative median p95: the same over each placement's busiest
+//     intervals only (BusyShare, the top 10% by offered rate, the same
+//     intervals at every grid point), with f_j taken over them too
+//     (BusyMedianRel): where a static allocation sized for the peaks runs
+//     closest to its capacity, and so where latency answers to CPU first.
 //
 // The smallest compliant allocation is the smallest grid point whose
 // violation rate is at most ComplianceTarget (5%); its p95 ratio is its
