@@ -183,7 +183,7 @@ func printSweep(o Options, sum sweep.Summary) error {
 			strconv.FormatFloat(100*float64(p.ViolationRate), 'f', 2, 64),
 			strconv.FormatFloat(float64(p.MedianP95MS), 'f', 1, 64),
 			strconv.FormatFloat(float64(p.MeanP95MS), 'f', 1, 64),
-			strconv.FormatFloat(float64(p.MedianP95Rel), 'f', 3, 64),
+			strconv.FormatFloat(float64(sum.MedianP95Rel[g]), 'f', 3, 64),
 			strconv.FormatFloat(float64(sum.PeakMedianP95Rel[g]), 'f', 3, 64))
 	}
 	if sum.SmallestCompliantCPU != nil {

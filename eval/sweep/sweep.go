@@ -126,13 +126,6 @@ type Point struct {
 	ViolationRate paired.Num `json:"violation_rate"`
 	MedianP95MS   paired.Num `json:"median_p95_ms"`
 	MeanP95MS     paired.Num `json:"mean_p95_ms"`
-	// MedianP95Rel is the median over placements and intervals of each
-	// interval's p95 over its placement's floor (the median p95 of the
-	// same placement at the largest grid point): latency relative to
-	// where it settles, with the placements' different network floors
-	// divided out. Summary.MedianP95Rel carries it in the JSON, whose
-	// points keep the four keys the sweep's users read.
-	MedianP95Rel paired.Num `json:"-"`
 }
 
 // Summary is the sweep's result: what `eval sweep -json` prints and
@@ -153,13 +146,18 @@ type Summary struct {
 	Points         []Point     `json:"points"`
 	// SmallestCompliantCPU is the smallest grid point whose violation rate
 	// is at most ComplianceTarget (null if none is), P95Ratio its
-	// MedianP95Rel and PlacementP95Ratios, in placement order, each
+	// relative median p95 (MedianP95Rel) and PlacementP95Ratios, in placement order, each
 	// placement's median p95 there over its median p95 at the largest
 	// grid point.
 	SmallestCompliantCPU *float64     `json:"smallest_compliant_cpu"`
 	P95Ratio             paired.Num   `json:"p95_ratio"`
 	PlacementP95Ratios   []paired.Num `json:"placement_p95_ratios"`
-	// MedianP95Rel is each point's Point.MedianP95Rel, in grid order.
+	// MedianP95Rel is, per point in grid order, the median over
+	// placements and intervals of each interval's p95 over its
+	// placement's floor (the median p95 of the same placement at the
+	// largest grid point): latency relative to where it settles, with the
+	// placements' different network floors divided out. It stands beside
+	// Points, whose entries keep the four keys the sweep's users read.
 	MedianP95Rel []paired.Num `json:"median_p95_rel"`
 	// PeakMedianP95Rel is, per point in grid order, the relative median
 	// p95 of the busy intervals only (BusyMedianRel): those whose offered
@@ -234,20 +232,15 @@ func Execute(ctx context.Context, p Plan, workers int, progress func(done, total
 		sum.Points = append(sum.Points, Point{
 			CPUMillicores: c, ViolationRate: paired.Num(viol / float64(m)),
 			MedianP95MS: paired.Num(Median(all)), MeanP95MS: paired.Num(mean(all)),
-			MedianP95Rel: paired.Num(RelativeMedian(p95s[g*m:(g+1)*m], floor)),
 		})
-	}
-	for _, pt := range sum.Points {
-		sum.MedianP95Rel = append(sum.MedianP95Rel, pt.MedianP95Rel)
-	}
-	for g := range p.Grid {
+		sum.MedianP95Rel = append(sum.MedianP95Rel, paired.Num(RelativeMedian(p95s[g*m:(g+1)*m], floor)))
 		sum.PeakMedianP95Rel = append(sum.PeakMedianP95Rel, paired.Num(BusyMedianRel(p95s[g*m:(g+1)*m], p95s[top*m:], offs[top*m:], BusyShare)))
 	}
 	for g, pt := range sum.Points {
 		if pt.ViolationRate <= ComplianceTarget {
 			c := pt.CPUMillicores
 			sum.SmallestCompliantCPU = &c
-			sum.P95Ratio = pt.MedianP95Rel
+			sum.P95Ratio = sum.MedianP95Rel[g]
 			sum.PeakP95Ratio = sum.PeakMedianP95Rel[g]
 			for j := range m {
 				sum.PlacementP95Ratios = append(sum.PlacementP95Ratios, paired.Num(rows[g*m+j].MedianP95MS/floor[j]))
@@ -293,7 +286,7 @@ func BusyMedianRel(series, lavish, offered [][]float64, share float64) float64 {
 }
 
 // RelativeMedian returns the median over j and t of series[j][t] /
-// floor[j] (Point.MedianP95Rel), NaN if the series are empty.
+// floor[j] (Summary.MedianP95Rel), NaN if the series are empty.
 func RelativeMedian(series [][]float64, floor []float64) float64 {
 	var rel []float64
 	for j, xs := range series {

@@ -116,8 +116,8 @@ func TestExecuteAggregates(t *testing.T) {
 			if pt.ViolationRate <= ComplianceTarget {
 				want = pt.CPUMillicores
 				g := slices.Index(p.Grid, want)
-				if float64(sum.P95Ratio) != float64(pt.MedianP95Rel) {
-					t.Errorf("p95 ratio %v, its point's relative median %v", sum.P95Ratio, pt.MedianP95Rel)
+				if float64(sum.P95Ratio) != float64(sum.MedianP95Rel[g]) {
+					t.Errorf("p95 ratio %v, its point's relative median %v", sum.P95Ratio, sum.MedianP95Rel[g])
 				}
 				if len(sum.PlacementP95Ratios) != 2 {
 					t.Fatalf("placement ratios %v", sum.PlacementP95Ratios)
