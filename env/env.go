@@ -143,6 +143,11 @@ type Env struct {
 	obs             Observation
 	info            Info
 
+	// Physics.HopCurve: the curve, and per task the step's batching wait
+	// (seconds) and a scratch for its hops; nil without a curve.
+	curve         *curveRun
+	waits, hopScr []float64
+
 	started, over bool
 	t             int
 	prevP95       float64
@@ -221,6 +226,9 @@ func New(cfg Config) (*Env, error) {
 	}
 	e.info.Requested, e.info.Applied, e.info.Queue, e.info.StateMB = mk(), mk(), mk(), mk()
 	e.processed = mk()
+	if e.curve = e.cfg.Physics.HopCurve.resolve(e.cfg.App); e.curve != nil {
+		e.waits, e.hopScr = mk(), mk()
+	}
 	e.workers = make([]WorkerMetrics, e.m)
 	for w := range e.workers {
 		e.workers[w] = WorkerMetrics{Executions: mk(), ExecUS: mk(), EdgeRequests: make([]float64, len(e.cfg.App.Edges))}
@@ -294,6 +302,7 @@ func (e *Env) Reset(seed uint64) (Observation, Info, error) {
 	}
 	clear(e.st.replicas)
 	clear(e.processed)
+	clear(e.waits)
 	clear(e.remoteFrom)
 	clear(e.remoteTo)
 	for r := range e.arrive {
@@ -449,6 +458,9 @@ func (e *Env) Step(a Action) (StepResult, error) {
 	}
 
 	rate := e.stepRate()
+	if e.curve != nil {
+		e.curve.at(rate, e.hopScr, e.hopScr, e.waits)
+	}
 	e.core.step(e.t, rate)
 	e.core.collect(&e.st)
 	if e.cfg.SharedCPU { // the split's arrival forecast
@@ -963,6 +975,15 @@ func (e *Env) measure(p95, mean float64) {
 		x[mIn], x[mDone], x[mQueue], x[mLat] = ts.in, ts.done, ts.queue, 0
 		if ts.done > 0 {
 			x[mLat] = ts.delayW / ts.done
+		}
+		if e.waits != nil {
+			// The records waiting for their batch (Physics.HopCurve): in
+			// the receiving queue the workers report, and in its delay.
+			w := e.waits[k]
+			x[mQueue] += ts.in * w
+			if ts.done > 0 {
+				x[mLat] += w
+			}
 		}
 		x[mSvc] = e.meanService(e.primary[k])
 		rho := 0.0

@@ -139,6 +139,15 @@ type Physics struct {
 	// delay between tasks. false: propagation along the route is added,
 	// as the paper's simulator does.
 	HopsEndToEnd bool `json:"hops_end_to_end,omitempty"`
+	// HopCurve makes the hops depend on the step's input rate (see
+	// HopCurve): at each step the hop after every task the curve lists
+	// is interpolated at the rate the trace offers in that step, and
+	// replaces its HopMSByTask or HopMS value; HopSpread draws around it
+	// as around a fixed hop. Its waits add the records held for a batch
+	// to the observation's queues and delays (the fluid's CPU, queues and
+	// throughput are unchanged: the hops are latency). Empty: the hops
+	// are fixed.
+	HopCurve HopCurve `json:"hop_curve,omitzero"`
 }
 
 // TaskHops is a table of dispatch latencies by task name, ms
@@ -319,6 +328,9 @@ func (h *TaskHops) UnmarshalJSON(b []byte) error {
 // named task exists and forwards to a successor. The error names the task
 // and the application.
 func (p Physics) checkTasks(a App) error {
+	if err := p.HopCurve.checkTasks(a); err != nil {
+		return err
+	}
 	for _, e := range p.HopMSByTask.Entries() {
 		k := slices.IndexFunc(a.Tasks, func(t Task) bool { return t.Name == e.Task })
 		if k < 0 {
@@ -355,14 +367,14 @@ func (p Physics) Stochastic() bool {
 // hopsDrawn reports whether p draws hop latencies (HopSpread on a
 // positive hop).
 func (p Physics) hopsDrawn() bool {
-	return p.HopSpread > 0 && (p.HopMS > 0 || p.HopMSByTask.positive())
+	return (p.HopSpread > 0 || p.HopCurve.spreads()) && (p.HopMS > 0 || p.HopMSByTask.positive() || p.HopCurve.positive())
 }
 
 // traced reports whether p needs the fast core's tracer: any option that
 // changes latencies event by event (everything but the observation's
 // metric noise and lag and the actuation delay).
 func (p Physics) traced() bool {
-	return (p.Arrivals != "" && p.Arrivals != ArrivalsUniform) || p.RateCV > 0 || p.ServiceCV > 0 || p.CFSPeriodMS > 0 || p.CapacityJitter > 0 || p.HopMS > 0 || p.HopMSByTask.positive()
+	return (p.Arrivals != "" && p.Arrivals != ArrivalsUniform) || p.RateCV > 0 || p.ServiceCV > 0 || p.CFSPeriodMS > 0 || p.CapacityJitter > 0 || p.HopMS > 0 || p.HopMSByTask.positive() || p.HopCurve.positive()
 }
 
 // positive reports whether any entry of h is above 0.

@@ -64,6 +64,10 @@ type perEvent struct {
 	rateAcc  float64
 	lat      []float64
 	now      float64
+	// Physics.HopCurve: the curve, the fixed hops it leaves in place and
+	// the step's hops, per task (nil: fixed hops).
+	curve           *curveRun
+	hopBase, hopNow []float64
 
 	emitted, sinkEvents float64
 	cumEmit, cumSink    float64
@@ -78,6 +82,9 @@ type perEvent struct {
 func newPerEvent(c *Config, t topology) *perEvent {
 	f := newFluid(c, t) // reuse the wiring
 	p := &perEvent{order: f.order, sources: f.sources, nSources: f.nSources, srcW: f.srcW, slices: f.slices}
+	if f.curve != nil {
+		p.curve, p.hopBase, p.hopNow = f.curve, f.hopBase, slices.Clone(f.hop)
+	}
 	p.srcAcc = make([]float64, len(f.sources))
 	p.stages = make([]refStage, len(f.stages))
 	for i, s := range f.stages {
@@ -129,6 +136,16 @@ func (p *perEvent) push(i int, ev event) {
 }
 
 func (p *perEvent) step(stepIndex int, rate float64) {
+	if p.curve != nil {
+		if sp := p.curve.at(rate, p.hopBase, p.hopNow, nil); sp >= 0 && p.ph != nil {
+			p.ph.hopSpread = sp
+		}
+		for i := range p.stages {
+			if s := &p.stages[i]; s.task >= 0 && len(s.out) > 0 {
+				s.hop = p.hopNow[s.task]
+			}
+		}
+	}
 	t0 := p.now
 	T := t0 + 1
 	p.lat = p.lat[:0]

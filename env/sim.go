@@ -1,6 +1,9 @@
 package env
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // stage is a FIFO service point of the simulator: either a task (service
 // time per event from its CPU allocation) or a network flow carrying one
@@ -68,7 +71,9 @@ type fluid struct {
 	scrB                   []float64
 	ph                     *physicsRun // the episode's physics
 	batch                  float64     // timer batching window of the inputs, seconds (Config.Worker)
-	hop                    []float64   // per task: dispatch latency after it, seconds (Physics.hopSeconds)
+	hop                    []float64   // per task: dispatch latency after it, seconds (Physics.hopSeconds; under a HopCurve, of the step)
+	hopBase                []float64   // per task: the fixed hops (Physics.hopSeconds) a HopCurve leaves in place
+	curve                  *curveRun   // Physics.HopCurve resolved; nil: fixed hops
 	tr                     *tracer     // stochastic latencies; nil under deterministic physics
 	// joinOf gives, per task, the fork task it gathers (Task.JoinOf) or
 	// −1. The per-event core and the tracer gather a message's siblings
@@ -232,6 +237,9 @@ func buildTopology(c *Config) topology {
 func newFluid(c *Config, t topology) *fluid {
 	nr := len(t.replicas)
 	f := &fluid{slices: c.SlicesPerStep, nSources: len(c.App.Sources), batch: c.Worker.batchS(), hop: c.Physics.hopSeconds(c.App)}
+	if f.curve = c.Physics.HopCurve.resolve(c.App); f.curve != nil {
+		f.hopBase = slices.Clone(f.hop)
+	}
 	f.joinOf = make([]int, len(c.App.Tasks))
 	for k := range f.joinOf {
 		f.joinOf[k], _ = c.App.joinFork(k) // validated already
@@ -395,6 +403,9 @@ func (f *fluid) deliver(i int, p piece) {
 // sources emitting rate events/s spread uniformly over the step in
 // f.slices pieces. stepIndex numbers the source slices.
 func (f *fluid) step(stepIndex int, rate float64) {
+	if f.curve != nil {
+		f.hopsAt(rate)
+	}
 	t0 := f.now
 	T := t0 + 1
 	f.end = T
@@ -623,4 +634,20 @@ func quantileMixture(ps []latPiece, q float64) (mean, quant float64, ok bool) {
 		}
 	}
 	return mean, b, true
+}
+
+// hopsAt sets the hops of a step whose input rate is rate (Physics.HopCurve)
+// in the fluid and its tracer.
+func (f *fluid) hopsAt(rate float64) {
+	if sp := f.curve.at(rate, f.hopBase, f.hop, nil); sp >= 0 && f.ph != nil {
+		f.ph.hopSpread = sp
+	}
+	if f.tr == nil {
+		return
+	}
+	for r := range f.tr.hop {
+		if len(f.stages[r].out) > 0 {
+			f.tr.hop[r] = f.hop[f.stages[r].task]
+		}
+	}
 }

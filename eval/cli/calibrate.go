@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -97,6 +98,13 @@ type Calibration struct {
 	HopSpreadFit []HopSpreadPoint `json:"hop_spread_fit,omitempty"`
 	// HopSpreadNote says how the fit ended (in range, or at a bound).
 	HopSpreadNote string `json:"hop_spread_note,omitempty"`
+	// HopCurve is the per-hop latency at the other input rates of
+	// -hop-rates: at each rate a probe of its own holds every task at
+	// HighMC for the whole run and measures the operators' delays as the
+	// main probe's high phase does. With the main probe's point it is the
+	// scenario's hop_curve (env.HopCurve): the runtime's batching waits
+	// depend on how fast each queue fills.
+	HopCurve []HopRatePoint `json:"hop_curve,omitempty"`
 	// Rederived says which file and commits `eval calibrate -from`
 	// recomputed the derived values from ("" for a live probe).
 	Rederived string `json:"rederived,omitempty"`
@@ -131,6 +139,26 @@ type PhaseCost struct {
 	// QuotaUsed is Σ CPU used / Σ CPU allotted over the phase.
 	QuotaUsed float64 `json:"quota_used"`
 	Intervals int     `json:"intervals"`
+}
+
+// HopRatePoint is one input rate of the hop curve (Calibration.HopCurve).
+type HopRatePoint struct {
+	Rate float64 `json:"rate"`
+	// Intervals measured (from the third to the last).
+	Intervals int `json:"intervals"`
+	// P95MS is the mean interval p95 over those intervals, ms.
+	P95MS float64 `json:"p95_ms"`
+	// Operators are the operators' costs and delays at this rate.
+	Operators []live.OperatorCost `json:"operators"`
+	// HopsAfter is live.HopsAfter of Operators (derived, rewritten by
+	// -from).
+	HopsAfter []live.TaskHop `json:"hops_after"`
+	// HopSpread is the spread fitted to P95MS as the main probe's is to
+	// its high phase (fitHopSpread over this point's intervals), with
+	// every spread tried and a note (derived, rewritten by -from).
+	HopSpread     float64          `json:"hop_spread"`
+	HopSpreadFit  []HopSpreadPoint `json:"hop_spread_fit,omitempty"`
+	HopSpreadNote string           `json:"hop_spread_note,omitempty"`
 }
 
 // HopSpreadPoint is one spread tried by fitHopSpread and the mean of the
@@ -169,6 +197,8 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	costMinR2 := fs.Float64("cost-min-r2", live.DefaultCostFitConfig().MinR2, "least R² of a term's line for the term to be written")
 	costZero := fs.Bool("cost-zero-unresolved", false, "write as 0 a term of α, β, γ refused for a negative estimate or a poor fit whose 95% CI includes 0 (below the probe's resolution) instead of writing no model")
 	svcInputs := fs.Int("service-inputs", 3000, "inputs of the in-process per-execution timing (service-time distribution)")
+	var hopRates rateList
+	fs.Var(&hopRates, "hop-rates", "further constant input rates, inputs/s, comma-separated, each probed with every task at -high for -duration: the per-hop latencies and batching waits at each rate become the scenario's hop_curve with -rate's (empty: fixed hops)")
 	from := fs.String("from", "", "an earlier probe's calibration.json: recompute its derived values (per-task hops, methods) and the scenario with this commit, without live runs (the probe flags are ignored)")
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
@@ -209,6 +239,10 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 		return usagef("eval: -cost-min-r2 %v, want [0, 1]", *costMinR2)
 	case *svcInputs < 1 || *svcInputs > 100000:
 		return usagef("eval: -service-inputs %d, want 1..100000", *svcInputs)
+	case slices.Contains(hopRates, *rate):
+		return usagef("eval: -hop-rates lists -rate %v, which the main probe measures", *rate)
+	case len(hopRates) > 0 && horizontal:
+		return usagef("eval: -hop-rates applies to pred and etl (the vertical probes), not %s", *profile)
 	}
 	budgetApp, err := runtime.Apps(*costBudgetApp)
 	if err != nil {
@@ -263,6 +297,14 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 			c.P95LowMS += iv.P95MS / float64(len(res.Intervals)-at)
 		}
 	}
+	for _, r := range hopRates {
+		pt, err := probeHops(ctx, *profile, r, *scale, n, *seed, *cpuScale, *high, app, names)
+		if err != nil {
+			return fmt.Errorf("eval: calibrate: -hop-rates %g: %w", r, err)
+		}
+		c.HopCurve = append(c.HopCurve, pt)
+	}
+	slices.SortFunc(c.HopCurve, func(a, b HopRatePoint) int { return cmp.Compare(a.Rate, b.Rate) })
 	if *costDur > 0 {
 		cp, err := live.ProbeCosts(ctx, costProbe)
 		if err != nil {
@@ -303,6 +345,65 @@ func calibrateCmd(ctx context.Context, args []string, o Options) error {
 	}
 	c.Uptime = uptime
 	return writeCalibration(ctx, &c, sc, app, *out, *asJSON, o)
+}
+
+// probeHops measures the operators' delays at the constant input rate
+// with every task at high scenario millicores for n intervals (the first
+// two left out, as the main probe's warm-up): one point of the hop curve.
+func probeHops(ctx context.Context, profile string, rate float64, scale time.Duration, n int, seed uint64, cpuScale, high float64, app ops.App, names []string) (HopRatePoint, error) {
+	tr := &traces.Trace{Name: "constant", Source: "synthetic", Counts: []float64{rate}, Scale: 1}
+	sc, err := runner.Config(runner.Spec{Profile: profile, Workload: tr, PlacementSeed: 101, Steps: n})
+	if err != nil {
+		return HopRatePoint{}, err
+	}
+	probe, err := live.NewStepController(len(sc.App.Tasks), high, high, n)
+	if err != nil {
+		return HopRatePoint{}, err
+	}
+	cal := live.NewCalibration(names)
+	cal.IntervalS = scale.Seconds()
+	cfg := live.Config{Scenario: sc, App: app, Trace: tr, Step: scale, Intervals: n, Seed: seed, CPUScale: cpuScale,
+		Controller: probe, Name: fmt.Sprintf("static:%g@%g/s", high, rate), WorkerArgs: []string{"live-worker"}, Tap: cal.Tap(2, n)}
+	res, _, err := live.Run(ctx, cfg)
+	if err != nil {
+		return HopRatePoint{}, err
+	}
+	pt := HopRatePoint{Rate: rate, Intervals: max(n-2, 0), Operators: cal.Costs()}
+	for i := 2; i < len(res.Intervals); i++ {
+		pt.P95MS += res.Intervals[i].P95MS / float64(len(res.Intervals)-2)
+	}
+	return pt, nil
+}
+
+// rateList is a comma-separated list of input rates (-hop-rates), each
+// in (0, 1e6] inputs/s, none twice.
+type rateList []float64
+
+func (l *rateList) String() string {
+	var parts []string
+	for _, r := range *l {
+		parts = append(parts, strconv.FormatFloat(r, 'g', -1, 64))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *rateList) Set(v string) error {
+	var out []float64
+	for _, f := range strings.Split(v, ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(r > 0 && r <= 1e6) {
+			return fmt.Errorf("rate %q, want a number in (0, 1e6] inputs/s", f)
+		}
+		if slices.Contains(out, r) {
+			return fmt.Errorf("rate %v given twice", r)
+		}
+		out = append(out, r)
+	}
+	if len(out) > 16 {
+		return fmt.Errorf("%d rates, want at most 16", len(out))
+	}
+	*l = out
+	return nil
 }
 
 // calibrateCosts is `eval calibrate` of a CLASP application: the
@@ -434,14 +535,30 @@ func writeCalibration(ctx context.Context, c *Calibration, sc env.Config, app op
 	if c.HopsAfter, err = live.HopsAfter(app, c.Operators, taskNames); err != nil {
 		return fmt.Errorf("eval: calibrate: %w", err)
 	}
+	for i := range c.HopCurve {
+		if c.HopCurve[i].HopsAfter, err = live.HopsAfter(app, c.HopCurve[i].Operators, taskNames); err != nil {
+			return fmt.Errorf("eval: calibrate: hop curve at %g inputs/s: %w", c.HopCurve[i].Rate, err)
+		}
+	}
 	c.HopSpread, c.HopSpreadFit, c.HopSpreadNote = 0, nil, ""
+	for i := range c.HopCurve {
+		c.HopCurve[i].HopSpread, c.HopCurve[i].HopSpreadFit, c.HopCurve[i].HopSpreadNote = 0, nil, ""
+	}
 	c.Methods = calibrationMethods(*c)
 	scen, err := calibratedScenario(*c, sc)
 	if err != nil {
 		return fmt.Errorf("eval: calibrate: %w", err)
 	}
-	if c.HopSpread, c.HopSpreadFit, c.HopSpreadNote, err = fitHopSpread(ctx, *c, scen); err != nil {
+	// Every spread is fitted in the scenario without spreads, each at its
+	// own rate, where the curve's hops are that rate's measured ones.
+	if c.HopSpread, c.HopSpreadFit, c.HopSpreadNote, err = fitHopSpread(ctx, *c, scen, c.Rate, c.P95HighMS, 0, c.Intervals/2); err != nil {
 		return fmt.Errorf("eval: calibrate: %w", err)
+	}
+	for i := range c.HopCurve {
+		pt := &c.HopCurve[i]
+		if pt.HopSpread, pt.HopSpreadFit, pt.HopSpreadNote, err = fitHopSpread(ctx, *c, scen, pt.Rate, pt.P95MS, 2, c.Intervals); err != nil {
+			return fmt.Errorf("eval: calibrate: hop curve at %g inputs/s: %w", pt.Rate, err)
+		}
 	}
 	c.Methods = calibrationMethods(*c)
 	if scen, err = calibratedScenario(*c, sc); err != nil {
@@ -568,6 +685,19 @@ func parseCalibration(data []byte) (Calibration, error) {
 			return Calibration{}, fmt.Errorf("calibration.json: low_phase[%d]: want operator %q and values in range, got %+v", i, app.Operators[i].Name, lc)
 		}
 	}
+	for i, pt := range c.HopCurve {
+		if !fin(pt.Rate, 1e-9, 1e6) || pt.Rate == c.Rate || (i > 0 && !(pt.Rate > c.HopCurve[i-1].Rate)) || !fin(pt.P95MS, 0, 1e7) || pt.Intervals < 0 {
+			return Calibration{}, fmt.Errorf("calibration.json: hop_curve[%d]: rate %v (want (0, 1e6], increasing, not the main rate %v), p95_ms %v, intervals %d", i, pt.Rate, c.Rate, pt.P95MS, pt.Intervals)
+		}
+		if len(pt.Operators) != len(app.Operators) {
+			return Calibration{}, fmt.Errorf("calibration.json: hop_curve[%d]: %d operators, want %d (the operators of %s)", i, len(pt.Operators), len(app.Operators), c.Profile)
+		}
+		for j, oc := range pt.Operators {
+			if oc.Operator != app.Operators[j].Name || !fin(oc.DelayMS, 0, 1e7) || !fin(oc.ExecsPerInterval, 0, 1e12) || !fin(oc.CPUUSPerEvent, 0, 1e6) || !fin(oc.CV, 0, 1e3) || oc.Intervals < 0 {
+				return Calibration{}, fmt.Errorf("calibration.json: hop_curve[%d] operators[%d]: want operator %q and values in range, got %+v", i, j, app.Operators[j].Name, oc)
+			}
+		}
+	}
 	if cp := c.CostProbe; cp != nil && cp.Model != nil {
 		if err := cp.Model.Check(); err != nil {
 			return Calibration{}, fmt.Errorf("calibration.json: cost_probe.model: %w", err)
@@ -624,6 +754,9 @@ func calibrationMarkdown(c Calibration) []byte {
 			fmt.Fprintf(&b, "| %s | %d | %.0f | %.0f | %.2f | %.0f |\n", m.Name, ce.Samples[i], m.LocalRate, m.RemoteRate, m.RemoteDests, m.ExecWorkUS)
 		}
 	}
+	if len(c.HopCurve) > 0 {
+		hopCurveMarkdown(&b, c)
+	}
 	if c.CostProbe != nil {
 		costProbeMarkdown(&b, *c.CostProbe)
 	}
@@ -635,6 +768,43 @@ func calibrationMarkdown(c Calibration) []byte {
 	}
 	b.WriteString("\n")
 	return []byte(b.String())
+}
+
+// hopCurveMarkdown writes the operators' delays at every probed rate
+// (the scenario's hop_curve).
+func hopCurveMarkdown(b *strings.Builder, c Calibration) {
+	type col struct {
+		rate   float64
+		p95    float64
+		costs  []live.OperatorCost
+		spread float64
+	}
+	cols := []col{{c.Rate, c.P95HighMS, c.Operators, c.HopSpread}}
+	for _, p := range c.HopCurve {
+		cols = append(cols, col{p.Rate, p.P95MS, p.Operators, p.HopSpread})
+	}
+	slices.SortFunc(cols, func(x, y col) int { return cmp.Compare(x.rate, y.rate) })
+	fmt.Fprintf(b, "\nDelay enqueue → execution finished by input rate, ms (every task at %g mc; the scenario's hop_curve):\n\n| operator |", c.HighMC)
+	for _, k := range cols {
+		fmt.Fprintf(b, " %g/s |", k.rate)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---:|", len(cols)) + "\n")
+	for o, oc := range c.Operators {
+		fmt.Fprintf(b, "| %s |", oc.Operator)
+		for _, k := range cols {
+			fmt.Fprintf(b, " %.2f |", k.costs[o].DelayMS)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("| mean p95 |")
+	for _, k := range cols {
+		fmt.Fprintf(b, " %.1f |", k.p95)
+	}
+	b.WriteString("\n| hop spread (fitted to the p95) |")
+	for _, k := range cols {
+		fmt.Fprintf(b, " %.2f |", k.spread)
+	}
+	b.WriteString("\n")
 }
 
 // hostLoad is the host's clock and load averages (/proc/loadavg: 1, 5
@@ -758,20 +928,22 @@ const hopSpreadGrid = 20
 // points and a note. Without hops, or without a live p95, the spread is 0.
 // The simulated p95 grows with the spread (the hops' upper quantiles),
 // so the nearest point is the crossing when the live p95 is in range.
-func fitHopSpread(ctx context.Context, c Calibration, scen env.Scenario) (float64, []HopSpreadPoint, string, error) {
+func fitHopSpread(ctx context.Context, c Calibration, scen env.Scenario, rate, target float64, from, to int) (float64, []HopSpreadPoint, string, error) {
 	p := scen.Physics
-	if !(p.HopMS > 0) && p.HopMSByTask.Len() == 0 {
+	if !(p.HopMS > 0) && p.HopMSByTask.Len() == 0 && p.HopCurve.Len() == 0 {
 		return 0, nil, "no hops measured: no spread", nil
 	}
-	if !(c.P95HighMS > 0) {
+	if !(target > 0) {
 		return 0, nil, "no live p95 in the high phase: no spread", nil
+	}
+	if from < 0 || to > c.Intervals || from >= to {
+		return 0, nil, "", fmt.Errorf("spread fit over intervals [%d, %d) of %d", from, to, c.Intervals)
 	}
 	sp, err := controllers.New(controllers.Options{}).Parse(fmt.Sprintf("static:%g", c.HighMC))
 	if err != nil {
 		return 0, nil, "", err
 	}
-	tr := &traces.Trace{Name: "constant", Source: "synthetic", Counts: []float64{c.Rate}, Scale: 1}
-	at := c.Intervals / 2
+	tr := &traces.Trace{Name: "constant", Source: "synthetic", Counts: []float64{rate}, Scale: 1}
 	var pts []HopSpreadPoint
 	best := -1
 	for i := 0; i <= 2*hopSpreadGrid; i++ {
@@ -782,19 +954,19 @@ func fitHopSpread(ctx context.Context, c Calibration, scen env.Scenario) (float6
 			return 0, nil, "", err
 		}
 		m := 0.0
-		for _, iv := range res.Intervals[:at] {
-			m += iv.P95MS / float64(at)
+		for _, iv := range res.Intervals[from:to] {
+			m += iv.P95MS / float64(to-from)
 		}
 		pts = append(pts, HopSpreadPoint{Spread: p.HopSpread, P95MS: round3(m)})
-		if best < 0 || math.Abs(m-c.P95HighMS) < math.Abs(pts[best].P95MS-c.P95HighMS) {
+		if best < 0 || math.Abs(m-target) < math.Abs(pts[best].P95MS-target) {
 			best = len(pts) - 1
 		}
 	}
 	note := "in range"
 	switch {
-	case c.P95HighMS < pts[0].P95MS:
+	case target < pts[0].P95MS:
 		note = "live p95 below the fixed hops' (spread 0): at the bound"
-	case c.P95HighMS > pts[len(pts)-1].P95MS:
+	case target > pts[len(pts)-1].P95MS:
 		note = "live p95 above the exponential hops' (spread 2): at the bound, the live waits are heavier-tailed than exponential"
 	}
 	return pts[best].Spread, pts, note, nil
@@ -849,7 +1021,15 @@ func calibratedScenario(c Calibration, sc env.Config) (env.Scenario, error) {
 			notes["hop_ms_by_task"] += "; not written (outside 0..1,000 ms, hop_ms applies): " + strings.Join(dropped, ", ")
 		}
 	}
-	if p.HopMS > 0 || p.HopMSByTask.Len() > 0 {
+	if len(c.HopCurve) > 0 {
+		curve, note, err := hopCurveOf(c, sc)
+		if err != nil {
+			return env.Scenario{}, err
+		}
+		p.HopCurve = curve
+		notes["hop_curve"] = note
+	}
+	if p.HopMS > 0 || p.HopMSByTask.Len() > 0 || p.HopCurve.Len() > 0 {
 		p.HopsEndToEnd = true
 		notes["hops_end_to_end"] = m["hops_end_to_end"]
 		p.HopSpread = c.HopSpread
@@ -895,6 +1075,91 @@ func calibratedScenario(c Calibration, sc env.Config) (env.Scenario, error) {
 		}
 	}
 	return s, nil
+}
+
+// hopCurveOf builds the scenario's hop curve from the main probe's point
+// (c.Rate, c.HopsAfter, c.Operators) and c.HopCurve's: per rate, the hop
+// after each forwarding task (live.HopsAfter) and the wait at each task of
+// the profile (its operator's mean delay enqueue → execution finished at
+// the generous allocation, where queueing adds almost nothing, so the
+// delay is the batching wait). A task enters the curve only if every point
+// measured it (interpolation needs each value at every rate); the note says
+// which were left out.
+func hopCurveOf(c Calibration, sc env.Config) (env.HopCurve, string, error) {
+	type raw struct {
+		rate   float64
+		hops   []live.TaskHop
+		costs  []live.OperatorCost
+		spread float64
+	}
+	pts := []raw{{c.Rate, c.HopsAfter, c.Operators, c.HopSpread}}
+	for _, p := range c.HopCurve {
+		pts = append(pts, raw{p.Rate, p.HopsAfter, p.Operators, p.HopSpread})
+	}
+	slices.SortFunc(pts, func(a, b raw) int { return cmp.Compare(a.rate, b.rate) })
+	isTask := func(name string) bool {
+		return slices.ContainsFunc(sc.App.Tasks, func(t env.Task) bool { return t.Name == name })
+	}
+	hopOK, waitOK := map[string]int{}, map[string]int{}
+	for _, p := range pts {
+		for _, h := range p.hops {
+			if v := round3(h.MS); v >= 0 && v <= 1000 {
+				hopOK[h.Task]++
+			}
+		}
+		for _, oc := range p.costs {
+			if v := round3(oc.DelayMS); isTask(oc.Operator) && oc.ExecsPerInterval > 0 && v >= 0 && v <= 1000 {
+				waitOK[oc.Operator]++
+			}
+		}
+	}
+	var left []string
+	for _, m := range []map[string]int{hopOK, waitOK} {
+		for name, k := range m {
+			if k < len(pts) {
+				left = append(left, name)
+			}
+		}
+	}
+	slices.Sort(left)
+	var out []env.HopPoint
+	var desc []string
+	for _, p := range pts {
+		hops, waits := map[string]float64{}, map[string]float64{}
+		for _, h := range p.hops {
+			if hopOK[h.Task] == len(pts) {
+				hops[h.Task] = round3(h.MS)
+			}
+		}
+		for _, oc := range p.costs {
+			if waitOK[oc.Operator] == len(pts) {
+				waits[oc.Operator] = round3(oc.DelayMS)
+			}
+		}
+		h, err := env.NewTaskHops(hops)
+		if err != nil {
+			return env.HopCurve{}, "", err
+		}
+		w, err := env.NewTaskHops(waits)
+		if err != nil {
+			return env.HopCurve{}, "", err
+		}
+		out = append(out, env.HopPoint{Rate: p.rate, Hops: h, Waits: w, Spread: p.spread})
+		mean := 0.0
+		for _, v := range waits {
+			mean += v / float64(len(waits))
+		}
+		desc = append(desc, fmt.Sprintf("%g/s: mean wait %.2f ms, spread %.2f", p.rate, mean, p.spread))
+	}
+	curve, err := env.NewHopCurve(out)
+	if err != nil {
+		return env.HopCurve{}, "", err
+	}
+	note := fmt.Sprintf("one probe per input rate with every task at %g scenario mc (the main probe's high phase at %g inputs/s, and -hop-rates), the same delays as hop_ms_by_task per rate; waits: each task's own mean delay enqueue → execution finished (its batching wait at the generous allocation), the records it holds are in × wait in the observation's queue; hop_spread per rate: fitted to that probe's mean interval p95 as hop_spread is to the main probe's (calibration.json hop_curve[].hop_spread_fit); %s", c.HighMC, c.Rate, strings.Join(desc, ", "))
+	if len(left) > 0 {
+		note += "; left out (not measured at every rate): " + strings.Join(left, ", ")
+	}
+	return curve, note, nil
 }
 
 // round3 rounds to three significant decimals for a readable file.
