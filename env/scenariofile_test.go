@@ -202,6 +202,8 @@ func FuzzParseScenario(f *testing.F) {
 		`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"a\u0000":1,"\u00e9":2e-300}}}`,
 		`{"version":1,"base":"realistic","physics":{"hop_ms":7.7,"hop_spread":1,"hops_end_to_end":true,"hop_ms_by_task":{"SenMLParse":19.4}}}`,
 		`{"version":1,"base":"paper","physics":{"hop_spread":0,"hops_end_to_end":false}}`, `{"version":1,"base":"paper","physics":{"hop_spread":1e-320}}`,
+		`{"version":1,"base":"realistic","physics":{"hop_curve":[{"rate":300,"hop_ms_by_task":{"Join":19.2},"wait_ms_by_task":{"Annotate":19.2},"hop_spread":0.85},{"rate":3000,"hop_ms_by_task":{"Join":7.7},"wait_ms_by_task":{"Annotate":7.7},"hop_spread":1.45}]}}`,
+		`{"version":1,"base":"paper","physics":{"hop_curve":null}}`, `{"version":1,"base":"paper","physics":{"hop_curve":[{"rate":1,"hop_ms_by_task":{"a":1}},{"rate":1e300,"hop_ms_by_task":{"a":0}}]}}`,
 	} {
 		f.Add([]byte(s))
 	}

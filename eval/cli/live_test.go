@@ -124,6 +124,11 @@ func TestCalibrateUsage(t *testing.T) {
 		{[]string{"-duration", "1s"}, "-duration"},
 		{[]string{"-high", "20000"}, "-high"},
 		{[]string{"-profile", "x"}, "profile"},
+		{[]string{"-hop-rates", "1000,3000"}, "-hop-rates lists -rate 3000"},
+		{[]string{"-hop-rates", "0"}, `rate "0"`},
+		{[]string{"-hop-rates", "500,x"}, `rate "x"`},
+		{[]string{"-hop-rates", "500,500"}, "given twice"},
+		{[]string{"-profile", "wc", "-hop-rates", "500"}, "-hop-rates applies to pred and etl"},
 	} {
 		code, _, stderr := call(t, append([]string{"calibrate", "-out", t.TempDir()}, c.args...)...)
 		if code != 2 || !strings.Contains(stderr, c.want) {

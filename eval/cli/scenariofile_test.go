@@ -273,6 +273,110 @@ func TestCalibrateFrom(t *testing.T) {
 	}
 }
 
+// TestCalibrateFromCurve: a probe with -hop-rates (testdata: etl on
+// 2026-12-02 at 3,000 inputs/s and 300…4,000 more) gives a scenario whose
+// hop curve has a point per rate, in increasing rate, each carrying that
+// rate's measured delays: the hop after Join is Annotate's delay, every
+// task's wait its own delay; each point's spread is the nearest of its
+// own fit; a bad curve in the file is a usage error naming the point.
+func TestCalibrateFromCurve(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join("testdata", "calibration-etl-curve.json")
+	code, out, errs := call(t, "calibrate", "-from", src, "-out", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "| operator | 300/s | 600/s | 1000/s | 1700/s | 2400/s | 3000/s | 4000/s |") {
+		t.Errorf("calibration.md has no curve table:\n%s", out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "scenario.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := env.ParseScenario(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseCalibration(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fit Calibration
+	if fb, err := os.ReadFile(filepath.Join(dir, "calibration.json")); err != nil {
+		t.Fatal(err)
+	} else if fit, err = parseCalibration(fb); err != nil {
+		t.Fatal(err)
+	}
+	byRate := map[float64][]live.OperatorCost{c.Rate: c.Operators}
+	spreadOf := map[float64]float64{fit.Rate: fit.HopSpread}
+	for _, p := range fit.HopCurve {
+		byRate[p.Rate] = p.Operators
+		spreadOf[p.Rate] = p.HopSpread
+		best := p.HopSpreadFit[0]
+		for _, q := range p.HopSpreadFit {
+			if math.Abs(q.P95MS-p.P95MS) < math.Abs(best.P95MS-p.P95MS) {
+				best = q
+			}
+		}
+		if p.HopSpread != best.Spread {
+			t.Errorf("rate %v: spread %v, want the nearest fit %+v to the live %v ms", p.Rate, p.HopSpread, best, p.P95MS)
+		}
+	}
+	pts := s.Physics.HopCurve.Points()
+	if len(pts) != 7 {
+		t.Fatalf("%d curve points, want 7", len(pts))
+	}
+	for i, p := range pts {
+		if i > 0 && !(p.Rate > pts[i-1].Rate) {
+			t.Errorf("point %d: rate %v after %v", i, p.Rate, pts[i-1].Rate)
+		}
+		delay := map[string]float64{}
+		for _, oc := range byRate[p.Rate] {
+			delay[oc.Operator] = round3(oc.DelayMS)
+		}
+		waits := map[string]float64{}
+		for _, e := range p.Waits.Entries() {
+			waits[e.Task] = e.MS
+			if e.MS != delay[e.Task] {
+				t.Errorf("rate %v: wait at %s %v ms, measured delay %v", p.Rate, e.Task, e.MS, delay[e.Task])
+			}
+		}
+		if len(waits) != 9 || waits["Sink"] != 0 {
+			t.Errorf("rate %v: waits %v, want the profile's 9 tasks (not the Sink)", p.Rate, waits)
+		}
+		for _, e := range p.Hops.Entries() {
+			if e.Task == "Join" && e.MS != delay["Annotate"] {
+				t.Errorf("rate %v: hop after Join %v ms, Annotate's delay %v", p.Rate, e.MS, delay["Annotate"])
+			}
+		}
+		if p.Spread != spreadOf[p.Rate] || !(p.Spread >= 0 && p.Spread <= 2) {
+			t.Errorf("rate %v: spread %v, fitted %v", p.Rate, p.Spread, spreadOf[p.Rate])
+		}
+	}
+	for name, edit := range map[string]func(string) string{
+		"hop_curve[0]: rate 3000": func(j string) string { return strings.Replace(j, `"rate": 300,`, `"rate": 3000,`, 1) },
+		"hop_curve[1]: rate 200":  func(j string) string { return strings.Replace(j, `"rate": 600,`, `"rate": 200,`, 1) },
+		"hop_curve[0] operators[0]": func(j string) string {
+			i := strings.Index(j, `"hop_curve"`)
+			return j[:i] + strings.Replace(j[i:], `"operator": "SenMLParse"`, `"operator": "Parse"`, 1)
+		},
+	} {
+		bad := filepath.Join(t.TempDir(), "calibration.json")
+		if err := os.WriteFile(bad, []byte(edit(string(rec))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o := filepath.Join(t.TempDir(), "out")
+		code, _, errs := call(t, "calibrate", "-from", bad, "-out", o)
+		if _, err := os.Stat(o); code != 2 || !strings.Contains(errs, name) || err == nil {
+			t.Errorf("%s: exit %d, stderr %q, out dir %v; want 2, the error named and nothing written", name, code, errs, err)
+		}
+	}
+}
+
 // FuzzParseCalibration: no calibration.json panics the parser or the
 // derivation of what it accepts.
 func FuzzParseCalibration(f *testing.F) {
@@ -281,6 +385,9 @@ func FuzzParseCalibration(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(rec)
+	if curve, err := os.ReadFile(filepath.Join("testdata", "calibration-etl-curve.json")); err == nil {
+		f.Add(curve)
+	}
 	f.Add([]byte(`{"profile":"pred"}`))
 	f.Add([]byte(`{"profile":"etl","rate":1,"time_scale_s":1,"cpu_scale":1,"intervals":8,"operators":[]}`))
 	f.Add([]byte(`[]`))
