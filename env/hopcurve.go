@@ -268,14 +268,12 @@ func (cr *curveRun) at(r float64, base, hop, wait []float64) float64 {
 		}
 		hop[k] = h
 	}
-	if wait != nil {
-		for k := range wait {
-			w := cr.wait[i][k]
-			if u > 0 {
-				w += u * (cr.wait[i+1][k] - w)
-			}
-			wait[k] = w
+	for k := range wait {
+		w := cr.wait[i][k]
+		if u > 0 {
+			w += u * (cr.wait[i+1][k] - w)
 		}
+		wait[k] = w
 	}
 	if cr.spread == nil {
 		return -1
