@@ -773,36 +773,26 @@ func calibrationMarkdown(c Calibration) []byte {
 // hopCurveMarkdown writes the operators' delays at every probed rate
 // (the scenario's hop_curve).
 func hopCurveMarkdown(b *strings.Builder, c Calibration) {
-	type col struct {
-		rate   float64
-		p95    float64
-		costs  []live.OperatorCost
-		spread float64
-	}
-	cols := []col{{c.Rate, c.P95HighMS, c.Operators, c.HopSpread}}
-	for _, p := range c.HopCurve {
-		cols = append(cols, col{p.Rate, p.P95MS, p.Operators, p.HopSpread})
-	}
-	slices.SortFunc(cols, func(x, y col) int { return cmp.Compare(x.rate, y.rate) })
+	cols := c.hopPoints()
 	fmt.Fprintf(b, "\nDelay enqueue → execution finished by input rate, ms (every task at %g mc; the scenario's hop_curve):\n\n| operator |", c.HighMC)
 	for _, k := range cols {
-		fmt.Fprintf(b, " %g/s |", k.rate)
+		fmt.Fprintf(b, " %g/s |", k.Rate)
 	}
 	b.WriteString("\n|---|" + strings.Repeat("---:|", len(cols)) + "\n")
 	for o, oc := range c.Operators {
 		fmt.Fprintf(b, "| %s |", oc.Operator)
 		for _, k := range cols {
-			fmt.Fprintf(b, " %.2f |", k.costs[o].DelayMS)
+			fmt.Fprintf(b, " %.2f |", k.Operators[o].DelayMS)
 		}
 		b.WriteString("\n")
 	}
 	b.WriteString("| mean p95 |")
 	for _, k := range cols {
-		fmt.Fprintf(b, " %.1f |", k.p95)
+		fmt.Fprintf(b, " %.1f |", k.P95MS)
 	}
 	b.WriteString("\n| hop spread (fitted to the p95) |")
 	for _, k := range cols {
-		fmt.Fprintf(b, " %.2f |", k.spread)
+		fmt.Fprintf(b, " %.2f |", k.HopSpread)
 	}
 	b.WriteString("\n")
 }
@@ -1077,6 +1067,15 @@ func calibratedScenario(c Calibration, sc env.Config) (env.Scenario, error) {
 	return s, nil
 }
 
+// hopPoints returns the main probe's point (its rate, high-phase p95,
+// operators, hops and spread) with the hop curve's, in increasing rate.
+func (c Calibration) hopPoints() []HopRatePoint {
+	pts := []HopRatePoint{{Rate: c.Rate, P95MS: c.P95HighMS, Operators: c.Operators, HopsAfter: c.HopsAfter, HopSpread: c.HopSpread}}
+	pts = append(pts, c.HopCurve...)
+	slices.SortFunc(pts, func(a, b HopRatePoint) int { return cmp.Compare(a.Rate, b.Rate) })
+	return pts
+}
+
 // hopCurveOf builds the scenario's hop curve from the main probe's point
 // (c.Rate, c.HopsAfter, c.Operators) and c.HopCurve's: per rate, the hop
 // after each forwarding task (live.HopsAfter) and the wait at each task of
@@ -1086,28 +1085,18 @@ func calibratedScenario(c Calibration, sc env.Config) (env.Scenario, error) {
 // measured it (interpolation needs each value at every rate); the note says
 // which were left out.
 func hopCurveOf(c Calibration, sc env.Config) (env.HopCurve, string, error) {
-	type raw struct {
-		rate   float64
-		hops   []live.TaskHop
-		costs  []live.OperatorCost
-		spread float64
-	}
-	pts := []raw{{c.Rate, c.HopsAfter, c.Operators, c.HopSpread}}
-	for _, p := range c.HopCurve {
-		pts = append(pts, raw{p.Rate, p.HopsAfter, p.Operators, p.HopSpread})
-	}
-	slices.SortFunc(pts, func(a, b raw) int { return cmp.Compare(a.rate, b.rate) })
+	pts := c.hopPoints()
 	isTask := func(name string) bool {
 		return slices.ContainsFunc(sc.App.Tasks, func(t env.Task) bool { return t.Name == name })
 	}
 	hopOK, waitOK := map[string]int{}, map[string]int{}
 	for _, p := range pts {
-		for _, h := range p.hops {
+		for _, h := range p.HopsAfter {
 			if v := round3(h.MS); v >= 0 && v <= 1000 {
 				hopOK[h.Task]++
 			}
 		}
-		for _, oc := range p.costs {
+		for _, oc := range p.Operators {
 			if v := round3(oc.DelayMS); isTask(oc.Operator) && oc.ExecsPerInterval > 0 && v >= 0 && v <= 1000 {
 				waitOK[oc.Operator]++
 			}
@@ -1122,16 +1111,17 @@ func hopCurveOf(c Calibration, sc env.Config) (env.HopCurve, string, error) {
 		}
 	}
 	slices.Sort(left)
+	left = slices.Compact(left)
 	var out []env.HopPoint
 	var desc []string
 	for _, p := range pts {
 		hops, waits := map[string]float64{}, map[string]float64{}
-		for _, h := range p.hops {
+		for _, h := range p.HopsAfter {
 			if hopOK[h.Task] == len(pts) {
 				hops[h.Task] = round3(h.MS)
 			}
 		}
-		for _, oc := range p.costs {
+		for _, oc := range p.Operators {
 			if waitOK[oc.Operator] == len(pts) {
 				waits[oc.Operator] = round3(oc.DelayMS)
 			}
@@ -1144,12 +1134,12 @@ func hopCurveOf(c Calibration, sc env.Config) (env.HopCurve, string, error) {
 		if err != nil {
 			return env.HopCurve{}, "", err
 		}
-		out = append(out, env.HopPoint{Rate: p.rate, Hops: h, Waits: w, Spread: p.spread})
+		out = append(out, env.HopPoint{Rate: p.Rate, Hops: h, Waits: w, Spread: p.HopSpread})
 		mean := 0.0
 		for _, v := range waits {
 			mean += v / float64(len(waits))
 		}
-		desc = append(desc, fmt.Sprintf("%g/s: mean wait %.2f ms, spread %.2f", p.rate, mean, p.spread))
+		desc = append(desc, fmt.Sprintf("%g/s: mean wait %.2f ms, spread %.2f", p.Rate, mean, p.HopSpread))
 	}
 	curve, err := env.NewHopCurve(out)
 	if err != nil {

@@ -158,30 +158,10 @@ func (c constantRates) Rate(int) float64 { return c[0] }
 // source-to-sink path sum to the live delays along it (plus the Sink's);
 // a bad file is a usage error naming what is wrong, and writes nothing.
 func TestCalibrateFrom(t *testing.T) {
-	dir := t.TempDir()
 	src := filepath.Join("testdata", "calibration-etl.json")
-	code, out, errs := call(t, "calibrate", "-from", src, "-out", dir)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
+	out, s, rec, c, fit := calibrateFrom(t, src)
 	if !strings.Contains(out, "hop after it ms") || !strings.Contains(out, "| hop_spread | simulated p95 ms |") || !strings.Contains(out, "Derived values recomputed from "+src) {
 		t.Errorf("calibration.md:\n%s", out)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "scenario.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := env.ParseScenario(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := parseCalibration(rec)
-	if err != nil {
-		t.Fatal(err)
 	}
 	delay := map[string]float64{}
 	for _, oc := range c.Operators {
@@ -215,14 +195,6 @@ func TestCalibrateFrom(t *testing.T) {
 	// The hops are end to end (no propagation on top) and spread by the
 	// fit to the probe's p95: the simulated p95 grows along the grid and
 	// the spread written is the grid point nearest the live p95.
-	cb, err := os.ReadFile(filepath.Join(dir, "calibration.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fit, err := parseCalibration(cb)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if !s.Physics.HopsEndToEnd || s.Notes["hops_end_to_end"] == "" || s.Notes["hop_spread"] == "" {
 		t.Errorf("hops_end_to_end %v, notes %q / %q", s.Physics.HopsEndToEnd, s.Notes["hops_end_to_end"], s.Notes["hop_spread"])
 	}
@@ -250,7 +222,7 @@ func TestCalibrateFrom(t *testing.T) {
 	if fit.HopSpread != best.Spread {
 		t.Errorf("hop_spread %v, want the nearest point %+v", fit.HopSpread, best)
 	}
-	for name, edit := range map[string]func(string) string{
+	refuseEdits(t, rec, map[string]func(string) string{
 		`unknown field "x"`:        func(j string) string { return strings.Replace(j, `"profile"`, `"x": 1, "profile"`, 1) },
 		`profile "wc"`:             func(j string) string { return strings.Replace(j, `"profile": "etl"`, `"profile": "wc"`, 1) },
 		`operators[0] "Parse"`:     func(j string) string { return strings.Replace(j, `"operator": "SenMLParse"`, `"operator": "Parse"`, 1) },
@@ -260,7 +232,15 @@ func TestCalibrateFrom(t *testing.T) {
 		"high_millicores 0": func(j string) string {
 			return strings.Replace(j, `"high_millicores": 10000`, `"high_millicores": 0`, 1)
 		},
-	} {
+	})
+}
+
+// refuseEdits checks that each edit of the recorded calibration.json rec
+// makes `eval calibrate -from` a usage error whose message contains the
+// edit's name, and writes nothing.
+func refuseEdits(t *testing.T, rec []byte, edits map[string]func(string) string) {
+	t.Helper()
+	for name, edit := range edits {
 		bad := filepath.Join(t.TempDir(), "calibration.json")
 		if err := os.WriteFile(bad, []byte(edit(string(rec))), 0o644); err != nil {
 			t.Fatal(err)
@@ -273,21 +253,15 @@ func TestCalibrateFrom(t *testing.T) {
 	}
 }
 
-// TestCalibrateFromCurve: a probe with -hop-rates (testdata: etl on
-// 2026-12-02 at 3,000 inputs/s and 300…4,000 more) gives a scenario whose
-// hop curve has a point per rate, in increasing rate, each carrying that
-// rate's measured delays: the hop after Join is Annotate's delay, every
-// task's wait its own delay; each point's spread is the nearest of its
-// own fit; a bad curve in the file is a usage error naming the point.
-func TestCalibrateFromCurve(t *testing.T) {
+// calibrateFrom runs `eval calibrate -from src` and returns what it
+// printed (calibration.md), the scenario it wrote, the recorded file and
+// its parse, and the calibration.json it wrote.
+func calibrateFrom(t *testing.T, src string) (string, env.Scenario, []byte, Calibration, Calibration) {
+	t.Helper()
 	dir := t.TempDir()
-	src := filepath.Join("testdata", "calibration-etl-curve.json")
 	code, out, errs := call(t, "calibrate", "-from", src, "-out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
-	}
-	if !strings.Contains(out, "| operator | 300/s | 600/s | 1000/s | 1700/s | 2400/s | 3000/s | 4000/s |") {
-		t.Errorf("calibration.md has no curve table:\n%s", out)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "scenario.json"))
 	if err != nil {
@@ -305,11 +279,27 @@ func TestCalibrateFromCurve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fit Calibration
-	if fb, err := os.ReadFile(filepath.Join(dir, "calibration.json")); err != nil {
+	fb, err := os.ReadFile(filepath.Join(dir, "calibration.json"))
+	if err != nil {
 		t.Fatal(err)
-	} else if fit, err = parseCalibration(fb); err != nil {
+	}
+	fit, err := parseCalibration(fb)
+	if err != nil {
 		t.Fatal(err)
+	}
+	return out, s, rec, c, fit
+}
+
+// TestCalibrateFromCurve: a probe with -hop-rates (testdata: etl on
+// 2026-12-02 at 3,000 inputs/s and 300…4,000 more) gives a scenario whose
+// hop curve has a point per rate, in increasing rate, each carrying that
+// rate's measured delays: the hop after Join is Annotate's delay, every
+// task's wait its own delay; each point's spread is the nearest of its
+// own fit; a bad curve in the file is a usage error naming the point.
+func TestCalibrateFromCurve(t *testing.T) {
+	out, s, rec, c, fit := calibrateFrom(t, filepath.Join("testdata", "calibration-etl-curve.json"))
+	if !strings.Contains(out, "| operator | 300/s | 600/s | 1000/s | 1700/s | 2400/s | 3000/s | 4000/s |") {
+		t.Errorf("calibration.md has no curve table:\n%s", out)
 	}
 	byRate := map[float64][]live.OperatorCost{c.Rate: c.Operators}
 	spreadOf := map[float64]float64{fit.Rate: fit.HopSpread}
@@ -357,24 +347,14 @@ func TestCalibrateFromCurve(t *testing.T) {
 			t.Errorf("rate %v: spread %v, fitted %v", p.Rate, p.Spread, spreadOf[p.Rate])
 		}
 	}
-	for name, edit := range map[string]func(string) string{
+	refuseEdits(t, rec, map[string]func(string) string{
 		"hop_curve[0]: rate 3000": func(j string) string { return strings.Replace(j, `"rate": 300,`, `"rate": 3000,`, 1) },
 		"hop_curve[1]: rate 200":  func(j string) string { return strings.Replace(j, `"rate": 600,`, `"rate": 200,`, 1) },
 		"hop_curve[0] operators[0]": func(j string) string {
 			i := strings.Index(j, `"hop_curve"`)
 			return j[:i] + strings.Replace(j[i:], `"operator": "SenMLParse"`, `"operator": "Parse"`, 1)
 		},
-	} {
-		bad := filepath.Join(t.TempDir(), "calibration.json")
-		if err := os.WriteFile(bad, []byte(edit(string(rec))), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		o := filepath.Join(t.TempDir(), "out")
-		code, _, errs := call(t, "calibrate", "-from", bad, "-out", o)
-		if _, err := os.Stat(o); code != 2 || !strings.Contains(errs, name) || err == nil {
-			t.Errorf("%s: exit %d, stderr %q, out dir %v; want 2, the error named and nothing written", name, code, errs, err)
-		}
-	}
+	})
 }
 
 // FuzzParseCalibration: no calibration.json panics the parser or the
