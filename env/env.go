@@ -143,10 +143,10 @@ type Env struct {
 	obs             Observation
 	info            Info
 
-	// Physics.HopCurve: the curve, and per task the step's batching wait
-	// (seconds) and a scratch for its hops; nil without a curve.
-	curve         *curveRun
-	waits, hopScr []float64
+	// Physics.HopCurve: the curve and, per task, the step's batching wait
+	// (seconds); nil without a curve (the cores interpolate the hops).
+	curve *curveRun
+	waits []float64
 
 	started, over bool
 	t             int
@@ -227,7 +227,7 @@ func New(cfg Config) (*Env, error) {
 	e.info.Requested, e.info.Applied, e.info.Queue, e.info.StateMB = mk(), mk(), mk(), mk()
 	e.processed = mk()
 	if e.curve = e.cfg.Physics.HopCurve.resolve(e.cfg.App); e.curve != nil {
-		e.waits, e.hopScr = mk(), mk()
+		e.waits = mk()
 	}
 	e.workers = make([]WorkerMetrics, e.m)
 	for w := range e.workers {
@@ -459,7 +459,7 @@ func (e *Env) Step(a Action) (StepResult, error) {
 
 	rate := e.stepRate()
 	if e.curve != nil {
-		e.curve.at(rate, e.hopScr, e.hopScr, e.waits)
+		e.curve.at(rate, nil, nil, e.waits)
 	}
 	e.core.step(e.t, rate)
 	e.core.collect(&e.st)

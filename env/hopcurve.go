@@ -251,9 +251,9 @@ func (c HopCurve) resolve(a App) *curveRun {
 }
 
 // at writes the hops and waits at input rate r, seconds, into hop and wait
-// (indexed as the application's tasks): each value linear in r between
-// the two points around it, held at the end points outside them; a hop
-// the curve does not list is base's. It returns the spread at r, or −1
+// (indexed as the application's tasks; either may be nil, which skips
+// it): each value linear in r between the two points around it, held at
+// the end points outside them; a hop the curve does not list is base's. It returns the spread at r, or −1
 // when the points carry none. It allocates nothing.
 func (cr *curveRun) at(r float64, base, hop, wait []float64) float64 {
 	i, u := cr.locate(r)
@@ -314,14 +314,8 @@ func (c HopCurve) checkTasks(a App) error {
 	if len(pts) == 0 {
 		return nil
 	}
-	for _, e := range pts[0].Hops.Entries() {
-		k := slices.IndexFunc(a.Tasks, func(t Task) bool { return t.Name == e.Task })
-		if k < 0 {
-			return fmt.Errorf("env: physics hop_curve hop_ms_by_task: task %q is not a task of %s", e.Task, a.Name)
-		}
-		if !slices.ContainsFunc(a.Edges, func(ed Edge) bool { return ed.From == k }) {
-			return fmt.Errorf("env: physics hop_curve hop_ms_by_task: task %q of %s forwards to no task (a hop applies after a task that forwards)", e.Task, a.Name)
-		}
+	if err := pts[0].Hops.checkForwarding(a, "hop_curve hop_ms_by_task"); err != nil {
+		return err // every point names the same tasks (newHopCurve)
 	}
 	for _, e := range pts[0].Waits.Entries() {
 		if !slices.ContainsFunc(a.Tasks, func(t Task) bool { return t.Name == e.Task }) {

@@ -331,13 +331,20 @@ func (p Physics) checkTasks(a App) error {
 	if err := p.HopCurve.checkTasks(a); err != nil {
 		return err
 	}
-	for _, e := range p.HopMSByTask.Entries() {
+	return p.HopMSByTask.checkForwarding(a, "hop_ms_by_task")
+}
+
+// checkForwarding checks that every task h names is a task of a that
+// forwards to a successor (a hop applies after such a task); the error
+// names field, the task and the application.
+func (h TaskHops) checkForwarding(a App, field string) error {
+	for _, e := range h.Entries() {
 		k := slices.IndexFunc(a.Tasks, func(t Task) bool { return t.Name == e.Task })
 		if k < 0 {
-			return fmt.Errorf("env: physics hop_ms_by_task: task %q is not a task of %s", e.Task, a.Name)
+			return fmt.Errorf("env: physics %s: task %q is not a task of %s", field, e.Task, a.Name)
 		}
 		if !slices.ContainsFunc(a.Edges, func(ed Edge) bool { return ed.From == k }) {
-			return fmt.Errorf("env: physics hop_ms_by_task: task %q of %s forwards to no task (a hop applies after a task that forwards)", e.Task, a.Name)
+			return fmt.Errorf("env: physics %s: task %q of %s forwards to no task (a hop applies after a task that forwards)", field, e.Task, a.Name)
 		}
 	}
 	return nil

@@ -379,13 +379,7 @@ func probeHops(ctx context.Context, profile string, rate float64, scale time.Dur
 // in (0, 1e6] inputs/s, none twice.
 type rateList []float64
 
-func (l *rateList) String() string {
-	var parts []string
-	for _, r := range *l {
-		parts = append(parts, strconv.FormatFloat(r, 'g', -1, 64))
-	}
-	return strings.Join(parts, ",")
-}
+func (l *rateList) String() string { return formatGrid(*l) }
 
 func (l *rateList) Set(v string) error {
 	var out []float64
