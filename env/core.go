@@ -25,6 +25,23 @@ type stepStats struct {
 	oldest     float64     // emission time of the oldest event still in the system (+Inf if none)
 }
 
+// perSecond turns the step's counts into rates per second for a step of
+// 1/k seconds (Physics.StepSeconds): the events received, processed,
+// emitted and delivered, and the processed events' summed delay (so the
+// mean delay is unchanged). Queues, latencies and what is in flight are
+// levels and times and stay.
+func (st *stepStats) perSecond(k float64) {
+	for _, ts := range [][]taskStats{st.tasks, st.replicas} {
+		for i := range ts {
+			ts[i].in *= k
+			ts[i].done *= k
+			ts[i].delayW *= k
+		}
+	}
+	st.emitted *= k
+	st.sinkEvents *= k
+}
+
 // simCore is implemented by the fluid and the per-event simulator.
 type simCore interface {
 	reset()
@@ -75,10 +92,11 @@ func (f *fluid) collect(st *stepStats) {
 		if f.tr != nil && f.tr.valid {
 			// The sampled physics: each processed event's mean delay is
 			// the mean wait plus its service; the queue holds at least
-			// what Little's law puts in front of the server.
+			// what Little's law puts in front of the server (the
+			// arrival rate, per second, times the wait).
 			w := f.tr.wbar[i]
 			x.delayW = x.done * (w + s.service)
-			x.queue = max(x.queue, s.pushed*w)
+			x.queue = max(x.queue, s.pushed/f.ph.stepLen*w)
 		}
 		st.addReplica(s.task, s.replica, x)
 	}

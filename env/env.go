@@ -463,6 +463,11 @@ func (e *Env) Step(a Action) (StepResult, error) {
 	}
 	e.core.step(e.t, rate)
 	e.core.collect(&e.st)
+	sinkCount := e.st.sinkEvents
+	L := e.ph.stepLen
+	if L != 1 {
+		e.st.perSecond(1 / L)
+	}
 	if e.cfg.SharedCPU { // the split's arrival forecast
 		for r, x := range e.st.replicas {
 			if e.arrive[r] < 0 {
@@ -478,7 +483,7 @@ func (e *Env) Step(a Action) (StepResult, error) {
 	if !e.st.completed {
 		p95, mean = 0, 0
 		if !math.IsInf(e.st.oldest, 1) {
-			age := float64(e.t+1) - e.st.oldest
+			age := float64(e.t+1)*L - e.st.oldest
 			p95, mean = age, age
 		}
 	}
@@ -516,7 +521,7 @@ func (e *Env) Step(a Action) (StepResult, error) {
 
 	e.info.Step = e.t
 	e.info.OfferedRate = rate
-	e.info.SinkEvents = e.st.sinkEvents
+	e.info.SinkEvents = sinkCount
 	e.info.Throughput = 0
 	if e.gain > 0 {
 		e.info.Throughput = e.st.sinkEvents / e.gain
@@ -705,7 +710,7 @@ func (e *Env) replicaCPUModel(r int) cpuOf {
 }
 
 // remoteWork is replica r's extra work per event, seconds, in the coming
-// step [t, t+1) from reading state remotely (StateMigration.RemoteAccess):
+// step [t·L, (t+1)·L) (L = Physics.StepSeconds) from reading state remotely (StateMigration.RemoteAccess):
 // the extra cost of a remote access times the step-average share of its
 // keys whose state is still in flight, which falls linearly from 1 to 0
 // over the transfer window.
@@ -714,7 +719,7 @@ func (e *Env) remoteWork(r int) float64 {
 	if to <= from {
 		return 0
 	}
-	a, b := float64(e.t), float64(e.t)+1
+	a, b := float64(e.t)*e.ph.stepLen, float64(e.t+1)*e.ph.stepLen
 	lo, hi := max(a, from), min(b, to)
 	if hi <= lo {
 		return 0

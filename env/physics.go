@@ -148,6 +148,33 @@ type Physics struct {
 	// throughput are unchanged: the hops are latency). Empty: the hops
 	// are fixed.
 	HopCurve HopCurve `json:"hop_curve,omitzero"`
+	// StepSeconds is the length of a step, seconds, in [0.01, 60]; 0
+	// means 1, the paper's one-second control interval. A step still replays
+	// one trace point at that point's rate (events per second), so a step
+	// of L seconds carries L × rate events: the trace is replayed 1/L
+	// times faster, as the live runtime replays it at `eval live
+	// -time-scale L` (one trace point per control interval of L seconds
+	// of wall time at the point's per-second rate). Steady-state
+	// utilisation and latency do not depend on L; what does is how much
+	// backlog an overload builds within one control interval (L × the
+	// excess rate), and so the latency of an interval that starts
+	// overloaded. The observation and Info keep per-second rates (a
+	// step's counts divided by L; Info.SinkEvents stays the step's
+	// count); queues are levels and latencies times, unchanged. The
+	// source slices (Config.SlicesPerStep) and the fast core's substeps
+	// divide the step, so they are L/SlicesPerStep long (RateCV then
+	// modulates slices of that length); CFS periods, hops and network
+	// latencies are absolute times; the actuation delay and metric lag
+	// count steps.
+	StepSeconds float64 `json:"step_seconds,omitempty"`
+}
+
+// stepLen returns the length of a step, seconds (StepSeconds, 0 meaning 1).
+func (p Physics) stepLen() float64 {
+	if p.StepSeconds == 0 {
+		return 1
+	}
+	return p.StepSeconds
 }
 
 // TaskHops is a table of dispatch latencies by task name, ms
@@ -410,6 +437,9 @@ func (p Physics) validate(steps int) error {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("env: physics %s %v, want a finite number ≥ 0", f.name, f.v)
 		}
+	}
+	if p.StepSeconds != 0 && !(p.StepSeconds >= 0.01 && p.StepSeconds <= 60) {
+		return fmt.Errorf("env: physics step_seconds %v, want a number in [0.01, 60] (0 means 1)", p.StepSeconds)
 	}
 	if p.CFSThreads < 0 || p.CFSThreads > 1024 {
 		return fmt.Errorf("env: physics cfs_threads %d, want 0…1,024", p.CFSThreads)

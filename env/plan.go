@@ -171,7 +171,7 @@ func (e *Env) replan(plan [][]Replica) {
 	e.remoteSteps = 0
 	if lastEnd > now {
 		// refresh service times every step the windows overlap, and once after
-		e.remoteSteps = int(math.Ceil(lastEnd-now)) + 1
+		e.remoteSteps = int(math.Ceil((lastEnd-now)/e.ph.stepLen)) + 1
 	}
 	for k, rs := range e.topo.ofTask {
 		for _, r := range rs {

@@ -128,6 +128,15 @@ func (p *perEvent) setCPU(k int, c cpuOf) {
 
 func (p *perEvent) attach(ph *physicsRun) { p.ph = ph }
 
+// stepLen is the step's length, seconds (Physics.StepSeconds; 1 without
+// physics attached).
+func (p *perEvent) stepLen() float64 {
+	if p.ph == nil {
+		return 1
+	}
+	return p.ph.stepLen
+}
+
 func (p *perEvent) push(i int, ev event) {
 	s := &p.stages[i]
 	s.inbox = append(s.inbox, ev)
@@ -147,7 +156,7 @@ func (p *perEvent) step(stepIndex int, rate float64) {
 		}
 	}
 	t0 := p.now
-	T := t0 + 1
+	T := t0 + p.stepLen()
 	p.lat = p.lat[:0]
 	p.emitted, p.sinkEvents = 0, 0
 	for i := range p.stages {
@@ -161,7 +170,7 @@ func (p *perEvent) step(stepIndex int, rate float64) {
 		// A Poisson or gamma renewal process at each slice's rate,
 		// restarted at every slice boundary (exact for Poisson, which is
 		// memoryless).
-		dt := 1 / float64(p.slices)
+		dt := p.stepLen() / float64(p.slices)
 		for j := 0; j < p.slices; j++ {
 			lo, hi := t0+float64(j)*dt, t0+float64(j+1)*dt
 			r := rate * p.ph.mult[j]
@@ -337,7 +346,7 @@ func (p *perEvent) emit(at float64) {
 
 // uniformArrivals spaces the step's events evenly inside each slice.
 func (p *perEvent) uniformArrivals(t0, rate float64) {
-	dt := 1 / float64(p.slices)
+	dt := p.stepLen() / float64(p.slices)
 	for j := 0; j < p.slices; j++ {
 		r := rate
 		if p.ph != nil {

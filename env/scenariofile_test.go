@@ -110,6 +110,10 @@ func TestScenarioFileErrors(t *testing.T) {
 		{`{"version":1,"base":"paper","physics":{"hop_spread":2.5}}`, `hop_spread 2.5`},
 		{`{"version":1,"base":"paper","physics":{"hop_spread":"x"}}`, `hop_spread`},
 		{`{"version":1,"base":"paper","physics":{"hops_end_to_end":1}}`, `hops_end_to_end`},
+		{`{"version":1,"base":"paper","physics":{"step_seconds":-0.25}}`, `step_seconds -0.25, want a number in [0.01, 60]`},
+		{`{"version":1,"base":"paper","physics":{"step_seconds":0.001}}`, `step_seconds 0.001`},
+		{`{"version":1,"base":"paper","physics":{"step_seconds":61}}`, `step_seconds 61`},
+		{`{"version":1,"base":"paper","physics":{"step_seconds":"1"}}`, `step_seconds`},
 		{`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"Join":1001}}}`, `hop_ms_by_task task "Join": 1001 ms`},
 		{`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"Join":1e400}}}`, `task "Join": 1e400, want a finite number`},
 		{`{"version":1,"base":"paper","physics":{"hop_ms_by_task":{"Join":"3"}}}`, `task "Join": 3, want a number`},
@@ -203,6 +207,7 @@ func FuzzParseScenario(f *testing.F) {
 		`{"version":1,"base":"realistic","physics":{"hop_ms":7.7,"hop_spread":1,"hops_end_to_end":true,"hop_ms_by_task":{"SenMLParse":19.4}}}`,
 		`{"version":1,"base":"paper","physics":{"hop_spread":0,"hops_end_to_end":false}}`, `{"version":1,"base":"paper","physics":{"hop_spread":1e-320}}`,
 		`{"version":1,"base":"realistic","physics":{"hop_curve":[{"rate":300,"hop_ms_by_task":{"Join":19.2},"wait_ms_by_task":{"Annotate":19.2},"hop_spread":0.85},{"rate":3000,"hop_ms_by_task":{"Join":7.7},"wait_ms_by_task":{"Annotate":7.7},"hop_spread":1.45}]}}`,
+		`{"version":1,"base":"realistic","physics":{"step_seconds":0.25}}`, `{"version":1,"base":"paper","physics":{"step_seconds":5e-324}}`,
 		`{"version":1,"base":"paper","physics":{"hop_curve":null}}`, `{"version":1,"base":"paper","physics":{"hop_curve":[{"rate":1,"hop_ms_by_task":{"a":1}},{"rate":1e300,"hop_ms_by_task":{"a":0}}]}}`,
 	} {
 		f.Add([]byte(s))

@@ -399,15 +399,17 @@ func (f *fluid) deliver(i int, p piece) {
 	}
 }
 
-// step advances the simulation by one second, [now, now+1), with the
-// sources emitting rate events/s spread uniformly over the step in
-// f.slices pieces. stepIndex numbers the source slices.
+// step advances the simulation by one step of L seconds
+// (Physics.StepSeconds), [now, now+L), with the sources emitting rate
+// events/s spread uniformly over the step in f.slices pieces. stepIndex
+// numbers the source slices.
 func (f *fluid) step(stepIndex int, rate float64) {
 	if f.curve != nil {
 		f.hopsAt(rate)
 	}
 	t0 := f.now
-	T := t0 + 1
+	L := f.ph.stepLen
+	T := t0 + L
 	f.end = T
 	f.sinkLat = f.sinkLat[:0]
 	f.emitted, f.sinkEvents = 0, 0
@@ -424,7 +426,7 @@ func (f *fluid) step(stepIndex int, rate float64) {
 		}
 	}
 	if rate > 0 {
-		dt := 1 / float64(f.slices)
+		dt := L / float64(f.slices)
 		w := rate * dt
 		pad := dt / 2
 		if w >= 1 {

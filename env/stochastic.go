@@ -25,6 +25,7 @@ type physicsRun struct {
 	jitSigma, jitMu         float64   // log-normal parameters of the capacity factor (mean 1)
 	arrivalsRandom, tracing bool
 	cfsPeriod               float64 // seconds; 0: processor sharing
+	stepLen                 float64 // seconds per step (Physics.StepSeconds)
 	// Hop draws (Physics.HopSpread): the per-event core's key and the
 	// spread, 0 when hops are fixed (the fast core draws from svc).
 	hopKey    uint64
@@ -60,6 +61,7 @@ func newPhysicsRun(p Physics, servers, slices int) *physicsRun {
 	}
 	ph.jitSigma, ph.jitMu = lognormal(p.CapacityJitter)
 	ph.cfsPeriod = p.CFSPeriodMS / 1000
+	ph.stepLen = p.stepLen()
 	ph.tracing = p.traced()
 	if p.hopsDrawn() {
 		ph.hopSpread = p.HopSpread

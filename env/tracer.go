@@ -67,6 +67,10 @@ type tracer struct {
 	src  []float64 // cumulative choice weights over the source stages
 	lat  []float64 // latencies of the step's samples
 	hop  []float64 // per replica stage: mean dispatch latency after it (Physics.HopMS), seconds; 0 at stages without successors
+	// subPerSec is the substeps per second of the step being traced
+	// (tracerSub / Physics.StepSeconds): a time since the step's start
+	// times it is the substep's index.
+	subPerSec float64
 	// sibH is, per stage, the hop drawn for the message gather traces
 	// (its siblings share it, Physics.HopSpread); −1: not drawn yet.
 	// lastHop is the hop drawn at the stage the last wait (or gather)
@@ -209,7 +213,7 @@ func (t *tracer) step(f *fluid, t0 float64) {
 		t.c2[i] = a
 		d := a
 		if i < t.nrep {
-			rho := min(s.pushed*t.cpu[i].service, 1)
+			rho := min(s.pushed/ph.stepLen*t.cpu[i].service, 1)
 			d = rho*rho*cs2 + (1-rho*rho)*a
 		}
 		out := s.pushed * s.sel
@@ -232,7 +236,9 @@ func (t *tracer) step(f *fluid, t0 float64) {
 	// per substep are what its predecessors' processes served in that
 	// substep (a burst is smoothed by the first queue it meets, as in the
 	// per-event core), the sources' by the rate modulation.
-	const dt = 1.0 / tracerSub
+	const frac = 1.0 / tracerSub // a substep's share of the step
+	dt := ph.stepLen * frac      // its length, seconds
+	t.subPerSec = tracerSub / ph.stepLen
 	P := ph.cfsPeriod
 	clear(t.arr)
 	// The substeps in which a CFS period starts.
@@ -248,9 +254,9 @@ func (t *tracer) step(f *fluid, t0 float64) {
 		x := f.stages[k].pushed
 		for j := range row {
 			if ph.p.RateCV > 0 {
-				row[j] = x * dt * ph.mult[j*len(ph.mult)/tracerSub] / ph.multMean
+				row[j] = x * frac * ph.mult[j*len(ph.mult)/tracerSub] / ph.multMean
 			} else {
-				row[j] = x * dt
+				row[j] = x * frac
 			}
 		}
 	}
@@ -322,7 +328,7 @@ func (t *tracer) step(f *fluid, t0 float64) {
 	for e := range t.lat {
 		q := (float64(e) + u1) / tracerEvents
 		start := u2 + float64(e)*phi
-		start -= math.Floor(start)
+		start = (start - math.Floor(start)) * ph.stepLen
 		i := f.sources[pick(t.src, &q)]
 		at := start
 		for hop := 0; hop < 4*len(f.stages); hop++ {
@@ -606,17 +612,35 @@ func (t *tracer) wait(r int, t0, at, own, hop float64) float64 {
 	if !(c.speed > 0) || math.IsInf(c.work, 1) {
 		return 1e6
 	}
-	j := min(int(max(at, 0)*tracerSub), tracerSub)
+	j := min(int(max(at, 0)*t.subPerSec), tracerSub)
 	base := r * (tracerSub + 1)
 	work := t.vs[base+j] + own
 	if math.IsInf(c.quota, 1) {
 		return work/c.speed + hop
 	}
 	P := t.ph.cfsPeriod
-	left := max(t.qs[base+j], 0)
 	abs := t0 + at
+	left := t.quotaLeft(base, j, abs, t0, P, c.quota)
 	toEnd := P - (abs - P*math.Floor(abs/P))
 	return cfsDelay(work, left, toEnd, P, c.speed, c.quota) + hop
+}
+
+// quotaLeft is the CFS quota left to an event at abs seconds that reads
+// the replica's workload process (offset base) at substep j of the step
+// starting at t0: the process's value inside the step. Past the step's end
+// (j = tracerSub) that value belongs to the period the step ends in; an
+// event in a later period finds its quota whole (a step of 1 s ends on a
+// period boundary, so every event past it does; with shorter steps,
+// Physics.StepSeconds, more of the sampled events run past the step's end
+// and the stale value would throttle them for up to a period).
+func (t *tracer) quotaLeft(base, j int, abs, t0, P, quota float64) float64 {
+	if j == tracerSub {
+		end := t0 + t.ph.stepLen
+		if math.Floor(abs/P+1e-9) > math.Ceil(end/P-1e-9)-1 {
+			return quota
+		}
+	}
+	return max(t.qs[base+j], 0)
 }
 
 // wait3 is wait for gatherChain at one replica: two amounts of own work
@@ -628,16 +652,16 @@ func (t *tracer) wait3(r int, t0, at1, own1, own2, atn, ownn, h float64) (float6
 	if !(c.speed > 0) || math.IsInf(c.work, 1) {
 		return 1e6, 1e6, 1e6
 	}
-	j1 := min(int(max(at1, 0)*tracerSub), tracerSub)
-	jn := min(int(max(atn, 0)*tracerSub), tracerSub)
+	j1 := min(int(max(at1, 0)*t.subPerSec), tracerSub)
+	jn := min(int(max(atn, 0)*t.subPerSec), tracerSub)
 	base := r * (tracerSub + 1)
 	v1, vn := t.vs[base+j1], t.vs[base+jn]
 	if math.IsInf(c.quota, 1) {
 		return (v1+own1)/c.speed + h, (v1+own2)/c.speed + h, (vn+ownn)/c.speed + h
 	}
 	P := t.ph.cfsPeriod
-	left1, leftn := max(t.qs[base+j1], 0), max(t.qs[base+jn], 0)
 	abs1, absn := t0+at1, t0+atn
+	left1, leftn := t.quotaLeft(base, j1, abs1, t0, P, c.quota), t.quotaLeft(base, jn, absn, t0, P, c.quota)
 	toEnd1 := P - (abs1 - P*math.Floor(abs1/P))
 	toEndn := P - (absn - P*math.Floor(absn/P))
 	return cfsDelay(v1+own1, left1, toEnd1, P, c.speed, c.quota) + h,

@@ -86,6 +86,11 @@ type LiveSummary struct {
 	// same slice (same order as Runs), and SimScenario its physics preset.
 	Sim         []LiveRun `json:"sim,omitempty"`
 	SimScenario string    `json:"sim_scenario,omitempty"`
+	// SimStepS and SimBaselineStepS are the simulated step's length,
+	// seconds (env.Physics.StepSeconds), in Sim (-sim-step) and
+	// SimBaseline (the baseline file's).
+	SimStepS         float64 `json:"sim_step_s,omitempty"`
+	SimBaselineStepS float64 `json:"sim_baseline_step_s,omitempty"`
 	// SimBaseline holds, with -baseline, each controller's simulated run
 	// in the baseline scenario SimBaselineScenario (the gap before).
 	SimBaseline         []LiveRun `json:"sim_baseline,omitempty"`
@@ -153,6 +158,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	verbose := fs.Bool("v", false, "log the runtime's events to stderr")
 	scenario := fs.String("scenario", env.Scenarios()[0], "with simgap: "+scenarioUsage)
 	baseline := fs.String("baseline", "", "with simgap: a second scenario every controller is also simulated in (the gap before a calibration, e.g. realistic)")
+	simStep := fs.String("sim-step", simStepInterval, "with simgap: the simulated step's length in -scenario: "+simStepInterval+" (the live interval, -time-scale), "+simStepScenario+" (the file's step_seconds, 1 s unless it sets one) or a duration 10ms..1m; -baseline keeps its file's")
 	maxWorkers := fs.Int("max-workers", 8, "horizontal profiles: most workers the placement controller may use")
 	taskMC := fs.Int("task-mc", 1000, "horizontal profiles: CFS quota of every task in every worker, millicores (the worker capacity scaled)")
 	budget := fs.Int("worker-budget", 0, "horizontal profiles: CPU budget, millicores, that every worker's tasks share on top of -task-mc (a worker's budget W in CLASP's model; 0: none)")
@@ -222,6 +228,14 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 			return err
 		}
 		base = &b
+	}
+	if explicit(fs)["sim-step"] && !simgap {
+		return usagef("eval: -sim-step applies only to eval simgap")
+	}
+	if simgap {
+		if err := applySimStep(*simStep, *scale, &scen); err != nil {
+			return err
+		}
 	}
 	// With simgap the live controllers see the scenario's measured
 	// demands too (the observation's demand feature), as the simulated
@@ -418,7 +432,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 				}
 				results = append(results, sim)
 				sum.Sim = append(sum.Sim, LiveRun{Key: sim.Key, Summary: sim.Summary, Placement: sim.Placement, TrajectorySHA256: sim.TrajectorySHA256, MeanTaskCPU: meanTaskCPU(sim)})
-				sum.SimScenario = *scenario
+				sum.SimScenario, sum.SimStepS = *scenario, stepSeconds(scen.Physics)
 				if base != nil {
 					bs, err := runner.Run(ctx, runner.Spec{Profile: *profile, TraceName: *trace, Workload: tr, PlacementSeed: seeds[pi],
 						Seed: *seed, Steps: n, Controller: sp, Physics: base.Physics, Scenario: *baseline, Demand: base.Demand})
@@ -426,7 +440,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 						return err
 					}
 					sum.SimBaseline = append(sum.SimBaseline, LiveRun{Key: bs.Key, Summary: bs.Summary, Placement: bs.Placement, TrajectorySHA256: bs.TrajectorySHA256, MeanTaskCPU: meanTaskCPU(bs)})
-					sum.SimBaselineScenario = *baseline
+					sum.SimBaselineScenario, sum.SimBaselineStepS = *baseline, stepSeconds(base.Physics)
 				}
 			}
 			fmt.Fprintf(o.Stderr, "eval: %s: violation rate %.3f, mean p95 %.1f ms, mean CPU %.0f mc, throughput %.1f/s of %.1f, lost %d, control failures %d\n",
@@ -603,6 +617,52 @@ func writeLiveIntervals(path string, rs []runner.Result) error {
 	return err
 }
 
+// -sim-step's named values.
+const (
+	simStepInterval = "interval"
+	simStepScenario = "scenario"
+)
+
+// applySimStep sets the simulated step's length of scen from -sim-step:
+// the live interval scale, the scenario's own (1 s unless it sets
+// step_seconds), or a duration. The default is the live interval because
+// a live interval replays one trace point at the point's per-second rate
+// for scale of wall time: a simulated step of 1 s builds four times the
+// backlog of a 250 ms live interval in an overloaded interval
+// (env.Physics.StepSeconds), which the start of a run shows. Steady-state
+// latencies and rates do not depend on it. -baseline is simulated as its
+// file says (the simulator before a calibration, with the paper's 1 s
+// step unless the file sets one), so `-baseline` naming the -scenario file
+// is the ablation of the step length on the same live runs.
+func applySimStep(v string, scale time.Duration, scen *env.Scenario) error {
+	var L float64
+	switch v {
+	case simStepScenario:
+		return nil
+	case simStepInterval:
+		L = scale.Seconds()
+	default:
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Millisecond || d > time.Minute {
+			return usagef("eval: -sim-step %q, want %s, %s or a duration 10ms..1m", v, simStepInterval, simStepScenario)
+		}
+		L = d.Seconds()
+	}
+	if L == 1 {
+		L = 0 // the one-second step is the zero value (same bytes as before the option)
+	}
+	scen.Physics.StepSeconds = L
+	return nil
+}
+
+// stepSeconds is p's step length, seconds (0 meaning 1).
+func stepSeconds(p env.Physics) float64 {
+	if p.StepSeconds == 0 {
+		return 1
+	}
+	return p.StepSeconds
+}
+
 // liveMarkdown is report.md: the configuration and one row per controller.
 func liveMarkdown(s LiveSummary) []byte {
 	var b strings.Builder
@@ -621,8 +681,8 @@ func liveMarkdown(s LiveSummary) []byte {
 	if len(s.Uptime) > 0 {
 		b.WriteString("\n")
 	}
-	gapTable(&b, s.Runs, s.Sim, s.SimScenario, s.Tasks)
-	gapTable(&b, s.Runs, s.SimBaseline, s.SimBaselineScenario+" (baseline)", s.Tasks)
+	gapTable(&b, s.Runs, s.Sim, fmt.Sprintf("%s, simulated steps of %g s", s.SimScenario, s.SimStepS), s.Tasks)
+	gapTable(&b, s.Runs, s.SimBaseline, fmt.Sprintf("%s (baseline), simulated steps of %g s", s.SimBaselineScenario, s.SimBaselineStepS), s.Tasks)
 	return []byte(b.String())
 }
 

@@ -3,15 +3,18 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"streamscale/agents"
 	"streamscale/agents/controllertest"
+	"streamscale/env"
 	"streamscale/eval/controllers"
 	"streamscale/eval/runner"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLiveUsage: bad controllers and flags are usage errors (exit 2, one
@@ -40,6 +43,7 @@ func TestLiveUsage(t *testing.T) {
 		{[]string{"-controller", "threshold", "-start", "-4"}, "-start"},
 		{[]string{"-controller", "threshold", "-placements", "0"}, "-placements"},
 		{[]string{"-controller", "threshold", "-bogus"}, "bogus"},
+		{[]string{"-controller", "threshold", "-sim-step", "1s"}, "-sim-step applies only to eval simgap"},
 	} {
 		code, _, stderr := call(t, append([]string{"live", "-out", out, "-traces", "testdata"}, c.args...)...)
 		if code != 2 || !strings.Contains(stderr, c.want) {
@@ -51,6 +55,12 @@ func TestLiveUsage(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "etl-hops.json")
 	if err := os.WriteFile(bad, []byte(`{"version":1,"base":"realistic","physics":{"hop_ms_by_task":{"Join":3}}}`), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	for _, v := range []string{"5ms", "2m", "steps", ""} {
+		code, _, stderr := call(t, "simgap", "-out", out, "-traces", "testdata", "-controller", "static:500", "-sim-step", v)
+		if want := fmt.Sprintf("-sim-step %q, want interval, scenario or a duration", v); code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("simgap -sim-step %q: exit %d, stderr %q; want 2 and %q", v, code, stderr, want)
+		}
 	}
 	for _, flag := range []string{"-scenario", "-baseline"} {
 		code, _, stderr := call(t, "simgap", "-out", out, "-traces", "testdata", "-controller", "static:500", flag, bad)
@@ -257,12 +267,34 @@ func TestSimgapEndToEnd(t *testing.T) {
 			t.Errorf("run %d: placements live %d, sim %d, baseline %d; want %d", i, s.Runs[i].PlacementSeed, s.Sim[i].PlacementSeed, s.SimBaseline[i].PlacementSeed, want)
 		}
 	}
+	if s.SimStepS != 0.2 || s.SimBaselineStepS != 1 {
+		t.Errorf("sim_step_s %v, sim_baseline_step_s %v; want the live interval 0.2 and the baseline's 1", s.SimStepS, s.SimBaselineStepS)
+	}
 	if len(s.SimGap) != 1 || s.SimGap[0].Placements != 2 || len(s.SimBaselineGap) != 1 {
 		t.Errorf("sim_gap %+v, sim_baseline_gap %+v; want one controller over 2 placements", s.SimGap, s.SimBaselineGap)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, FileReport))
-	if err != nil || !strings.Contains(string(md), "Goals (means over placements): violation rate within 2 pp for") || !strings.Contains(string(md), "| static:4000 | 2 |") {
+	if err != nil || !strings.Contains(string(md), "Goals (means over placements): violation rate within 2 pp for") || !strings.Contains(string(md), "| static:4000 | 2 |") ||
+		!strings.Contains(string(md), "simulated steps of 0.2 s") || !strings.Contains(string(md), "(baseline), simulated steps of 1 s") {
 		t.Errorf("report.md: %v\n%s", err, md)
+	}
+}
+
+// TestApplySimStep: -sim-step sets the simulated step of the scenario to
+// the live interval or a duration (1 s as the zero value), or leaves the
+// scenario's own.
+func TestApplySimStep(t *testing.T) {
+	for _, c := range []struct {
+		v    string
+		want float64
+	}{{"interval", 0.25}, {"scenario", 0.5}, {"1s", 0}, {"100ms", 0.1}} {
+		scen := env.Scenario{Physics: env.Physics{StepSeconds: 0.5}}
+		if err := applySimStep(c.v, 250*time.Millisecond, &scen); err != nil {
+			t.Fatalf("%s: %v", c.v, err)
+		}
+		if scen.Physics.StepSeconds != c.want {
+			t.Errorf("-sim-step %s: step_seconds %v, want %v", c.v, scen.Physics.StepSeconds, c.want)
+		}
 	}
 }
 
