@@ -314,3 +314,39 @@ func TestProjection(t *testing.T) {
 		t.Fatalf("full server: applied %v, want %v", info.Applied, want)
 	}
 }
+
+// TestFeatureNames: one name per element of the flattened observation, in
+// its order, naming the feature the index constants give.
+func TestFeatureNames(t *testing.T) {
+	cfg, err := EdgeConfig("etl", 3, diurnal(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, _, err := e.Reset(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tasks []string
+	for _, k := range e.Config().App.Tasks {
+		tasks = append(tasks, k.Name)
+	}
+	m := len(obs.Server) / ServerFeatures
+	names := FeatureNames(tasks, m)
+	if len(names) != len(obs.Flatten(nil)) {
+		t.Fatalf("%d names for %d features", len(names), len(obs.Flatten(nil)))
+	}
+	for i, want := range map[int]string{
+		AppP95Latency: "app/p95_latency", AppThroughput: "app/throughput",
+		AppFeatures + 2*ServerFeatures + ServerFreeMem:              "server2/free_mem",
+		AppFeatures + m*ServerFeatures + 1*TaskFeatures + TaskQueue: tasks[1] + "/queue",
+		len(names) - 1: tasks[len(tasks)-1] + "/host_free_cpu",
+	} {
+		if names[i] != want {
+			t.Errorf("name %d %q, want %q", i, names[i], want)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package env
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // Task features (paper Table 1), in column order. Normalization: CPU
 // allocations are clipped linear (millicores / MaxCPU), shares of a
@@ -60,6 +63,39 @@ const (
 	AppTotalQueue              // m: log(1 + Σ events waiting), [0, 30]
 	AppThroughput              // m: log(1 + message-equivalent throughput per s), [0, 30]
 )
+
+// Feature names, in index order (TaskCPU …, ServerCPUUtil …,
+// AppMeanLatency …): the constants' names in snake case, for logs and
+// reports that name a feature.
+var (
+	taskFeatureNames = [TaskFeatures]string{"cpu", "input_rate", "demand", "throughput", "queue", "throughput_ratio",
+		"queue_pressure", "demand_per_cpu", "latency", "proc_latency", "latency_change", "queue_change", "io_ratio",
+		"host_cpu_util", "host_free_cpu"}
+	serverFeatureNames = [ServerFeatures]string{"cpu_util", "free_cpu", "mem_util", "free_mem", "task_count"}
+	appFeatureNames    = [AppFeatures]string{"mean_latency", "p95_latency", "slo_margin", "p95_trend", "violation_history",
+		"total_cpu", "mean_cpu", "max_cpu", "min_cpu", "total_queue", "throughput"}
+)
+
+// FeatureNames returns the name of every element of Observation.Flatten
+// for an application with the given task names on servers servers:
+// "app/<feature>", "server<i>/<feature>", "<task>/<feature>".
+func FeatureNames(tasks []string, servers int) []string {
+	out := make([]string, 0, AppFeatures+servers*ServerFeatures+len(tasks)*TaskFeatures)
+	for _, f := range appFeatureNames {
+		out = append(out, "app/"+f)
+	}
+	for i := range servers {
+		for _, f := range serverFeatureNames {
+			out = append(out, fmt.Sprintf("server%d/%s", i, f))
+		}
+	}
+	for _, t := range tasks {
+		for _, f := range taskFeatureNames {
+			out = append(out, t+"/"+f)
+		}
+	}
+	return out
+}
 
 // logHigh bounds every log(1+x) feature: log(1+1e13), far above any rate
 // or queue a scenario reaches, and the value is clipped to it regardless.

@@ -100,6 +100,9 @@ type LiveSummary struct {
 	// (gapVerdicts).
 	SimGap         []ControllerGap `json:"sim_gap,omitempty"`
 	SimBaselineGap []ControllerGap `json:"sim_baseline_gap,omitempty"`
+	// ObsGap is, with -obs, the features whose means differ most between
+	// the worlds per controller (observationGaps).
+	ObsGap []ObsGap `json:"obs_gap,omitempty"`
 	// Uptime is the host's load line (uptime) before and after the runs:
 	// live figures on a shared machine move with it.
 	Uptime    []string `json:"uptime,omitempty"`
@@ -158,6 +161,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	verbose := fs.Bool("v", false, "log the runtime's events to stderr")
 	scenario := fs.String("scenario", env.Scenarios()[0], "with simgap: "+scenarioUsage)
 	baseline := fs.String("baseline", "", "with simgap: a second scenario every controller is also simulated in (the gap before a calibration, e.g. realistic)")
+	obsLog := fs.Bool("obs", false, "with simgap: record every observation the controllers are given in both worlds ("+FileObservations+") and report the features that differ most")
 	simStep := fs.String("sim-step", simStepInterval, "with simgap: the simulated step's length in -scenario: "+simStepInterval+" (the live interval, -time-scale), "+simStepScenario+" (the file's step_seconds, 1 s unless it sets one) or a duration 10ms..1m; -baseline keeps its file's")
 	maxWorkers := fs.Int("max-workers", 8, "horizontal profiles: most workers the placement controller may use")
 	taskMC := fs.Int("task-mc", 1000, "horizontal profiles: CFS quota of every task in every worker, millicores (the worker capacity scaled)")
@@ -231,6 +235,9 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	}
 	if explicit(fs)["sim-step"] && !simgap {
 		return usagef("eval: -sim-step applies only to eval simgap")
+	}
+	if *obsLog && !simgap {
+		return usagef("eval: -obs applies only to eval simgap")
 	}
 	if simgap {
 		if err := applySimStep(*simStep, *scale, &scen); err != nil {
@@ -391,6 +398,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		apis = []string{*api}
 	}
 	var results []runner.Result
+	var obsRuns []obsRun
 	for pi, edge := range scs {
 		for _, sp := range parsed {
 			// The controller's own scenario: a policy's action set
@@ -402,6 +410,12 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 			c, err := buildLive(ctx, sp, sc, *policies, apiOf[sp.String()])
 			if err != nil {
 				return err
+			}
+			var liveRec, simRec *obsRecorder
+			var simCtrl runner.Factory = sp
+			if *obsLog {
+				liveRec, simRec = &obsRecorder{Controller: c}, &obsRecorder{}
+				c, simCtrl = liveRec, recordingFactory{Factory: sp, rec: simRec}
 			}
 			if isPPO(sp) {
 				sum.API = strings.Join(apis, ",")
@@ -426,9 +440,17 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 			sum.Runs = append(sum.Runs, lr)
 			if simgap {
 				sim, err := runner.Run(ctx, runner.Spec{Profile: *profile, TraceName: *trace, Workload: tr, PlacementSeed: seeds[pi],
-					Seed: *seed, Steps: n, Controller: sp, Physics: scen.Physics, Scenario: *scenario, Demand: scen.Demand})
+					Seed: *seed, Steps: n, Controller: simCtrl, Physics: scen.Physics, Scenario: *scenario, Demand: scen.Demand})
 				if err != nil {
 					return err
+				}
+				if *obsLog {
+					// Live, the controller also acts after the last
+					// interval (an action no interval applies); the
+					// simulated episode ends there. Row t is the
+					// observation interval t's action was decided on.
+					obsRuns = append(obsRuns, obsRun{world: "live", controller: sp.String(), placement: seeds[pi], rows: liveRec.rows[:min(len(liveRec.rows), n)]},
+						obsRun{world: "sim", controller: sp.String(), placement: seeds[pi], rows: simRec.rows})
 				}
 				results = append(results, sim)
 				sum.Sim = append(sum.Sim, LiveRun{Key: sim.Key, Summary: sim.Summary, Placement: sim.Placement, TrajectorySHA256: sim.TrajectorySHA256, MeanTaskCPU: meanTaskCPU(sim)})
@@ -454,6 +476,13 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 		if _, err := simgapFigures(*out, results); err != nil {
 			return err
 		}
+	}
+	if *obsLog {
+		names := env.FeatureNames(sum.Tasks, len(scs[0].Servers))
+		if err := writeObservations(filepath.Join(*out, FileObservations), names, obsRuns); err != nil {
+			return err
+		}
+		sum.ObsGap = observationGaps(names, obsRuns)
 	}
 	if len(parsed) > 1 {
 		if err := livePaired(o, *out, *profile, *trace, tr, seeds, parsed, results, simgap, *seed, n, *mult); err != nil {
@@ -683,6 +712,7 @@ func liveMarkdown(s LiveSummary) []byte {
 	}
 	gapTable(&b, s.Runs, s.Sim, fmt.Sprintf("%s, simulated steps of %g s", s.SimScenario, s.SimStepS), s.Tasks)
 	gapTable(&b, s.Runs, s.SimBaseline, fmt.Sprintf("%s (baseline), simulated steps of %g s", s.SimBaselineScenario, s.SimBaselineStepS), s.Tasks)
+	obsGapMarkdown(&b, s.ObsGap)
 	return []byte(b.String())
 }
 

@@ -7,14 +7,17 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
 	"streamscale/agents"
 	"streamscale/agents/controllertest"
 	"streamscale/env"
 	"streamscale/eval/controllers"
 	"streamscale/eval/runner"
-	"strings"
-	"testing"
-	"time"
 )
 
 // TestLiveUsage: bad controllers and flags are usage errors (exit 2, one
@@ -247,7 +250,7 @@ func TestSimgapEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	scen := writeTemp(t, t.TempDir(), "scenario.json", `{"version":1,"base":"realistic","physics":{"hop_ms":8,"hop_spread":1,"hops_end_to_end":true}}`)
 	code, _, stderr := call(t, "simgap", "-profile", "pred", "-controller", "static:4000", "-traces", "testdata", "-time-scale", "200ms", "-duration", "600ms",
-		"-placements", "2", "-scenario", scen, "-baseline", "paper", "-out", dir)
+		"-placements", "2", "-scenario", scen, "-baseline", "paper", "-obs", "-out", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -267,6 +270,23 @@ func TestSimgapEndToEnd(t *testing.T) {
 			t.Errorf("run %d: placements live %d, sim %d, baseline %d; want %d", i, s.Runs[i].PlacementSeed, s.Sim[i].PlacementSeed, s.SimBaseline[i].PlacementSeed, want)
 		}
 	}
+	// -obs: every observation of both worlds, 2 placements × 3 intervals
+	// each, and the features that differ.
+	rows, err := parquet.ReadFile[ObsRow](filepath.Join(dir, FileObservations))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nFeat := len(env.FeatureNames(s.Tasks, 7))
+	count := map[string]int{}
+	for _, r := range rows {
+		count[r.World]++
+	}
+	if count["live"] != 2*3*nFeat || count["sim"] != 2*3*nFeat {
+		t.Errorf("observation rows %v, want %d per world", count, 2*3*nFeat)
+	}
+	if len(s.ObsGap) != 1 || s.ObsGap[0].Intervals != 6 || len(s.ObsGap[0].Top) == 0 {
+		t.Errorf("obs_gap %+v, want static:4000 over 6 intervals per world with its differing features", s.ObsGap)
+	}
 	if s.SimStepS != 0.2 || s.SimBaselineStepS != 1 {
 		t.Errorf("sim_step_s %v, sim_baseline_step_s %v; want the live interval 0.2 and the baseline's 1", s.SimStepS, s.SimBaselineStepS)
 	}
@@ -275,7 +295,8 @@ func TestSimgapEndToEnd(t *testing.T) {
 	}
 	md, err := os.ReadFile(filepath.Join(dir, FileReport))
 	if err != nil || !strings.Contains(string(md), "Goals (means over placements): violation rate within 2 pp for") || !strings.Contains(string(md), "| static:4000 | 2 |") ||
-		!strings.Contains(string(md), "simulated steps of 0.2 s") || !strings.Contains(string(md), "(baseline), simulated steps of 1 s") {
+		!strings.Contains(string(md), "simulated steps of 0.2 s") || !strings.Contains(string(md), "(baseline), simulated steps of 1 s") ||
+		!strings.Contains(string(md), "## Observation gap (sim − live") {
 		t.Errorf("report.md: %v\n%s", err, md)
 	}
 }
@@ -337,5 +358,45 @@ func TestBuildLiveHasNoMetricLag(t *testing.T) {
 				t.Errorf("%s step %d: target %v, want %v", name, i, a.Targets, want[name][i])
 			}
 		}
+	}
+}
+
+// TestObservationGaps: per controller, the features ranked by |SMD|
+// (computed by hand below), features equal in both worlds left out, a
+// feature constant in both worlds and different ranked first with a null
+// SMD.
+func TestObservationGaps(t *testing.T) {
+	names := []string{"a", "b", "c", "d"}
+	runs := []obsRun{
+		{world: "live", controller: "x", placement: 1, rows: [][]float64{{0, 1, 5, 7}, {2, 1, 5, 7}}},
+		{world: "sim", controller: "x", placement: 1, rows: [][]float64{{1, 2, 5, 8}, {3, 4, 5, 8}}},
+	}
+	gaps := observationGaps(names, runs)
+	if len(gaps) != 1 || gaps[0].Controller != "x" || gaps[0].Intervals != 2 {
+		t.Fatalf("gaps %+v", gaps)
+	}
+	top := gaps[0].Top
+	// d: constant 7 live, 8 sim. a: means 1 and 2, variances 1 and 1, SMD 1.
+	// b: means 1 and 3, variances 0 and 1, pooled SD √0.5, SMD 2/√0.5. c: equal.
+	want := []struct {
+		name string
+		smd  float64 // NaN: null
+	}{{"d", math.NaN()}, {"b", 2 / math.Sqrt(0.5)}, {"a", 1}}
+	if len(top) != len(want) {
+		t.Fatalf("top %+v, want %d features", top, len(want))
+	}
+	for i, w := range want {
+		g := top[i]
+		switch {
+		case g.Feature != w.name:
+			t.Errorf("rank %d: %s, want %s", i, g.Feature, w.name)
+		case math.IsNaN(w.smd) && g.SMD != nil:
+			t.Errorf("%s: SMD %v, want null", g.Feature, *g.SMD)
+		case !math.IsNaN(w.smd) && (g.SMD == nil || math.Abs(*g.SMD-w.smd) > 1e-12):
+			t.Errorf("%s: SMD %v, want %v", g.Feature, g.SMD, w.smd)
+		}
+	}
+	if _, err := json.Marshal(gaps); err != nil {
+		t.Errorf("marshal: %v", err)
 	}
 }
