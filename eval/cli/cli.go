@@ -42,6 +42,7 @@ commands:
   simgap   eval live, and the same controllers in the simulator on the same slice, side by side
   liveclasp  re-measure CLASP's claims live (worker-count error, placement throughput, migrations) on CLASP apps
   calibrate  probe the live runtime: per-operator CPU per event, per-hop delay, actuation delay
+  obsswap  which observation features make a policy act differently live than simulated (eval simgap -obs)
 
 Run 'go run ./eval <command> -h' for the flags of a command.
 `
@@ -68,6 +69,7 @@ func run(ctx context.Context, args []string, o Options) int {
 	return command.Dispatch(ctx, "eval", usage, map[string]func(context.Context, []string, command.IO) error{
 		"run": wrap(runCmd), "paired": wrap(pairedCmd), "clasp": wrap(claspCmd), "sweep": wrap(sweepCmd),
 		"live": wrap(liveCmd), "simgap": wrap(simgapCmd), "calibrate": wrap(calibrateCmd), "live-worker": wrap(liveWorkerCmd), "liveclasp": wrap(liveclaspCmd),
+		"obsswap": wrap(obsswapCmd),
 	}, args, o.IO)
 }
 
