@@ -147,6 +147,10 @@ type Env struct {
 	// (seconds); nil without a curve (the cores interpolate the hops).
 	curve *curveRun
 	waits []float64
+	// empty is, per task, the step's share of reports with an empty
+	// receiving queue (HopPoint.Empty; NaN: not listed); nil when the
+	// curve lists none.
+	empty []float64
 
 	started, over bool
 	t             int
@@ -228,6 +232,9 @@ func New(cfg Config) (*Env, error) {
 	e.processed = mk()
 	if e.curve = e.cfg.Physics.HopCurve.resolve(e.cfg.App); e.curve != nil {
 		e.waits = mk()
+		if e.curve.empty != nil {
+			e.empty = mk()
+		}
 	}
 	e.workers = make([]WorkerMetrics, e.m)
 	for w := range e.workers {
@@ -303,6 +310,7 @@ func (e *Env) Reset(seed uint64) (Observation, Info, error) {
 	clear(e.st.replicas)
 	clear(e.processed)
 	clear(e.waits)
+	clear(e.empty)
 	clear(e.remoteFrom)
 	clear(e.remoteTo)
 	for r := range e.arrive {
@@ -459,7 +467,7 @@ func (e *Env) Step(a Action) (StepResult, error) {
 
 	rate := e.stepRate()
 	if e.curve != nil {
-		e.curve.at(rate, nil, nil, e.waits)
+		e.curve.at(rate, nil, nil, e.waits, e.empty)
 	}
 	e.core.step(e.t, rate)
 	e.core.collect(&e.st)
@@ -985,7 +993,15 @@ func (e *Env) measure(p95, mean float64) {
 			// The records waiting for their batch (Physics.HopCurve): in
 			// the receiving queue the workers report, and in its delay.
 			w := e.waits[k]
-			x[mQueue] += ts.in * w
+			if e.empty != nil && e.empty[k] == e.empty[k] {
+				// As a report's snapshot (HopPoint.Empty), and the
+				// processed count as the counters make it.
+				q, prev := e.met.batchSnapshot(k, ts.in*w, e.empty[k])
+				x[mQueue] += q
+				x[mDone] = max(x[mDone]-(q-prev)/e.ph.stepLen, 0)
+			} else {
+				x[mQueue] += ts.in * w
+			}
 			if ts.done > 0 {
 				x[mLat] += w
 			}

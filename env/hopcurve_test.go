@@ -3,6 +3,7 @@ package env
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -132,7 +133,7 @@ func TestHopCurveInterpolates(t *testing.T) {
 		split, workWait float64 // ms
 		spread          float64
 	}{{0, 2, 4, 1}, {10, 2, 4, 1}, {15, 4, 3, 0.5}, {20, 6, 2, 0}, {30, 8, 1, 1}, {40, 10, 0, 2}, {1e6, 10, 0, 2}} {
-		sp := cr.at(c.rate, base, hop, wait)
+		sp := cr.at(c.rate, base, hop, wait, nil)
 		if math.Abs(hop[0]-c.split/1000) > 1e-12 || math.Abs(wait[1]-c.workWait/1000) > 1e-12 || math.Abs(sp-c.spread) > 1e-12 {
 			t.Errorf("rate %v: hop after Split %v s, wait at Work %v s, spread %v; want %v and %v ms, %v", c.rate, hop[0], wait[1], sp, c.split, c.workWait, c.spread)
 		}
@@ -229,5 +230,149 @@ func TestHopCurveSpread(t *testing.T) {
 	fm, _ := joinLatency(t, joinApp(10, false), Fluid, spread, 20)
 	if math.Abs(fm-m1) > 0.05*m1 {
 		t.Errorf("fast core mean %.2f ms with curve spreads, reference %.2f", fm, m1)
+	}
+}
+
+// emptyCurve is joinCurve with Work's receiving queue empty in 40% of the
+// reports at 10 msg/s and 60% at 30 msg/s.
+func emptyCurve(t *testing.T) HopCurve {
+	t.Helper()
+	pts := joinCurve(t).Points()
+	pts[0].Empty = mustHops(t, map[string]float64{"Work": 0.4})
+	pts[1].Empty = mustHops(t, map[string]float64{"Work": 0.6})
+	c, err := NewHopCurve(pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestHopCurveEmptyValue: the empty shares survive a JSON round trip, and
+// a share outside [0, 1], a negative one, tables naming different tasks
+// at different points and a task the application lacks are refused with
+// the field named.
+func TestHopCurveEmptyValue(t *testing.T) {
+	c := emptyCurve(t)
+	b, err := json.Marshal(c)
+	if err != nil || !strings.Contains(string(b), `"queue_empty_by_task":{"Work":0.4}`) {
+		t.Fatalf("marshal: %s, %v", b, err)
+	}
+	var back HopCurve
+	if err := json.Unmarshal(b, &back); err != nil || back != c {
+		t.Fatalf("round trip: %v, %v", back, err)
+	}
+	for _, c := range []struct{ js, want string }{
+		{`[{"rate":1,"hop_ms_by_task":{"Split":1},"queue_empty_by_task":{"Work":1.5}}]`, `queue_empty_by_task task "Work": 1.5, want a share in [0, 1]`},
+		{`[{"rate":1,"hop_ms_by_task":{"Split":1},"queue_empty_by_task":{"Work":-0.1}}]`, `queue_empty_by_task`},
+		{`[{"rate":1,"hop_ms_by_task":{"Split":1},"queue_empty_by_task":{"Work":0.1}},{"rate":2,"hop_ms_by_task":{"Split":1}}]`, `point 1 (rate 2): queue_empty_by_task names []`},
+	} {
+		var h HopCurve
+		if err := json.Unmarshal([]byte(c.js), &h); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error containing %q", c.js, err, c.want)
+		}
+	}
+	pts := emptyCurve(t).Points()
+	for i := range pts {
+		pts[i].Empty = mustHops(t, map[string]float64{"Nope": 0.5})
+	}
+	bad, err := NewHopCurve(pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	net, servers := DefaultRegion()
+	if _, err := New(Config{App: joinApp(10, false), Network: net, Servers: servers, Placement: []int{0, 0, 0}, Workload: constantRates(20, 5), Physics: Physics{HopCurve: bad}}); err == nil || !strings.Contains(err.Error(), `queue_empty_by_task: task "Nope"`) {
+		t.Errorf("a task the app lacks: %v", err)
+	}
+}
+
+// TestHopCurveSnapshots: with empty shares the observation reports Work's
+// batch records as snapshots (at 20 msg/s: empty in 50% of the steps, the
+// share halfway between the points; mean in × wait) and its processed
+// count as the input less the snapshot's change, so the processed count
+// over the run is conserved; same seed, same snapshots. Over 4,000 steps
+// the empty share is within 0.03 of 0.5 and the mean within 5% of
+// in × wait.
+func TestHopCurveSnapshots(t *testing.T) {
+	const steps = 4000
+	run := func(seed uint64) (empty, mean float64, qs []float64, done, fluidDone float64, in float64) {
+		net, servers := DefaultRegion()
+		e, err := New(Config{App: joinApp(10, false), Network: net, Servers: servers, Placement: []int{0, 0, 0},
+			Workload: constantRates(20, steps), Physics: Physics{ServiceCV: 1, HopCurve: emptyCurve(t)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.Reset(seed)
+		prev := 0.0
+		for s := 0; s < steps; s++ {
+			if _, err := e.Step(Action{Targets: []float64{10000, 10000, 10000}}); err != nil {
+				t.Fatal(err)
+			}
+			x := e.raw[1*perTask : 2*perTask]
+			q := x[mQueue] - e.st.tasks[1].queue
+			if d := e.st.tasks[1].done - (q - prev); math.Abs(x[mDone]-d) > 1e-9 {
+				t.Fatalf("step %d: processed %v, want the fluid's %v less the snapshot's change %v", s, x[mDone], e.st.tasks[1].done, q-prev)
+			}
+			prev = q
+			qs = append(qs, q)
+			if q == 0 {
+				empty++
+			}
+			mean += q
+			done += x[mDone]
+			fluidDone += e.st.tasks[1].done
+			in = x[mIn]
+		}
+		return empty / steps, mean / steps, qs, done, fluidDone, in
+	}
+	empty, mean, qs, done, fluidDone, in := run(1)
+	want := in * 0.008 // Work's wait at 20 msg/s
+	t.Logf("Work: empty %.3f, mean snapshot %.3f (in × wait %.3f), processed %.1f against the fluid's %.1f", empty, mean, want, done, fluidDone)
+	if math.Abs(empty-0.5) > 0.03 || math.Abs(mean-want) > 0.05*want {
+		t.Errorf("empty share %.3f, mean %.3f; want 0.5 ± 0.03 and %.3f ± 5%%", empty, mean, want)
+	}
+	// Σ processed = Σ fluid processed − (last snapshot − 0): the counters' identity.
+	if math.Abs(done-(fluidDone-qs[len(qs)-1])) > 1e-6*fluidDone {
+		t.Errorf("Σ processed %.6f, want the fluid's %.6f less the last snapshot %.6f", done, fluidDone, qs[len(qs)-1])
+	}
+	_, _, again, _, _, _ := run(1)
+	_, _, other, _, _, _ := run(2)
+	if !slices.Equal(qs, again) || slices.Equal(qs, other) {
+		t.Errorf("snapshots: the same seed gave other draws, or another seed the same")
+	}
+}
+
+// TestSnapshotBatchQueues: an Env whose curve lists empty shares resumes
+// from a snapshot bit for bit (the snapshot stream and the last
+// snapshots are in it).
+func TestSnapshotBatchQueues(t *testing.T) {
+	net, servers := DefaultRegion()
+	cfg := Config{App: joinApp(10, false), Network: net, Servers: servers, Placement: []int{0, 0, 0},
+		Workload: constantRates(20, 60), Physics: Physics{ServiceCV: 1, HopCurve: emptyCurve(t)}}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Reset(3)
+	act := Action{Targets: []float64{10000, 10000, 10000}}
+	for range 20 {
+		a.Step(act)
+	}
+	snap, err := a.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.UnmarshalBinary(snap); err != nil {
+		t.Fatal(err)
+	}
+	for s := 20; s < 60; s++ {
+		ra, _ := a.Step(act)
+		rb, _ := b.Step(act)
+		if !slices.Equal(ra.Obs.Task, rb.Obs.Task) {
+			t.Fatalf("step %d: restored env's observation diverged", s)
+		}
 	}
 }

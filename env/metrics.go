@@ -53,6 +53,13 @@ type metrics struct {
 	prevLat, prevQueue []float64 // per task, what the previous observation reported
 	prevP95            float64
 	hist               [10]bool // whether each of the last 10 reported intervals violated, newest first
+
+	// The batch records' snapshots (HopPoint.Empty): on when the curve
+	// lists empty shares; per task the last snapshot, and the stream.
+	batch bool
+	snapQ []float64
+	bsrc  *rand.PCG
+	brnd  *rand.Rand
 }
 
 func newMetrics(p Physics, n int) *metrics {
@@ -64,7 +71,24 @@ func newMetrics(p Physics, n int) *metrics {
 		ring: make([]float64, (p.MetricLagSteps+1)*w), rows: p.MetricLagSteps + 1,
 		cur: make([]float64, w), prevLat: make([]float64, n), prevQueue: make([]float64, n),
 	}
+	if pts := p.HopCurve.Points(); len(pts) > 0 && pts[0].Empty.Len() > 0 {
+		m.batch, m.snapQ, m.bsrc = true, make([]float64, n), rand.NewPCG(0, 0)
+		m.brnd = rand.New(m.bsrc)
+	}
 	return m
+}
+
+// batchSnapshot draws task k's batch records as a report's snapshot: 0
+// with probability empty, else uniform on (0, 2·mean/(1 − empty)), so
+// its mean is mean (HopPoint.Empty); nothing is drawn when mean is 0. It
+// returns the snapshot and the previous one, and keeps the new.
+func (m *metrics) batchSnapshot(k int, mean, empty float64) (q, prev float64) {
+	prev = m.snapQ[k]
+	if mean > 0 && m.brnd.Float64() >= empty {
+		q = m.brnd.Float64() * 2 * mean / (1 - empty)
+	}
+	m.snapQ[k] = q
+	return q, prev
 }
 
 // reset starts an episode: the noise stream reseeded from the episode
@@ -73,6 +97,10 @@ func newMetrics(p Physics, n int) *metrics {
 // Reset (nothing measured yet).
 func (m *metrics) reset(seed uint64) {
 	rng.Reseed(m.src, seed, rng.EnvMetrics)
+	if m.batch {
+		rng.Reseed(m.bsrc, seed, rng.EnvBatches)
+		clear(m.snapQ)
+	}
 	clear(m.ring)
 	m.head = 0
 	clear(m.prevLat)
@@ -129,6 +157,15 @@ func (e *Env) writeMetrics(w *enc) error {
 	w.f(m.prevQueue...)
 	w.f(m.prevP95)
 	w.bl(m.hist[:]...)
+	if m.batch { // only then: snapshots of other scenarios keep their bytes
+		b, err := m.bsrc.MarshalBinary()
+		if err != nil {
+			return fmt.Errorf("env: batch snapshot stream: %w", err)
+		}
+		w.i(len(b))
+		w.b.Write(b)
+		w.f(m.snapQ...)
+	}
 	return nil
 }
 
@@ -158,6 +195,25 @@ func (e *Env) readMetrics(d *dec) (*metrics, error) {
 	m.prevP95 = d.f()
 	for i := range m.hist {
 		m.hist[i] = d.bl()
+	}
+	if m.batch {
+		size := d.i()
+		if d.err != nil || size < 0 || size > 64 || size > d.r.Len() {
+			return nil, fmt.Errorf("%w: batch snapshot stream of %d bytes", ErrSnapshot, size)
+		}
+		b := make([]byte, size)
+		d.r.Read(b)
+		if err := m.bsrc.UnmarshalBinary(b); err != nil {
+			return nil, fmt.Errorf("%w: batch snapshot stream: %w", ErrSnapshot, err)
+		}
+		for i := range m.snapQ {
+			m.snapQ[i] = d.f()
+		}
+		for _, q := range m.snapQ {
+			if !(q >= 0) || math.IsInf(q, 1) {
+				return nil, fmt.Errorf("%w: batch snapshot %v malformed", ErrSnapshot, q)
+			}
+		}
 	}
 	if d.err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSnapshot, d.err)

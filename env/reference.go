@@ -146,7 +146,7 @@ func (p *perEvent) push(i int, ev event) {
 
 func (p *perEvent) step(stepIndex int, rate float64) {
 	if p.curve != nil {
-		if sp := p.curve.at(rate, p.hopBase, p.hopNow, nil); sp >= 0 && p.ph != nil {
+		if sp := p.curve.at(rate, p.hopBase, p.hopNow, nil, nil); sp >= 0 && p.ph != nil {
 			p.ph.hopSpread = sp
 		}
 		for i := range p.stages {

@@ -641,7 +641,7 @@ func quantileMixture(ps []latPiece, q float64) (mean, quant float64, ok bool) {
 // hopsAt sets the hops of a step whose input rate is rate (Physics.HopCurve)
 // in the fluid and its tracer.
 func (f *fluid) hopsAt(rate float64) {
-	if sp := f.curve.at(rate, f.hopBase, f.hop, nil); sp >= 0 && f.ph != nil {
+	if sp := f.curve.at(rate, f.hopBase, f.hop, nil, nil); sp >= 0 && f.ph != nil {
 		f.ph.hopSpread = sp
 	}
 	if f.tr == nil {

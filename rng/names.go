@@ -20,6 +20,10 @@ const (
 	EnvService  = "env/service"
 	EnvJitter   = "env/jitter"
 	EnvMetrics  = "env/metrics"
+	// EnvBatches draws the observation's snapshots of the records
+	// waiting for their batch (env.HopPoint.Empty; seed: the seed passed
+	// to Env.Reset).
+	EnvBatches = "env/batches"
 	// EnvDomain draws an episode's physics from Config.Randomize (domain
 	// randomisation; seed: the seed passed to Env.Reset).
 	EnvDomain = "env/domain"

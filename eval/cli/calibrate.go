@@ -667,6 +667,9 @@ func parseCalibration(data []byte) (Calibration, error) {
 		if !fin(oc.CPUUSPerEvent, 0, 1e6) || !fin(oc.CV, 0, 1e3) || !fin(oc.DelayMS, 0, 1e7) || !fin(oc.ExecsPerInterval, 0, 1e12) || oc.Intervals < 0 {
 			return Calibration{}, fmt.Errorf("calibration.json: operator %s: a value out of range (%+v)", oc.Operator, oc)
 		}
+		if e := oc.EmptyShare; e != nil && !fin(*e, 0, 1) {
+			return Calibration{}, fmt.Errorf("calibration.json: operator %s: empty_share %v, want a share in [0, 1]", oc.Operator, *e)
+		}
 		if s := c.ServiceTimes[i]; !fin(s.MeanUS, 0, 1e9) || !fin(s.CV, 0, 1e3) || s.N < 0 {
 			return Calibration{}, fmt.Errorf("calibration.json: service time of %s: a value out of range (%+v)", oc.Operator, s)
 		}
@@ -689,6 +692,9 @@ func parseCalibration(data []byte) (Calibration, error) {
 		for j, oc := range pt.Operators {
 			if oc.Operator != app.Operators[j].Name || !fin(oc.DelayMS, 0, 1e7) || !fin(oc.ExecsPerInterval, 0, 1e12) || !fin(oc.CPUUSPerEvent, 0, 1e6) || !fin(oc.CV, 0, 1e3) || oc.Intervals < 0 {
 				return Calibration{}, fmt.Errorf("calibration.json: hop_curve[%d] operators[%d]: want operator %q and values in range, got %+v", i, j, app.Operators[j].Name, oc)
+			}
+			if e := oc.EmptyShare; e != nil && !fin(*e, 0, 1) {
+				return Calibration{}, fmt.Errorf("calibration.json: hop_curve[%d] operators[%d] (%s): empty_share %v, want a share in [0, 1]", i, j, oc.Operator, *e)
 			}
 		}
 	}
@@ -1083,8 +1089,13 @@ func hopCurveOf(c Calibration, sc env.Config) (env.HopCurve, string, error) {
 	isTask := func(name string) bool {
 		return slices.ContainsFunc(sc.App.Tasks, func(t env.Task) bool { return t.Name == name })
 	}
-	hopOK, waitOK := map[string]int{}, map[string]int{}
+	hopOK, waitOK, emptyOK := map[string]int{}, map[string]int{}, map[string]int{}
 	for _, p := range pts {
+		for _, oc := range p.Operators {
+			if oc.EmptyShare != nil {
+				emptyOK[oc.Operator]++
+			}
+		}
 		for _, h := range p.HopsAfter {
 			if v := round3(h.MS); v >= 0 && v <= 1000 {
 				hopOK[h.Task]++
@@ -1109,7 +1120,7 @@ func hopCurveOf(c Calibration, sc env.Config) (env.HopCurve, string, error) {
 	var out []env.HopPoint
 	var desc []string
 	for _, p := range pts {
-		hops, waits := map[string]float64{}, map[string]float64{}
+		hops, waits, empties := map[string]float64{}, map[string]float64{}, map[string]float64{}
 		for _, h := range p.HopsAfter {
 			if hopOK[h.Task] == len(pts) {
 				hops[h.Task] = round3(h.MS)
@@ -1118,6 +1129,11 @@ func hopCurveOf(c Calibration, sc env.Config) (env.HopCurve, string, error) {
 		for _, oc := range p.Operators {
 			if waitOK[oc.Operator] == len(pts) {
 				waits[oc.Operator] = round3(oc.DelayMS)
+				// The snapshots' empty share, for a waiting task every
+				// point measured it at (files older than it have none).
+				if emptyOK[oc.Operator] == len(pts) {
+					empties[oc.Operator] = round3(*oc.EmptyShare)
+				}
 			}
 		}
 		h, err := env.NewTaskHops(hops)
@@ -1128,12 +1144,24 @@ func hopCurveOf(c Calibration, sc env.Config) (env.HopCurve, string, error) {
 		if err != nil {
 			return env.HopCurve{}, "", err
 		}
-		out = append(out, env.HopPoint{Rate: p.Rate, Hops: h, Waits: w, Spread: p.HopSpread})
+		em, err := env.NewTaskHops(empties)
+		if err != nil {
+			return env.HopCurve{}, "", err
+		}
+		out = append(out, env.HopPoint{Rate: p.Rate, Hops: h, Waits: w, Spread: p.HopSpread, Empty: em})
 		mean := 0.0
 		for _, v := range waits {
 			mean += v / float64(len(waits))
 		}
-		desc = append(desc, fmt.Sprintf("%g/s: mean wait %.2f ms, spread %.2f", p.Rate, mean, p.HopSpread))
+		d := fmt.Sprintf("%g/s: mean wait %.2f ms, spread %.2f", p.Rate, mean, p.HopSpread)
+		if len(empties) > 0 {
+			lo, hi := 1.0, 0.0
+			for _, v := range empties {
+				lo, hi = min(lo, v), max(hi, v)
+			}
+			d += fmt.Sprintf(", queues reported empty %.2f–%.2f", lo, hi)
+		}
+		desc = append(desc, d)
 	}
 	curve, err := env.NewHopCurve(out)
 	if err != nil {

@@ -346,6 +346,9 @@ func TestCalibrateFromCurve(t *testing.T) {
 		if p.Spread != spreadOf[p.Rate] || !(p.Spread >= 0 && p.Spread <= 2) {
 			t.Errorf("rate %v: spread %v, fitted %v", p.Rate, p.Spread, spreadOf[p.Rate])
 		}
+		if p.Empty.Len() != 0 {
+			t.Errorf("rate %v: queue_empty_by_task %v from a file that measured none", p.Rate, p.Empty)
+		}
 	}
 	refuseEdits(t, rec, map[string]func(string) string{
 		"hop_curve[0]: rate 3000": func(j string) string { return strings.Replace(j, `"rate": 300,`, `"rate": 3000,`, 1) },
@@ -355,6 +358,70 @@ func TestCalibrateFromCurve(t *testing.T) {
 			return j[:i] + strings.Replace(j[i:], `"operator": "SenMLParse"`, `"operator": "Parse"`, 1)
 		},
 	})
+}
+
+// TestCalibrateFromCurveEmpty: with the operators' empty shares measured
+// at every rate, the curve lists them for every waiting task (rounded to
+// 0.001), and a task one rate did not measure is left out; a share
+// outside [0, 1] is refused.
+func TestCalibrateFromCurveEmpty(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "calibration-etl-curve.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	share := func(rate float64, j int) float64 { return math.Round(1000*(0.1+float64(j)/20+rate/1e5)) / 1000 }
+	set := func(ops []any, rate float64, skip string) {
+		for j, o := range ops {
+			m := o.(map[string]any)
+			if m["operator"] != skip {
+				m["empty_share"] = share(rate, j)
+			}
+		}
+	}
+	set(raw["operators"].([]any), raw["rate"].(float64), "")
+	for i, p := range raw["hop_curve"].([]any) {
+		pm := p.(map[string]any)
+		skip := ""
+		if i == 2 {
+			skip = "Join" // one rate did not measure Join
+		}
+		set(pm["operators"].([]any), pm["rate"].(float64), skip)
+	}
+	src := filepath.Join(t.TempDir(), "calibration.json")
+	nb, err := json.Marshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(src, nb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, s, _, c, _ := calibrateFrom(t, src)
+	names := map[string]int{}
+	for j, oc := range c.Operators {
+		names[oc.Operator] = j
+	}
+	for _, p := range s.Physics.HopCurve.Points() {
+		got := map[string]float64{}
+		for _, e := range p.Empty.Entries() {
+			got[e.Task] = e.MS
+		}
+		if _, ok := got["Join"]; ok || len(got) != 8 {
+			t.Errorf("rate %v: empty shares %v, want the 8 waiting tasks but Join", p.Rate, got)
+		}
+		for task, v := range got {
+			if want := round3(share(p.Rate, names[task])); v != want {
+				t.Errorf("rate %v: %s empty %v, want %v", p.Rate, task, v, want)
+			}
+		}
+	}
+	bad := strings.Replace(string(nb), `"empty_share":0.1`, `"empty_share":1.5`, 1)
+	if _, err := parseCalibration([]byte(bad)); err == nil || !strings.Contains(err.Error(), "empty_share 1.5") {
+		t.Errorf("a share of 1.5: %v", err)
+	}
 }
 
 // FuzzParseCalibration: no calibration.json panics the parser or the

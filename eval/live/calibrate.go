@@ -64,6 +64,11 @@ type OperatorCost struct {
 	Intervals int     `json:"intervals"`
 	// ExecsPerInterval is the mean executions per measured interval.
 	ExecsPerInterval float64 `json:"execs_per_interval"`
+	// EmptyShare is the share of the measured intervals whose report
+	// showed the operator's receiving queue empty (summed over workers):
+	// a batching queue is reported as a snapshot, empty or holding part
+	// of a batch (env.HopPoint.Empty). nil in files written before it.
+	EmptyShare *float64 `json:"empty_share,omitempty"`
 }
 
 // Calibration accumulates the workers' reports of a probe run.
@@ -73,7 +78,10 @@ type Calibration struct {
 	cpu, execs, delay []float64
 	// per operator: Σ executions in the intervals (not rates)
 	iexecs []float64
-	per    [][]float64
+	// per operator: measured intervals with a report, and those whose
+	// reported queue was empty
+	qints, qempty []float64
+	per           [][]float64
 	// Millicores reported per interval (operator 0, worker-summed), for
 	// the actuation delay.
 	Reported []int
@@ -89,7 +97,8 @@ type Calibration struct {
 // NewCalibration returns an accumulator for the operators named.
 func NewCalibration(names []string) *Calibration {
 	n := len(names)
-	return &Calibration{names: names, cpu: make([]float64, n), execs: make([]float64, n), delay: make([]float64, n), per: make([][]float64, n), iexecs: make([]float64, n)}
+	return &Calibration{names: names, cpu: make([]float64, n), execs: make([]float64, n), delay: make([]float64, n), per: make([][]float64, n), iexecs: make([]float64, n),
+		qints: make([]float64, n), qempty: make([]float64, n)}
 }
 
 // Tap records one interval (Config.Tap): costs and delays from the
@@ -101,10 +110,14 @@ func (c *Calibration) Tap(from, to int) func(int, []planner.TaskObs) {
 		used, allot := make([]float64, len(c.names)), make([]float64, len(c.names))
 		cpu := make([]float64, len(c.names))
 		ex := make([]float64, len(c.names))
+		queue := make([]float64, len(c.names))
+		seen := make([]bool, len(c.names))
 		for _, t := range tasks {
 			if t.Op < 0 || t.Op >= len(c.names) {
 				continue
 			}
+			queue[t.Op] += t.Queue
+			seen[t.Op] = true
 			if t.Op == 0 {
 				mc += t.Millicores
 			}
@@ -127,6 +140,12 @@ func (c *Calibration) Tap(from, to int) func(int, []planner.TaskObs) {
 			return
 		}
 		for o := range c.names {
+			if seen[o] {
+				c.qints[o]++
+				if queue[o] == 0 {
+					c.qempty[o]++
+				}
+			}
 			c.cpu[o] += cpu[o]
 			c.execs[o] += ex[o]
 			if ex[o] > 0 {
@@ -148,6 +167,10 @@ func (c *Calibration) Costs() []OperatorCost {
 		}
 		if oc.Intervals > 0 {
 			oc.ExecsPerInterval = c.iexecs[o] / float64(oc.Intervals)
+		}
+		if c.qints[o] > 0 {
+			e := c.qempty[o] / c.qints[o]
+			oc.EmptyShare = &e
 		}
 		if n := len(c.per[o]); n > 1 {
 			mean, ss := 0.0, 0.0

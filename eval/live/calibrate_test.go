@@ -168,3 +168,22 @@ func TestHopsAfter(t *testing.T) {
 		t.Errorf("a mismatched operator: %v", err)
 	}
 }
+
+// TestCalibrationEmptyShare: the share of measured intervals whose report
+// showed an operator's queue empty (summed over workers), nil for an
+// operator never reported; intervals outside [from, to) do not count.
+func TestCalibrationEmptyShare(t *testing.T) {
+	c := NewCalibration([]string{"a", "b"})
+	tap := c.Tap(1, 5)
+	for i, qs := range [][2]float64{{7, 0}, {0, 0}, {0, 3}, {4, 0}, {0, 0}, {9, 9}} {
+		// op a on two workers (their queues sum); op b never reported.
+		tap(i, []planner.TaskObs{{Worker: 1, Op: 0, Queue: qs[0], Throughput: 10}, {Worker: 2, Op: 0, Queue: qs[1], Throughput: 10}})
+	}
+	costs := c.Costs()
+	if e := costs[0].EmptyShare; e == nil || *e != 0.5 {
+		t.Errorf("a: empty share %v, want 0.5 (intervals 1–4: empty, 3, 4, empty)", e)
+	}
+	if costs[1].EmptyShare != nil {
+		t.Errorf("b: empty share %v, want none (never reported)", *costs[1].EmptyShare)
+	}
+}
