@@ -169,8 +169,9 @@ type Physics struct {
 	StepSeconds float64 `json:"step_seconds,omitempty"`
 }
 
-// stepLen returns the length of a step, seconds (StepSeconds, 0 meaning 1).
-func (p Physics) stepLen() float64 {
+// StepLength returns the length of a step, seconds (StepSeconds, 0
+// meaning 1).
+func (p Physics) StepLength() float64 {
 	if p.StepSeconds == 0 {
 		return 1
 	}

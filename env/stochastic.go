@@ -61,7 +61,7 @@ func newPhysicsRun(p Physics, servers, slices int) *physicsRun {
 	}
 	ph.jitSigma, ph.jitMu = lognormal(p.CapacityJitter)
 	ph.cfsPeriod = p.CFSPeriodMS / 1000
-	ph.stepLen = p.stepLen()
+	ph.stepLen = p.StepLength()
 	ph.tracing = p.traced()
 	if p.hopsDrawn() {
 		ph.hopSpread = p.HopSpread

@@ -454,7 +454,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 				}
 				results = append(results, sim)
 				sum.Sim = append(sum.Sim, LiveRun{Key: sim.Key, Summary: sim.Summary, Placement: sim.Placement, TrajectorySHA256: sim.TrajectorySHA256, MeanTaskCPU: meanTaskCPU(sim)})
-				sum.SimScenario, sum.SimStepS = *scenario, stepSeconds(scen.Physics)
+				sum.SimScenario, sum.SimStepS = *scenario, scen.Physics.StepLength()
 				if base != nil {
 					bs, err := runner.Run(ctx, runner.Spec{Profile: *profile, TraceName: *trace, Workload: tr, PlacementSeed: seeds[pi],
 						Seed: *seed, Steps: n, Controller: sp, Physics: base.Physics, Scenario: *baseline, Demand: base.Demand})
@@ -462,7 +462,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 						return err
 					}
 					sum.SimBaseline = append(sum.SimBaseline, LiveRun{Key: bs.Key, Summary: bs.Summary, Placement: bs.Placement, TrajectorySHA256: bs.TrajectorySHA256, MeanTaskCPU: meanTaskCPU(bs)})
-					sum.SimBaselineScenario, sum.SimBaselineStepS = *baseline, stepSeconds(base.Physics)
+					sum.SimBaselineScenario, sum.SimBaselineStepS = *baseline, base.Physics.StepLength()
 				}
 			}
 			fmt.Fprintf(o.Stderr, "eval: %s: violation rate %.3f, mean p95 %.1f ms, mean CPU %.0f mc, throughput %.1f/s of %.1f, lost %d, control failures %d\n",
@@ -682,14 +682,6 @@ func applySimStep(v string, scale time.Duration, scen *env.Scenario) error {
 	}
 	scen.Physics.StepSeconds = L
 	return nil
-}
-
-// stepSeconds is p's step length, seconds (0 meaning 1).
-func stepSeconds(p env.Physics) float64 {
-	if p.StepSeconds == 0 {
-		return 1
-	}
-	return p.StepSeconds
 }
 
 // liveMarkdown is report.md: the configuration and one row per controller.
