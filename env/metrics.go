@@ -144,12 +144,9 @@ func (m *metrics) push(raw []float64, atReset bool) {
 // and the reported history) to a snapshot.
 func (e *Env) writeMetrics(w *enc) error {
 	m := e.met
-	st, err := m.src.MarshalBinary()
-	if err != nil {
-		return fmt.Errorf("env: metric noise stream: %w", err)
+	if err := writeStream(w, m.src, "metric noise stream"); err != nil {
+		return err
 	}
-	w.i(len(st))
-	w.b.Write(st)
 	w.i(m.rows, m.head)
 	w.f(m.ring...)
 	w.f(m.cur...)
@@ -158,13 +155,35 @@ func (e *Env) writeMetrics(w *enc) error {
 	w.f(m.prevP95)
 	w.bl(m.hist[:]...)
 	if m.batch { // only then: snapshots of other scenarios keep their bytes
-		b, err := m.bsrc.MarshalBinary()
-		if err != nil {
-			return fmt.Errorf("env: batch snapshot stream: %w", err)
+		if err := writeStream(w, m.bsrc, "batch snapshot stream"); err != nil {
+			return err
 		}
-		w.i(len(b))
-		w.b.Write(b)
 		w.f(m.snapQ...)
+	}
+	return nil
+}
+
+// writeStream appends src's state as its length and bytes.
+func writeStream(w *enc, src *rand.PCG, name string) error {
+	b, err := src.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("env: %s: %w", name, err)
+	}
+	w.i(len(b))
+	w.b.Write(b)
+	return nil
+}
+
+// readStream decodes what writeStream wrote into src.
+func readStream(d *dec, src *rand.PCG, name string) error {
+	size := d.i()
+	if d.err != nil || size < 0 || size > 64 || size > d.r.Len() {
+		return fmt.Errorf("%w: %s of %d bytes", ErrSnapshot, name, size)
+	}
+	b := make([]byte, size)
+	d.r.Read(b)
+	if err := src.UnmarshalBinary(b); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrSnapshot, name, err)
 	}
 	return nil
 }
@@ -173,14 +192,8 @@ func (e *Env) writeMetrics(w *enc) error {
 // this Env, validated; the caller commits it.
 func (e *Env) readMetrics(d *dec) (*metrics, error) {
 	m := newMetrics(e.cfg.Physics, e.n)
-	size := d.i()
-	if d.err != nil || size < 0 || size > 64 || size > d.r.Len() {
-		return nil, fmt.Errorf("%w: metric noise stream of %d bytes", ErrSnapshot, size)
-	}
-	st := make([]byte, size)
-	d.r.Read(st)
-	if err := m.src.UnmarshalBinary(st); err != nil {
-		return nil, fmt.Errorf("%w: metric noise stream: %w", ErrSnapshot, err)
+	if err := readStream(d, m.src, "metric noise stream"); err != nil {
+		return nil, err
 	}
 	rows, head := d.i(), d.i()
 	if d.err != nil || rows != m.rows || head < 0 || head >= rows {
@@ -197,14 +210,8 @@ func (e *Env) readMetrics(d *dec) (*metrics, error) {
 		m.hist[i] = d.bl()
 	}
 	if m.batch {
-		size := d.i()
-		if d.err != nil || size < 0 || size > 64 || size > d.r.Len() {
-			return nil, fmt.Errorf("%w: batch snapshot stream of %d bytes", ErrSnapshot, size)
-		}
-		b := make([]byte, size)
-		d.r.Read(b)
-		if err := m.bsrc.UnmarshalBinary(b); err != nil {
-			return nil, fmt.Errorf("%w: batch snapshot stream: %w", ErrSnapshot, err)
+		if err := readStream(d, m.bsrc, "batch snapshot stream"); err != nil {
+			return nil, err
 		}
 		for i := range m.snapQ {
 			m.snapQ[i] = d.f()
