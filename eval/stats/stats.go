@@ -81,7 +81,10 @@ func RelDiff(a, b []float64) (d []float64, ok bool) {
 // confidence level, of the mean of x from resamples resamples drawn with
 // src. Each resample draws len(x) indices uniformly with replacement (in
 // order, one src draw each via rand.Rand.IntN); its mean is taken as Mean
-// does. The bounds are the empirical α/2 and 1 − α/2 quantiles
+// takes it of the resample (shifted by the resample's first value, so a
+// resample of one repeated value has that value exactly: shifted by x's
+// first value instead, a resample of zeros could come out 5.6e-17 and
+// turn a bound that is 0 into one "entirely above 0"). The bounds are the empirical α/2 and 1 − α/2 quantiles
 // (stat.Empirical) of the sorted resample means, α = 1 − level.
 //
 // ok is false when x has fewer than 2 values or a non-finite one,
@@ -99,11 +102,12 @@ func BootstrapMean(x []float64, resamples int, level float64, src rand.Source) (
 	n := len(x)
 	means := make([]float64, resamples)
 	for b := range means {
+		first := x[r.IntN(n)]
 		s := 0.0
-		for range n {
-			s += x[r.IntN(n)] - x[0]
+		for range n - 1 {
+			s += x[r.IntN(n)] - first
 		}
-		means[b] = x[0] + s/float64(n)
+		means[b] = first + s/float64(n)
 	}
 	slices.Sort(means)
 	alpha := 1 - level

@@ -174,3 +174,21 @@ func BenchmarkBootstrapMean(b *testing.B) {
 		BootstrapMean(x, 10000, 0.95, src("eval/bootstrap"))
 	}
 }
+
+// TestBootstrapZeroResample: a resample made of one repeated value has
+// that value exactly, so the lower bound of differences whose smallest is
+// 0 is 0 and not "entirely above 0". Three placements' violation
+// differences (pp) ≈ 1/3, 5/6 and 0: the all-zero resample (probability
+// 1/27) is the 0.1% quantile; shifted by x[0], it came out 5.6e-17.
+func TestBootstrapZeroResample(t *testing.T) {
+	// The differences as eval computes them from three runs of 600
+	// intervals: 2/600 − 0, 6/600 − 1/600 and 0 − 0, in percentage points.
+	x := []float64{}
+	for _, v := range [][2]float64{{2, 0}, {6, 1}, {0, 0}} {
+		x = append(x, (v[0]/600-v[1]/600)*100)
+	}
+	ci, ok := BootstrapMean(x, 20000, 0.998, rand.NewPCG(1, 2))
+	if !ok || ci.Lo != 0 || ci.Above() {
+		t.Errorf("CI %+v: want a lower bound of exactly 0", ci)
+	}
+}
