@@ -310,30 +310,18 @@ func (c HopCurve) resolve(a App) *curveRun {
 func (cr *curveRun) at(r float64, base, hop, wait, empty []float64) float64 {
 	i, u := cr.locate(r)
 	for k := range hop {
-		h := cr.hop[i][k]
-		if h != h {
+		if cr.hop[i][k] != cr.hop[i][k] {
 			hop[k] = base[k]
-			continue
+		} else {
+			hop[k] = lerpAt(cr.hop, i, u, k)
 		}
-		if u > 0 {
-			h += u * (cr.hop[i+1][k] - h)
-		}
-		hop[k] = h
 	}
 	for k := range wait {
-		w := cr.wait[i][k]
-		if u > 0 {
-			w += u * (cr.wait[i+1][k] - w)
-		}
-		wait[k] = w
+		wait[k] = lerpAt(cr.wait, i, u, k)
 	}
 	if cr.empty != nil {
 		for k := range empty {
-			e := cr.empty[i][k]
-			if u > 0 {
-				e += u * (cr.empty[i+1][k] - e)
-			}
-			empty[k] = e
+			empty[k] = lerpAt(cr.empty, i, u, k)
 		}
 	}
 	if cr.spread == nil {
@@ -344,6 +332,16 @@ func (cr *curveRun) at(r float64, base, hop, wait, empty []float64) float64 {
 		sp += u * (cr.spread[i+1] - sp)
 	}
 	return sp
+}
+
+// lerpAt is value k of point i, moved the fraction u of the way to point
+// i+1's (u = 0: point i's, which may be the last).
+func lerpAt(pts [][]float64, i int, u float64, k int) float64 {
+	v := pts[i][k]
+	if u > 0 {
+		v += u * (pts[i+1][k] - v)
+	}
+	return v
 }
 
 // locate returns the point at or below r and the fraction u of the way to

@@ -154,10 +154,7 @@ func observationGaps(names []string, runs []obsRun) []ObsGap {
 			pooled[r.controller] = p
 			order = append(order, r.controller)
 		}
-		w := 0
-		if r.world == "sim" {
-			w = 1
-		}
+		w := worldIndex(r.world)
 		p[w] = append(p[w], r.rows...)
 	}
 	var out []ObsGap
