@@ -208,6 +208,7 @@ func FuzzParseScenario(f *testing.F) {
 		`{"version":1,"base":"paper","physics":{"hop_spread":0,"hops_end_to_end":false}}`, `{"version":1,"base":"paper","physics":{"hop_spread":1e-320}}`,
 		`{"version":1,"base":"realistic","physics":{"hop_curve":[{"rate":300,"hop_ms_by_task":{"Join":19.2},"wait_ms_by_task":{"Annotate":19.2},"hop_spread":0.85},{"rate":3000,"hop_ms_by_task":{"Join":7.7},"wait_ms_by_task":{"Annotate":7.7},"hop_spread":1.45}]}}`,
 		`{"version":1,"base":"realistic","physics":{"step_seconds":0.25}}`, `{"version":1,"base":"paper","physics":{"step_seconds":5e-324}}`,
+		`{"version":1,"base":"realistic","physics":{"hop_curve":[{"rate":300,"hop_ms_by_task":{"Join":19.2},"wait_ms_by_task":{"Annotate":19.2},"queue_empty_by_task":{"Annotate":0.5}}]}}`,
 		`{"version":1,"base":"paper","physics":{"hop_curve":null}}`, `{"version":1,"base":"paper","physics":{"hop_curve":[{"rate":1,"hop_ms_by_task":{"a":1}},{"rate":1e300,"hop_ms_by_task":{"a":0}}]}}`,
 	} {
 		f.Add([]byte(s))
