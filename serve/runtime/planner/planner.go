@@ -877,29 +877,21 @@ func (p *Planner) send(idx int) {
 // generate is the open-loop load generator. Input k of a segment of
 // constant rate r starting at s has the intended time s + k/r (computed,
 // not accumulated, so no rounding drift); a segment is one trace point, or
-// the whole run for a constant rate.
+// the whole run for a constant rate. Segment i spans [i·step, (i+1)·step),
+// computed from its index: recovering the index from a boundary by
+// division could land one below it for a step that is not a binary
+// fraction (3 × 0.01 / 0.01 < 3) and then loop on that boundary forever.
 func (p *Planner) generate(ctx context.Context) {
 	src := p.cfg.App.NewSource(p.cfg.Seed)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	end := p.cfg.Duration.Seconds()
-	step := math.Inf(1)
-	if p.cfg.Trace != nil {
-		step = p.cfg.TraceStep.Seconds()
-	}
-	segStart, segRate, k := 0.0, p.rateAt(0), 0
+	seg, k := 0, 0
+	segStart, segEnd, segRate := p.segment(seg)
 	// Size the input log once: growing a log of millions of inputs by
 	// doubling copies it again and again inside the generator's lock.
-	expect := 0.0
-	if p.cfg.Trace == nil {
-		expect = p.cfg.Rate * end
-	} else {
-		for t := 0.0; t < end; t += step {
-			expect += p.rateAt(t) * min(step, end-t)
-		}
-	}
 	p.mu.Lock()
-	p.ins = slices.Grow(p.ins, int(min(expect, 50e6))+16)
+	p.ins = slices.Grow(p.ins, min(p.inputBound(), 50_000_000))
 	p.mu.Unlock()
 	var buf []byte
 	for {
@@ -910,15 +902,14 @@ func (p *Planner) generate(ctx context.Context) {
 		}
 		now := time.Since(p.start).Seconds()
 		p.mu.Lock()
-		for {
-			segEnd := (math.Floor(segStart/step) + 1) * step
+		for segStart < end {
 			t := segEnd
 			if segRate > 0 {
 				t = segStart + float64(k)/segRate
 			}
 			if t >= segEnd { // next trace point
-				segStart, k = segEnd, 0
-				segRate = p.rateAt(segStart)
+				seg, k = seg+1, 0
+				segStart, segEnd, segRate = p.segment(seg)
 				continue
 			}
 			if t > now || t >= end {
@@ -937,18 +928,49 @@ func (p *Planner) generate(ctx context.Context) {
 			k++
 		}
 		p.mu.Unlock()
-		if segStart >= end || (segRate == 0 && math.IsInf(step, 1)) || segStart+float64(k)/segRate >= end {
+		if segStart >= end || (segRate == 0 && math.IsInf(segEnd, 1)) || segStart+float64(k)/segRate >= end {
 			return
 		}
 	}
 }
 
-// rateAt is the input rate at t seconds after the start.
-func (p *Planner) rateAt(t float64) float64 {
+// segment returns the start, end and rate of segment i of the load: trace
+// point i, or for a constant rate the whole run (segment 0, endless; the
+// later ones start at +Inf, after any run).
+func (p *Planner) segment(i int) (start, end, rate float64) {
 	if p.cfg.Trace == nil {
-		return p.cfg.Rate
+		if i > 0 {
+			return math.Inf(1), math.Inf(1), 0
+		}
+		return 0, math.Inf(1), p.cfg.Rate
 	}
-	return p.cfg.Trace.Rate(int(t/p.cfg.TraceStep.Seconds())) * p.cfg.RateMult
+	step := p.cfg.TraceStep.Seconds()
+	return float64(i) * step, float64(i+1) * step, p.cfg.Trace.Rate(i) * p.cfg.RateMult
+}
+
+// inputBound is an upper bound of the number of inputs generate sends:
+// each segment of length L at rate r sends the inputs at k/r < L after
+// its start, ⌈r·L⌉ of them, so the bound rounds every segment up (and adds
+// one against the rounding of the comparison). Rounding only the total,
+// as the log's sizing once did, fell short by up to one input per segment:
+// over a ten-minute replay (608 segments) the log then overflowed near the
+// load's end and was copied inside the generator's lock, a 70–300 ms stall
+// of the whole planner that delayed the completions of the run's last
+// interval and inflated its p95.
+func (p *Planner) inputBound() int {
+	end := p.cfg.Duration.Seconds()
+	n := 0.0
+	for i := 0; ; i++ {
+		start, segEnd, rate := p.segment(i)
+		if start >= end {
+			break
+		}
+		n += math.Ceil(rate*(min(segEnd, end)-start)) + 1
+		if n > math.MaxInt32 {
+			return math.MaxInt32
+		}
+	}
+	return int(n)
 }
 
 // noteBeatGap records the time between two beats of one member (p.mu

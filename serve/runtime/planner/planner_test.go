@@ -698,3 +698,41 @@ func TestThreshold(t *testing.T) {
 		t.Fatalf("threshold rule: %v", got)
 	}
 }
+
+// TestInputLogSizedOnce: the generator's input log is sized for every
+// input the run sends, so it is never copied inside the generator's lock.
+// A trace of 100 segments of 10 ms at 1,550 inputs/s sends ⌈15.5⌉ = 16
+// inputs per segment, 1,600 in all, where the rate × time of the whole run
+// is 1,550: an estimate rounded once fell 50 short and the log grew near
+// the load's end (on a ten-minute live replay a 70–300 ms stall of the
+// planner that inflated the last interval's p95).
+func TestInputLogSizedOnce(t *testing.T) {
+	app := runtime.WordCount()
+	counts := make([]float64, 100)
+	for i := range counts {
+		counts[i] = 1550
+	}
+	cfg := Config{App: app, Seed: 3, Trace: &traces.Trace{Counts: counts, Scale: 1}, TraceStep: 10 * time.Millisecond,
+		Duration: time.Second, Drain: 3 * time.Second, Workers: 1, Miss: 25}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &inproc{t: t, planner: ln.Addr().String(), app: app, cfg: worker.Config{Report: 200 * time.Millisecond}}
+	defer prov.Close()
+	cfg.Provider = prov
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Serve(context.Background(), ln, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Inputs != 1600 {
+		t.Fatalf("inputs %d, want 1600 (16 per 10 ms segment)", res.Inputs)
+	}
+	if b := p.inputBound(); b < int(res.Inputs) {
+		t.Fatalf("input bound %d below the %d inputs sent: the log grows under the generator's lock", b, res.Inputs)
+	}
+}
