@@ -499,17 +499,7 @@ func TestTraceAllocAndMetrics(t *testing.T) {
 			}
 			return out
 		}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prov := &inproc{t: t, planner: ln.Addr().String(), app: app, cfg: worker.Config{Report: 200 * time.Millisecond}}
-	defer prov.Close()
-	cfg.Provider = prov
-	p, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, prov, ln := inprocPlanner(t, cfg)
 	pl = p
 	res, err := p.Serve(context.Background(), ln, nil)
 	if err != nil {
@@ -714,17 +704,7 @@ func TestInputLogSizedOnce(t *testing.T) {
 	}
 	cfg := Config{App: app, Seed: 3, Trace: &traces.Trace{Counts: counts, Scale: 1}, TraceStep: 10 * time.Millisecond,
 		Duration: time.Second, Drain: 3 * time.Second, Workers: 1, Miss: 25}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prov := &inproc{t: t, planner: ln.Addr().String(), app: app, cfg: worker.Config{Report: 200 * time.Millisecond}}
-	defer prov.Close()
-	cfg.Provider = prov
-	p, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _, ln := inprocPlanner(t, cfg)
 	res, err := p.Serve(context.Background(), ln, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -735,4 +715,23 @@ func TestInputLogSizedOnce(t *testing.T) {
 	if b := p.inputBound(); b < int(res.Inputs) {
 		t.Fatalf("input bound %d below the %d inputs sent: the log grows under the generator's lock", b, res.Inputs)
 	}
+}
+
+// inprocPlanner is a planner for cfg on a fresh loopback listener whose
+// workers run in this process and report every 200 ms; they are closed
+// when the test ends.
+func inprocPlanner(t *testing.T, cfg Config) (*Planner, *inproc, net.Listener) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := &inproc{t: t, planner: ln.Addr().String(), app: cfg.App, cfg: worker.Config{Report: 200 * time.Millisecond}}
+	t.Cleanup(func() { prov.Close() })
+	cfg.Provider = prov
+	p, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, prov, ln
 }
