@@ -80,12 +80,13 @@ func RelDiff(a, b []float64) (d []float64, ok bool) {
 // BootstrapMean returns the percentile-bootstrap confidence interval, at
 // confidence level, of the mean of x from resamples resamples drawn with
 // src. Each resample draws len(x) indices uniformly with replacement (in
-// order, one src draw each via rand.Rand.IntN); its mean is taken as Mean
-// takes it of the resample (shifted by the resample's first value, so a
-// resample of one repeated value has that value exactly: shifted by x's
-// first value instead, a resample of zeros could come out 5.6e-17 and
-// turn a bound that is 0 into one "entirely above 0"). The bounds are the empirical α/2 and 1 − α/2 quantiles
-// (stat.Empirical) of the sorted resample means, α = 1 − level.
+// order, one src draw each via rand.Rand.IntN); its mean is Mean of the
+// resample, shifted by the resample's own first value, so a resample of one
+// repeated value has exactly that value (shifted by x's first value
+// instead, a resample of zeros could come out 5.6e-17 and turn a bound
+// that is 0 into one "entirely above 0"). The bounds are the empirical
+// α/2 and 1 − α/2 quantiles (stat.Empirical) of the sorted resample means,
+// α = 1 − level.
 //
 // ok is false when x has fewer than 2 values or a non-finite one,
 // resamples < 1, level is outside (0, 1), or src is nil.
