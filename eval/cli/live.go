@@ -153,7 +153,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	seed := fs.Uint64("seed", 1, "seed of the input source and the controllers")
 	placement := fs.Uint64("placement-seed", 101, "seed of the (first) scenario task placement (the servers the controllers see)")
 	nPlace := fs.Int("placements", 1, "number of placements, seeds -placement-seed, -placement-seed+1, …; every controller runs on each")
-	policies := fs.String("policies", "policies", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors")
+	policies := fs.String("policies", "policies/calibrated", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors")
 	api := fs.String("api", "", "policy endpoint URL for ppo (default: start go run ./serve api on a free loopback port)")
 	serveBin := fs.String("serve-bin", "", "a built serve binary to start the policy endpoint with (instead of go run ./serve)")
 	out := fs.String("out", "out/live", "output directory (created if missing)")

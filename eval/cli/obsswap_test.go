@@ -59,7 +59,7 @@ func swapFixture(t *testing.T, ctrl string, drop bool) string {
 // other's exactly, swapping none leaves them, and the worlds' own choices
 // differ on the fixture; the report names every task and group.
 func TestObsSwap(t *testing.T) {
-	const ctrl = "ppo:../../policies/calibrated-curve/pred"
+	const ctrl = "ppo:../../policies/calibrated/pred"
 	path := swapFixture(t, ctrl, false)
 	code, stdout, stderr := call(t, "obsswap", "-obs", path, "-controller", ctrl, "-skip", "2", "-json")
 	if code != 0 {
@@ -96,7 +96,7 @@ func TestObsSwap(t *testing.T) {
 // and a file whose features do not match the policy are refused, naming
 // what is wrong.
 func TestObsSwapErrors(t *testing.T) {
-	const ctrl = "ppo:../../policies/calibrated-curve/pred"
+	const ctrl = "ppo:../../policies/calibrated/pred"
 	good, short := swapFixture(t, ctrl, false), swapFixture(t, ctrl, true)
 	for _, c := range []struct {
 		args []string
@@ -107,7 +107,7 @@ func TestObsSwapErrors(t *testing.T) {
 		{[]string{"-obs", good}, 2, "-controller is required"},
 		{[]string{"-obs", good, "-controller", ctrl, "-skip", "-1"}, 2, "-skip -1"},
 		{[]string{"-obs", good, "-controller", "threshold"}, 2, `"threshold" names no policy directory`},
-		{[]string{"-obs", good, "-controller", "ppo:../../policies/calibrated-curve/etl"}, 2, "no observations of controller"},
+		{[]string{"-obs", good, "-controller", "ppo:../../policies/calibrated/etl"}, 2, "no observations of controller"},
 		{[]string{"-obs", short, "-controller", ctrl}, 1, "features, the policy"},
 		{[]string{"-obs", filepath.Join(t.TempDir(), "none.parquet"), "-controller", ctrl}, 1, "none.parquet"},
 		{[]string{"-obs", good, "-controller", ctrl, "-policy", t.TempDir()}, 1, "policy"},

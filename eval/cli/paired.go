@@ -44,7 +44,7 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 	nPlace := fs.Int("placements", len(paired.DefaultPlacements), "number of placement seeds, taken from 101, 102, …")
 	ctrlF := fs.String("controllers", DefaultControllers, "comma-separated controller specs")
 	candF := fs.String("candidate", "ppo", "controller judged against the others")
-	policies := fs.String("policies", "policies", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors")
+	policies := fs.String("policies", "policies/default", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors")
 	seed := fs.Uint64("seed", 1, "root seed (episode seeds and bootstrap)")
 	steps := fs.Int("steps", 3600, "intervals per run (0 = the full trace)")
 	scenario := fs.String("scenario", env.Scenarios()[0], scenarioUsage)

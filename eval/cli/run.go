@@ -37,7 +37,7 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 	seed := fs.Uint64("seed", 1, "episode and controller seed")
 	steps := fs.Int("steps", 0, "intervals to run (0 = the full trace)")
 	ctrl := fs.String("controller", "static:2000", "controller: static:N (millicores per task), threshold, vrebalance, ppo, ppo:DIR, clasp")
-	policies := fs.String("policies", "policies", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors")
+	policies := fs.String("policies", "policies/default", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors")
 	out := fs.String("out", "", "write per-interval metrics to this Parquet file")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	if err := parseFlags(fs, args, o); err != nil {

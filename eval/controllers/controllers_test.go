@@ -208,11 +208,11 @@ func FuzzParse(f *testing.F) {
 // (env.Config.ActionDeltas), and a card with the paper's set leaves the
 // scenario as it is.
 func TestPPOActionSet(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "..", "policies", "pred", "policy.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "policies", "paper", "pred", "policy.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	weights, err := os.ReadFile(filepath.Join("..", "..", "policies", "pred", "policy.safetensors"))
+	weights, err := os.ReadFile(filepath.Join("..", "..", "policies", "paper", "pred", "policy.safetensors"))
 	if err != nil {
 		t.Fatal(err)
 	}
