@@ -332,7 +332,7 @@ func TestRunNamedTrace(t *testing.T) {
 
 func TestProgressBar(t *testing.T) {
 	var b bytes.Buffer
-	p := newProgress(Options{IO: command.IO{Stderr: &b, Terminal: true}})
+	p := newProgress(Options{IO: command.IO{Stderr: &b, Terminal: true}}, false, false)
 	p.update(1, 4)
 	p.update(4, 4)
 	p.finish()
@@ -340,10 +340,23 @@ func TestProgressBar(t *testing.T) {
 		t.Errorf("progress output %q", s)
 	}
 	b.Reset()
-	q := newProgress(Options{IO: command.IO{Stderr: &b}})
+	q := newProgress(Options{IO: command.IO{Stderr: &b}}, false, false)
 	q.update(1, 4)
 	q.finish()
 	if b.Len() != 0 {
 		t.Errorf("progress drawn on a non-terminal: %q", b.String())
+	}
+	b.Reset()
+	r := newProgress(Options{IO: command.IO{Stderr: &b}}, true, true)
+	r.update(2, 4)
+	r.finish()
+	if s := b.String(); !strings.HasPrefix(s, "[###############...............] 2/4 runs") || !strings.HasSuffix(s, "left\n") {
+		t.Errorf("forced progress output %q", s)
+	}
+	b.Reset()
+	quiet := newProgress(Options{IO: command.IO{Stderr: &b, Terminal: true}}, true, false)
+	quiet.update(1, 4)
+	if b.Len() != 0 {
+		t.Errorf("progress drawn with -json: %q", b.String())
 	}
 }

@@ -49,10 +49,15 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 	steps := fs.Int("steps", 3600, "intervals per run (0 = the full trace)")
 	scenario := fs.String("scenario", env.Scenarios()[0], scenarioUsage)
 	asJSON := fs.Bool("json", false, "print summary.json to stdout")
+	budget := fs.Float64("violation-budget", paired.DefaultViolationBudget, "violation rate (a fraction in (0, 1)) within which a controller meets its SLO when the best controller of a cell is named")
+	showProgress := fs.Bool("progress", false, "show progress on stderr even when it is not a terminal or with -json")
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
 	}
 	set := explicit(fs)
+	if !(*budget > 0 && *budget < 1) {
+		return usagef("eval paired: -violation-budget %g, want a fraction in (0, 1)", *budget)
+	}
 
 	profiles, err := splitList("profiles", *profilesF)
 	if err != nil {
@@ -83,7 +88,7 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 		return err
 	}
 
-	plan := paired.Plan{Profiles: profiles, Seed: *seed, Steps: *steps, RateMult: *mult, Scenario: *scenario, Physics: scen.Physics, Demand: scen.Demand}
+	plan := paired.Plan{Profiles: profiles, Seed: *seed, Steps: *steps, RateMult: *mult, Scenario: *scenario, Physics: scen.Physics, Demand: scen.Demand, ViolationBudget: *budget}
 	for i := range *nPlace {
 		plan.Placements = append(plan.Placements, 101+uint64(i))
 	}
@@ -138,7 +143,7 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 		return fmt.Errorf("eval: %w", err)
 	}
 
-	sum, err := executePaired(ctx, plan, *outDir, o)
+	sum, err := executePaired(ctx, plan, *outDir, o, *asJSON, *showProgress)
 	if err != nil {
 		return err
 	}
@@ -174,7 +179,7 @@ func preflight(c controllers.Spec, plan paired.Plan) error {
 
 // executePaired runs the plan, streaming intervals.parquet and collecting
 // runs.parquet rows and the figures' series, and analyzes the results.
-func executePaired(ctx context.Context, plan paired.Plan, outDir string, o Options) (paired.Summary, error) {
+func executePaired(ctx context.Context, plan paired.Plan, outDir string, o Options, quiet, force bool) (paired.Summary, error) {
 	specs := plan.Specs()
 	f, err := os.Create(filepath.Join(outDir, FileIntervals))
 	if err != nil {
@@ -201,7 +206,7 @@ func executePaired(ctx context.Context, plan paired.Plan, outDir string, o Optio
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	bar := newProgress(o)
+	bar := newProgress(o, quiet, force)
 	err = paired.Execute(ctx, specs, workers, emit, bar.update)
 	bar.finish()
 	if err != nil {
@@ -280,7 +285,7 @@ func printVerdicts(o Options, sum paired.Summary, outDir string) error {
 		return "no"
 	}
 	fmt.Fprintf(w, "candidate %s; report %s\n", sum.Protocol.Candidate, filepath.Join(outDir, FileReport))
-	fmt.Fprintf(w, "%-6s %-8s %-16s %9s %10s %10s %10s %7s  %-3s %-3s %-3s\n", "prof", "trace", "controller", "viol %", "p95 ms", "cpu mc", "resv mc", "servers", "H1", "H2", "H3")
+	fmt.Fprintf(w, "%-6s %-8s %-27s %9s %10s %10s %10s %7s  %-3s %-3s %-3s\n", "prof", "trace", "controller", "viol", "p95 ms", "cpu mc", "resv mc", "servers", "H1", "H2", "H3")
 	for _, c := range sum.Combinations {
 		for _, cs := range c.Controllers {
 			h := "  -   -   -"
@@ -289,8 +294,15 @@ func printVerdicts(o Options, sum paired.Summary, outDir string) error {
 					h = fmt.Sprintf("  %-3s %-3s %-3s", yn(cmp.H1), yn(cmp.H2), yn(cmp.H3))
 				}
 			}
-			fmt.Fprintf(w, "%-6s %-8s %-16s %9s %10s %10s %10s %7s%s\n", c.Profile, c.Trace, cs.Controller,
-				strconv.FormatFloat(100*float64(cs.ViolationRateMean), 'f', 2, 64),
+			name := cs.Controller
+			switch name {
+			case c.Best:
+				name += " (best)"
+			case c.BestRule:
+				name += " (rule)"
+			}
+			fmt.Fprintf(w, "%-6s %-8s %-27s %9s %10s %10s %10s %7s%s\n", c.Profile, c.Trace, name,
+				strconv.FormatFloat(100*float64(cs.ViolationRateMean), 'f', 2, 64)+"%",
 				strconv.FormatFloat(float64(cs.MeanP95MS), 'f', 1, 64),
 				strconv.FormatFloat(float64(cs.MeanCPU), 'f', 0, 64),
 				strconv.FormatFloat(float64(cs.MeanReservedCPU), 'f', 0, 64),
@@ -300,26 +312,46 @@ func printVerdicts(o Options, sum paired.Summary, outDir string) error {
 	return w.Flush()
 }
 
-// progress draws a progress bar on a terminal stderr.
+// progress draws a progress bar with the runs done, the elapsed time and
+// an estimate of the time left on stderr: on a terminal unless quiet, or
+// always when forced (-progress). It goes to stderr only, so stdout and
+// the artifacts do not depend on it.
 type progress struct {
 	mu    sync.Mutex
 	o     Options
+	on    bool
 	start time.Time
 	drawn bool
 }
 
-func newProgress(o Options) *progress { return &progress{o: o, start: time.Now()} }
+// newProgress returns a progress bar for o's stderr; quiet (-json) keeps
+// it off a terminal, force turns it on anywhere.
+func newProgress(o Options, quiet, force bool) *progress {
+	return &progress{o: o, on: force || (o.Terminal && !quiet), start: time.Now()}
+}
 
 func (p *progress) update(done, total int) {
-	if !p.o.Terminal || total == 0 {
+	if !p.on || total == 0 {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	const width = 30
 	n := done * width / total
-	fmt.Fprintf(p.o.Stderr, "\r[%s%s] %d/%d runs %5.1fs", strings.Repeat("#", n), strings.Repeat(".", width-n), done, total, time.Since(p.start).Seconds())
-	p.drawn = true
+	el := time.Since(p.start)
+	eta := "?"
+	if done > 0 {
+		eta = (time.Duration(float64(el) / float64(done) * float64(total-done))).Round(time.Second).String()
+	}
+	end := "\r"
+	if !p.o.Terminal {
+		end = ""
+	}
+	fmt.Fprintf(p.o.Stderr, "%s[%s%s] %d/%d runs %5.1fs, about %s left", end, strings.Repeat("#", n), strings.Repeat(".", width-n), done, total, el.Seconds(), eta)
+	if !p.o.Terminal {
+		fmt.Fprintln(p.o.Stderr)
+	}
+	p.drawn = p.o.Terminal
 }
 
 func (p *progress) finish() {

@@ -96,7 +96,7 @@ func sweepCmd(ctx context.Context, args []string, o Options) error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	bar := newProgress(o)
+	bar := newProgress(o, false, false)
 	rows, sum, err := sweep.Execute(ctx, plan, workers, bar.update)
 	bar.finish()
 	if err != nil {

@@ -24,6 +24,20 @@ func (n Num) MarshalJSON() ([]byte, error) {
 	return json.Marshal(f)
 }
 
+// UnmarshalJSON implements json.Unmarshaler: null decodes as NaN.
+func (n *Num) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = Num(math.NaN())
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*n = Num(f)
+	return nil
+}
+
 // Summary is the judged result of a paired evaluation (summary.json).
 type Summary struct {
 	Seed         uint64        `json:"seed"`
@@ -60,6 +74,13 @@ type Protocol struct {
 	// horizontal counterpart of the edge scenario (clasp), in controller
 	// order; empty when there are none.
 	Horizontal []string `json:"horizontal_controllers,omitempty"`
+	// Learned lists the learned controllers (trained policies), in
+	// controller order; the others are rules. ViolationBudget is the
+	// violation rate (a fraction) within which a controller meets its SLO
+	// when the best controller and the best rule of a cell are named
+	// (Combination.Best, BestRule).
+	Learned         []string `json:"learned_controllers,omitempty"`
+	ViolationBudget float64  `json:"violation_budget"`
 }
 
 // Protocol returns the plan's settings.
@@ -67,6 +88,7 @@ func (p Plan) Protocol() Protocol {
 	pr := Protocol{
 		Profiles: p.Profiles, Scenario: p.Scenario, Physics: p.Physics, PlacementSeeds: p.Placements, Candidate: p.Candidate,
 		Steps: p.Steps, RateMult: p.RateMult, Resamples: Resamples, Level: Level, MarginPct: NonInferiorityMargin,
+		ViolationBudget: p.budget(),
 		EpisodeStream:   "eval/episode/<profile>/<trace>/<placement>",
 		BootstrapStream: "eval/bootstrap/<profile>/<trace>/<candidate>/<baseline>",
 	}
@@ -77,6 +99,9 @@ func (p Plan) Protocol() Protocol {
 		pr.Controllers = append(pr.Controllers, c.String())
 		if c.Horizontal() {
 			pr.Horizontal = append(pr.Horizontal, c.String())
+		}
+		if IsLearned(c) {
+			pr.Learned = append(pr.Learned, c.String())
 		}
 	}
 	return pr
@@ -90,6 +115,15 @@ type Combination struct {
 	Steps       int               `json:"steps"`
 	Controllers []ControllerStats `json:"controllers"`
 	Comparisons []Comparison      `json:"comparisons"`
+	// Best is the cell's best controller: the least mean CPU among the
+	// controllers whose mean violation rate is within the protocol's
+	// budget, else the fewest violations. BestRule is the best of the
+	// rules (the controllers that are not learned) by the same criterion,
+	// and VsBestRule every other controller against it, paired over the
+	// placements. Empty when the cell has no rule.
+	Best       string   `json:"best"`
+	BestRule   string   `json:"best_rule"`
+	VsBestRule []Versus `json:"vs_best_rule"`
 }
 
 // ControllerStats are one controller's means over the placements of a
@@ -229,6 +263,7 @@ func Analyze(p Plan, results []runner.Result) (Summary, error) {
 					comb.Comparisons = append(comb.Comparisons, compare(p.Seed, prof, w.Name, p.Candidate, spec.String(), col, cand, b))
 				}
 			}
+			judgeBest(&comb, p, col)
 			sum.Combinations = append(sum.Combinations, comb)
 		}
 	}
@@ -325,5 +360,31 @@ func compare(seed uint64, prof, trace, cand, base string, col func(int, func(run
 			Evidence: []Estimate{et},
 		},
 		Footprint: []Estimate{estimate(MetricReservedCPU, "percent", rci), estimate(MetricActiveServers, "servers", aci)},
+	}
+}
+
+// judgeBest names the cell's best controller and best rule and compares
+// every other controller with the best rule.
+func judgeBest(comb *Combination, p Plan, col func(int, func(runner.Summary) float64) []float64) {
+	learned := make([]bool, len(p.Controllers))
+	for i, c := range p.Controllers {
+		learned[i] = IsLearned(c)
+	}
+	b := pickBest(comb.Controllers, p.budget(), func(int) bool { return true })
+	r := pickBest(comb.Controllers, p.budget(), func(i int) bool { return !learned[i] })
+	if b >= 0 {
+		comb.Best = comb.Controllers[b].Controller
+	}
+	if r < 0 {
+		return
+	}
+	comb.BestRule = comb.Controllers[r].Controller
+	for i, c := range comb.Controllers {
+		if i == r {
+			continue
+		}
+		cmp := compare(p.Seed, comb.Profile, comb.Trace, c.Controller, comb.BestRule, col, i, r)
+		v, u := cmp.H1.Evidence[0], cmp.H2.Evidence[0]
+		comb.VsBestRule = append(comb.VsBestRule, Versus{Controller: c.Controller, Violation: v, CPU: u, Verdict: dominance(v, u)})
 	}
 }

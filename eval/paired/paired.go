@@ -48,6 +48,17 @@ type Plan struct {
 	Physics     env.Physics // the simulator physics of every run
 	// Demand, if not nil, are measured task demands (runner.Spec.Demand).
 	Demand *env.ScenarioDemand
+	// ViolationBudget is the violation rate (a fraction, in (0, 1)) within
+	// which a controller meets its SLO when the best controller of a cell
+	// is named; 0 means DefaultViolationBudget.
+	ViolationBudget float64
+}
+
+func (p Plan) budget() float64 {
+	if p.ViolationBudget == 0 {
+		return DefaultViolationBudget
+	}
+	return p.ViolationBudget
 }
 
 // Validate checks the plan's shape.
@@ -63,6 +74,8 @@ func (p Plan) Validate() error {
 		return errors.New("eval: no controllers")
 	case p.Steps < 0:
 		return fmt.Errorf("eval: steps %d, want ≥ 0", p.Steps)
+	case p.ViolationBudget < 0 || p.ViolationBudget >= 1 || p.ViolationBudget != p.ViolationBudget:
+		return fmt.Errorf("eval: violation budget %g, want a fraction in (0, 1)", p.ViolationBudget)
 	}
 	seen := map[string]bool{}
 	found := false

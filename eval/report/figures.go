@@ -118,8 +118,8 @@ func Figures(dir string, sum paired.Summary, runs []Series) ([]string, error) {
 		{FigP95Paired, "per-run mean p95 latency; grey lines join the runs of one placement; dashed red: SLO", p95PairedPanel},
 		{FigViolation, "SLO violation rate (bars: mean; points: placements; whiskers: 95% bootstrap CI)", violationPanel},
 		{FigCPU, "total CPU allocation per interval (all placements)", cpuPanel},
-		{FigThroughpt, fmt.Sprintf("offered load and achieved throughput (mean over placements, %d s moving average)", smoothWindow), throughputPanel},
-		{FigPareto, "reserved CPU against violation rate: each controller's mean (large) and placements (small); lower left dominates", paretoPanel},
+		{FigThroughpt, fmt.Sprintf("throughput shortfall, (offered − achieved) / offered (mean over placements, %d s moving average)", smoothWindow), throughputPanel},
+		{FigPareto, "reserved CPU against violation rate: each controller's mean with 95% CIs (large) and placements (small); lower left dominates; ▲ off scale", paretoPanel},
 	}
 	// Each figure is drawn by its own goroutine into its own file.
 	var eg errgroup.Group
@@ -337,12 +337,61 @@ type ciErrors struct {
 	plotter.YErrors
 }
 
+// offScaleShare is the mean violation rate (a fraction) above which a
+// controller is starved: it does not set the violation axis of a figure,
+// which is zoomed to the others and marks it off scale instead.
+const offScaleShare = 0.25
+
+// violationTop is the top of a cell's violation axis, percent: a quarter
+// above the highest CI bound among the controllers that are not starved,
+// and at least 1%.
+func violationTop(c paired.Combination) float64 {
+	top := 1.0
+	for _, cs := range c.Controllers {
+		if float64(cs.ViolationRateMean) > offScaleShare {
+			continue
+		}
+		hi := float64(cs.ViolationRateCI[1])
+		if math.IsNaN(hi) {
+			hi = float64(cs.ViolationRateMean)
+		}
+		top = max(top, 1.25*100*hi)
+	}
+	return top
+}
+
+// offScale names a controller whose mean violation rate is above the
+// axis top with its value, e.g. "static:500 (78.9% ↑)".
+func offScale(cs paired.ControllerStats, top float64) (string, bool) {
+	v := 100 * float64(cs.ViolationRateMean)
+	if v <= top {
+		return cs.Controller, false
+	}
+	return fmt.Sprintf("%s (%.1f%% ↑)", cs.Controller, v), true
+}
+
+// nominalNames labels a nominal axis with the controllers (off-scale ones
+// with their value) and slants the labels so long names do not overlap.
+func nominalNames(p *plot.Plot, c paired.Combination, top float64) {
+	names := make([]string, len(c.Controllers))
+	for k, cs := range c.Controllers {
+		names[k], _ = offScale(cs, top)
+	}
+	p.NominalX(names...)
+	p.X.Tick.Label.Rotation = math.Pi / 7
+	p.X.Tick.Label.XAlign = draw.XRight
+	p.X.Tick.Label.YAlign = draw.YCenter
+	p.X.Min, p.X.Max = -0.5, float64(len(c.Controllers))-0.5
+}
+
 func violationPanel(c paired.Combination, _ [][]Series) (*plot.Plot, error) {
 	p := newPanel("", "violation rate (% of intervals)")
-	p.Y.Min, p.Y.Max = 0, 100
+	top := violationTop(c)
+	p.Y.Min, p.Y.Max = 0, top
+	clip := func(v float64) float64 { return min(v, top) }
 	for k, cs := range c.Controllers {
 		mean := 100 * float64(cs.ViolationRateMean)
-		bar, err := plotter.NewBarChart(plotter.Values{mean}, 0.35*vg.Inch)
+		bar, err := plotter.NewBarChart(plotter.Values{clip(mean)}, 0.35*vg.Inch)
 		if err != nil {
 			return nil, err
 		}
@@ -350,27 +399,34 @@ func violationPanel(c paired.Combination, _ [][]Series) (*plot.Plot, error) {
 		bar.Color = lighten(colour(k))
 		bar.LineStyle.Color = colour(k)
 		p.Add(bar)
-		pts := make(plotter.XYs, len(cs.PerRun))
+		if _, off := offScale(cs, top); off {
+			continue // its value is in the axis label
+		}
+		pts := make(plotter.XYs, 0, len(cs.PerRun))
 		for l, rv := range cs.PerRun {
 			off := 0.0
 			if len(cs.PerRun) > 1 {
 				off = (float64(l)/float64(len(cs.PerRun)-1) - 0.5) * 0.3
 			}
-			pts[l] = plotter.XY{X: float64(k) + off, Y: 100 * float64(rv.ViolationRate)}
+			if v := 100 * float64(rv.ViolationRate); v <= top {
+				pts = append(pts, plotter.XY{X: float64(k) + off, Y: v})
+			}
 		}
-		sc, err := plotter.NewScatter(pts)
-		if err != nil {
-			return nil, err
+		if len(pts) > 0 {
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return nil, err
+			}
+			sc.Color = color.Black
+			sc.Shape = draw.CircleGlyph{}
+			sc.Radius = vg.Points(2)
+			p.Add(sc)
 		}
-		sc.Color = color.Black
-		sc.Shape = draw.CircleGlyph{}
-		sc.Radius = vg.Points(2)
-		p.Add(sc)
 		lo, hi := float64(cs.ViolationRateCI[0]), float64(cs.ViolationRateCI[1])
 		if !math.IsNaN(lo) && !math.IsNaN(hi) {
 			eb, err := plotter.NewYErrorBars(ciErrors{
 				XYs:     plotter.XYs{{X: float64(k), Y: mean}},
-				YErrors: plotter.YErrors{{Low: mean - 100*lo, High: 100*hi - mean}},
+				YErrors: plotter.YErrors{{Low: mean - 100*lo, High: clip(100*hi) - mean}},
 			})
 			if err != nil {
 				return nil, err
@@ -380,8 +436,7 @@ func violationPanel(c paired.Combination, _ [][]Series) (*plot.Plot, error) {
 			p.Add(eb)
 		}
 	}
-	p.NominalX(controllerNames(c)...)
-	p.X.Min, p.X.Max = -0.5, float64(len(c.Controllers))-0.5
+	nominalNames(p, c, top)
 	return p, nil
 }
 
@@ -392,7 +447,7 @@ func lighten(c color.Color) color.Color {
 }
 
 func cpuPanel(c paired.Combination, runs [][]Series) (*plot.Plot, error) {
-	p := newPanel("", "total CPU (millicores)")
+	p := newPanel("", "total CPU (millicores, log scale)")
 	for k := range c.Controllers {
 		var v plotter.Values
 		for _, r := range runs[k] {
@@ -412,38 +467,42 @@ func cpuPanel(c paired.Combination, runs [][]Series) (*plot.Plot, error) {
 		b.GlyphStyle.Color = colour(k)
 		p.Add(b)
 	}
-	p.NominalX(controllerNames(c)...)
-	p.X.Min, p.X.Max = -0.5, float64(len(c.Controllers))-0.5
-	p.Y.Min = 0
+	nominalNames(p, c, math.Inf(1))
+	useLogY(p) // a generous static allocation must not flatten the others
 	return p, nil
 }
 
+// throughputPanel draws each controller's throughput shortfall over time,
+// (offered − achieved) / offered in percent, pointwise mean over the
+// placements and smoothed: 0 while a controller keeps up, positive while
+// a backlog builds, negative while it drains. Offered and achieved
+// throughput themselves overlap for every controller that keeps up,
+// which hid the differences. Starved controllers (above offScaleShare
+// violations) do not set the axis: their lines leave it at the top.
 func throughputPanel(c paired.Combination, runs [][]Series) (*plot.Plot, error) {
-	p := newPanel("interval (s)", "messages/s")
-	var offered []float64
-	for k := range c.Controllers {
-		if len(runs[k]) > 0 {
-			offered = pointwiseMean(runs[k], func(s Series) []float64 { return s.Offered })
-			break
-		}
-	}
-	line := func(y []float64) plotter.XYs {
-		xy := make(plotter.XYs, len(y))
-		for i, v := range y {
-			xy[i] = plotter.XY{X: float64(i), Y: v}
-		}
-		return xy
-	}
-	off, err := plotter.NewLine(line(movingMean(offered, smoothWindow)))
-	if err != nil {
-		return nil, err
-	}
-	off.Color = color.Black
-	off.Width = vg.Points(3)
-	p.Add(off)
-	p.Legend.Add("offered", off)
+	p := newPanel("interval (s)", "throughput shortfall (% of offered)")
+	top, bottom := 1.0, -1.0
 	for k, cs := range c.Controllers {
-		l, err := plotter.NewLine(line(movingMean(pointwiseMean(runs[k], func(s Series) []float64 { return s.Throughput }), smoothWindow)))
+		if len(runs[k]) == 0 {
+			continue
+		}
+		off := pointwiseMean(runs[k], func(s Series) []float64 { return s.Offered })
+		got := pointwiseMean(runs[k], func(s Series) []float64 { return s.Throughput })
+		short := make([]float64, len(off))
+		for i := range off {
+			if off[i] > 0 {
+				short[i] = 100 * (off[i] - got[i]) / off[i]
+			}
+		}
+		short = movingMean(short, smoothWindow)
+		xy := make(plotter.XYs, len(short))
+		for i, v := range short {
+			xy[i] = plotter.XY{X: float64(i), Y: v}
+			if float64(cs.ViolationRateMean) <= offScaleShare {
+				top, bottom = max(top, v), min(bottom, v)
+			}
+		}
+		l, err := plotter.NewLine(xy)
 		if err != nil {
 			return nil, err
 		}
@@ -451,10 +510,13 @@ func throughputPanel(c paired.Combination, runs [][]Series) (*plot.Plot, error) 
 		l.Width = vg.Points(1)
 		l.Dashes = dashes(k)
 		p.Add(l)
-		p.Legend.Add(cs.Controller, l)
+		name := cs.Controller
+		if float64(cs.ViolationRateMean) > offScaleShare {
+			name += " (off scale)"
+		}
+		p.Legend.Add(name, l)
 	}
-	p.Y.Min = 0
-	p.Y.Max *= 1.3 // room for the legend
+	p.Y.Min, p.Y.Max = 1.2*bottom, 1.6*top // room for the legend
 	return p, nil
 }
 
@@ -466,16 +528,20 @@ func paretoPanel(c paired.Combination, _ [][]Series) (*plot.Plot, error) {
 	p := newPanel("reserved CPU (millicores, log scale)", "violation rate (% of intervals)")
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Y.Min = 0
+	top := violationTop(c)
+	p.Y.Min, p.Y.Max = 0, top
 	lo, hi := math.Inf(1), 0.0
 	for k, cs := range c.Controllers {
+		name, off := offScale(cs, top)
 		pts := make(plotter.XYs, 0, len(cs.PerRun))
 		for _, rv := range cs.PerRun {
 			x := max(float64(rv.ReservedCPU), 1)
-			pts = append(pts, plotter.XY{X: x, Y: 100 * float64(rv.ViolationRate)})
 			lo, hi = min(lo, x), max(hi, x)
+			if y := 100 * float64(rv.ViolationRate); y <= top {
+				pts = append(pts, plotter.XY{X: x, Y: y})
+			}
 		}
-		if len(pts) > 0 {
+		if len(pts) > 0 && !off {
 			sc, err := plotter.NewScatter(pts)
 			if err != nil {
 				return nil, err
@@ -485,20 +551,53 @@ func paretoPanel(c paired.Combination, _ [][]Series) (*plot.Plot, error) {
 			sc.Radius = vg.Points(2)
 			p.Add(sc)
 		}
-		mean := plotter.XYs{{X: max(float64(cs.MeanReservedCPU), 1), Y: 100 * float64(cs.ViolationRateMean)}}
-		m, err := plotter.NewScatter(mean)
+		x, y := max(float64(cs.MeanReservedCPU), 1), 100*float64(cs.ViolationRateMean)
+		if off {
+			y = 0.97 * top
+		}
+		m, err := plotter.NewScatter(plotter.XYs{{X: x, Y: y}})
 		if err != nil {
 			return nil, err
 		}
 		m.Color = colour(k)
 		m.Shape = draw.CircleGlyph{}
+		if off {
+			m.Shape = draw.PyramidGlyph{}
+		}
 		m.Radius = vg.Points(5)
 		p.Add(m)
-		p.Legend.Add(cs.Controller, m)
+		p.Legend.Add(name, m)
+		if off {
+			continue
+		}
+		// The mean's 95% CIs: violation rate (vertical) and reserved CPU
+		// (horizontal).
+		if vlo, vhi := float64(cs.ViolationRateCI[0]), float64(cs.ViolationRateCI[1]); !math.IsNaN(vlo) && !math.IsNaN(vhi) {
+			eb, err := plotter.NewYErrorBars(ciErrors{XYs: plotter.XYs{{X: x, Y: y}}, YErrors: plotter.YErrors{{Low: y - 100*vlo, High: min(100*vhi, top) - y}}})
+			if err != nil {
+				return nil, err
+			}
+			eb.Color, eb.CapWidth = colour(k), vg.Points(6)
+			p.Add(eb)
+		}
+		if rlo, rhi := float64(cs.ReservedCPUCI[0]), float64(cs.ReservedCPUCI[1]); !math.IsNaN(rlo) && !math.IsNaN(rhi) && rlo > 0 {
+			eb, err := plotter.NewXErrorBars(ciXErrors{XYs: plotter.XYs{{X: x, Y: y}}, XErrors: plotter.XErrors{{Low: x - rlo, High: rhi - x}}})
+			if err != nil {
+				return nil, err
+			}
+			eb.Color, eb.CapWidth = colour(k), vg.Points(6)
+			p.Add(eb)
+		}
 	}
 	if hi > 0 {
 		p.X.Min, p.X.Max = lo/1.5, hi*1.5
 	}
 	p.Legend.Top = true
 	return p, nil
+}
+
+// ciXErrors holds points with asymmetric horizontal error bars.
+type ciXErrors struct {
+	plotter.XYs
+	plotter.XErrors
 }

@@ -100,7 +100,7 @@ func horizontalSection(pf func(string, ...any), sum paired.Summary) {
 	pf("## Vertical against horizontal scaling\n\n")
 	pf("`%s` against the horizontal controllers (%s): means over the placements of each side, and the paired differences `%s` − baseline, mean [95%% CI] (no hypothesis is judged on the footprint).\n\n",
 		p.Candidate, "`"+strings.Join(p.Horizontal, "`, `")+"`", p.Candidate)
-	pf("| profile | trace | baseline | violation rate (%%) | reserved CPU (millicores) | active servers | Δ violation (pp) | Δ reserved CPU (%%) | Δ active servers |\n")
+	pf("| profile | trace | baseline | violation rate | reserved CPU (millicores) | active servers | Δ violation (pp) | Δ reserved CPU (%%) | Δ active servers |\n")
 	pf("|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		cmp, c := r.cmp, r.c
@@ -114,7 +114,7 @@ func horizontalSection(pf func(string, ...any), sum paired.Summary) {
 			}
 		}
 		pf("| %s | %s | `%s` | %s vs %s | %s vs %s | %s vs %s | %s | %s | %s |\n", c.Profile, c.Trace, cmp.Baseline,
-			num(100*a.ViolationRateMean, 2), num(100*b.ViolationRateMean, 2),
+			pct(a.ViolationRateMean, 2), pct(b.ViolationRateMean, 2),
 			num(a.MeanReservedCPU, 0), num(b.MeanReservedCPU, 0),
 			num(a.MeanActiveServers, 2), num(b.MeanActiveServers, 2),
 			estimate(cmp.H1.Evidence[0], 2), footprint(cmp, paired.MetricReservedCPU, 2), footprint(cmp, paired.MetricActiveServers, 2))
@@ -129,6 +129,11 @@ func Markdown(sum paired.Summary, figures []string) []byte {
 	p := sum.Protocol
 	pf := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	pf("# Paired evaluation\n\n")
+	pf("## Best controller per cell\n\n")
+	b.Write(HeadlineTable(sum))
+	pf("\n%s\n", headlineNote(sum))
+	b.Write(ControllersTable(sum))
+	pf("\n## Protocol\n\n")
 	var traces []string
 	for _, t := range p.Traces {
 		traces = append(traces, fmt.Sprintf("%s (%s)", t.Name, t.Source))
@@ -181,11 +186,11 @@ func Markdown(sum paired.Summary, figures []string) []byte {
 	for _, c := range sum.Combinations {
 		pf("## %s / %s (SLO %g ms, %d intervals)\n\n", c.Profile, c.Trace, c.SLOMS, c.Steps)
 		pf("Means over %d placements [95%% bootstrap CI].\n\n", len(p.PlacementSeeds))
-		pf("| controller | violation rate (%%) | mean p95 (ms) | mean CPU (millicores) | reserved CPU (millicores) | active servers | throughput (msg/s) | offered (msg/s) | mean reward |\n")
+		pf("| controller | violation rate | mean p95 (ms) | mean CPU (millicores) | reserved CPU (millicores) | active servers | throughput (msg/s) | offered (msg/s) | mean reward |\n")
 		pf("|---|---|---|---|---|---|---|---|---|\n")
 		for _, cs := range c.Controllers {
 			pf("| `%s` | %s%s | %s%s | %s%s | %s%s | %s%s | %s%s | %s | %s |\n", cs.Controller,
-				num(100*cs.ViolationRateMean, 2), interval(100*cs.ViolationRateCI[0], 100*cs.ViolationRateCI[1], 2),
+				pct(cs.ViolationRateMean, 2), pctInterval(cs.ViolationRateCI),
 				num(cs.MeanP95MS, 1), interval(cs.P95CI[0], cs.P95CI[1], 1),
 				num(cs.MeanCPU, 0), interval(cs.CPUCI[0], cs.CPUCI[1], 0),
 				num(cs.MeanReservedCPU, 0), interval(cs.ReservedCPUCI[0], cs.ReservedCPUCI[1], 0),

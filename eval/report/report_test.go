@@ -69,7 +69,7 @@ func TestMarkdown(t *testing.T) {
 	for _, s := range []string{
 		"| pred | taxi | `static:500` | **holds** | -10.00 [-15.00, -5.00] | fails | 1.00 | **holds** | 11.00 [9.00, 13.00] |",
 		"## pred / intel (SLO 180 ms, 50 intervals)",
-		"| `static:500` | 20.00 [0.00, 40.00] |",
+		"| `static:500` | 20.00% [0.00, 40.00] |",
 		"![p95 latency over time",
 		"commit `c`",
 	} {
@@ -104,7 +104,7 @@ func TestMarkdownHorizontal(t *testing.T) {
 	for _, s := range []string{
 		"Horizontal scaling (`static:500`)",
 		"## Vertical against horizontal scaling",
-		"| pred | intel | `static:500` | 10.00 vs 20.00 | 3000 vs 32000 | 4.00 vs 1.00 | -10.00 [-15.00, -5.00] | -90.60 [-91.00, -90.00] | 3.00 [3.00, 3.00] |",
+		"| pred | intel | `static:500` | 10.00% vs 20.00% | 3000 vs 32000 | 4.00 vs 1.00 | -10.00 [-15.00, -5.00] | -90.60 [-91.00, -90.00] | 3.00 [3.00, 3.00] |",
 		"| `static:500` | 3 | -10.00 [-15.00, -5.00] | 1.00 | 11.00 [9.00, 13.00] | -90.60 [-91.00, -90.00] | 3.00 [3.00, 3.00] |",
 	} {
 		if !strings.Contains(md, s) {
@@ -159,5 +159,35 @@ func TestSummaryJSONKeepsBrackets(t *testing.T) {
 	}
 	if !bytes.Contains(b, []byte("eval/episode/<profile>")) || !bytes.Contains(b, []byte(`"ci_low": null`)) {
 		t.Errorf("summary JSON:\n%s", b)
+	}
+}
+
+// TestHeadline: the report opens with the best controller per cell, and
+// the headline rows give each learned controller's difference from the
+// best rule with its verdict.
+func TestHeadline(t *testing.T) {
+	sum, _ := summary()
+	sum.Protocol.Learned = []string{"threshold"} // stands in for a policy
+	sum.Protocol.ViolationBudget = 0.02
+	for ci := range sum.Combinations {
+		c := &sum.Combinations[ci]
+		c.Best, c.BestRule = "threshold", "static:500"
+		c.VsBestRule = []paired.Versus{{Controller: "threshold",
+			Violation: paired.Estimate{Mean: -10, CILow: -15, CIHigh: -5},
+			CPU:       paired.Estimate{Mean: 1.5, CILow: 0.5, CIHigh: 1.9}, Verdict: paired.Dominates}}
+	}
+	md := string(Markdown(sum, nil))
+	if i, j := strings.Index(md, "## Best controller per cell"), strings.Index(md, "## Protocol"); i < 0 || j < i {
+		t.Fatalf("report does not open with the best controllers:\n%s", md)
+	}
+	for _, s := range []string{
+		"| pred / taxi | `threshold` | `static:500` (10.00%, 3000 mc) | `threshold` | −10.00 pp [−15.00, −5.00] | +1.5% [+0.5, +1.9] | dominates |",
+		"| pred / intel | **`threshold`** (best) | 10.00% [0.00, 20.00] | 3000 [0, 0] | −10.00 pp [−15.00, −5.00] | +1.5% [+0.5, +1.9] | dominates |",
+		"| pred / intel | `static:500` | 20.00% [0.00, 40.00] | 3000 [0, 0] | – | – | best rule |",
+		"within a 2.0% violation budget",
+	} {
+		if !strings.Contains(md, s) {
+			t.Errorf("report lacks %q:\n%s", s, md)
+		}
 	}
 }
