@@ -11,24 +11,37 @@ import (
 	"streamscale/eval/paired"
 )
 
+// A table renders the committed file a marker names; load reads other
+// committed files by their path from the repository's root.
+type table func(from []byte, load func(string) ([]byte, error)) ([]byte, error)
+
 // Tables are the names of the tables a document can ask for between
 // markers, each rendered from a committed summary (see Render).
-var Tables = map[string]func(summary []byte) ([]byte, error){
+var Tables = map[string]table{
 	"paired-headline":    pairedTable(HeadlineTable),
 	"paired-controllers": pairedTable(ControllersTable),
 	"paired-note": pairedTable(func(s paired.Summary) []byte {
 		return []byte(headlineNote(s))
 	}),
+	"reproduction": reproductionTable,
 }
 
-func pairedTable(f func(paired.Summary) []byte) func([]byte) ([]byte, error) {
-	return func(b []byte) ([]byte, error) {
-		var s paired.Summary
-		if err := json.Unmarshal(b, &s); err != nil {
-			return nil, fmt.Errorf("decoding a paired summary: %w", err)
-		}
-		if len(s.Combinations) == 0 {
-			return nil, fmt.Errorf("a paired summary without cells")
+func decodePaired(b []byte) (paired.Summary, error) {
+	var s paired.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("decoding a paired summary: %w", err)
+	}
+	if len(s.Combinations) == 0 {
+		return s, fmt.Errorf("a paired summary without cells")
+	}
+	return s, nil
+}
+
+func pairedTable(f func(paired.Summary) []byte) table {
+	return func(b []byte, _ func(string) ([]byte, error)) ([]byte, error) {
+		s, err := decodePaired(b)
+		if err != nil {
+			return nil, err
 		}
 		return f(s), nil
 	}
@@ -72,7 +85,7 @@ func Render(doc []byte, load func(path string) ([]byte, error)) ([]byte, error) 
 		if err != nil {
 			return nil, fmt.Errorf("eval: line %d: table %s: %w", at, name, err)
 		}
-		table, err := f(summary)
+		table, err := f(summary, load)
 		if err != nil {
 			return nil, fmt.Errorf("eval: line %d: table %s from %s: %w", at, name, from, err)
 		}
