@@ -5,6 +5,7 @@ import (
 
 	"streamscale/agents"
 	"streamscale/agents/controllertest"
+	"streamscale/env"
 )
 
 func TestStaticAcceptance(t *testing.T) {
@@ -29,4 +30,15 @@ func TestThresholdAcceptance(t *testing.T) {
 			return c
 		})
 	}
+}
+
+func TestRateRuleAcceptance(t *testing.T) {
+	controllertest.RunScenario(t, "rate", func(sc env.Config) (agents.Controller, error) {
+		cfg := agents.DefaultRateConfig()
+		if sc.MaxCPU > 0 {
+			cfg.MinCPU, cfg.MaxCPU = sc.MinCPU, sc.MaxCPU
+		}
+		cfg.MetricLagSteps = sc.Physics.MetricLagSteps
+		return agents.NewRateRule(cfg, sc.App)
+	})
 }

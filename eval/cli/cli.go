@@ -43,6 +43,7 @@ commands:
   liveclasp  re-measure CLASP's claims live (worker-count error, placement throughput, migrations) on CLASP apps
   calibrate  probe the live runtime: per-operator CPU per event, per-hop delay, actuation delay
   obsswap  which observation features make a policy act differently live than simulated (eval simgap -obs)
+  tune     tune a rule (threshold, threshold:measured, flink) by a grid on development placements
   report   render the results tables of README.md and docs/ from their committed summaries (-check: fail on drift)
 
 Run 'go run ./eval <command> -h' for the flags of a command.
@@ -70,7 +71,7 @@ func run(ctx context.Context, args []string, o Options) int {
 	return command.Dispatch(ctx, "eval", usage, map[string]func(context.Context, []string, command.IO) error{
 		"run": wrap(runCmd), "paired": wrap(pairedCmd), "clasp": wrap(claspCmd), "sweep": wrap(sweepCmd),
 		"live": wrap(liveCmd), "simgap": wrap(simgapCmd), "calibrate": wrap(calibrateCmd), "live-worker": wrap(liveWorkerCmd), "liveclasp": wrap(liveclaspCmd),
-		"obsswap": wrap(obsswapCmd), "report": wrap(reportCmd),
+		"obsswap": wrap(obsswapCmd), "report": wrap(reportCmd), "tune": wrap(tuneCmd),
 	}, args, o.IO)
 }
 

@@ -22,8 +22,18 @@ import (
 )
 
 // DefaultControllers is the default -controllers list of `eval paired`;
-// entries not available yet are skipped with a notice.
-const DefaultControllers = "ppo,vrebalance,threshold,threshold:measured,clasp,static:500,static:2000,static:10000"
+// entries not available yet are skipped with a notice. The tuned rules
+// are the configurations `eval tune` chose on the development placements
+// (results/tune/*.json; a test holds the list to them).
+const DefaultControllers = "ppo,vrebalance,threshold,threshold:measured," + TunedThreshold + ",flink," + TunedFlink + ",clasp,static:500,static:2000,static:10000"
+
+// The rules as `eval tune` chose them (results/tune/threshold-measured.json
+// and results/tune/flink.json): least CPU within the 2% violation budget in
+// every cell, on the training and development placements.
+const (
+	TunedThreshold = "threshold:measured:target=0.7:tol=0.1:window=10"
+	TunedFlink     = "flink:target=0.7:window=10:catchup=30"
+)
 
 // Artifact names in the -out directory.
 const (
@@ -285,7 +295,13 @@ func printVerdicts(o Options, sum paired.Summary, outDir string) error {
 		return "no"
 	}
 	fmt.Fprintf(w, "candidate %s; report %s\n", sum.Protocol.Candidate, filepath.Join(outDir, FileReport))
-	fmt.Fprintf(w, "%-6s %-8s %-27s %9s %10s %10s %10s %7s  %-3s %-3s %-3s\n", "prof", "trace", "controller", "viol", "p95 ms", "cpu mc", "resv mc", "servers", "H1", "H2", "H3")
+	width := len("controller")
+	for _, c := range sum.Combinations {
+		for _, cs := range c.Controllers {
+			width = max(width, len(cs.Controller)+len(" (best)"))
+		}
+	}
+	fmt.Fprintf(w, "%-6s %-8s %-*s %9s %10s %10s %10s %7s  %-3s %-3s %-3s\n", "prof", "trace", width, "controller", "viol", "p95 ms", "cpu mc", "resv mc", "servers", "H1", "H2", "H3")
 	for _, c := range sum.Combinations {
 		for _, cs := range c.Controllers {
 			h := "  -   -   -"
@@ -301,7 +317,7 @@ func printVerdicts(o Options, sum paired.Summary, outDir string) error {
 			case c.BestRule:
 				name += " (rule)"
 			}
-			fmt.Fprintf(w, "%-6s %-8s %-27s %9s %10s %10s %10s %7s%s\n", c.Profile, c.Trace, name,
+			fmt.Fprintf(w, "%-6s %-8s %-*s %9s %10s %10s %10s %7s%s\n", c.Profile, c.Trace, width, name,
 				strconv.FormatFloat(100*float64(cs.ViolationRateMean), 'f', 2, 64)+"%",
 				strconv.FormatFloat(float64(cs.MeanP95MS), 'f', 1, 64),
 				strconv.FormatFloat(float64(cs.MeanCPU), 'f', 0, 64),

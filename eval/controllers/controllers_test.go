@@ -48,8 +48,18 @@ func TestParse(t *testing.T) {
 		{"static:-1", "", "not a positive number"},
 		{"static:NaN", "", "not a positive number"},
 		{"static:Inf", "", "not a positive number"},
-		{"threshold:3", "", "takes no argument or measured"},
+		{"threshold:3", "", "want KEY=VALUE"},
 		{"threshold:measured", "threshold:measured", ""},
+		{"threshold:measured:window=45:target=0.60", "threshold:measured:target=0.6:window=45", ""},
+		{"threshold:tol=0.05", "threshold:tol=0.05", ""},
+		{"threshold:window=2.5", "", "not a whole number"},
+		{"threshold:target=0", "", "not a number in"},
+		{"threshold:target=0.5:target=0.6", "", "repeated key"},
+		{"threshold:measured:measured", "", "want KEY=VALUE"},
+		{"flink", "flink", ""},
+		{"flink:catchup=30:target=0.8", "flink:target=0.8:catchup=30", ""},
+		{"flink:target=1.5", "", "not a number in"},
+		{"flink:speed=2", "", "unknown or repeated key"},
 		{"vrebalance:x", "", "want KEY=VALUE"},
 		{"vrebalance:evals=16", "vrebalance:evals=16", ""},
 		{"vrebalance:objective=violation:evals=5", "vrebalance:evals=5:objective=violation", ""},
@@ -61,7 +71,7 @@ func TestParse(t *testing.T) {
 		{"clasp:", "", "empty argument"},
 		{"", "", "unknown controller"},
 		{"Static:5", "", "unknown controller"},
-		{"hpa", "", "known: ppo[:DIR], ppo-sample[:DIR], vrebalance[:evals=N][:objective=squared|violation], threshold[:measured], static:N, clasp"},
+		{"hpa", "", "known: ppo[:DIR], ppo-sample[:DIR], vrebalance[:evals=N][:objective=squared|violation], threshold[:measured][:target=U][:tol=T][:window=N], flink[:target=U][:tol=T][:window=N][:catchup=S], static:N, clasp"},
 	} {
 		s, err := reg.Parse(tc.spec)
 		switch {

@@ -7,6 +7,12 @@
 //	threshold:measured the same rule sizing on the allocation in force
 //	             when the reported load was measured (the scenario's
 //	             metric lag, agents.ThresholdConfig.MetricLagSteps)
+//	threshold[:measured]:target=U:tol=T:window=N the rule with tuned
+//	             Target, Tolerance and ScaleDownWindow (eval tune)
+//	flink[:target=U:tol=T:window=N:catchup=S] the Flink-autoscaler /
+//	             DS2-style rule (agents.NewRateRule): target rates from
+//	             the sources along the DAG, catch-up for backlog, sizing
+//	             on the allocation in force when measured
 //	vrebalance   VRebalance with its default configuration
 //	             (vrebalance.New); vrebalance:evals=N:objective=F sets
 //	             its exploration budget per tier and objective form
@@ -19,7 +25,7 @@
 //	             on the horizontal counterpart of the edge scenario
 //	             (agents/horizontal: Scenario, NewEdge)
 //
-// The first four are vertical: they set each task's CPU on the edge
+// All but clasp are vertical: they set each task's CPU on the edge
 // scenario and are fed the observation (agents.Controller). clasp is
 // horizontal: it
 // runs on a scenario of its own (Spec.Config: shared CPU, the paper's

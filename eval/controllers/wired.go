@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,15 +22,96 @@ import (
 // not exist.
 var ErrNoPolicy = errors.New("no trained policy")
 
+// ruleParam is one tunable parameter of a rule's spec, KEY=VALUE, parsed
+// as a number in [lo, hi] (a whole number when whole is set) and applied
+// with set.
+type ruleParam struct {
+	key    string
+	lo, hi float64
+	whole  bool
+	set    func(v float64)
+}
+
+// parseRuleParams parses the colon-separated KEY=VALUE parts of a rule's
+// spec against params, and returns the canonical form: the keys given,
+// in params' order, each with its value formatted shortest.
+func parseRuleParams(parts []string, params []ruleParam) (string, error) {
+	var keys []string
+	for _, p := range params {
+		keys = append(keys, p.key)
+	}
+	vals := make([]string, len(params))
+	for _, kv := range parts {
+		k, v, ok := strings.Cut(kv, "=")
+		idx := -1
+		for i, p := range params {
+			if p.key == k {
+				idx = i
+			}
+		}
+		switch {
+		case !ok || v == "":
+			return "", fmt.Errorf("want KEY=VALUE, got %q (keys: %s)", kv, strings.Join(keys, ", "))
+		case idx < 0 || vals[idx] != "":
+			return "", fmt.Errorf("unknown or repeated key %q (keys: %s)", k, strings.Join(keys, ", "))
+		}
+		p := params[idx]
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(x >= p.lo && x <= p.hi) || (p.whole && x != math.Trunc(x)) {
+			kind := "a number"
+			if p.whole {
+				kind = "a whole number"
+			}
+			return "", fmt.Errorf("%s %q is not %s in [%g, %g]", k, v, kind, p.lo, p.hi)
+		}
+		p.set(x)
+		vals[idx] = strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	var canon []string
+	for i, v := range vals {
+		if v != "" {
+			canon = append(canon, params[i].key+"="+v)
+		}
+	}
+	return strings.Join(canon, ":"), nil
+}
+
 // thresholdParser parses "threshold" (the HPA-style rule, sizing on the
-// allocation the observation shows) and "threshold:measured" (the same
-// rule sizing on the allocation in force when the reported load was
-// measured: agents.ThresholdConfig.MetricLagSteps set to the scenario's
+// allocation the observation shows), "threshold:measured" (the same rule
+// sizing on the allocation in force when the reported load was measured:
+// agents.ThresholdConfig.MetricLagSteps set to the scenario's
 // Physics.MetricLagSteps, a delay an operator knows of its metrics
-// pipeline).
+// pipeline), and either followed by tuned parameters
+// ":target=U:tol=T:window=N" (ThresholdConfig's Target, Tolerance and
+// ScaleDownWindow), as `eval tune` chooses them.
 func thresholdParser() func(string, Options) (Spec, error) {
-	build := func(measured bool) func(sc env.Config) (agents.Controller, error) {
-		return func(sc env.Config) (agents.Controller, error) {
+	return func(arg string, _ Options) (Spec, error) {
+		parts := []string{}
+		if arg != "" {
+			parts = strings.Split(arg, ":")
+		}
+		measured := len(parts) > 0 && parts[0] == "measured"
+		if measured {
+			parts = parts[1:]
+		}
+		var tune agents.ThresholdConfig
+		set := map[string]bool{}
+		canon, err := parseRuleParams(parts, []ruleParam{
+			{key: "target", lo: 0.05, hi: 5, set: func(v float64) { tune.Target, set["target"] = v, true }},
+			{key: "tol", lo: 0, hi: 1, set: func(v float64) { tune.Tolerance, set["tol"] = v, true }},
+			{key: "window", lo: 1, hi: 3600, whole: true, set: func(v float64) { tune.ScaleDownWindow, set["window"] = int(v), true }},
+		})
+		if err != nil {
+			return Spec{}, fmt.Errorf("threshold takes [measured][:target=U][:tol=T][:window=N]: %w", err)
+		}
+		spec := "threshold"
+		if measured {
+			spec += ":measured"
+		}
+		if canon != "" {
+			spec += ":" + canon
+		}
+		return Spec{spec: spec, build: func(sc env.Config) (agents.Controller, error) {
 			cfg := agents.DefaultThresholdConfig()
 			if sc.MinCPU > 0 {
 				cfg.MinCPU = sc.MinCPU
@@ -40,17 +122,70 @@ func thresholdParser() func(string, Options) (Spec, error) {
 			if measured {
 				cfg.MetricLagSteps = sc.Physics.MetricLagSteps
 			}
+			if set["target"] {
+				cfg.Target = tune.Target
+			}
+			if set["tol"] {
+				cfg.Tolerance = tune.Tolerance
+			}
+			if set["window"] {
+				cfg.ScaleDownWindow = tune.ScaleDownWindow
+			}
 			return agents.NewThreshold(cfg)
-		}
+		}}, nil
 	}
+}
+
+// flinkParser parses "flink[:target=U][:tol=T][:window=N][:catchup=S]": the
+// Flink-autoscaler / DS2-style rule (agents.RateRule: target rates from the
+// sources along the DAG with measured selectivities, sizing to a target
+// utilization, catch-up capacity for backlog, stabilized scale-down),
+// sizing on the allocation in force when the metrics were measured (the
+// scenario's Physics.MetricLagSteps).
+func flinkParser() func(string, Options) (Spec, error) {
 	return func(arg string, _ Options) (Spec, error) {
-		switch arg {
-		case "":
-			return Spec{spec: "threshold", build: build(false)}, nil
-		case "measured":
-			return Spec{spec: "threshold:measured", build: build(true)}, nil
+		parts := []string{}
+		if arg != "" {
+			parts = strings.Split(arg, ":")
 		}
-		return Spec{}, fmt.Errorf("threshold takes no argument or measured, got %q", arg)
+		var tune agents.RateConfig
+		set := map[string]bool{}
+		canon, err := parseRuleParams(parts, []ruleParam{
+			{key: "target", lo: 0.05, hi: 1, set: func(v float64) { tune.Target, set["target"] = v, true }},
+			{key: "tol", lo: 0, hi: 1, set: func(v float64) { tune.Tolerance, set["tol"] = v, true }},
+			{key: "window", lo: 1, hi: 3600, whole: true, set: func(v float64) { tune.ScaleDownWindow, set["window"] = int(v), true }},
+			{key: "catchup", lo: 0.1, hi: 3600, set: func(v float64) { tune.CatchUpSeconds, set["catchup"] = v, true }},
+		})
+		if err != nil {
+			return Spec{}, fmt.Errorf("flink takes [:target=U][:tol=T][:window=N][:catchup=S]: %w", err)
+		}
+		spec := "flink"
+		if canon != "" {
+			spec += ":" + canon
+		}
+		return Spec{spec: spec, build: func(sc env.Config) (agents.Controller, error) {
+			cfg := agents.DefaultRateConfig()
+			if sc.MinCPU > 0 {
+				cfg.MinCPU = sc.MinCPU
+			}
+			if sc.MaxCPU > 0 {
+				cfg.MaxCPU = sc.MaxCPU
+			}
+			cfg.MetricLagSteps = sc.Physics.MetricLagSteps
+			if set["target"] {
+				cfg.Target = tune.Target
+			}
+			if set["tol"] {
+				cfg.Tolerance = tune.Tolerance
+			}
+			if set["window"] {
+				cfg.ScaleDownWindow = tune.ScaleDownWindow
+			}
+			if set["catchup"] {
+				cfg.CatchUpSeconds = tune.CatchUpSeconds
+			}
+			return agents.NewRateRule(cfg, sc.App)
+		}}, nil
 	}
 }
 
