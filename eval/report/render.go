@@ -24,6 +24,7 @@ var Tables = map[string]table{
 		return []byte(headlineNote(s))
 	}),
 	"reproduction": reproductionTable,
+	"values":       valuesTable,
 }
 
 func decodePaired(b []byte) (paired.Summary, error) {

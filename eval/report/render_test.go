@@ -92,3 +92,37 @@ func TestCommittedTablesCurrent(t *testing.T) {
 		t.Error("README.md and docs/ render no results table")
 	}
 }
+
+func TestValuesTable(t *testing.T) {
+	files := map[string]string{
+		"r.json": `{"paper": "P", "summary": "s.json", "command": "c", "rows": [
+			{"experiment": "speed-up", "ours": "a.b", "format": "x2", "paper": "3.7×"},
+			{"experiment": "error", "ours": "c", "format": "pct1", "paper": "< 30%"}]}`,
+		"s.json": `{"a": {"b": 3.66387}, "c": 0.2148}`,
+	}
+	load := func(p string) ([]byte, error) {
+		if s, ok := files[p]; ok {
+			return []byte(s), nil
+		}
+		return nil, fs.ErrNotExist
+	}
+	got, err := valuesTable([]byte(files["r.json"]), load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "| experiment | streamscale | paper |\n|---|---|---|\n| speed-up | 3.66× | 3.7× |\n| error | 21.5% | < 30% |\n"
+	if string(got) != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	for _, bad := range []string{
+		`{"summary": "s.json", "rows": [{"experiment": "x", "ours": "a.z", "format": "x2"}]}`,
+		`{"summary": "s.json", "rows": [{"experiment": "x", "ours": "a", "format": "x2"}]}`,
+		`{"summary": "s.json", "rows": [{"experiment": "x", "ours": "c", "format": "bad"}]}`,
+		`{"summary": "s.json", "rows": [], "extra": 1}`,
+		`{"summary": "missing.json", "rows": [{"experiment": "x", "ours": "c", "format": "f2"}]}`,
+	} {
+		if _, err := valuesTable([]byte(bad), load); err == nil {
+			t.Errorf("record %s rendered", bad)
+		}
+	}
+}
