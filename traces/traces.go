@@ -41,15 +41,36 @@ func (t *Trace) Rate(step int) float64 {
 	if i < 0 {
 		i += n
 	}
-	mult := t.Mult
-	if mult == 0 {
-		mult = 1
-	}
-	r := t.Counts[i] * t.Scale * mult
+	r := t.Counts[i] * t.Scale * t.mult()
 	if !(r > 0) { // negative, zero, or NaN
 		return 0
 	}
 	return r
+}
+
+// MaxRate is the largest rate, events/s, of a trace point that [Load]
+// accepts (10⁹: the paper's traces peak near 5,000/s). It is env.MaxRate,
+// the bound the simulator validates: a rate beyond some 10²⁴ leaves the
+// range of its event times.
+const MaxRate = 1e9
+
+// checkRates refuses a trace with a point whose rate exceeds MaxRate.
+func checkRates(t *Trace) error {
+	for i := range t.Counts {
+		if r := t.Rate(i); r > MaxRate {
+			return fmt.Errorf("traces: %s: point %d: rate %g events/s (count %g × scale %g × multiplier %g) exceeds the maximum %g",
+				t.Name, i, r, t.Counts[i], t.Scale, t.mult(), float64(MaxRate))
+		}
+	}
+	return nil
+}
+
+// mult is the rate multiplier, Mult with 0 taken as 1.
+func (t *Trace) mult() float64 {
+	if t.Mult == 0 {
+		return 1
+	}
+	return t.Mult
 }
 
 // Options configures [Load].
@@ -145,7 +166,8 @@ func Names() []string {
 //
 // When a named trace's file does not exist, Load logs one line through
 // opts.Logf and returns a seeded synthetic trace of the same length and
-// similar statistics, with Source "synthetic". A missing path is an error.
+// similar statistics, with Source "synthetic". A missing path is an error,
+// and so is a point whose rate (Rate) exceeds MaxRate.
 func Load(nameOrPath string, opts Options) (*Trace, error) {
 	mult := opts.RateMult
 	if mult == 0 {
@@ -155,7 +177,14 @@ func Load(nameOrPath string, opts Options) (*Trace, error) {
 		return nil, fmt.Errorf("traces: rate multiplier %v, want finite and > 0", opts.RateMult)
 	}
 	if spec, ok := namedTraces[nameOrPath]; ok {
-		return loadNamed(nameOrPath, spec, mult, opts)
+		t, err := loadNamed(nameOrPath, spec, mult, opts)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkRates(t); err != nil {
+			return nil, err
+		}
+		return t, nil
 	}
 	if nameOrPath == "" {
 		return nil, errors.New("traces: empty trace name")
@@ -169,7 +198,11 @@ func Load(nameOrPath string, opts Options) (*Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Trace{Name: nameOrPath, Source: nameOrPath, Counts: counts, Scale: 1, Mult: mult}, nil
+	t := &Trace{Name: nameOrPath, Source: nameOrPath, Counts: counts, Scale: 1, Mult: mult}
+	if err := checkRates(t); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 func loadNamed(name string, spec named, mult float64, opts Options) (*Trace, error) {
