@@ -22,6 +22,24 @@ type Trace struct {
 	Mult   float64   // rate multiplier (x2 = the paper's doubled training variant); 0 means 1
 }
 
+// FromRates returns the trace named name that replays rates, events/s per
+// step (Counts rates, Scale 1, Source "synthetic"): a workload built in
+// memory (a constant rate, the CLASP load modes, a test's series). It
+// keeps rates, which the caller must not modify afterwards.
+func FromRates(name string, rates []float64) *Trace {
+	return &Trace{Name: name, Source: "synthetic", Counts: rates, Scale: 1}
+}
+
+// Origin names where the trace came from without host-specific paths:
+// the base name of the file read, or Source itself when it is
+// "synthetic" or empty.
+func (t *Trace) Origin() string {
+	if t.Source == "synthetic" || t.Source == "" {
+		return t.Source
+	}
+	return filepath.Base(t.Source)
+}
+
 // Len returns the number of steps, len(t.Counts).
 func (t *Trace) Len() int { return len(t.Counts) }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -176,14 +175,6 @@ func loadTrace(name, dir string, mult float64, seed uint64, o Options) (*traces.
 		return nil, usagef("eval: trace %q: %v", name, err)
 	}
 	return t, nil
-}
-
-// traceSource names where a trace came from without host-specific paths.
-func traceSource(t *traces.Trace) string {
-	if t.Source == "synthetic" || t.Source == "" {
-		return t.Source
-	}
-	return filepath.Base(t.Source)
 }
 
 // splitList splits a comma-separated flag value, refusing empty entries
