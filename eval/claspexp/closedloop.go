@@ -447,7 +447,11 @@ func SummarizeModes(rows []ModeRow) map[string]map[string]ModeSummary {
 }
 
 // quantile is the q-quantile of xs by linear interpolation between order
-// statistics (0 for an empty slice).
+// statistics, x₍⌊h⌋₎ + (h − ⌊h⌋)(x₍⌊h⌋+1₎ − x₍⌊h⌋₎) at h = q·(n − 1)
+// (Hyndman and Fan's definition 7; 0 for an empty slice). Not gonum's
+// stat.Quantile: its LinInterp is definition 4 (h = q·n) and its
+// Empirical the nearest rank, so either would move the published
+// figures (TestQuantileIsNotGonums).
 func quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return 0
