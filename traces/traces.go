@@ -1,9 +1,10 @@
 package traces
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // Trace is a replayable arrival-rate series.
@@ -185,7 +187,9 @@ func Names() []string {
 // When a named trace's file does not exist, Load logs one line through
 // opts.Logf and returns a seeded synthetic trace of the same length and
 // similar statistics, with Source "synthetic". A missing path is an error,
-// and so is a point whose rate (Rate) exceeds MaxRate.
+// and so are a path that is not a regular file (a FIFO, a device, a
+// directory), a file over MaxFileBytes, and a point whose rate (Rate)
+// exceeds MaxRate.
 func Load(nameOrPath string, opts Options) (*Trace, error) {
 	mult := opts.RateMult
 	if mult == 0 {
@@ -278,21 +282,50 @@ func cycle(base []float64, n int) []float64 {
 	return out
 }
 
-// readFile reads the counts of a .csv or .parquet file.
+// MaxFileBytes bounds a trace file, bytes (64 MiB: some five million CSV
+// rows; the shipped traces are under 100 kB). Load refuses a larger file.
+const MaxFileBytes = 64 << 20
+
+// errNotRegular and errTooLarge are wrapped by readFile's refusals.
+var (
+	errNotRegular = errors.New("not a regular file")
+	errTooLarge   = errors.New("file too large")
+)
+
+// readFile reads the counts of a .csv or .parquet file: a regular file of
+// at most MaxFileBytes. It is opened without blocking (O_NONBLOCK, so a
+// FIFO with no writer cannot hang it) and checked with fstat before
+// anything is read; a FIFO, a device such as /dev/zero, a directory or a
+// larger file is refused with an error naming the path (and the limit).
+// (internal/regfile does the same for the commands; traces may import no
+// project package.)
 func readFile(path string) ([]float64, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("traces: %w", err)
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("traces: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("traces: %s: %w (mode %v)", path, errNotRegular, st.Mode().Type())
+	}
+	if st.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("traces: %s: %w: %d bytes, limit %d", path, errTooLarge, st.Size(), MaxFileBytes)
+	}
 	if strings.EqualFold(filepath.Ext(path), ".parquet") {
-		st, err := f.Stat()
-		if err != nil {
-			return nil, fmt.Errorf("traces: %w", err)
-		}
 		return ReadParquet(f, st.Size(), path)
 	}
-	return ReadCSV(bufio.NewReader(f), path)
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("traces: %s: %w", path, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("traces: %s: %w: grew past the limit %d while read", path, errTooLarge, MaxFileBytes)
+	}
+	return ReadCSV(bytes.NewReader(data), path)
 }
 
 // DefaultDir returns the data directory: $STREAMSCALE_TRACES if set, else

@@ -5,12 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 
 	"streamscale/env"
 	"streamscale/internal/command"
+	"streamscale/internal/regfile"
 	"streamscale/traces"
 )
 
@@ -138,10 +138,12 @@ func (w workloadFlags) check() (env.Scenario, error) {
 }
 
 // resolveScenario returns the scenario of a -scenario flag (named flag):
-// a preset or a scenario file; anything else is a usage error naming the
-// flag.
+// a preset or a scenario file, read as a regular file of at most
+// env.MaxScenarioFile bytes (1 MiB: a FIFO, a device such as /dev/zero, a
+// directory or a larger file is refused); anything else is a usage error
+// naming the flag.
 func resolveScenario(flag, arg string) (env.Scenario, error) {
-	s, err := env.ResolveScenario(arg, os.ReadFile)
+	s, err := env.ResolveScenario(arg, regfile.Reader(env.MaxScenarioFile))
 	if err != nil {
 		return env.Scenario{}, usagef("eval: -%s: %v", flag, err)
 	}
