@@ -13,9 +13,20 @@ import (
 // second, at which the application's sources receive events during each
 // one-second step. A trace from package traces satisfies it.
 type Workload interface {
+	// Len is the number of points, > 0; step t of an episode replays
+	// point (StartOffset + t) mod Len.
 	Len() int
-	Rate(step int) float64
+	// Rate is point i's rate, events/s, for i in [0, Len). At most
+	// MaxRate; a negative or NaN rate is taken as 0.
+	Rate(i int) float64
 }
+
+// MaxRate is the largest workload rate a Config accepts, events/s (10⁹,
+// far beyond any cluster the simulator models: the paper's traces peak
+// near 5,000). Beyond some 10²⁴ the tracer's event times leave the range
+// of an int; New refuses a workload with a point above MaxRate rather
+// than simulate it. Package traces refuses the same bound at load.
+const MaxRate = 1e9
 
 // Replica is one instance of a task: the server it runs on and the share
 // of the task's input it receives.
@@ -398,6 +409,11 @@ func (c *Config) validate() error {
 	}
 	if c.Workload.Len() <= 0 {
 		return fmt.Errorf("env: workload has %d steps", c.Workload.Len())
+	}
+	for i := range c.Workload.Len() {
+		if r := c.Workload.Rate(i); r > MaxRate {
+			return fmt.Errorf("env: workload point %d: rate %g events/s exceeds the maximum %g", i, r, float64(MaxRate))
+		}
 	}
 	if c.Steps < 0 {
 		return fmt.Errorf("env: steps %d < 0", c.Steps)

@@ -43,7 +43,8 @@
 //
 // Environment. Reset/Step follow Gymnasium: Dict observations (app,
 // server, task Boxes: 11, 5 per server and 15 per task features, paper
-// Table 1, normalized in obs.go), a MultiDiscrete action of 5 choices per
+// Table 1, normalized in obs.go and built by ObsBuilder from an interval's
+// measurements, which a real deployment's observer uses too), a MultiDiscrete action of 5 choices per
 // task ({−500, −50, 0, +50, +500} millicores), a seven-term reward
 // (reward.go) and truncation at the end of the trace; terminated is always
 // false. Allocations are clipped to [MinCPU, MaxCPU] and projected onto

@@ -168,6 +168,8 @@ type Env struct {
 	// observer's ring and noise stream.
 	raw []float64
 	met *metrics
+	// obsIn is the observation builder's input, scratch.
+	obsIn ObsInputs
 	// press is each task's reward pressure in the last interval (what a
 	// controller saw when it chose this step's action); pressNow is
 	// this interval's, scratch.
@@ -228,6 +230,7 @@ func New(cfg Config) (*Env, error) {
 	e.obs = Observation{
 		App: make([]float64, AppFeatures), Server: make([]float64, e.m*ServerFeatures), Task: make([]float64, e.n*TaskFeatures),
 	}
+	e.obsIn = ObsInputs{Tasks: make([]TaskMeasures, e.n), Servers: make([]ServerMeasures, e.m)}
 	e.info.Requested, e.info.Applied, e.info.Queue, e.info.StateMB = mk(), mk(), mk(), mk()
 	e.processed = mk()
 	if e.curve = e.cfg.Physics.HopCurve.resolve(e.cfg.App); e.curve != nil {
@@ -855,7 +858,7 @@ func (e *Env) reportedCPU(k int) float64 {
 
 // fillObservation writes the observation of the step just simulated
 // (stepped) or of the state at Reset (paper Table 1; every feature's formula
-// and range is in obs.go). The measured features are computed from the
+// and range is in obs.go; ObsBuilder computes them). The measured features are computed from the
 // reported metrics (metrics.push: lagged and noisy as Physics says), the
 // others from the scheduler's state, exact.
 func (e *Env) fillObservation(p95, mean float64, stepped bool) {
@@ -871,112 +874,23 @@ func (e *Env) fillObservation(p95, mean float64, stepped bool) {
 			copy(e.cpuRing[m.head*e.n:(m.head+1)*e.n], e.alloc)
 		}
 	}
-	slo := e.cfg.App.SLOMS / 1000
-	maxCPU := e.cfg.MaxCPU
 	clear(e.serverCPU)
 	for r, rep := range e.topo.replicas {
 		e.serverCPU[rep.server] += e.replicaCPU(r)
 	}
-	totalQueue := 0.0
-	for k := 0; k < e.n; k++ {
+	in := &e.obsIn
+	for k := range in.Tasks {
 		x := m.cur[k*perTask : (k+1)*perTask]
-		in, done, queue, lat, s := x[mIn], x[mDone], x[mQueue], x[mLat], x[mSvc]
-		row := e.obs.Task[k*TaskFeatures : (k+1)*TaskFeatures]
-		task := e.cfg.App.Tasks[k]
-		hostCPU := e.cfg.Servers[e.hostOf[k]].CPU
-		ratio, sel := 1.0, task.Selectivity
-		io := sel / (1 + sel)
-		if in > 0 {
-			ratio = done / in
-		}
-		if out := done * sel; in+out > 0 {
-			io = out / (in + out)
-		}
-		row[TaskCPU] = e.alloc[k] / maxCPU
-		row[TaskInputRate] = log1p(in)
-		row[TaskDemand] = log1p(in * task.MIPSPerEvent)
-		row[TaskThroughput] = log1p(done)
-		row[TaskQueue] = log1p(queue)
-		row[TaskThroughputRatio] = ratio
-		row[TaskQueuePressure] = queue * s / slo
-		row[TaskDemandPerCPU] = math.Log1p(min(x[mRho], rhoHigh))
-		row[TaskLatency] = lat / slo
-		row[TaskProcLatency] = s / slo
-		row[TaskLatencyChange] = 0
-		row[TaskQueueChange] = 0
-		if stepped {
-			row[TaskLatencyChange] = (lat - m.prevLat[k]) / slo
-			row[TaskQueueChange] = log1p(queue) - log1p(m.prevQueue[k])
-		}
-		row[TaskIORatio] = io
-		row[TaskHostCPUUtil] = e.serverCPU[e.hostOf[k]] / hostCPU
-		row[TaskHostFreeCPU] = (hostCPU - e.serverCPU[e.hostOf[k]]) / hostCPU
-		for i := range row {
-			row[i] = clip(row[i], taskLow[i], taskHigh[i])
-		}
-		m.prevLat[k], m.prevQueue[k] = lat, queue
-		totalQueue += queue
+		in.Tasks[k] = TaskMeasures{InputRate: x[mIn], Throughput: x[mDone], Queue: x[mQueue], DelayS: x[mLat], ServiceS: x[mSvc], Load: x[mRho],
+			CPU: e.alloc[k], Host: e.hostOf[k]}
 	}
-	hostsCPU := 0.0 // CPU of the servers that host the app
-	for s := 0; s < e.m; s++ {
-		row := e.obs.Server[s*ServerFeatures : (s+1)*ServerFeatures]
-		srv := e.cfg.Servers[s]
-		cnt := e.taskCount[s]
-		if cnt > 0 {
-			hostsCPU += srv.CPU
-		}
-		row[ServerCPUUtil] = e.serverCPU[s] / srv.CPU
-		row[ServerFreeCPU] = (srv.CPU - e.serverCPU[s]) / maxCPU
-		row[ServerMemUtil] = e.memUsed[s] / srv.RAMMB
-		row[ServerFreeMem] = (srv.RAMMB - e.memUsed[s]) / srv.RAMMB
-		row[ServerTaskCount] = cnt / float64(e.n)
-		for i := range row {
-			row[i] = clip(row[i], srvLow[i], srvHigh[i])
-		}
+	for s := range in.Servers {
+		in.Servers[s] = ServerMeasures{CPU: e.serverCPU[s], MemoryMB: e.memUsed[s], Tasks: e.taskCount[s]}
 	}
 	x := m.cur[e.n*perTask:]
-	p95, mean = x[mP95], x[mMean]
-	violated := stepped && p95 > slo
-	viol := 0
-	if violated {
-		viol++
-	}
-	for _, v := range m.hist[:len(m.hist)-1] {
-		if v {
-			viol++
-		}
-	}
-	total, mx, mn := 0.0, 0.0, math.Inf(1)
-	for _, c := range e.alloc {
-		total += c
-		mx, mn = max(mx, c), min(mn, c)
-	}
-	a := e.obs.App
-	a[AppMeanLatency] = mean / slo
-	a[AppP95Latency] = p95 / slo
-	a[AppSLOMargin] = 1 - p95/slo
-	a[AppP95Trend] = 0
-	if stepped {
-		a[AppP95Trend] = (p95 - m.prevP95) / slo
-	}
-	a[AppViolationHistory] = float64(viol) / float64(len(m.hist))
-	a[AppTotalCPU] = 0
-	if hostsCPU > 0 {
-		a[AppTotalCPU] = total / hostsCPU
-	}
-	a[AppMeanCPU] = total / float64(e.n) / maxCPU
-	a[AppMaxCPU] = mx / maxCPU
-	a[AppMinCPU] = mn / maxCPU
-	a[AppTotalQueue] = log1p(totalQueue)
-	a[AppThroughput] = log1p(x[mThr])
-	for i := range a {
-		a[i] = clip(a[i], appLow[i], appHigh[i])
-	}
-	m.prevP95 = p95
-	if stepped {
-		copy(m.hist[1:], m.hist[:len(m.hist)-1])
-		m.hist[0] = violated
-	}
+	in.App = AppMeasures{P95S: x[mP95], MeanS: x[mMean], Throughput: x[mThr]}
+	in.Stepped = stepped
+	ObsBuilder{App: &e.cfg.App, Servers: e.cfg.Servers, MaxCPU: e.cfg.MaxCPU}.Build(e.obs, in, &m.hist)
 }
 
 // measure writes into e.raw the exact metrics of the step just simulated

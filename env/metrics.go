@@ -50,9 +50,7 @@ type metrics struct {
 	rows int       // lag + 1
 	cur  []float64 // the reported row: ring[lag rows before head] × noise
 
-	prevLat, prevQueue []float64 // per task, what the previous observation reported
-	prevP95            float64
-	hist               [10]bool // whether each of the last 10 reported intervals violated, newest first
+	hist ObsHistory // what the previous observations reported
 
 	// The batch records' snapshots (HopPoint.Empty): on when the curve
 	// lists empty shares; per task the last snapshot, and the stream.
@@ -69,7 +67,7 @@ func newMetrics(p Physics, n int) *metrics {
 		noise: p.MetricNoise, sigma: math.Sqrt(math.Log1p(p.MetricNoise * p.MetricNoise)),
 		src: src, rnd: rand.New(src),
 		ring: make([]float64, (p.MetricLagSteps+1)*w), rows: p.MetricLagSteps + 1,
-		cur: make([]float64, w), prevLat: make([]float64, n), prevQueue: make([]float64, n),
+		cur: make([]float64, w), hist: NewObsHistory(n),
 	}
 	if pts := p.HopCurve.Points(); len(pts) > 0 && pts[0].Empty.Len() > 0 {
 		m.batch, m.snapQ, m.bsrc = true, make([]float64, n), rand.NewPCG(0, 0)
@@ -103,10 +101,7 @@ func (m *metrics) reset(seed uint64) {
 	}
 	clear(m.ring)
 	m.head = 0
-	clear(m.prevLat)
-	clear(m.prevQueue)
-	m.prevP95 = 0
-	m.hist = [10]bool{}
+	m.hist.Reset()
 }
 
 // row returns ring row i.
@@ -150,10 +145,10 @@ func (e *Env) writeMetrics(w *enc) error {
 	w.i(m.rows, m.head)
 	w.f(m.ring...)
 	w.f(m.cur...)
-	w.f(m.prevLat...)
-	w.f(m.prevQueue...)
-	w.f(m.prevP95)
-	w.bl(m.hist[:]...)
+	w.f(m.hist.DelayS...)
+	w.f(m.hist.Queue...)
+	w.f(m.hist.P95S)
+	w.bl(m.hist.Violated[:]...)
 	if m.batch { // only then: snapshots of other scenarios keep their bytes
 		if err := writeStream(w, m.bsrc, "batch snapshot stream"); err != nil {
 			return err
@@ -200,14 +195,14 @@ func (e *Env) readMetrics(d *dec) (*metrics, error) {
 		return nil, fmt.Errorf("%w: metric ring of %d rows at %d, want %d rows", ErrSnapshot, rows, head, m.rows)
 	}
 	m.head = head
-	for _, xs := range [][]float64{m.ring, m.cur, m.prevLat, m.prevQueue} {
+	for _, xs := range [][]float64{m.ring, m.cur, m.hist.DelayS, m.hist.Queue} {
 		for i := range xs {
 			xs[i] = d.f()
 		}
 	}
-	m.prevP95 = d.f()
-	for i := range m.hist {
-		m.hist[i] = d.bl()
+	m.hist.P95S = d.f()
+	for i := range m.hist.Violated {
+		m.hist.Violated[i] = d.bl()
 	}
 	if m.batch {
 		if err := readStream(d, m.bsrc, "batch snapshot stream"); err != nil {
@@ -234,7 +229,7 @@ func (e *Env) readMetrics(d *dec) (*metrics, error) {
 			}
 		}
 	}
-	if !finite(m.prevLat...) || !finite(m.prevQueue...) || !finite(m.prevP95) {
+	if !finite(m.hist.DelayS...) || !finite(m.hist.Queue...) || !finite(m.hist.P95S) {
 		return nil, fmt.Errorf("%w: reported metrics malformed", ErrSnapshot)
 	}
 	return m, nil

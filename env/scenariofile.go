@@ -16,8 +16,11 @@ import (
 // ParseScenario reads and Scenario.MarshalFile writes.
 const ScenarioFileVersion = 1
 
-// maxScenarioFile bounds a scenario file, bytes.
-const maxScenarioFile = 1 << 20
+// MaxScenarioFile bounds a scenario file, bytes (1 MiB; the files eval
+// calibrate writes are a few kB). ParseScenario refuses longer data, and
+// the commands read a scenario file as a regular file of at most this
+// size (internal/regfile).
+const MaxScenarioFile = 1 << 20
 
 // Scenario is a simulator scenario: a physics preset, optionally
 // overridden field by field and with measured per-task demands, as a
@@ -119,9 +122,10 @@ type scenarioFile struct {
 }
 
 // ResolveScenario returns the scenario arg names: a preset name
-// (Scenarios) or the path of a scenario file, read with read (os.ReadFile
-// in the commands; env itself does no I/O). An argument that is neither
-// is an error naming it.
+// (Scenarios) or the path of a scenario file, read with read (in the
+// commands regfile.Reader(MaxScenarioFile): a regular file of at most
+// MaxScenarioFile bytes; env itself does no I/O). An argument that is
+// neither is an error naming it.
 func ResolveScenario(arg string, read func(string) ([]byte, error)) (Scenario, error) {
 	if IsScenario(arg) {
 		p, err := ScenarioPhysics(arg)
@@ -144,8 +148,8 @@ func ResolveScenario(arg string, read func(string) ([]byte, error)) (Scenario, e
 
 // ParseScenario decodes and validates a scenario file.
 func ParseScenario(data []byte) (Scenario, error) {
-	if len(data) > maxScenarioFile {
-		return Scenario{}, fmt.Errorf("env: scenario file of %d bytes, want at most %d", len(data), maxScenarioFile)
+	if len(data) > MaxScenarioFile {
+		return Scenario{}, fmt.Errorf("env: scenario file of %d bytes, want at most %d", len(data), MaxScenarioFile)
 	}
 	var f scenarioFile
 	if err := decodeStrict(data, &f); err != nil {

@@ -127,7 +127,7 @@ func TestScenarioFileErrors(t *testing.T) {
 			t.Errorf("%s: error %v, want one containing %q", tc.file, err, tc.want)
 		}
 	}
-	if _, err := ParseScenario(make([]byte, maxScenarioFile+1)); err == nil {
+	if _, err := ParseScenario(make([]byte, MaxScenarioFile+1)); err == nil {
 		t.Error("an oversized file was accepted")
 	}
 }

@@ -88,4 +88,15 @@ const (
 	// OpsSource + app name ("wc", "pred", …) draws the input payloads of
 	// the runtime's application (serve/runtime/ops; seed: the source's).
 	OpsSource = "ops/source/"
+	// RuntimeLines draws the words of the lines the runtime's built-in
+	// word-count source generates (serve/runtime.WordCount; seed: the
+	// source's).
+	RuntimeLines = "runtime/lines"
+	// RuntimeKeys draws the record keys of the runtime's built-in chain
+	// sources (serve/runtime.Chain; seed: the source's).
+	RuntimeKeys = "runtime/keys"
+
+	// CalibrateLayouts draws the order in which the live cost probe runs
+	// its layouts (eval/live.CostProbe; seed: the probe's).
+	CalibrateLayouts = "calibrate/layouts"
 )

@@ -1,9 +1,10 @@
 package traces
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log"
 	"math"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // Trace is a replayable arrival-rate series.
@@ -20,6 +22,24 @@ type Trace struct {
 	Counts []float64 // raw window counts, one per step (already cycled/extended to the trace length)
 	Scale  float64   // events per second per window count (documented per named trace)
 	Mult   float64   // rate multiplier (x2 = the paper's doubled training variant); 0 means 1
+}
+
+// FromRates returns the trace named name that replays rates, events/s per
+// step (Counts rates, Scale 1, Source "synthetic"): a workload built in
+// memory (a constant rate, the CLASP load modes, a test's series). It
+// keeps rates, which the caller must not modify afterwards.
+func FromRates(name string, rates []float64) *Trace {
+	return &Trace{Name: name, Source: "synthetic", Counts: rates, Scale: 1}
+}
+
+// Origin names where the trace came from without host-specific paths:
+// the base name of the file read, or Source itself when it is
+// "synthetic" or empty.
+func (t *Trace) Origin() string {
+	if t.Source == "synthetic" || t.Source == "" {
+		return t.Source
+	}
+	return filepath.Base(t.Source)
 }
 
 // Len returns the number of steps, len(t.Counts).
@@ -41,15 +61,36 @@ func (t *Trace) Rate(step int) float64 {
 	if i < 0 {
 		i += n
 	}
-	mult := t.Mult
-	if mult == 0 {
-		mult = 1
-	}
-	r := t.Counts[i] * t.Scale * mult
+	r := t.Counts[i] * t.Scale * t.mult()
 	if !(r > 0) { // negative, zero, or NaN
 		return 0
 	}
 	return r
+}
+
+// MaxRate is the largest rate, events/s, of a trace point that [Load]
+// accepts (10⁹: the paper's traces peak near 5,000/s). It is env.MaxRate,
+// the bound the simulator validates: a rate beyond some 10²⁴ leaves the
+// range of its event times.
+const MaxRate = 1e9
+
+// checkRates refuses a trace with a point whose rate exceeds MaxRate.
+func checkRates(t *Trace) error {
+	for i := range t.Counts {
+		if r := t.Rate(i); r > MaxRate {
+			return fmt.Errorf("traces: %s: point %d: rate %g events/s (count %g × scale %g × multiplier %g) exceeds the maximum %g",
+				t.Name, i, r, t.Counts[i], t.Scale, t.mult(), float64(MaxRate))
+		}
+	}
+	return nil
+}
+
+// mult is the rate multiplier, Mult with 0 taken as 1.
+func (t *Trace) mult() float64 {
+	if t.Mult == 0 {
+		return 1
+	}
+	return t.Mult
 }
 
 // Options configures [Load].
@@ -145,7 +186,10 @@ func Names() []string {
 //
 // When a named trace's file does not exist, Load logs one line through
 // opts.Logf and returns a seeded synthetic trace of the same length and
-// similar statistics, with Source "synthetic". A missing path is an error.
+// similar statistics, with Source "synthetic". A missing path is an error,
+// and so are a path that is not a regular file (a FIFO, a device, a
+// directory), a file over MaxFileBytes, and a point whose rate (Rate)
+// exceeds MaxRate.
 func Load(nameOrPath string, opts Options) (*Trace, error) {
 	mult := opts.RateMult
 	if mult == 0 {
@@ -155,7 +199,14 @@ func Load(nameOrPath string, opts Options) (*Trace, error) {
 		return nil, fmt.Errorf("traces: rate multiplier %v, want finite and > 0", opts.RateMult)
 	}
 	if spec, ok := namedTraces[nameOrPath]; ok {
-		return loadNamed(nameOrPath, spec, mult, opts)
+		t, err := loadNamed(nameOrPath, spec, mult, opts)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkRates(t); err != nil {
+			return nil, err
+		}
+		return t, nil
 	}
 	if nameOrPath == "" {
 		return nil, errors.New("traces: empty trace name")
@@ -169,7 +220,11 @@ func Load(nameOrPath string, opts Options) (*Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Trace{Name: nameOrPath, Source: nameOrPath, Counts: counts, Scale: 1, Mult: mult}, nil
+	t := &Trace{Name: nameOrPath, Source: nameOrPath, Counts: counts, Scale: 1, Mult: mult}
+	if err := checkRates(t); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 func loadNamed(name string, spec named, mult float64, opts Options) (*Trace, error) {
@@ -227,21 +282,50 @@ func cycle(base []float64, n int) []float64 {
 	return out
 }
 
-// readFile reads the counts of a .csv or .parquet file.
+// MaxFileBytes bounds a trace file, bytes (64 MiB: some five million CSV
+// rows; the shipped traces are under 100 kB). Load refuses a larger file.
+const MaxFileBytes = 64 << 20
+
+// errNotRegular and errTooLarge are wrapped by readFile's refusals.
+var (
+	errNotRegular = errors.New("not a regular file")
+	errTooLarge   = errors.New("file too large")
+)
+
+// readFile reads the counts of a .csv or .parquet file: a regular file of
+// at most MaxFileBytes. It is opened without blocking (O_NONBLOCK, so a
+// FIFO with no writer cannot hang it) and checked with fstat before
+// anything is read; a FIFO, a device such as /dev/zero, a directory or a
+// larger file is refused with an error naming the path (and the limit).
+// (internal/regfile does the same for the commands; traces may import no
+// project package.)
 func readFile(path string) ([]float64, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("traces: %w", err)
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("traces: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("traces: %s: %w (mode %v)", path, errNotRegular, st.Mode().Type())
+	}
+	if st.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("traces: %s: %w: %d bytes, limit %d", path, errTooLarge, st.Size(), MaxFileBytes)
+	}
 	if strings.EqualFold(filepath.Ext(path), ".parquet") {
-		st, err := f.Stat()
-		if err != nil {
-			return nil, fmt.Errorf("traces: %w", err)
-		}
 		return ReadParquet(f, st.Size(), path)
 	}
-	return ReadCSV(bufio.NewReader(f), path)
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("traces: %s: %w", path, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("traces: %s: %w: grew past the limit %d while read", path, errTooLarge, MaxFileBytes)
+	}
+	return ReadCSV(bytes.NewReader(data), path)
 }
 
 // DefaultDir returns the data directory: $STREAMSCALE_TRACES if set, else

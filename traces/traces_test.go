@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"streamscale/env"
 	"streamscale/traces"
 )
 
@@ -303,5 +304,44 @@ func TestIntelPeakMatchesTaxi(t *testing.T) {
 	}
 	if peak != 900 {
 		t.Fatalf("intel peaks at %v/s, want taxi's 900/s", peak)
+	}
+}
+
+// TestLoadMaxRate: Load refuses a point whose rate exceeds MaxRate (the
+// simulator's env.MaxRate), naming the point and the limit, whether the
+// count itself or the rate multiplier takes it past the bound.
+func TestLoadMaxRate(t *testing.T) {
+	if traces.MaxRate != env.MaxRate {
+		t.Fatalf("traces.MaxRate %g ≠ env.MaxRate %g", traces.MaxRate, env.MaxRate)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "big.csv")
+	if err := os.WriteFile(path, []byte("count\n5\n1e9\n1e25\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mult    float64
+		wantErr string
+	}{
+		{1, "point 2: rate 1e+25 events/s (count 1e+25 × scale 1 × multiplier 1) exceeds the maximum 1e+09"},
+		{1e-17, ""},
+		{2, "point 1: rate 2e+09 events/s (count 1e+09 × scale 1 × multiplier 2) exceeds the maximum 1e+09"},
+	} {
+		tr, err := traces.Load(path, traces.Options{RateMult: tc.mult})
+		if tc.wantErr == "" {
+			if err != nil || tr.Len() != 3 {
+				t.Errorf("multiplier %g: %v", tc.mult, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.HasPrefix(err.Error(), "traces: ") {
+			t.Errorf("multiplier %g: err = %v, want %q", tc.mult, err, tc.wantErr)
+		}
+	}
+	// A named trace: the synthetic taxi stand-in peaks at 5,117/s, so a
+	// multiplier of 10⁶ takes it past the bound.
+	_, err := traces.Load("taxi", traces.Options{Dir: dir, RateMult: 1e6, Logf: func(string, ...any) {}})
+	if err == nil || !strings.Contains(err.Error(), "exceeds the maximum 1e+09") {
+		t.Errorf("taxi ×10⁶: err = %v", err)
 	}
 }

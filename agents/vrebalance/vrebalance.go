@@ -347,8 +347,12 @@ func New(cfg Config, scenario env.Config) (*Controller, error) {
 }
 
 // quantileBounds returns the boundaries at quantiles qs (linear
-// interpolation between order statistics) of xs, dropping boundaries ≤ 0
-// or not above the previous one. A non-finite or negative value counts as
+// interpolation between order statistics at h = q·(n − 1), Hyndman and
+// Fan's definition 7, as NumPy's default) of xs, dropping boundaries ≤ 0
+// or not above the previous one. Not gonum's stat.Quantile, whose
+// LinInterp is definition 4 (h = q·n) and Empirical the nearest rank:
+// either would move the tiers (and the policies' results); one sort
+// serves every q here, too. A non-finite or negative value counts as
 // 0. xs is not modified.
 func quantileBounds(xs []float64, qs []float64) []float64 {
 	if len(qs) == 0 || len(xs) == 0 {

@@ -13,16 +13,8 @@ import (
 	"streamscale/clasp"
 	"streamscale/env"
 	"streamscale/rng"
+	"streamscale/traces"
 )
-
-// Trace is a workload given point by point, events/s per step.
-type Trace []float64
-
-// Len implements env.Workload.
-func (t Trace) Len() int { return len(t) }
-
-// Rate implements env.Workload.
-func (t Trace) Rate(i int) float64 { return t[i] }
 
 // Method is a named planner constructor.
 type Method = clasp.Method
@@ -32,18 +24,19 @@ type Method = clasp.Method
 // checking saturation with the scenarios' TrueModel.
 func Methods(maxWorkers int) []Method { return clasp.Methods(maxWorkers, TrueModel()) }
 
-// closedLoop runs method's planner on app over trace on servers workers
+// closedLoop runs method's planner on app over trace (events/s per step;
+// replayed as traces.FromRates) on servers workers
 // (every task starts on worker 0) and returns the step records and the
 // controller. With warm > 0 the planner's first decision (the initial
 // placement) is followed by warm steps without remapping. maxInFlight is
 // the workers' cap on requests in flight (0: none).
-func closedLoop(m Method, app clasp.App, servers int, trace Trace, warm, maxInFlight int) ([]StepRecord, *horizontal.Adapter, error) {
+func closedLoop(m Method, app clasp.App, servers int, trace []float64, warm, maxInFlight int) ([]StepRecord, *horizontal.Adapter, error) {
 	cfg, err := ClusterConfig(app, servers, 0, len(trace), nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	capInFlight(&cfg, maxInFlight)
-	cfg.Workload = trace
+	cfg.Workload = traces.FromRates("closed-loop", trace)
 	p, err := m.New()
 	if err != nil {
 		return nil, nil, err
@@ -137,7 +130,7 @@ func WorkerTransitions(app clasp.App, maxRate []float64, methods []Method, o Tra
 	for i := range rows {
 		g.Go(func() error {
 			row := &rows[i]
-			trace := make(Trace, 0, o.Warm+o.After)
+			trace := make([]float64, 0, o.Warm+o.After)
 			for range o.Warm {
 				trace = append(trace, row.From)
 			}
@@ -222,10 +215,10 @@ const WarmupRequests = 10000
 //     equals the gradual trace's (the last stage is cut to match).
 //
 // Both carry the same total volume (to within one step's worth).
-func ModeTraces(top float64, seed uint64) map[string]Trace {
+func ModeTraces(top float64, seed uint64) map[string][]float64 {
 	r := rng.New(seed, rng.ClaspexpModes)
 	stage := func() int { return 5 + r.IntN(6) }
-	var gradual Trace
+	var gradual []float64
 	var volume float64
 	for k := 1; k <= 19; k++ {
 		f := float64(min(k, 20-k)) / 10
@@ -234,7 +227,7 @@ func ModeTraces(top float64, seed uint64) map[string]Trace {
 			volume += f * top
 		}
 	}
-	var burst Trace
+	var burst []float64
 	var sum float64
 	for high := false; sum < volume; high = !high {
 		f := 0.1 + 0.2*r.Float64()
@@ -249,7 +242,7 @@ func ModeTraces(top float64, seed uint64) map[string]Trace {
 			sum += f * top
 		}
 	}
-	return map[string]Trace{"burst": burst, "gradual": gradual}
+	return map[string][]float64{"burst": burst, "gradual": gradual}
 }
 
 // warmSteps is the number of steps at rate that carry WarmupRequests.
@@ -336,9 +329,9 @@ func PooledLatency(recs []StepRecord, q float64) float64 {
 // is the workers' cap on requests in flight (env.WorkerPhysics.MaxInFlight;
 // 0: none).
 func Modes(app clasp.App, top float64, servers int, methods []Method, seeds []uint64, maxInFlight int) ([]ModeRow, error) {
-	traces := make([]map[string]Trace, len(seeds))
+	modes := make([]map[string][]float64, len(seeds))
 	for i, sd := range seeds {
-		traces[i] = ModeTraces(top, sd)
+		modes[i] = ModeTraces(top, sd)
 	}
 	var rows []ModeRow
 	var which []int
@@ -356,9 +349,9 @@ func Modes(app clasp.App, top float64, servers int, methods []Method, seeds []ui
 		g.Go(func() error {
 			row := &rows[i]
 			m := methods[i%len(methods)]
-			tr := traces[which[i]][row.Mode]
+			tr := modes[which[i]][row.Mode]
 			row.WarmSteps = warmSteps(app, tr[0])
-			full := make(Trace, 0, row.WarmSteps+len(tr))
+			full := make([]float64, 0, row.WarmSteps+len(tr))
 			for range row.WarmSteps {
 				full = append(full, tr[0])
 			}
@@ -454,7 +447,11 @@ func SummarizeModes(rows []ModeRow) map[string]map[string]ModeSummary {
 }
 
 // quantile is the q-quantile of xs by linear interpolation between order
-// statistics (0 for an empty slice).
+// statistics, x₍⌊h⌋₎ + (h − ⌊h⌋)(x₍⌊h⌋+1₎ − x₍⌊h⌋₎) at h = q·(n − 1)
+// (Hyndman and Fan's definition 7; 0 for an empty slice). Not gonum's
+// stat.Quantile: its LinInterp is definition 4 (h = q·n) and its
+// Empirical the nearest rank, so either would move the published
+// figures (TestQuantileIsNotGonums).
 func quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return 0

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"testing"
 
+	"gonum.org/v1/gonum/stat"
+
 	"streamscale/clasp"
 )
 
@@ -20,6 +22,22 @@ func TestQuantile(t *testing.T) {
 	}
 	if quantile(nil, 0.5) != 0 {
 		t.Error("empty quantile not 0")
+	}
+}
+
+// TestQuantileIsNotGonums records why quantile is not gonum's
+// stat.Quantile: neither cumulant kind gives the R-7 interpolation the
+// published figures use (LinInterp interpolates the empirical CDF, R-4;
+// Empirical is the nearest rank), so the switch would move them.
+func TestQuantileIsNotGonums(t *testing.T) {
+	xs := []float64{1, 2, 3, 4}
+	if got := quantile(xs, 0.5); got != 2.5 {
+		t.Fatalf("R-7 median of %v = %v, want 2.5", xs, got)
+	}
+	for _, c := range []stat.CumulantKind{stat.LinInterp, stat.Empirical} {
+		if g := stat.Quantile(0.5, c, xs, nil); g == 2.5 {
+			t.Errorf("gonum's kind %v gives R-7's median %v: quantile could be stat.Quantile", c, g)
+		}
 	}
 }
 

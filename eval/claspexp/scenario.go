@@ -6,6 +6,7 @@ import (
 
 	"streamscale/clasp"
 	"streamscale/env"
+	"streamscale/traces"
 )
 
 // Cluster constants of the homogeneous serverless scenario (paper §6).
@@ -100,18 +101,6 @@ func EnvApp(a clasp.App, sloMS float64) (env.App, []string, error) {
 	return out, notes, nil
 }
 
-// ConstRate is a constant workload: PerS events/s for Steps steps.
-type ConstRate struct {
-	PerS  float64
-	Steps int
-}
-
-// Len implements env.Workload.
-func (c ConstRate) Len() int { return c.Steps }
-
-// Rate implements env.Workload.
-func (c ConstRate) Rate(int) float64 { return c.PerS }
-
 // Cluster returns n homogeneous serverless workers on a star network:
 // switch 0 is the core, worker i sits on switch i+1, linked to the core at
 // LinkBps with LinkMS propagation.
@@ -147,6 +136,9 @@ func ClusterConfig(app clasp.App, n int, rate float64, steps int, replicas [][]e
 	if n < 1 {
 		return env.Config{}, fmt.Errorf("claspexp: %d workers, want ≥ 1", n)
 	}
+	if steps < 1 {
+		return env.Config{}, fmt.Errorf("claspexp: %d steps, want ≥ 1", steps)
+	}
 	ea, _, err := EnvApp(app, DefaultSLOMS)
 	if err != nil {
 		return env.Config{}, err
@@ -160,7 +152,8 @@ func ClusterConfig(app clasp.App, n int, rate float64, steps int, replicas [][]e
 		Requests:  env.RequestCosts{AlphaUS: m.Alpha, BetaUS: m.Beta, GammaUS: m.Gamma},
 		SharedCPU: true,
 		Worker:    env.PaperWorkers(),
-		Workload:  ConstRate{PerS: rate, Steps: steps},
+		Workload:  traces.FromRates("constant", []float64{rate}), // replayed for Steps
+		Steps:     steps,
 	}
 	return cfg, nil
 }

@@ -25,6 +25,7 @@ import (
 	"streamscale/eval/runner"
 	"streamscale/internal/command"
 	"streamscale/internal/costfile"
+	"streamscale/internal/regfile"
 	"streamscale/serve/runtime"
 	"streamscale/serve/runtime/cfs"
 	"streamscale/serve/runtime/ops"
@@ -1193,7 +1194,7 @@ func hliveMethods(file, plannerAddr string, maxWorkers int) ([]clasp.Method, *co
 	if plannerAddr != "" {
 		return nil, nil, usagef("eval: -cost-model with -planner: the planner service runs its own controller (give serve planner -cost-model)")
 	}
-	u, err := costfile.Load(file, os.ReadFile)
+	u, err := costfile.Load(file, regfile.Reader(env.MaxScenarioFile)) // a model file or a scenario file with one
 	if err != nil {
 		return nil, nil, usagef("eval: -cost-model: %v", err)
 	}

@@ -5,13 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"streamscale/env"
 	"streamscale/internal/command"
+	"streamscale/internal/regfile"
 	"streamscale/traces"
 )
 
@@ -141,10 +140,12 @@ func (w workloadFlags) check() (env.Scenario, error) {
 }
 
 // resolveScenario returns the scenario of a -scenario flag (named flag):
-// a preset or a scenario file; anything else is a usage error naming the
-// flag.
+// a preset or a scenario file, read as a regular file of at most
+// env.MaxScenarioFile bytes (1 MiB: a FIFO, a device such as /dev/zero, a
+// directory or a larger file is refused); anything else is a usage error
+// naming the flag.
 func resolveScenario(flag, arg string) (env.Scenario, error) {
-	s, err := env.ResolveScenario(arg, os.ReadFile)
+	s, err := env.ResolveScenario(arg, regfile.Reader(env.MaxScenarioFile))
 	if err != nil {
 		return env.Scenario{}, usagef("eval: -%s: %v", flag, err)
 	}
@@ -178,14 +179,6 @@ func loadTrace(name, dir string, mult float64, seed uint64, o Options) (*traces.
 		return nil, usagef("eval: trace %q: %v", name, err)
 	}
 	return t, nil
-}
-
-// traceSource names where a trace came from without host-specific paths.
-func traceSource(t *traces.Trace) string {
-	if t.Source == "synthetic" || t.Source == "" {
-		return t.Source
-	}
-	return filepath.Base(t.Source)
 }
 
 // splitList splits a comma-separated flag value, refusing empty entries

@@ -223,7 +223,7 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	sum := HLiveSummary{Profile: app.Name, Trace: f.trace, TraceSource: traceSource(trs[0]), Intervals: ns[0], TimeScaleS: step.Seconds(),
+	sum := HLiveSummary{Profile: app.Name, Trace: f.trace, TraceSource: trs[0].Origin(), Intervals: ns[0], TimeScaleS: step.Seconds(),
 		RateMult: trs[0].Mult, InitialWorkers: f.workers, MaxWorkers: f.maxWorkers, TaskMillicores: f.taskMC, WorkerBudget: f.budget, BudgetProcess: bool(f.budgetProcess), Seed: f.seed, SLOMS: f.sloMS,
 		Commit: o.Commit, GoVersion: o.GoVersion, CostModel: used}
 	if f.seeds > 1 {

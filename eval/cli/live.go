@@ -358,7 +358,7 @@ func liveCommand(ctx context.Context, name string, simgap bool, args []string, o
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	sum := LiveSummary{Profile: *profile, Trace: *trace, TraceSource: traceSource(tr), TraceStart: *start, Intervals: n,
+	sum := LiveSummary{Profile: *profile, Trace: *trace, TraceSource: tr.Origin(), TraceStart: *start, Intervals: n,
 		TimeScaleS: scale.Seconds(), RateMult: *mult, CPUScale: *cpuScale, WarmupIntervals: warm, Workers: *workers, Seed: *seed, PlacementSeeds: seeds,
 		SLOMS: scs[0].App.SLOMS, Commit: o.Commit, GoVersion: o.GoVersion}
 	if u := hostLoad(); u != "" {
@@ -1034,7 +1034,7 @@ func livePaired(o Options, dir, profile, trace string, tr *traces.Trace, seeds [
 	for i, sp := range parsed {
 		facs[i] = sp
 	}
-	plan := paired.Plan{Profiles: []string{profile}, Workloads: []paired.Workload{{Name: trace, Source: traceSource(tr), Workload: tr}},
+	plan := paired.Plan{Profiles: []string{profile}, Workloads: []*traces.Trace{tr},
 		Placements: seeds, Controllers: facs, Candidate: parsed[0].String(), Seed: seed, Steps: steps, RateMult: mult, Scenario: "live"}
 	psum, err := paired.Analyze(plan, liveRes)
 	if err != nil {

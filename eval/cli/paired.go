@@ -107,14 +107,14 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 		if err != nil {
 			return err
 		}
-		plan.Workloads = append(plan.Workloads, paired.Workload{Name: name, Source: traceSource(t), Workload: t})
+		plan.Workloads = append(plan.Workloads, t)
 	}
 
 	// The physics must fit the episode (checked before the controllers,
 	// whose preflight skips the unavailable defaults).
 	for _, prof := range plan.Profiles {
 		for _, w := range plan.Workloads {
-			sc, err := runner.Config(runner.Spec{Profile: prof, Workload: w.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps, Physics: plan.Physics, Demand: plan.Demand})
+			sc, err := runner.Config(runner.Spec{Profile: prof, Workload: w, PlacementSeed: plan.Placements[0], Steps: plan.Steps, Physics: plan.Physics, Demand: plan.Demand})
 			if err != nil {
 				return usageError(err)
 			}
@@ -175,7 +175,7 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 func preflight(c controllers.Spec, plan paired.Plan) error {
 	for _, prof := range plan.Profiles {
 		for _, w := range plan.Workloads {
-			sc, err := runner.Config(runner.Spec{Profile: prof, Workload: w.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps, Physics: plan.Physics, Demand: plan.Demand})
+			sc, err := runner.Config(runner.Spec{Profile: prof, Workload: w, PlacementSeed: plan.Placements[0], Steps: plan.Steps, Physics: plan.Physics, Demand: plan.Demand})
 			if err != nil {
 				return err
 			}

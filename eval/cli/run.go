@@ -85,7 +85,7 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 	}
 	s := res.Summary
 	rep := RunReport{
-		Key: res.Key, TraceSource: traceSource(tr), RateMult: *mult, Horizontal: res.Horizontal,
+		Key: res.Key, TraceSource: tr.Origin(), RateMult: *mult, Horizontal: res.Horizontal,
 		SLOMS: res.SLOMS, Tasks: res.Tasks, Placement: res.Placement, Summary: s,
 		TrajectorySHA256: res.TrajectorySHA256, ConfigSHA256: res.ConfigSHA256,
 		Commit: o.Commit, GoVersion: o.GoVersion,

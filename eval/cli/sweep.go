@@ -103,7 +103,7 @@ func sweepCmd(ctx context.Context, args []string, o Options) error {
 		return err
 	}
 	sum.Commit, sum.GoVersion = o.Commit, o.GoVersion
-	sum.TraceSource = traceSource(tr)
+	sum.TraceSource = tr.Origin()
 	if err := writeFile(filepath.Join(*outDir, FileSweep), func(w *bufio.Writer) error { return sweep.WriteRows(w, rows) }); err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"streamscale/clasp"
 	"streamscale/internal/costfile"
+	"streamscale/rng"
 	"streamscale/serve/runtime"
 	"streamscale/serve/runtime/ops"
 	"streamscale/serve/runtime/planner"
@@ -265,7 +265,7 @@ func ProbeCosts(ctx context.Context, p CostProbe) (CostProbeResult, error) {
 	layouts := costLayouts(chain, p.Rate, p.BudgetApp, p.BudgetRate)
 	// A seeded order: the host's load drifts over the probe, and runs in
 	// the order of their x would turn the drift into a slope.
-	rand.New(rand.NewPCG(p.Seed, 0xc057)).Shuffle(len(layouts), func(i, j int) { layouts[i], layouts[j] = layouts[j], layouts[i] })
+	rng.New(p.Seed, rng.CalibrateLayouts).Shuffle(len(layouts), func(i, j int) { layouts[i], layouts[j] = layouts[j], layouts[i] })
 	for _, l := range layouts {
 		res.Order = append(res.Order, fmt.Sprintf("%s@%g", l.name, l.rate))
 	}

@@ -32,7 +32,8 @@
 // The observation's server rows are the scenario's servers under its
 // placement (exact features in the simulator too); the measured task and
 // application features come from the workers' reports and the window's
-// end-to-end latencies (Observer documents each).
+// end-to-end latencies (Observer documents each); env.ObsBuilder turns
+// them into the observation, as it does in the simulator.
 //
 // Units: latencies in ms in records, s inside the observation as env
 // normalises them; rates per second of wall time.

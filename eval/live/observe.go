@@ -10,14 +10,10 @@ import (
 	"streamscale/serve/runtime/planner"
 )
 
-// Feature bounds, copied from env's spaces at construction (env keeps its
-// bounds unexported; Spaces gives them).
-type bounds struct{ low, high []float64 }
-
 // Observer builds, from the runtime's reports, the observation the
-// simulator builds (env.fillObservation: the Dict of 15 features per task,
-// 5 per server and 11 for the application, with the same normalisations
-// and clipping), and applies a vertical controller's action to the
+// simulator builds (with the simulator's builder, env.ObsBuilder: the Dict
+// of 15 features per task, 5 per server and 11 for the application), and
+// applies a vertical controller's action to the
 // allocations the way env.Step does (clip to [MinCPU, MaxCPU], then the
 // projection onto server capacity: reductions first, then increases in
 // task order, each limited by its host's free CPU).
@@ -47,16 +43,13 @@ type Observer struct {
 	sc   env.Config
 	ops  []int // env task k → runtime operator index
 	nOps int
-	tb   bounds
-	sb   bounds
-	ab   bounds
 	obs  env.Observation
+	in   env.ObsInputs // the builder's inputs, scratch
 
-	// What the previous observation reported.
-	prevLat, prevQueue, prevSvc []float64
-	prevP95                     float64
-	hist                        [10]bool
-	stepped                     bool
+	// What the previous observations reported.
+	hist    env.ObsHistory
+	prevSvc []float64 // per task, the last measured service time
+	stepped bool
 }
 
 // NewObserver returns the observer of scenario sc (an edge scenario: one
@@ -86,13 +79,10 @@ func NewObserver(sc env.Config, app ops.App) (*Observer, error) {
 		}
 		o.ops = append(o.ops, idx)
 	}
-	sp := sc.Spaces()
-	o.tb = bounds{sp.Observation["task"].Low[:env.TaskFeatures], sp.Observation["task"].High[:env.TaskFeatures]}
-	o.sb = bounds{sp.Observation["server"].Low[:env.ServerFeatures], sp.Observation["server"].High[:env.ServerFeatures]}
-	o.ab = bounds{sp.Observation["app"].Low, sp.Observation["app"].High}
 	n, m := len(sc.App.Tasks), len(sc.Servers)
 	o.obs = env.Observation{App: make([]float64, env.AppFeatures), Server: make([]float64, m*env.ServerFeatures), Task: make([]float64, n*env.TaskFeatures)}
-	o.prevLat, o.prevQueue, o.prevSvc = make([]float64, n), make([]float64, n), make([]float64, n)
+	o.in = env.ObsInputs{Tasks: make([]env.TaskMeasures, n), Servers: make([]env.ServerMeasures, m)}
+	o.hist, o.prevSvc = env.NewObsHistory(n), make([]float64, n)
 	return o, nil
 }
 
@@ -171,131 +161,30 @@ func clip(x, lo, hi float64) float64 {
 	return min(max(x, lo), hi)
 }
 
-func log1p(x float64) float64 {
-	if !(x > 0) {
-		return 0
-	}
-	return math.Log1p(x)
-}
-
 // Observe builds the observation of the interval just measured, with
-// alloc the allocation (scenario millicores, per task) in force. The
-// returned observation is reused by the next call.
+// alloc the allocation (scenario millicores, per task) in force: the
+// builder's inputs (env.ObsInputs) from the reports (Totals) and the
+// scenario's placement, the observation by env.ObsBuilder. The returned
+// observation is reused by the next call.
 func (o *Observer) Observe(m Measured, alloc []float64) env.Observation {
 	sc := o.sc
-	slo := sc.App.SLOMS / 1000
-	maxCPU := sc.MaxCPU
-	serverCPU := make([]float64, len(sc.Servers))
+	in := &o.in
+	for s := range in.Servers {
+		in.Servers[s] = env.ServerMeasures{}
+	}
 	for k, s := range sc.Placement {
-		serverCPU[s] += alloc[k]
+		in.Servers[s].CPU += alloc[k]
+		in.Servers[s].MemoryMB += sc.App.Tasks[k].MemoryMB
+		in.Servers[s].Tasks++
 	}
-	tot := o.Totals(m)
-	n := len(o.ops)
-	totalQueue := 0.0
-	for k := range n {
-		tt := tot[k]
-		in, done, queue, lat, s := tt.In, tt.Done, tt.Queue, tt.LatS, tt.SvcS
-		task := sc.App.Tasks[k]
-		host := sc.Placement[k]
-		hostCPU := sc.Servers[host].CPU
-		ratio, sel := 1.0, task.Selectivity
-		io := sel / (1 + sel)
-		if in > 0 {
-			ratio = done / in
-		}
-		if out := done * sel; in+out > 0 {
-			io = out / (in + out)
-		}
-		row := o.obs.Task[k*env.TaskFeatures : (k+1)*env.TaskFeatures]
-		row[env.TaskCPU] = alloc[k] / maxCPU
-		row[env.TaskInputRate] = log1p(in)
-		row[env.TaskDemand] = log1p(in * task.MIPSPerEvent)
-		row[env.TaskThroughput] = log1p(done)
-		row[env.TaskQueue] = log1p(queue)
-		row[env.TaskThroughputRatio] = ratio
-		row[env.TaskQueuePressure] = queue * s / slo
-		row[env.TaskDemandPerCPU] = math.Log1p(min(tt.Rho, 10))
-		row[env.TaskLatency] = lat / slo
-		row[env.TaskProcLatency] = s / slo
-		row[env.TaskLatencyChange], row[env.TaskQueueChange] = 0, 0
-		if o.stepped {
-			row[env.TaskLatencyChange] = (lat - o.prevLat[k]) / slo
-			row[env.TaskQueueChange] = log1p(queue) - log1p(o.prevQueue[k])
-		}
-		row[env.TaskIORatio] = io
-		row[env.TaskHostCPUUtil] = serverCPU[host] / hostCPU
-		row[env.TaskHostFreeCPU] = (hostCPU - serverCPU[host]) / hostCPU
-		for i := range row {
-			row[i] = clip(row[i], o.tb.low[i], o.tb.high[i])
-		}
-		o.prevLat[k], o.prevQueue[k], o.prevSvc[k] = lat, queue, s
-		totalQueue += queue
+	for k, tt := range o.Totals(m) {
+		in.Tasks[k] = env.TaskMeasures{InputRate: tt.In, Throughput: tt.Done, Queue: tt.Queue, DelayS: tt.LatS, ServiceS: tt.SvcS, Load: tt.Rho,
+			CPU: alloc[k], Host: sc.Placement[k]}
+		o.prevSvc[k] = tt.SvcS
 	}
-	hostsCPU := 0.0
-	for s, srv := range sc.Servers {
-		cnt := 0.0
-		mem := 0.0
-		for k, h := range sc.Placement {
-			if h == s {
-				cnt++
-				mem += sc.App.Tasks[k].MemoryMB
-			}
-		}
-		if cnt > 0 {
-			hostsCPU += srv.CPU
-		}
-		row := o.obs.Server[s*env.ServerFeatures : (s+1)*env.ServerFeatures]
-		row[env.ServerCPUUtil] = serverCPU[s] / srv.CPU
-		row[env.ServerFreeCPU] = (srv.CPU - serverCPU[s]) / maxCPU
-		row[env.ServerMemUtil] = mem / srv.RAMMB
-		row[env.ServerFreeMem] = (srv.RAMMB - mem) / srv.RAMMB
-		row[env.ServerTaskCount] = cnt / float64(n)
-		for i := range row {
-			row[i] = clip(row[i], o.sb.low[i], o.sb.high[i])
-		}
-	}
-	p95, mean := m.P95MS/1000, m.MeanMS/1000
-	violated := o.stepped && p95 > slo
-	viol := 0
-	if violated {
-		viol++
-	}
-	for _, v := range o.hist[:len(o.hist)-1] {
-		if v {
-			viol++
-		}
-	}
-	total, mx, mn := 0.0, 0.0, math.Inf(1)
-	for _, c := range alloc {
-		total += c
-		mx, mn = max(mx, c), min(mn, c)
-	}
-	a := o.obs.App
-	a[env.AppMeanLatency] = mean / slo
-	a[env.AppP95Latency] = p95 / slo
-	a[env.AppSLOMargin] = 1 - p95/slo
-	a[env.AppP95Trend] = 0
-	if o.stepped {
-		a[env.AppP95Trend] = (p95 - o.prevP95) / slo
-	}
-	a[env.AppViolationHistory] = float64(viol) / float64(len(o.hist))
-	a[env.AppTotalCPU] = 0
-	if hostsCPU > 0 {
-		a[env.AppTotalCPU] = total / hostsCPU
-	}
-	a[env.AppMeanCPU] = total / float64(n) / maxCPU
-	a[env.AppMaxCPU] = mx / maxCPU
-	a[env.AppMinCPU] = mn / maxCPU
-	a[env.AppTotalQueue] = log1p(totalQueue)
-	a[env.AppThroughput] = log1p(m.Throughput)
-	for i := range a {
-		a[i] = clip(a[i], o.ab.low[i], o.ab.high[i])
-	}
-	o.prevP95 = p95
-	if o.stepped {
-		copy(o.hist[1:], o.hist[:len(o.hist)-1])
-		o.hist[0] = violated
-	}
+	in.App = env.AppMeasures{P95S: m.P95MS / 1000, MeanS: m.MeanMS / 1000, Throughput: m.Throughput}
+	in.Stepped = o.stepped
+	env.ObsBuilder{App: &sc.App, Servers: sc.Servers, MaxCPU: sc.MaxCPU}.Build(o.obs, in, &o.hist)
 	o.stepped = true
 	return o.obs
 }

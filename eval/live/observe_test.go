@@ -49,43 +49,6 @@ func allocOf(sc env.Config, mc float64) []float64 {
 	return a
 }
 
-// TestObservationMatchesSimulator: with nothing measured, the live
-// observation's exact features (allocations, hosts, servers, the app's CPU
-// features) equal the simulator's at Reset, and every measured one is the
-// simulator's idle value; both profiles (ETL's runtime app has an extra
-// Sink operator, which is not a task).
-func TestObservationMatchesSimulator(t *testing.T) {
-	for _, profile := range env.Profiles() {
-		o, sc := observer(t, profile)
-		e, err := env.New(sc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, _, err := e.Reset(1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := o.Observe(Measured{}, allocOf(sc, sc.InitialCPU))
-		inBoxes(t, sc, got)
-		if !slices.Equal(got.Server, want.Server) {
-			t.Errorf("%s: server rows\n live %v\n sim  %v", profile, got.Server, want.Server)
-		}
-		for k := range len(sc.App.Tasks) {
-			for _, f := range []int{env.TaskCPU, env.TaskHostCPUUtil, env.TaskHostFreeCPU, env.TaskIORatio, env.TaskThroughputRatio, env.TaskInputRate, env.TaskQueue} {
-				i := k*env.TaskFeatures + f
-				if math.Abs(got.Task[i]-want.Task[i]) > 1e-12 {
-					t.Errorf("%s: task %d feature %d: live %v, sim %v", profile, k, f, got.Task[i], want.Task[i])
-				}
-			}
-		}
-		for _, f := range []int{env.AppTotalCPU, env.AppMeanCPU, env.AppMaxCPU, env.AppMinCPU, env.AppViolationHistory} {
-			if math.Abs(got.App[f]-want.App[f]) > 1e-12 {
-				t.Errorf("%s: app feature %d: live %v, sim %v", profile, f, got.App[f], want.App[f])
-			}
-		}
-	}
-}
-
 // TestObservationMeasured: measured features follow the reports (summed
 // over two workers) and stay in their boxes under overload.
 func TestObservationMeasured(t *testing.T) {

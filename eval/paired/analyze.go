@@ -93,7 +93,7 @@ func (p Plan) Protocol() Protocol {
 		BootstrapStream: "eval/bootstrap/<profile>/<trace>/<candidate>/<baseline>",
 	}
 	for _, w := range p.Workloads {
-		pr.Traces = append(pr.Traces, TraceInfo{Name: w.Name, Source: w.Source})
+		pr.Traces = append(pr.Traces, TraceInfo{Name: w.Name, Source: w.Origin()})
 	}
 	for _, c := range p.Controllers {
 		pr.Controllers = append(pr.Controllers, c.String())

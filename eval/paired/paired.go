@@ -14,6 +14,7 @@ import (
 	"streamscale/env"
 	"streamscale/eval/runner"
 	"streamscale/rng"
+	"streamscale/traces"
 )
 
 // DefaultPlacements are the evaluation's placement seeds, disjoint from the
@@ -27,17 +28,10 @@ const (
 	NonInferiorityMargin = 5.0   // H3 margin, percent of baseline throughput
 )
 
-// Workload is a named workload of the plan.
-type Workload struct {
-	Name     string       // "taxi", "intel", …
-	Source   string       // where it came from (file base name or "synthetic")
-	Workload env.Workload // read only
-}
-
 // Plan is a paired evaluation.
 type Plan struct {
 	Profiles    []string
-	Workloads   []Workload
+	Workloads   []*traces.Trace // by Name ("taxi", "intel", …); read only
 	Placements  []uint64
 	Controllers []runner.Factory
 	Candidate   string      // canonical spec of the candidate; one of Controllers
@@ -106,7 +100,7 @@ func (p Plan) Specs() []runner.Spec {
 				seed := EpisodeSeed(p.Seed, prof, w.Name, pl)
 				for _, c := range p.Controllers {
 					out = append(out, runner.Spec{
-						Profile: prof, TraceName: w.Name, Workload: w.Workload,
+						Profile: prof, TraceName: w.Name, Workload: w,
 						PlacementSeed: pl, Seed: seed, Steps: p.Steps, Controller: c,
 						Physics: p.Physics, Scenario: p.Scenario, Demand: p.Demand,
 					})

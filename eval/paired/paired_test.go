@@ -10,12 +10,22 @@ import (
 
 	"streamscale/eval/controllers"
 	"streamscale/eval/runner"
+	"streamscale/traces"
 )
 
 type flat float64
 
 func (f flat) Len() int         { return 100 }
 func (f flat) Rate(int) float64 { return float64(f) }
+
+// named is a 100-step trace name at rate events/s.
+func named(name string, rate float64) *traces.Trace {
+	r := make([]float64, 100)
+	for i := range r {
+		r[i] = rate
+	}
+	return traces.FromRates(name, r)
+}
 
 func specs(t *testing.T, names ...string) []runner.Factory {
 	t.Helper()
@@ -86,7 +96,7 @@ func TestExecuteErrors(t *testing.T) {
 
 func TestSpecsOrderAndSeeds(t *testing.T) {
 	p := Plan{
-		Profiles: []string{"pred", "etl"}, Workloads: []Workload{{Name: "a", Workload: flat(1)}, {Name: "b", Workload: flat(2)}},
+		Profiles: []string{"pred", "etl"}, Workloads: []*traces.Trace{named("a", 1), named("b", 2)},
 		Placements: []uint64{101, 102, 103}, Controllers: specs(t, "static:500", "static:900"), Candidate: "static:900", Seed: 7,
 	}
 	if err := p.Validate(); err != nil {
@@ -144,7 +154,7 @@ func fake(p Plan, sum func(prof, trace string, c int, l int) runner.Summary) []r
 // the difference.
 func TestAnalyzeVerdicts(t *testing.T) {
 	p := Plan{
-		Profiles: []string{"pred"}, Workloads: []Workload{{Name: "taxi", Workload: flat(1)}},
+		Profiles: []string{"pred"}, Workloads: []*traces.Trace{named("taxi", 1)},
 		Placements: DefaultPlacements, Controllers: specs(t, "threshold", "static:500", "static:2000", "static:10000"),
 		Candidate: "threshold", Seed: 1,
 	}
@@ -228,7 +238,7 @@ func TestAnalyzeVerdicts(t *testing.T) {
 
 func TestAnalyzeOnePlacementHasNoVerdict(t *testing.T) {
 	p := Plan{
-		Profiles: []string{"etl"}, Workloads: []Workload{{Name: "w", Workload: flat(1)}},
+		Profiles: []string{"etl"}, Workloads: []*traces.Trace{named("w", 1)},
 		Placements: []uint64{101}, Controllers: specs(t, "static:600", "static:500"), Candidate: "static:600",
 	}
 	sum, err := Analyze(p, fake(p, func(_, _ string, c, _ int) runner.Summary {
@@ -249,7 +259,7 @@ func TestAnalyzeOnePlacementHasNoVerdict(t *testing.T) {
 
 func TestAnalyzeChecksOrder(t *testing.T) {
 	p := Plan{
-		Profiles: []string{"etl"}, Workloads: []Workload{{Name: "w", Workload: flat(1)}},
+		Profiles: []string{"etl"}, Workloads: []*traces.Trace{named("w", 1)},
 		Placements: []uint64{101, 102}, Controllers: specs(t, "static:600", "static:500"), Candidate: "static:600",
 	}
 	res := fake(p, func(string, string, int, int) runner.Summary { return runner.Summary{MeanThroughput: 1, MeanCPU: 1} })

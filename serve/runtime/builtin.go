@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"streamscale/rng"
 	"streamscale/serve/runtime/ops"
 )
 
@@ -57,8 +58,8 @@ const Vocabulary = 1000
 const WordsPerLine = 10
 
 // WordCount is split → count: the source generates lines of WordsPerLine
-// words drawn uniformly from Vocabulary words ("w0" … "w999") with a PCG
-// seeded by the seed; split emits each word keyed by its FNV-1a hash; count
+// words drawn uniformly from Vocabulary words ("w0" … "w999") from the
+// named stream rng.RuntimeLines of the seed; split emits each word keyed by its FNV-1a hash; count
 // keeps each word's count as 8 little-endian bytes.
 func WordCount() ops.App {
 	return ops.App{
@@ -68,7 +69,7 @@ func WordCount() ops.App {
 			{Name: "count", Stateful: true, New: func() ops.Operator { return countOp{} }},
 		},
 		Edges:     [][2]int{{0, 1}},
-		NewSource: func(seed uint64) ops.Source { return &lineSource{r: rand.New(rand.NewPCG(seed, 0x77c))} },
+		NewSource: func(seed uint64) ops.Source { return &lineSource{r: rng.New(seed, rng.RuntimeLines)} },
 	}
 }
 
@@ -136,7 +137,7 @@ func (countOp) Process(in ops.Record, st ops.State, _ ops.Emitter) error {
 // Chain is n stateless operators in a line, each spinning for work of CPU
 // time per record (0: none) and passing the record on with its key.
 func Chain(name string, n int, work time.Duration) ops.App {
-	app := ops.App{Name: name, NewSource: func(seed uint64) ops.Source { return &keySource{r: rand.New(rand.NewPCG(seed, 0x5e))} }}
+	app := ops.App{Name: name, NewSource: func(seed uint64) ops.Source { return &keySource{r: rng.New(seed, rng.RuntimeKeys)} }}
 	for i := range n {
 		last := i == n-1
 		app.Operators = append(app.Operators, ops.Spec{Name: fmt.Sprintf("op%d", i), New: func() ops.Operator { return chainOp{next: i + 1, last: last, work: work} }})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"gonum.org/v1/gonum/stat"
 
 	"streamscale/serve/runtime/ops"
 )
@@ -516,8 +517,10 @@ func checkPoint(ctx context.Context, cfg CheckConfig, app string, op int, in []o
 	return p, nil
 }
 
-// quantile is the nearest-rank quantile of sorted xs.
+// quantile is the nearest-rank q-quantile of sorted, non-empty xs, q in
+// [0, 1]: xs[⌈q·n⌉ − 1] (xs[0] for q = 0), which is gonum's
+// stat.Quantile with the Empirical cumulant (the smallest x whose rank is
+// at least q·n).
 func quantile(xs []float64, q float64) float64 {
-	i := int(math.Ceil(q*float64(len(xs)))) - 1
-	return xs[min(max(i, 0), len(xs)-1)]
+	return stat.Quantile(q, stat.Empirical, xs, nil)
 }
