@@ -1,15 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"streamscale/eval/live"
-	"streamscale/eval/runner"
-	"streamscale/internal/costfile"
+	"streamscale/eval/liveclasp"
 )
 
 // TestCostModelFlag: eval live (horizontal) and eval liveclasp refuse a
@@ -58,61 +55,15 @@ func TestCostModelFlag(t *testing.T) {
 	if err != nil || used.AlphaUS != 38.5 || !strings.HasPrefix(used.Source, "paper") {
 		t.Errorf("default: %+v %v", used, err)
 	}
-	md := string(hliveMarkdown(HLiveSummary{Profile: "wc", CostModel: used}))
+	md := string(liveclasp.Markdown(liveclasp.Summary{Profile: "wc", CostModel: used}))
 	if !strings.Contains(md, "Cost model: α 38.5 µs") {
 		t.Errorf("report.md does not name the cost model:\n%s", md)
 	}
 }
 
-// TestCalibrateCostProbeFile: the probe's model goes into scenario.json's
-// cost_model with its method, a refused probe leaves a note naming the
-// refused term, and calibration.json with a cost_probe parses back; bad
-// probe flags are usage errors before any run.
-func TestCalibrateCostProbeFile(t *testing.T) {
-	sc, err := runner.Config(runner.Spec{Profile: "pred", Workload: constantRates{2000, 5}, PlacementSeed: 101})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var opsCost []live.OperatorCost
-	var svc []live.ServiceDist
-	for _, task := range sc.App.Tasks {
-		opsCost = append(opsCost, live.OperatorCost{Operator: task.Name, CPUUSPerEvent: 1.5, Intervals: 10, ExecsPerInterval: 500, DelayMS: 1})
-		svc = append(svc, live.ServiceDist{Operator: task.Name, N: 100, MeanUS: 1.2, CV: 0.8})
-	}
-	model := costfile.Model{AlphaUS: 0.4, BetaUS: 3.3, GammaUS: 16400, BudgetUSPerS: 8e6}
-	probe := live.CostProbeResult{Rate: 4000, LoadS: 3, ReportS: 0.25, TaskMillicores: 1000, BudgetApp: "syn", BudgetRate: 1500, MinR2: 0.5,
-		Terms: []live.CostTerm{{Name: "alpha"}, {Name: "beta"}, {Name: "gamma"}, {Name: "budget", Samples: 6}}, Model: &model}
-	c := Calibration{Profile: "pred", Rate: 2000, TimeScaleS: 0.25, Intervals: 40, CPUScale: 0.01, HighMC: 10000, LowMC: 500,
-		Operators: opsCost, ServiceTimes: svc, CFSPeriodMS: 100, Enforcement: 1, CostProbe: &probe}
-	c.Methods = calibrationMethods(c)
-	s, err := calibratedScenario(c, sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cm := s.CostModel; cm == nil || cm.AlphaUS != 0.4 || cm.BudgetUSPerS != 8e6 || cm.Samples != 6 || !strings.Contains(s.Notes["cost_model"], "microbenchmarks") {
-		t.Errorf("cost model %+v, note %q", s.CostModel, s.Notes["cost_model"])
-	}
-	b, err := s.MarshalFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m, kind, err := costfile.Parse(b); err != nil || m != model || kind != "scenario.json cost_model" {
-		t.Errorf("scenario.json back: %+v %q %v", m, kind, err)
-	}
-	data, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back, err := parseCalibration(data); err != nil || back.CostProbe == nil || *back.CostProbe.Model != model {
-		t.Errorf("calibration.json back: %v", err)
-	}
-	if m, _, err := costfile.Parse(data); err != nil || m != model {
-		t.Errorf("calibration.json's model: %+v %v", m, err)
-	}
-	probe.Model, probe.Refused = nil, "live: cost term refused: [gamma: poor fit: R² 0.2 < 0.50]"
-	if s, err = calibratedScenario(c, sc); err != nil || s.CostModel != nil || !strings.Contains(s.Notes["cost_model"], "gamma: poor fit") {
-		t.Errorf("refused probe: %+v, note %q, %v", s.CostModel, s.Notes["cost_model"], err)
-	}
+// TestCalibrateCostProbeFlags: bad cost-model probe flags are usage
+// errors before any run.
+func TestCalibrateCostProbeFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-profile", "wc", "-cost-duration", "0"},
 		{"-profile", "wc", "-cost-min-r2", "2"},

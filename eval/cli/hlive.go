@@ -14,61 +14,16 @@ import (
 	"streamscale/clasp"
 	"streamscale/env"
 	"streamscale/eval/claspexp"
-	"streamscale/eval/hpaired"
 	"streamscale/eval/live"
+	"streamscale/eval/liveclasp"
 	"streamscale/eval/report"
 	"streamscale/eval/runner"
+	"streamscale/internal/command"
 	"streamscale/internal/costfile"
+	"streamscale/internal/regfile"
 	"streamscale/serve/runtime/ops"
 	"streamscale/traces"
 )
-
-// HLiveRun is one horizontal controller's live run in summary.json: its
-// key, the interval means (runner.Summary) and the CLASP figures
-// (live.HInfo: workers, migrations, planner ms, worker pauses,
-// delivered, p50/p95).
-type HLiveRun struct {
-	runner.Key
-	runner.Summary
-	live.HInfo
-	TrajectorySHA256 string `json:"trajectory_sha256"`
-}
-
-// HLiveSummary is summary.json of `eval live` with a horizontal profile.
-type HLiveSummary struct {
-	Profile        string     `json:"profile"`
-	Trace          string     `json:"trace"`
-	TraceSource    string     `json:"trace_source"`
-	Intervals      int        `json:"intervals"`
-	TimeScaleS     float64    `json:"time_scale_s"`
-	RateMult       float64    `json:"rate_mult"`
-	PeakRate       float64    `json:"peak_rate,omitempty"`
-	InitialWorkers int        `json:"initial_workers"`
-	MaxWorkers     int        `json:"max_workers"`
-	TaskMillicores int        `json:"task_millicores"`
-	WorkerBudget   int        `json:"worker_budget_millicores,omitempty"`
-	BudgetProcess  bool       `json:"worker_budget_process,omitempty"`
-	Seed           uint64     `json:"seed"`
-	SLOMS          float64    `json:"slo_ms"`
-	Tasks          []string   `json:"tasks"`
-	Planner        string     `json:"planner,omitempty"`
-	Runs           []HLiveRun `json:"runs"`
-	Commit         string     `json:"commit"`
-	GoVersion      string     `json:"go_version"`
-
-	// Seeds are the seeds every controller ran on, in run order (-seeds
-	// N: Seed … Seed+N−1); SeedIntervals the intervals of each (the load
-	// modes' length varies by seed; Intervals is the first seed's).
-	// Absent with one seed and in outputs older than -seeds.
-	Seeds         []uint64 `json:"seeds,omitempty"`
-	SeedIntervals []int    `json:"seed_intervals,omitempty"`
-	// Paired is the first controller against every other, paired by
-	// seed (package hpaired); absent with one controller.
-	Paired *hpaired.Summary `json:"paired,omitempty"`
-	// CostModel is the cost model CLASP and the baselines' triggers used
-	// (-cost-model; default the paper's).
-	CostModel *costfile.Used `json:"cost_model,omitempty"`
-}
 
 // hliveFlags are the flags of `eval live` a horizontal run reads.
 type hliveFlags struct {
@@ -91,9 +46,7 @@ type hliveFlags struct {
 
 // isHorizontalProfile reports whether profile is a runtime application
 // without a vertical scenario (the CLASP applications).
-func isHorizontalProfile(profile string) bool {
-	return !slices.Contains(env.Profiles(), profile) && slices.Contains(ops.AppNames(), profile)
-}
+func isHorizontalProfile(profile string) bool { return live.IsHorizontal(profile) }
 
 // horizontalPlacer returns the planner constructor of a horizontal
 // controller spec: a method of eval clasp, or fixed:N (nil constructor, N
@@ -150,17 +103,47 @@ func (f hliveFlags) synthMult() float64 {
 	return 1
 }
 
-// hlive runs `eval live` with a horizontal profile: on each seed every
-// controller in turn on the same trace slice and seed, the planner's
-// placement loop deciding workers and placement with migration. With two
-// or more controllers the first is judged against every other, paired by
-// seed (package hpaired: a horizontal run has no scenario placement to
-// pair by, as the vertical runs do).
+// hlive runs `eval live` with a horizontal profile (liveclasp.Run): it
+// checks the flags, builds the controllers and every seed's trace, runs
+// them and writes the outputs.
 func hlive(ctx context.Context, f hliveFlags, o Options) error {
 	app, err := ops.AppByName(f.profile)
 	if err != nil {
 		return usageError(err)
 	}
+	if err := f.check(); err != nil {
+		return err
+	}
+	methods, used, err := hliveMethods(f.costModel, f.planner, f.maxWorkers)
+	if err != nil {
+		return err
+	}
+	var ctrls []liveclasp.Controller
+	for _, s := range f.specs {
+		np, k, err := horizontalPlacer(s, f.maxWorkers, methods)
+		if err != nil {
+			return err
+		}
+		ctrls = append(ctrls, liveclasp.Controller{Name: s, NewPlacer: np, Fixed: k})
+	}
+	cfg, err := f.config(app, o)
+	if err != nil {
+		return err
+	}
+	cfg.Controllers, cfg.CostModel = ctrls, used
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	sum, results, err := liveclasp.Run(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	return writeHLive(f, sum, results, o)
+}
+
+// check refuses the horizontal flags out of range (usage errors naming
+// the flag).
+func (f hliveFlags) check() error {
 	switch {
 	case f.maxWorkers < 1 || f.maxWorkers > 16:
 		return usagef("eval: -max-workers %d, want 1..16", f.maxWorkers)
@@ -181,23 +164,12 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 	case f.seed > math.MaxUint64-uint64(f.seeds-1):
 		return usagef("eval: -seed %d with -seeds %d overflows", f.seed, f.seeds)
 	}
-	type run struct {
-		name   string
-		placer func() (clasp.Planner, error)
-		fixed  int
-	}
-	methods, used, err := hliveMethods(f.costModel, f.planner, f.maxWorkers)
-	if err != nil {
-		return err
-	}
-	var runs []run
-	for _, s := range f.specs {
-		np, k, err := horizontalPlacer(s, f.maxWorkers, methods)
-		if err != nil {
-			return err
-		}
-		runs = append(runs, run{s, np, k})
-	}
+	return nil
+}
+
+// config is the run's liveclasp.Config without its controllers and cost
+// model: every seed's trace (horizontalTrace) and interval count.
+func (f hliveFlags) config(app ops.App, o Options) (liveclasp.Config, error) {
 	step := f.scale
 	if !f.scaleSet {
 		step = time.Second // CLASP's triggers count seconds
@@ -209,93 +181,37 @@ func hlive(ctx context.Context, f hliveFlags, o Options) error {
 		fk.seed = f.seed + uint64(k)
 		tr, err := horizontalTrace(fk, o)
 		if err != nil {
-			return err
+			return liveclasp.Config{}, err
 		}
 		n := tr.Len()
 		if f.durSet || (f.trace != "burst" && f.trace != "gradual" && !strings.HasPrefix(f.trace, "levels:")) {
 			n = int(f.dur / step)
 		}
 		if n < 1 {
-			return usagef("eval: -duration %v holds no -time-scale %v", f.dur, step)
+			return liveclasp.Config{}, usagef("eval: -duration %v holds no -time-scale %v", f.dur, step)
 		}
 		trs[k], ns[k] = tr, n
 	}
-	if err := os.MkdirAll(f.out, 0o755); err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
-	sum := HLiveSummary{Profile: app.Name, Trace: f.trace, TraceSource: trs[0].Origin(), Intervals: ns[0], TimeScaleS: step.Seconds(),
-		RateMult: trs[0].Mult, InitialWorkers: f.workers, MaxWorkers: f.maxWorkers, TaskMillicores: f.taskMC, WorkerBudget: f.budget, BudgetProcess: bool(f.budgetProcess), Seed: f.seed, SLOMS: f.sloMS,
-		Commit: o.Commit, GoVersion: o.GoVersion, CostModel: used}
-	if f.seeds > 1 {
-		sum.SeedIntervals = ns
-		for k := range f.seeds {
-			sum.Seeds = append(sum.Seeds, f.seed+uint64(k))
-		}
-	}
+	cfg := liveclasp.Config{App: app, Trace: f.trace, TraceSource: trs[0].Origin(), Traces: trs, Intervals: ns, Step: step, Seed: f.seed,
+		Workers: f.workers, MaxWorkers: f.maxWorkers, TaskMillicores: f.taskMC, WorkerBudget: f.budget, WorkerBudgetProcess: bool(f.budgetProcess),
+		SLOMS: f.sloMS, WorkerArgs: []string{"live-worker"}, Planner: f.planner, PlannerToken: f.plannerToken, Progress: o.Stderr,
+		Build: command.Build{Commit: o.Commit, GoVersion: o.GoVersion}}
 	if f.trace == "burst" || f.trace == "gradual" {
-		sum.PeakRate = f.peak
+		cfg.PeakRate = f.peak
 	}
-	for _, op := range app.Operators {
-		sum.Tasks = append(sum.Tasks, op.Name)
+	if f.verbose {
+		cfg.Log = o.Stderr
 	}
-	var results []runner.Result
-	for k, tr := range trs {
-		seed, n := f.seed+uint64(k), ns[k]
-		for _, r := range runs {
-			cfg := live.HConfig{App: app, Trace: tr, Step: step, Intervals: n, Seed: seed, Workers: f.workers, MaxWorkers: f.maxWorkers,
-				TaskMillicores: f.taskMC, WorkerBudget: f.budget, WorkerBudgetProcess: bool(f.budgetProcess), SLOMS: f.sloMS, Name: r.name, NewPlacer: r.placer, WorkerArgs: []string{"live-worker"},
-				Planner: f.planner, PlannerToken: f.plannerToken}
-			if r.fixed > 0 {
-				cfg.Workers = r.fixed
-			}
-			if f.verbose {
-				cfg.Log = o.Stderr
-			}
-			fmt.Fprintf(o.Stderr, "eval: live %s / %s, seed %d: %s for %d intervals of %v\n", app.Name, f.trace, seed, r.name, n, step)
-			res, info, err := live.RunHorizontal(ctx, cfg)
-			if err != nil {
-				return fmt.Errorf("eval: live %s: %w", r.name, err)
-			}
-			res.Trace = f.trace
-			results = append(results, res)
-			sum.Runs = append(sum.Runs, HLiveRun{Key: res.Key, Summary: res.Summary, HInfo: info, TrajectorySHA256: res.TrajectorySHA256})
-			fmt.Fprintf(o.Stderr, "eval: %s: delivered %.3f, p50 %.1f ms, p95 %.1f ms, workers mean %.2f peak %d, %d migrations (planner ≤ %.1f ms, pause ≤ %.2f ms)\n",
-				r.name, info.Delivered, info.P50MS, info.P95MS, info.MeanWorkers, info.PeakWorkers, info.Migrations, info.PlannerMSMax, info.WorkerPauseMSMax)
-		}
-	}
-	if len(runs) > 1 {
-		ps, err := hlivePaired(sum)
-		if err != nil {
-			return err
-		}
-		sum.Paired = &ps
-	}
-	return writeHLive(f, sum, results, o)
-}
-
-// hlivePaired judges a horizontal live summary's runs, paired by seed:
-// its first controller against every other (hpaired.Analyze). Outputs
-// older than -seeds hold one seed.
-func hlivePaired(s HLiveSummary) (hpaired.Summary, error) {
-	runs := make([]hpaired.Run, len(s.Runs))
-	for i, r := range s.Runs {
-		runs[i] = hpaired.Run{Controller: r.Controller, Seed: r.Key.Seed, MeanWorkers: r.HInfo.MeanWorkers, ViolationShare: r.ViolationRate,
-			P95MS: r.HInfo.P95MS, Delivered: r.HInfo.Delivered}
-	}
-	ps, err := hpaired.Analyze(s.Seed, s.Profile, s.Trace, s.SLOMS, runs)
-	if err != nil {
-		return ps, fmt.Errorf("eval: %s on %s: %w", s.Profile, s.Trace, err)
-	}
-	return ps, nil
+	return cfg, nil
 }
 
 // writeHLive writes intervals.parquet, summary.json, report.md and the
 // figure of eval clasp's load modes (hliveFigures).
-func writeHLive(f hliveFlags, sum HLiveSummary, results []runner.Result, o Options) error {
+func writeHLive(f hliveFlags, sum liveclasp.Summary, results []runner.Result, o Options) error {
 	if err := writeLiveIntervals(filepath.Join(f.out, FileIntervals), results); err != nil {
 		return err
 	}
-	if err := hliveFigures(f.out, []HLiveSummary{sum}); err != nil {
+	if err := hliveFigures(f.out, []liveclasp.Summary{sum}); err != nil {
 		return err
 	}
 	b, err := report.MarshalJSON(sum)
@@ -305,7 +221,7 @@ func writeHLive(f hliveFlags, sum HLiveSummary, results []runner.Result, o Optio
 	if err := os.WriteFile(filepath.Join(f.out, FileSummary), b, 0o644); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	md := hliveMarkdown(sum)
+	md := liveclasp.Markdown(sum)
 	if err := os.WriteFile(filepath.Join(f.out, FileReport), md, 0o644); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
@@ -317,59 +233,11 @@ func writeHLive(f hliveFlags, sum HLiveSummary, results []runner.Result, o Optio
 	return err
 }
 
-// hliveMarkdown is report.md of a horizontal live run.
-func hliveMarkdown(s HLiveSummary) []byte {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Live horizontal evaluation: %s on %s\n\n", s.Profile, s.Trace)
-	fmt.Fprintf(&b, "%d intervals of %.3g s (rate × %g", s.Intervals, s.TimeScaleS, s.RateMult)
-	if s.PeakRate > 0 {
-		fmt.Fprintf(&b, ", peak %g inputs/s", s.PeakRate)
-	}
-	seedText := fmt.Sprintf("seed %d", s.Seed)
-	if n := len(s.Seeds); n > 1 {
-		seedText = fmt.Sprintf("seeds %d … %d (intervals %v)", s.Seeds[0], s.Seeds[n-1], s.SeedIntervals)
-	}
-	fmt.Fprintf(&b, "), %d initial worker(s), at most %d, %d mc of CFS quota per task per worker, %s, SLO %g ms. Live runs are not reproducible (real time on a shared machine).\n\n",
-		s.InitialWorkers, s.MaxWorkers, s.TaskMillicores, seedText, s.SLOMS)
-	if m := s.CostModel; m != nil {
-		fmt.Fprintf(&b, "Cost model: α %.4g µs, β %.4g µs, γ %.4g µs, W %.4g µs/s from %s.\n\n", m.AlphaUS, m.BetaUS, m.GammaUS, m.BudgetUSPerS, m.Source)
-	}
-	seeds := len(s.Seeds) > 1
-	if seeds {
-		b.WriteString("| controller | seed | delivered | p50 ms | p95 ms | violation rate | throughput /s | offered /s | workers mean | peak | final | migrations | planner ms max | worker pause ms max | lost | CPU used (cores) |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	} else {
-		b.WriteString("| controller | delivered | p50 ms | p95 ms | violation rate | throughput /s | offered /s | workers mean | peak | final | migrations | planner ms max | worker pause ms max | lost | CPU used (cores) |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	}
-	for _, r := range s.Runs {
-		fmt.Fprintf(&b, "| %s |", r.Controller)
-		if seeds {
-			fmt.Fprintf(&b, " %d |", r.Key.Seed)
-		}
-		fmt.Fprintf(&b, " %.3f | %.1f | %.1f | %.3f | %.1f | %.1f | %.2f | %d | %d | %d | %.1f | %.2f | %d | %.3f |\n",
-			r.Delivered, r.P50MS, r.P95MS, r.ViolationRate, r.MeanThroughput, r.MeanOffered, r.HInfo.MeanWorkers, r.PeakWorkers,
-			r.FinalWorkers, r.Migrations, r.PlannerMSMax, r.WorkerPauseMSMax, r.Lost, r.MeanCPUUsedCores)
-	}
-	fmt.Fprintf(&b, "\n![workers and p95 per interval, first seed](%s)\n", claspexp.FigModes)
-	if s.Paired != nil {
-		b.WriteString("\n## Paired: `" + s.Paired.Candidate + "` against each baseline\n\n")
-		b.WriteString(hpaired.Markdown(*s.Paired))
-	}
-	return []byte(b.String())
-}
-
-// hliveFigures draws eval clasp's load-mode figure (claspexp.FigModes:
-// per app and trace, workers in use and p95 per interval of every
-// controller on the first seed) from horizontal live summaries into dir.
-func hliveFigures(dir string, sums []HLiveSummary) error {
-	var r claspexp.Report
-	for _, s := range sums {
-		for _, run := range s.Runs {
-			r.ModeRuns = append(r.ModeRuns, claspexp.ModeRow{App: s.Profile, Mode: s.Trace, Method: run.Controller, Seed: run.Key.Seed,
-				Workers: run.WorkersPerStep, StepP95MS: run.P95PerStep, Rates: run.OfferedPerStep})
-		}
-	}
+// hliveFigures draws eval clasp's load-mode figure (claspexp.FigModes)
+// of horizontal live summaries into dir (liveclasp.ModeReport); nothing
+// without runs.
+func hliveFigures(dir string, sums []liveclasp.Summary) error {
+	r := liveclasp.ModeReport(sums)
 	if len(r.ModeRuns) == 0 {
 		return nil
 	}
@@ -377,6 +245,33 @@ func hliveFigures(dir string, sums []HLiveSummary) error {
 		return fmt.Errorf("eval: figures: %w", err)
 	}
 	return nil
+}
+
+// costModelUsage is the -cost-model flag's usage.
+const costModelUsage = "CLASP's cost model (α, β, γ, W of Eq. 1) from a calibration.json or scenario.json of eval calibrate, for CLASP and the baselines' triggers (default: the paper's)"
+
+// hliveMethods returns the horizontal planners of a live run and the cost
+// model they use: claspexp.Methods (the paper's model) without a file, or
+// costfile.Methods with the file's model. A file with an attached planner
+// service is refused: the service builds its own planners (serve planner
+// -cost-model).
+func hliveMethods(file, plannerAddr string, maxWorkers int) ([]clasp.Method, *costfile.Used, error) {
+	if file == "" {
+		u := costfile.Paper()
+		return claspexp.Methods(maxWorkers), &u, nil
+	}
+	if plannerAddr != "" {
+		return nil, nil, usagef("eval: -cost-model with -planner: the planner service runs its own controller (give serve planner -cost-model)")
+	}
+	u, err := costfile.Load(file, regfile.Reader(env.MaxScenarioFile)) // a model file or a scenario file with one
+	if err != nil {
+		return nil, nil, usagef("eval: -cost-model: %v", err)
+	}
+	ms, err := costfile.Methods(maxWorkers, u.Model)
+	if err != nil {
+		return nil, nil, usagef("eval: -cost-model %s: %v", file, err)
+	}
+	return ms, &u, nil
 }
 
 // budgetModeHelp is the help of -worker-budget-mode (and of calibrate's

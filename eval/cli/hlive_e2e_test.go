@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"streamscale/eval/claspexp"
+	"streamscale/eval/liveclasp"
 	"streamscale/internal/command"
 )
 
@@ -47,7 +48,7 @@ func TestHLiveEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s HLiveSummary
+	var s liveclasp.Summary
 	if err := json.Unmarshal(raw, &s); err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
 	"streamscale/eval/claspexp"
 	"streamscale/eval/live"
+	"streamscale/eval/liveclasp"
 	"streamscale/eval/report"
 	"streamscale/serve/runtime/planner"
 )
@@ -18,12 +20,12 @@ import (
 // fakeRun is a horizontal run whose levels are sustained where ok says
 // (throughput = rate, p95 100 ms; otherwise half the rate), ending with
 // workers in use.
-func fakeRun(ctrl string, r claimRun, ok func(k int) bool, workers int, migs ...planner.Migration) HLiveRun {
-	var h HLiveRun
+func fakeRun(ctrl string, r liveclasp.ClaimRun, ok func(k int) bool, workers int, migs ...planner.Migration) liveclasp.ControllerRun {
+	var h liveclasp.ControllerRun
 	h.Controller = ctrl
 	h.HInfo = live.HInfo{Delivered: 1, MigrationLog: migs}
-	for k, rate := range r.levels {
-		for range r.points[k] {
+	for k, rate := range r.Levels {
+		for range r.Points[k] {
 			t := rate
 			if !ok(k) {
 				t = rate / 2
@@ -41,36 +43,36 @@ func fakeRun(ctrl string, r claimRun, ok func(k int) bool, workers int, migs ...
 // every level; after a transition clasp ends on the OOWC, faasflow one
 // above, zhang24 on 2; on the ramp clasp holds every level, faasflow the
 // first two, zhang24 all but the second.
-func writeFakeProtocol(t *testing.T, dir, app string) []claimRun {
+func writeFakeProtocol(t *testing.T, dir, app string) []liveclasp.ClaimRun {
 	t.Helper()
-	runs := claimRuns(app, 100, 2)
+	runs := liveclasp.ClaimRuns(app, 100, 2)
 	for _, r := range runs {
-		s := HLiveSummary{Profile: app, Trace: r.trace}
-		switch r.kind {
+		s := liveclasp.Summary{Profile: app, Trace: r.Trace}
+		switch r.Kind {
 		case "fixed": // fixed:1 holds 20 and 60, fixed:2 every level
-			s.Runs = []HLiveRun{fakeRun("fixed:1", r, func(k int) bool { return k < 2 }, 1), fakeRun("fixed:2", r, func(int) bool { return true }, 2)}
+			s.Runs = []liveclasp.ControllerRun{fakeRun("fixed:1", r, func(k int) bool { return k < 2 }, 1), fakeRun("fixed:2", r, func(int) bool { return true }, 2)}
 		case "transition":
 			need := 1
-			if r.levels[1] == 100 {
+			if r.Levels[1] == 100 {
 				need = 2
 			}
-			s.Runs = []HLiveRun{
+			s.Runs = []liveclasp.ControllerRun{
 				fakeRun("clasp", r, func(int) bool { return true }, need, planner.Migration{PlannerMS: 10, PauseMSMax: 1}, planner.Migration{PlannerMS: 30, PauseMSMax: 3, Reason: "failover"}),
 				fakeRun("faasflow", r, func(int) bool { return true }, need+1),
 				fakeRun("zhang24", r, func(int) bool { return true }, 2),
 			}
 		case "ramp": // clasp holds every level, faasflow the first two
-			s.Runs = []HLiveRun{fakeRun("clasp", r, func(int) bool { return true }, 2), fakeRun("faasflow", r, func(k int) bool { return k < 2 }, 1),
+			s.Runs = []liveclasp.ControllerRun{fakeRun("clasp", r, func(int) bool { return true }, 2), fakeRun("faasflow", r, func(k int) bool { return k < 2 }, 1),
 				fakeRun("zhang24", r, func(k int) bool { return k != 1 }, 1)}
 		}
 		b, err := report.MarshalJSON(s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.MkdirAll(filepath.Join(dir, r.dir), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, r.Dir), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, r.dir, FileSummary), b, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, r.Dir, FileSummary), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,12 +90,24 @@ func TestLiveClaspAnalyze(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	ac, err := judgeApp(dir, "syn", 100, runs, 2, 1000)
+	sums, err := readClaimRuns(dir, runs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ac.OOWC["20"] != 1 || ac.OOWC["60"] != 1 || ac.OOWC["100"] != 2 {
-		t.Fatalf("OOWC %v", ac.OOWC)
+	ac, err := liveclasp.JudgeApp("syn", 100, runs, sums, 2, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "claims.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims liveclasp.Claims
+	if err := json.Unmarshal(raw, &claims); err != nil {
+		t.Fatal(err)
+	}
+	if got := claims.Apps["syn"]; got == nil || !reflect.DeepEqual(got.OOWC, ac.OOWC) || got.Methods["clasp"].WorkerError != ac.Methods["clasp"].WorkerError || got.Methods["clasp"].PlannerMSMedian != ac.Methods["clasp"].PlannerMSMedian {
+		t.Fatalf("claims.json %+v, want what JudgeApp gives %+v", got, ac)
 	}
 	c, f, z := ac.Methods["clasp"], ac.Methods["faasflow"], ac.Methods["zhang24"]
 	if c.WorkerError != 0 || f.WorkerError != 1 || math.Abs(z.WorkerError-4.0/6) > 1e-12 || c.Transitions != 6 {
@@ -128,8 +142,8 @@ func TestLiveClaspAnalyze(t *testing.T) {
 
 // modeRun is a load-mode run of ctrl on seed: mean workers w, p95 p95 ms,
 // violation share v, delivered d.
-func modeRun(ctrl string, seed uint64, w, p95, v, d float64) HLiveRun {
-	var h HLiveRun
+func modeRun(ctrl string, seed uint64, w, p95, v, d float64) liveclasp.ControllerRun {
+	var h liveclasp.ControllerRun
 	h.Controller, h.Key.Seed, h.ViolationRate = ctrl, seed, v
 	h.HInfo = live.HInfo{Delivered: d, P50MS: p95 / 2, P95MS: p95, MeanWorkers: w, Migrations: 1,
 		WorkersPerStep: []int{1, 2, 1}, P95PerStep: []float64{p95, p95, p95}, OfferedPerStep: []float64{10, 100, 10}}
@@ -145,7 +159,7 @@ func modeRun(ctrl string, seed uint64, w, p95, v, d float64) HLiveRun {
 func TestLiveClaspModes(t *testing.T) {
 	dir := t.TempDir()
 	writeFakeProtocol(t, dir, "wc")
-	s := HLiveSummary{Profile: "wc", Trace: "burst", PeakRate: 100, Seed: 1, Seeds: []uint64{1, 2}, SLOMS: 1000, Runs: []HLiveRun{
+	s := liveclasp.Summary{Profile: "wc", Trace: "burst", PeakRate: 100, Seed: 1, Seeds: []uint64{1, 2}, SLOMS: 1000, Runs: []liveclasp.ControllerRun{
 		modeRun("clasp", 1, 1, 100, 0, 1), modeRun("faasflow", 1, 2, 200, 0.1, 1), modeRun("zhang24", 1, 1, 50, 0, 0.9),
 		modeRun("clasp", 2, 2, 300, 0.2, 1), modeRun("faasflow", 2, 4, 200, 0.1, 1), modeRun("zhang24", 2, 1, 60, 0, 0.8),
 	}}
@@ -168,7 +182,7 @@ func TestLiveClaspModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var claims ClaspClaims
+	var claims liveclasp.Claims
 	if err := json.Unmarshal(raw, &claims); err != nil {
 		t.Fatal(err)
 	}
@@ -223,21 +237,5 @@ func TestLiveClaspModes(t *testing.T) {
 	raw, _ = os.ReadFile(filepath.Join(dir, "claims.json"))
 	if strings.Contains(string(raw), `"modes"`) {
 		t.Fatal("claims.json has modes without -modes")
-	}
-}
-
-// TestClaimRunMatches: -resume skips a run only when its summary is the
-// protocol's (trace; for a mode also peak and seeds, a summary older than
-// -seeds counting as its one seed).
-func TestClaimRunMatches(t *testing.T) {
-	r := modeRuns("syn", 200, []string{"gradual"}, 1, 1)[0]
-	if err := r.matches(HLiveSummary{Trace: "gradual", PeakRate: 200, Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []HLiveSummary{{Trace: "burst", PeakRate: 200, Seed: 1}, {Trace: "gradual", PeakRate: 100, Seed: 1},
-		{Trace: "gradual", PeakRate: 200, Seed: 1, Seeds: []uint64{1, 2}}} {
-		if r.matches(s) == nil {
-			t.Errorf("%+v matched %+v", s, r)
-		}
 	}
 }

@@ -97,7 +97,7 @@ func tuneCmd(ctx context.Context, args []string, o Options) error {
 		if err != nil {
 			return err
 		}
-		plan.Workloads = append(plan.Workloads, paired.Workload{Name: name, Source: traceSource(t), Workload: t})
+		plan.Workloads = append(plan.Workloads, t)
 	}
 	reg := controllers.New(controllers.Options{})
 	for _, spec := range append([]string{*base}, tune.Specs(*base, axes)...) {

@@ -14,13 +14,10 @@
 // the same trace slice and reports every interval through its control
 // API, and the same code records it.
 //
-// Calibration (calibrate*.go) measures the runtime for `eval calibrate`:
-// the vertical step probe's per-operator costs and delays (Calibration),
-// the in-process service times (ServiceTimes), and CLASP's cost model of
-// chained requests by microbenchmarks (ProbeCosts, fitted term by term by
-// FitCostModel from the worker processes' CPU clocks: α, β, γ in µs, W in
-// µs/s); the fits are deterministic functions of the measurements, and
-// the probe's layouts and their order a function of its seed.
+// The probes of `eval calibrate` (the step probe, the service times and
+// CLASP's cost-model microbenchmarks) live in package eval/calibrate,
+// which runs them through Run and the planner; this package keeps the
+// live-run machinery they share (BudgetFlag, ProcessBudgetMiss).
 //
 // Mapping onto the simulator. One control interval is one trace point and
 // stands for the simulator's one-second step; it lasts Config.Step of wall

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"streamscale/clasp"
+	"streamscale/env"
 	"streamscale/eval/runner"
 	"streamscale/serve/runtime/ops"
 	"streamscale/serve/runtime/planner"
@@ -285,7 +286,7 @@ func RunHorizontal(ctx context.Context, c HConfig) (runner.Result, HInfo, error)
 	prov := &local.Provider{Bin: bin, Args: c.WorkerArgs, Env: c.WorkerEnv,
 		Extra: []string{"-app", c.App.Name, "-report", c.Step.String(), "-millicores", strconv.Itoa(c.TaskMillicores)}}
 	if c.WorkerBudget > 0 {
-		prov.Extra = append(prov.Extra, budgetFlag(c.WorkerBudgetProcess), strconv.Itoa(c.WorkerBudget))
+		prov.Extra = append(prov.Extra, BudgetFlag(c.WorkerBudgetProcess), strconv.Itoa(c.WorkerBudget))
 	}
 	if c.Log != io.Discard {
 		prov.Output = c.Log
@@ -375,12 +376,19 @@ func finishHorizontal(c HConfig, mu *sync.Mutex, resp *runner.Result, infop *HIn
 // round1 rounds to one decimal (summary.json stays readable).
 func round1(x float64) float64 { return math.Round(x*10) / 10 }
 
-// budgetFlag is the worker flag of a worker budget: -process-budget for
+// BudgetFlag is the worker flag of a worker budget: -process-budget for
 // the kernel's quota on the whole process, -budget for the in-process one
 // over its tasks.
-func budgetFlag(process bool) string {
+func BudgetFlag(process bool) string {
 	if process {
 		return "-process-budget"
 	}
 	return "-budget"
+}
+
+// IsHorizontal reports whether profile is a runtime application without a
+// vertical scenario: a CLASP application (wc, sd, aa, pl, nwm, syn, …),
+// run by RunHorizontal, not pred or etl, run by Run.
+func IsHorizontal(profile string) bool {
+	return !slices.Contains(env.Profiles(), profile) && slices.Contains(ops.AppNames(), profile)
 }

@@ -1,7 +1,8 @@
 // Package stats holds the paired-comparison statistics of the evaluation:
 // per-pair differences of two controllers run on the same placement and
 // episode seed, and the percentile-bootstrap confidence interval of their
-// mean.
+// mean; and two descriptive statistics the live experiments report, the
+// median (Median) and the sample coefficient of variation (CV).
 //
 // # Method
 //
@@ -25,5 +26,7 @@
 // shared between goroutines.
 //
 // Expected numeric failures (too few pairs, a zero baseline, a non-finite
-// value) return ok = false rather than an error; no input panics.
+// value) return ok = false rather than an error; the descriptive
+// statistics return NaN where they are undefined (an empty sample, a CV of
+// fewer than two values or a zero mean); no input panics.
 package stats

@@ -121,3 +121,40 @@ func BootstrapMean(x []float64, resamples int, level float64, src rand.Source) (
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// Median returns the median of x: the middle value of the sorted sample,
+// or the mean (a+b)/2 of the middle two for an even length. x is not
+// modified. It returns NaN for an empty x.
+func Median(x []float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(x)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// CV returns the sample coefficient of variation of x, s/x̄ with
+// x̄ = Σx_i/n and s² = Σ(x_i − x̄)²/(n − 1), both summed in index order.
+// It returns NaN for fewer than two values or a zero mean.
+func CV(x []float64) float64 {
+	if len(x) < 2 {
+		return math.NaN()
+	}
+	m, ss := 0.0, 0.0
+	for _, v := range x {
+		m += v
+	}
+	m /= float64(len(x))
+	for _, v := range x {
+		ss += (v - m) * (v - m)
+	}
+	if m == 0 {
+		return math.NaN()
+	}
+	return math.Sqrt(ss/float64(len(x)-1)) / m
+}

@@ -192,3 +192,47 @@ func TestBootstrapZeroResample(t *testing.T) {
 		t.Errorf("CI %+v: want a lower bound of exactly 0", ci)
 	}
 }
+
+// TestMedian: odd and even lengths, unsorted input left as it was, NaN
+// for an empty sample.
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		x    []float64
+		want float64
+	}{
+		{[]float64{3}, 3},
+		{[]float64{5, 1, 3}, 3},
+		{[]float64{4, 1, 3, 2}, 2.5},
+		{[]float64{-1, -1, 7, 7}, 3},
+		{[]float64{30, 10}, 20},
+	} {
+		in := slices.Clone(c.x)
+		if got := Median(c.x); got != c.want {
+			t.Errorf("Median(%v) = %v, want %v", in, got, c.want)
+		}
+		if !slices.Equal(in, c.x) {
+			t.Errorf("Median reordered its input: %v, was %v", c.x, in)
+		}
+	}
+	if got := Median(nil); !math.IsNaN(got) {
+		t.Errorf("Median(nil) = %v, want NaN", got)
+	}
+}
+
+// TestCV: the sample CV against gonum's standard deviation and mean;
+// constant data give 0; fewer than two values or a zero mean give NaN.
+func TestCV(t *testing.T) {
+	x := []float64{2, 4, 4, 4, 5, 5, 7, 9}
+	want := stat.StdDev(x, nil) / stat.Mean(x, nil)
+	if got := CV(x); math.Abs(got-want) > 1e-12 {
+		t.Errorf("CV(%v) = %v, want %v", x, got, want)
+	}
+	if got := CV([]float64{3, 3, 3}); got != 0 {
+		t.Errorf("CV of constant data = %v, want 0", got)
+	}
+	for _, x := range [][]float64{nil, {1}, {-1, 1}} {
+		if got := CV(x); !math.IsNaN(got) {
+			t.Errorf("CV(%v) = %v, want NaN", x, got)
+		}
+	}
+}

@@ -5,7 +5,7 @@
 // planner).
 //
 // Two files are read: calibration.json, whose cost_probe.model is set when
-// the probe accepted every term (eval/live.ProbeCosts), and scenario.json,
+// the probe accepted every term (eval/calibrate.ProbeCosts), and scenario.json,
 // whose cost_model is the same model. The package does no I/O: callers
 // pass the bytes. Parse is strict: unknown fields in the model, a missing
 // or non-finite value, a negative α, β or γ or a budget that is not

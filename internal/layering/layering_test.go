@@ -149,3 +149,33 @@ func TestLayers(t *testing.T) {
 		}
 	}
 }
+
+// TestCommandLayer: a command's cli package (flags, files, printing) is
+// imported by that command's main package only, so that what a library
+// or another command needs of it lives in a library. Every command has
+// one: a check against no cli package cannot pass.
+func TestCommandLayer(t *testing.T) {
+	direct, _ := imports(t)
+	var clis []string
+	for pkg := range direct {
+		if strings.HasSuffix(pkg, "/cli") {
+			clis = append(clis, pkg)
+		}
+	}
+	slices.Sort(clis)
+	for _, want := range []string{"streamscale/eval/cli", "streamscale/serve/cli", "streamscale/train/cli"} {
+		if !slices.Contains(clis, want) {
+			t.Errorf("no package %s (found %v)", want, clis)
+		}
+	}
+	for pkg, imps := range direct {
+		for _, imp := range imps {
+			if !strings.HasPrefix(imp, "streamscale/") || !strings.HasSuffix(imp, "/cli") {
+				continue
+			}
+			if main := strings.TrimSuffix(imp, "/cli"); pkg != main {
+				t.Errorf("%s imports %s; only %s (the command's main) may", pkg, imp, main)
+			}
+		}
+	}
+}

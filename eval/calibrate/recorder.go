@@ -1,4 +1,4 @@
-package live
+package calibrate
 
 import (
 	"fmt"
@@ -26,7 +26,7 @@ type StepController struct {
 // NewStepController returns the probe for n tasks.
 func NewStepController(n int, high, low float64, at int) (*StepController, error) {
 	if n < 1 || !(high > 0) || !(low > 0) || at < 1 {
-		return nil, fmt.Errorf("live: step probe of %d tasks %v → %v at %d, want n ≥ 1, allocations > 0, at ≥ 1", n, high, low, at)
+		return nil, fmt.Errorf("calibrate: step probe of %d tasks %v → %v at %d, want n ≥ 1, allocations > 0, at ≥ 1", n, high, low, at)
 	}
 	return &StepController{High: high, Low: low, At: at, n: n}, nil
 }
@@ -71,8 +71,8 @@ type OperatorCost struct {
 	EmptyShare *float64 `json:"empty_share,omitempty"`
 }
 
-// Calibration accumulates the workers' reports of a probe run.
-type Calibration struct {
+// Recorder accumulates the workers' reports of a probe run.
+type Recorder struct {
 	names []string
 	// per operator: Σ cpu s, Σ execs, Σ delay×execs, per-interval costs
 	cpu, execs, delay []float64
@@ -94,17 +94,17 @@ type Calibration struct {
 	Used, Allotted, Rate [][]float64
 }
 
-// NewCalibration returns an accumulator for the operators named.
-func NewCalibration(names []string) *Calibration {
+// NewRecorder returns an accumulator for the operators named.
+func NewRecorder(names []string) *Recorder {
 	n := len(names)
-	return &Calibration{names: names, cpu: make([]float64, n), execs: make([]float64, n), delay: make([]float64, n), per: make([][]float64, n), iexecs: make([]float64, n),
+	return &Recorder{names: names, cpu: make([]float64, n), execs: make([]float64, n), delay: make([]float64, n), per: make([][]float64, n), iexecs: make([]float64, n),
 		qints: make([]float64, n), qempty: make([]float64, n)}
 }
 
 // Tap records one interval (Config.Tap): costs and delays from the
 // intervals in [from, to) (the warm-up and the throttled phase left out);
 // the reported allocation from every interval.
-func (c *Calibration) Tap(from, to int) func(int, []planner.TaskObs) {
+func (c *Recorder) Tap(from, to int) func(int, []planner.TaskObs) {
 	return func(step int, tasks []planner.TaskObs) {
 		mc := 0
 		used, allot := make([]float64, len(c.names)), make([]float64, len(c.names))
@@ -157,7 +157,7 @@ func (c *Calibration) Tap(from, to int) func(int, []planner.TaskObs) {
 }
 
 // Costs returns every operator's cost.
-func (c *Calibration) Costs() []OperatorCost {
+func (c *Recorder) Costs() []OperatorCost {
 	out := make([]OperatorCost, len(c.names))
 	for o, name := range c.names {
 		oc := OperatorCost{Operator: name, Intervals: len(c.per[o])}
@@ -192,7 +192,7 @@ func (c *Calibration) Costs() []OperatorCost {
 
 // ActuationIntervals returns how many intervals after interval at the
 // workers first reported want millicores for operator 0 (-1: never).
-func (c *Calibration) ActuationIntervals(at, want int) int {
+func (c *Recorder) ActuationIntervals(at, want int) int {
 	for i := at; i < len(c.Reported); i++ {
 		if c.Reported[i] == want {
 			return i - at
@@ -205,7 +205,7 @@ func (c *Calibration) ActuationIntervals(at, want int) int {
 // intervals in [from, to) (for a saturated operator, 1: the quota binds
 // exactly; above 1: it overdrew the quota; below: it was held back beyond
 // it), and the intervals counted; ratio 0 with none.
-func (c *Calibration) Enforcement(op, from, to int) (float64, int) {
+func (c *Recorder) Enforcement(op, from, to int) (float64, int) {
 	if op < 0 || op >= len(c.Used) {
 		return 0, 0
 	}
@@ -223,7 +223,7 @@ func (c *Calibration) Enforcement(op, from, to int) (float64, int) {
 // [from, to), µs (Σ CPU used / Σ executions), the share of the allotted
 // CPU it used there (Σ used / Σ allotted: near 1 when the quota bound)
 // and the intervals counted; zeros with no executions.
-func (c *Calibration) PhaseCost(op, from, to int) (costUS, used float64, n int) {
+func (c *Recorder) PhaseCost(op, from, to int) (costUS, used float64, n int) {
 	if op < 0 || op >= len(c.Used) {
 		return 0, 0, 0
 	}
@@ -262,7 +262,7 @@ const OutlierFactor = 50
 // record an operator fails on is not timed.
 func ServiceTimes(app ops.App, seed uint64, n int) ([]ServiceDist, error) {
 	if n < 1 || n > 1e6 {
-		return nil, fmt.Errorf("live: service-time probe of %d inputs, want 1..1e6", n)
+		return nil, fmt.Errorf("calibrate: service-time probe of %d inputs, want 1..1e6", n)
 	}
 	nOps := len(app.Operators)
 	insts := make([]ops.Operator, nOps)
@@ -431,14 +431,14 @@ type TaskHop struct {
 // applies). The result is in the application's operator order.
 func HopsAfter(app ops.App, costs []OperatorCost, tasks []string) ([]TaskHop, error) {
 	if len(costs) != len(app.Operators) {
-		return nil, fmt.Errorf("live: %d operator costs for the %d operators of %s", len(costs), len(app.Operators), app.Name)
+		return nil, fmt.Errorf("calibrate: %d operator costs for the %d operators of %s", len(costs), len(app.Operators), app.Name)
 	}
 	isTask := make([]bool, len(app.Operators))
 	hasIn := make([]bool, len(app.Operators))
 	for o, s := range app.Operators {
 		isTask[o] = slices.Contains(tasks, s.Name)
 		if costs[o].Operator != s.Name {
-			return nil, fmt.Errorf("live: cost %d is of %q, want operator %q of %s", o, costs[o].Operator, s.Name, app.Name)
+			return nil, fmt.Errorf("calibrate: cost %d is of %q, want operator %q of %s", o, costs[o].Operator, s.Name, app.Name)
 		}
 	}
 	for _, e := range app.Edges {

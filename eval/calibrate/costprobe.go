@@ -1,4 +1,4 @@
-package live
+package calibrate
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"streamscale/clasp"
+	"streamscale/eval/live"
 	"streamscale/internal/costfile"
 	"streamscale/rng"
 	"streamscale/serve/runtime"
@@ -39,12 +40,12 @@ type CostProbe struct {
 	// (default 1000, eval live's -task-mc): W is the budget at this quota.
 	TaskMillicores int
 	// WorkerBudget is every worker's CPU budget shared by its tasks
-	// (HConfig.WorkerBudget, eval live's -worker-budget; 0: none). With a
-	// budget τ̄ is CPU time per execution, as in HConfig's runs, and W the
+	// (live.HConfig.WorkerBudget, eval live's -worker-budget; 0: none). With a
+	// budget τ̄ is CPU time per execution, as in live.HConfig's runs, and W the
 	// CPU a saturated worker gets: the budget.
 	WorkerBudget int
 	// WorkerBudgetProcess makes WorkerBudget the kernel's quota on the
-	// whole worker process (HConfig.WorkerBudgetProcess).
+	// whole worker process (live.HConfig.WorkerBudgetProcess).
 	WorkerBudgetProcess bool
 	// BudgetApp is saturated on one worker at BudgetRate inputs/s for W
 	// (default syn, ten 400 µs operators, at 1500 inputs/s).
@@ -53,7 +54,7 @@ type CostProbe struct {
 	// Fit says when a term is accepted (nil: DefaultCostFitConfig).
 	Fit  *CostFitConfig
 	Seed uint64
-	// Worker processes as in Config.
+	// Worker processes as in live.Config.
 	WorkerBin  string
 	WorkerArgs []string
 	Log        io.Writer
@@ -92,19 +93,19 @@ func (p *CostProbe) fill() error {
 	}
 	switch {
 	case !(p.Rate >= 10 && p.Rate <= 1e6) || !(p.BudgetRate > 0 && p.BudgetRate <= 1e6):
-		return fmt.Errorf("live: cost probe rate %v and budget rate %v inputs/s, want 10..1e6 and (0, 1e6]", p.Rate, p.BudgetRate)
+		return fmt.Errorf("calibrate: cost probe rate %v and budget rate %v inputs/s, want 10..1e6 and (0, 1e6]", p.Rate, p.BudgetRate)
 	case p.Report < 10*time.Millisecond || p.Load < 1500*time.Millisecond || p.Load < time.Second+2*p.Report:
-		return fmt.Errorf("live: cost probe load %v, report %v: want report ≥ 10ms and a load of at least 1.5 s and 1 s + 2 reports (the planner observes from the first full second on)", p.Load, p.Report)
+		return fmt.Errorf("calibrate: cost probe load %v, report %v: want report ≥ 10ms and a load of at least 1.5 s and 1 s + 2 reports (the planner observes from the first full second on)", p.Load, p.Report)
 	case p.TaskMillicores < 1 || p.TaskMillicores > 64000:
-		return fmt.Errorf("live: cost probe task millicores %d, want 1..64000", p.TaskMillicores)
+		return fmt.Errorf("calibrate: cost probe task millicores %d, want 1..64000", p.TaskMillicores)
 	case p.WorkerBudget < 0 || p.WorkerBudget > 64000:
-		return fmt.Errorf("live: cost probe worker budget %d millicores, want 0 (none) or 1..64000", p.WorkerBudget)
+		return fmt.Errorf("calibrate: cost probe worker budget %d millicores, want 0 (none) or 1..64000", p.WorkerBudget)
 	case p.WorkerBudgetProcess && p.WorkerBudget == 0:
-		return fmt.Errorf("live: cost probe process budget needs a worker budget > 0")
+		return fmt.Errorf("calibrate: cost probe process budget needs a worker budget > 0")
 	case !(p.Fit.MinR2 >= 0 && p.Fit.MinR2 <= 1):
-		return fmt.Errorf("live: cost probe min R² %v, want [0, 1]", p.Fit.MinR2)
+		return fmt.Errorf("calibrate: cost probe min R² %v, want [0, 1]", p.Fit.MinR2)
 	case p.BudgetApp.NewSource == nil:
-		return errors.New("live: cost probe budget application has no source")
+		return errors.New("calibrate: cost probe budget application has no source")
 	}
 	return nil
 }
@@ -243,12 +244,12 @@ func ProbeCosts(ctx context.Context, p CostProbe) (CostProbeResult, error) {
 	}
 	chain, err := runtime.Apps("chain")
 	if err != nil {
-		return CostProbeResult{}, fmt.Errorf("live: %w", err)
+		return CostProbeResult{}, fmt.Errorf("calibrate: %w", err)
 	}
 	bin := p.WorkerBin
 	if bin == "" {
 		if bin, err = os.Executable(); err != nil {
-			return CostProbeResult{}, fmt.Errorf("live: %w", err)
+			return CostProbeResult{}, fmt.Errorf("calibrate: %w", err)
 		}
 	}
 	start := time.Now()
@@ -272,13 +273,13 @@ func ProbeCosts(ctx context.Context, p CostProbe) (CostProbeResult, error) {
 	for _, l := range layouts {
 		pts, err := p.run(ctx, bin, l)
 		if err != nil && ctx.Err() == nil { // once more: a loaded host can starve a run
-			fmt.Fprintf(p.Log, "live: cost probe %s at %g inputs/s: %v; running it again\n", l.name, l.rate, err)
+			fmt.Fprintf(p.Log, "calibrate: cost probe %s at %g inputs/s: %v; running it again\n", l.name, l.rate, err)
 			pts, err = p.run(ctx, bin, l)
 		}
 		if err != nil {
-			return CostProbeResult{}, fmt.Errorf("live: cost probe %s at %g inputs/s: %w", l.name, l.rate, err)
+			return CostProbeResult{}, fmt.Errorf("calibrate: cost probe %s at %g inputs/s: %w", l.name, l.rate, err)
 		}
-		fmt.Fprintf(p.Log, "live: cost probe %s at %g inputs/s: %d workers measured\n", l.name, l.rate, len(pts))
+		fmt.Fprintf(p.Log, "calibrate: cost probe %s at %g inputs/s: %d workers measured\n", l.name, l.rate, len(pts))
 		res.Points = append(res.Points, pts...)
 	}
 	model, terms, err := FitCostModel(res.Points, *p.Fit)
@@ -302,18 +303,18 @@ func (p *CostProbe) run(ctx context.Context, bin string, l costLayout) ([]CostPo
 	rec := &cpuRecorder{pids: map[int]int{}, self: os.Getpid(), workers: len(l.shares)}
 	prov := &local.Provider{Bin: bin, Args: p.WorkerArgs, Extra: []string{"-app", l.app.Name, "-report", p.Report.String(), "-millicores", strconv.Itoa(p.TaskMillicores)}}
 	if p.WorkerBudget > 0 {
-		prov.Extra = append(prov.Extra, budgetFlag(p.WorkerBudgetProcess), strconv.Itoa(p.WorkerBudget))
+		prov.Extra = append(prov.Extra, live.BudgetFlag(p.WorkerBudgetProcess), strconv.Itoa(p.WorkerBudget))
 	}
 	defer prov.Close()
 	pc := planner.Config{
 		App: l.app, Seed: p.Seed, Rate: l.rate, Duration: p.Load, Drain: p.Report,
 		Workers: len(l.shares), Provider: prov, Control: p.Report, Shares: l.shares, Log: p.Log,
 		Controller: "probe", NewPlacer: func() (clasp.Planner, error) { rec.begin(); return rec, nil }, MaxWorkers: len(l.shares),
-		ExecCPU:     p.WorkerBudget > 0, // τ̄ as HConfig's runs observe it
+		ExecCPU:     p.WorkerBudget > 0, // τ̄ as live.HConfig's runs observe it
 		JoinTimeout: 60 * time.Second,
 		// A starved worker must not be failed over (the layout would
 		// change under the measurement).
-		Miss: ProcessBudgetMiss,
+		Miss: live.ProcessBudgetMiss,
 	}
 	pl, err := planner.New(pc)
 	if err != nil {

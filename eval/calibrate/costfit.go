@@ -1,4 +1,4 @@
-package live
+package calibrate
 
 import (
 	"errors"
@@ -211,12 +211,12 @@ var ErrCostTerm = errors.New("cost term refused")
 // terms, and the terms are returned all the same.
 func FitCostModel(pts []CostPoint, cfg CostFitConfig) (clasp.CostModel, []CostTerm, error) {
 	if !(cfg.MinR2 >= 0 && cfg.MinR2 <= 1) {
-		return clasp.CostModel{}, nil, fmt.Errorf("live: cost fit min R² %v, want [0, 1]", cfg.MinR2)
+		return clasp.CostModel{}, nil, fmt.Errorf("calibrate: cost fit min R² %v, want [0, 1]", cfg.MinR2)
 	}
 	for _, p := range pts {
 		for _, v := range []float64{p.Rate, p.CPUUS, p.ExecUS, p.LocalRate, p.RemoteRate, p.Dests} {
 			if !(v >= 0) || math.IsInf(v, 0) {
-				return clasp.CostModel{}, nil, fmt.Errorf("live: cost point %s worker %d: a negative or non-finite value (%+v)", p.Layout, p.Worker, p)
+				return clasp.CostModel{}, nil, fmt.Errorf("calibrate: cost point %s worker %d: a negative or non-finite value (%+v)", p.Layout, p.Worker, p)
 			}
 		}
 	}
@@ -336,7 +336,7 @@ func FitCostModel(pts []CostPoint, cfg CostFitConfig) (clasp.CostModel, []CostTe
 		}
 	}
 	if len(refused) > 0 {
-		return clasp.CostModel{}, terms, fmt.Errorf("live: %w: %v", ErrCostTerm, refused)
+		return clasp.CostModel{}, terms, fmt.Errorf("calibrate: %w: %v", ErrCostTerm, refused)
 	}
 	return clasp.CostModel{Alpha: alpha.Value, Beta: beta.Value, Gamma: gamma.Value, Budget: budget.Value}, terms, nil
 }

@@ -1,4 +1,4 @@
-package live
+package calibrate
 
 import (
 	"math"
@@ -10,11 +10,11 @@ import (
 	"streamscale/serve/runtime/planner"
 )
 
-// TestCalibration: costs are Σ CPU / Σ executions after the skipped
+// TestRecorder: costs are Σ CPU / Σ executions after the skipped
 // intervals, the CV is between intervals, and the actuation delay counts
 // the intervals until the new quota is reported.
-func TestCalibration(t *testing.T) {
-	c := NewCalibration([]string{"a", "b"})
+func TestRecorder(t *testing.T) {
+	c := NewRecorder([]string{"a", "b"})
 	tap := c.Tap(1, 5)
 	rep := func(mc int, cpuA, thrA float64) []planner.TaskObs {
 		return []planner.TaskObs{
@@ -169,11 +169,11 @@ func TestHopsAfter(t *testing.T) {
 	}
 }
 
-// TestCalibrationEmptyShare: the share of measured intervals whose report
+// TestRecorderEmptyShare: the share of measured intervals whose report
 // showed an operator's queue empty (summed over workers), nil for an
 // operator never reported; intervals outside [from, to) do not count.
-func TestCalibrationEmptyShare(t *testing.T) {
-	c := NewCalibration([]string{"a", "b"})
+func TestRecorderEmptyShare(t *testing.T) {
+	c := NewRecorder([]string{"a", "b"})
 	tap := c.Tap(1, 5)
 	for i, qs := range [][2]float64{{7, 0}, {0, 0}, {0, 3}, {4, 0}, {0, 0}, {9, 9}} {
 		// op a on two workers (their queues sum); op b never reported.
