@@ -129,22 +129,50 @@ func TestSimgapEndToEnd(t *testing.T) {
 			t.Errorf("run %d: placements live %d, sim %d, baseline %d; want %d", i, s.Runs[i].PlacementSeed, s.Sim[i].PlacementSeed, s.SimBaseline[i].PlacementSeed, want)
 		}
 	}
-	// -obs: every observation of both worlds, 2 placements × 3 intervals
-	// each, and the features that differ.
+	// -obs: one observation per recorded interval of every run, in both
+	// worlds: 3 simulated intervals per placement, and as many live ones
+	// as the live run recorded (on a busy host it can record fewer: a
+	// window that spans missed control ticks is one interval), every
+	// interval with every feature.
 	rows, err := parquet.ReadFile[simgap.ObsRow](filepath.Join(dir, simgap.FileObservations))
 	if err != nil {
 		t.Fatal(err)
 	}
-	nFeat := len(env.FeatureNames(s.Tasks, 7))
-	count := map[string]int{}
+	names := env.FeatureNames(s.Tasks, 7)
+	type cell struct {
+		world     string
+		placement int64
+		step      int64
+	}
+	got := map[cell]int{}
 	for _, r := range rows {
-		count[r.World]++
+		got[cell{r.World, r.Placement, r.Step}]++
 	}
-	if count["live"] != 2*3*nFeat || count["sim"] != 2*3*nFeat {
-		t.Errorf("observation rows %v, want %d per world", count, 2*3*nFeat)
+	want := map[cell]int{}
+	liveTotal := 0
+	for i, p := range []int64{101, 102} {
+		steps := int(s.Runs[i].Steps)
+		if steps < 1 || steps > 3 || int(s.Sim[i].Steps) != 3 {
+			t.Fatalf("placement %d: %d live, %d simulated intervals; want 1..3 and 3", p, steps, s.Sim[i].Steps)
+		}
+		liveTotal += steps
+		for k := range steps {
+			want[cell{"live", p, int64(k)}] = len(names)
+		}
+		for k := range 3 {
+			want[cell{"sim", p, int64(k)}] = len(names)
+		}
 	}
-	if len(s.ObsGap) != 1 || s.ObsGap[0].Intervals != 6 || len(s.ObsGap[0].Top) == 0 {
-		t.Errorf("obs_gap %+v, want static:4000 over 6 intervals per world with its differing features", s.ObsGap)
+	if len(got) != len(want) {
+		t.Errorf("observations of %d (world, placement, interval), want %d: %v", len(got), len(want), got)
+	}
+	for c, n := range want {
+		if got[c] != n {
+			t.Errorf("%v: %d feature rows, want %d", c, got[c], n)
+		}
+	}
+	if len(s.ObsGap) != 1 || s.ObsGap[0].Intervals != min(liveTotal, 6) || len(s.ObsGap[0].Top) == 0 {
+		t.Errorf("obs_gap %+v, want static:4000 over %d intervals per world with its differing features", s.ObsGap, min(liveTotal, 6))
 	}
 	if s.SimStepS != 0.2 || s.SimBaselineStepS != 1 {
 		t.Errorf("sim_step_s %v, sim_baseline_step_s %v; want the live interval 0.2 and the baseline's 1", s.SimStepS, s.SimBaselineStepS)
