@@ -19,6 +19,7 @@ import (
 // TestMain doubles as the live worker process: a horizontal live run
 // execs this test binary with the "live-worker" argument.
 func TestMain(m *testing.M) {
+	helperMain() // procs_test.go: the command, endpoint and idle helper modes
 	if len(os.Args) > 1 && os.Args[1] == "live-worker" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := run(ctx, os.Args[1:], Options{IO: command.IO{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}})

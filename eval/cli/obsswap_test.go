@@ -10,6 +10,7 @@ import (
 
 	"streamscale/env"
 	"streamscale/eval/runner"
+	"streamscale/eval/simgap"
 )
 
 // swapFixture writes observations.parquet for controller ctrl of a PRED
@@ -31,10 +32,10 @@ func swapFixture(t *testing.T, ctrl string, drop bool) string {
 		names = names[:len(names)-1]
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	var runs []obsRun
+	var runs []simgap.ObsRun
 	for _, pl := range []uint64{101, 102} {
 		for _, w := range []string{"live", "sim"} {
-			run := obsRun{world: w, controller: ctrl, placement: pl}
+			run := simgap.ObsRun{World: w, Controller: ctrl, Placement: pl}
 			for range 8 {
 				row := make([]float64, len(names))
 				for i := range row {
@@ -43,12 +44,12 @@ func swapFixture(t *testing.T, ctrl string, drop bool) string {
 						row[i] = 2 * row[i]
 					}
 				}
-				run.rows = append(run.rows, row)
+				run.Rows = append(run.Rows, row)
 			}
 			runs = append(runs, run)
 		}
 	}
-	path := filepath.Join(t.TempDir(), FileObservations)
+	path := filepath.Join(t.TempDir(), simgap.FileObservations)
 	if err := writeObservations(path, names, runs); err != nil {
 		t.Fatal(err)
 	}
@@ -65,21 +66,21 @@ func TestObsSwap(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var rep SwapReport
+	var rep simgap.SwapReport
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Intervals != 12 || len(rep.Tasks) != 6 || len(rep.Rows) != 2*(len(swapGroups)+1) {
+	if rep.Intervals != 12 || len(rep.Tasks) != 6 || len(rep.Rows) != 2*(len(simgap.SwapGroups)+1) {
 		t.Fatalf("intervals %d, tasks %v, %d rows", rep.Intervals, rep.Tasks, len(rep.Rows))
 	}
-	row := func(world, swap string) SwapRow {
-		i := slices.IndexFunc(rep.Rows, func(r SwapRow) bool { return r.World == world && r.Swap == swap })
+	row := func(world, swap string) simgap.SwapRow {
+		i := slices.IndexFunc(rep.Rows, func(r simgap.SwapRow) bool { return r.World == world && r.Swap == swap })
 		if i < 0 {
 			t.Fatalf("no row %s/%s", world, swap)
 		}
 		return rep.Rows[i]
 	}
-	same := func(a, b SwapRow) bool { return slices.Equal(a.Mean, b.Mean) && slices.Equal(a.Hold, b.Hold) }
+	same := func(a, b simgap.SwapRow) bool { return slices.Equal(a.Mean, b.Mean) && slices.Equal(a.Hold, b.Hold) }
 	if !same(row("live", "all"), row("sim", "none")) || !same(row("sim", "all"), row("live", "none")) {
 		t.Errorf("swapping every feature: live %+v against sim %+v", row("live", "all"), row("sim", "none"))
 	}

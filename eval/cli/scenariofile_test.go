@@ -45,23 +45,6 @@ func TestRunScenarioFile(t *testing.T) {
 	}
 }
 
-// TestGapTableGoals: the verdict counts the runs within the goals and
-// compares the rankings.
-func TestGapTableGoals(t *testing.T) {
-	mk := func(name string, v, cpu float64) LiveRun {
-		r := LiveRun{}
-		r.Controller, r.ViolationRate, r.MeanCPU = name, v, cpu
-		return r
-	}
-	live := []LiveRun{mk("a", 0.10, 1000), mk("b", 0.50, 2000)}
-	sim := []LiveRun{mk("a", 0.11, 1050), mk("b", 0.40, 2500)}
-	var b strings.Builder
-	gapTable(&b, live, sim, "x", nil)
-	if !strings.Contains(b.String(), "within 2 pp in 1 of 2 runs, mean CPU within 10% in 1 of 2, ranking met") {
-		t.Errorf("%s", b.String())
-	}
-}
-
 type constantRates [2]float64
 
 func (c constantRates) Len() int         { return int(c[1]) }

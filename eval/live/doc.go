@@ -39,7 +39,12 @@
 // load; Run records the seed (input source and controller) and the
 // configuration so that a rerun is the same experiment, not the same
 // numbers. The Observer and Apply are deterministic functions of their
-// inputs.
+// inputs. On a busy host a run can record fewer intervals than asked: the
+// planner's ticks that the host missed are caught up after the load, and
+// their empty windows are not recorded (emptyCatchUp); Config.Observe
+// hands over the observation of every recorded interval, whether or not
+// the controller then answered in time. Interval p95s are nearest-rank
+// quantiles (gonum's stat.Empirical).
 //
 // Concurrency: Run owns its goroutines and processes and stops them
 // before it returns (also when ctx ends); the controller is never called

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"streamscale/agents"
 	"streamscale/env"
 	"streamscale/eval/runner"
@@ -73,6 +75,14 @@ type Config struct {
 	// Tap, if set, receives every recorded interval's index and the
 	// workers' reports it was measured from (calibration).
 	Tap func(step int, tasks []planner.TaskObs)
+	// Observe, if set, receives every observation the controller is asked
+	// on, synchronously and before it is asked, with the index of the
+	// recorded interval whose allocation the decision is for: 0 for the
+	// initial state's, t+1 for the one built from interval t's reports
+	// (the last is for an interval never run). It is called whether or not
+	// the controller then answers in time, so interval t's observation is
+	// there for every recorded interval t (eval simgap -obs).
+	Observe func(step int, obs env.Observation)
 	// Warmup is a number of intervals run before the recorded ones, at
 	// every task's MaxCPU, with the slice's first trace point repeated:
 	// nothing is recorded and the controller is not asked; then the
@@ -272,6 +282,9 @@ func Run(ctx context.Context, c Config) (runner.Result, Info, error) {
 			c.Tap(int(iv.Step), tasks)
 		}
 		obs := ob.Observe(m, alloc)
+		if c.Observe != nil {
+			c.Observe(int(iv.Step)+1, obs)
+		}
 		a, err := ask.act(ctx, obs, c.ActTimeout)
 		var next []float64
 		if err == nil {
@@ -294,7 +307,11 @@ func Run(ctx context.Context, c Config) (runner.Result, Info, error) {
 	// that allocation.
 	// The load has not started, so this first decision may take longer
 	// (a policy endpoint's first request).
-	if a, err := ask.act(ctx, ob.Observe(Measured{}, alloc), max(c.ActTimeout, 10*time.Second)); err != nil {
+	obs0 := ob.Observe(Measured{}, alloc)
+	if c.Observe != nil {
+		c.Observe(0, obs0)
+	}
+	if a, err := ask.act(ctx, obs0, max(c.ActTimeout, 10*time.Second)); err != nil {
 		info.ControlFailures++
 		info.LastFailure = err.Error()
 	} else if next, err := ob.Apply(alloc, a); err != nil {
@@ -458,11 +475,13 @@ func emptyCatchUp(w planner.Window) bool {
 	return w.CatchUp && w.Offered == 0 && len(w.LatencyMS) == 0 && len(w.OpenAgeMS) == 0
 }
 
-// quantile is the nearest-rank quantile of sorted xs.
+// quantile is the nearest-rank q-quantile of ascending xs, the smallest
+// x_i with at least a fraction q of the values ≤ it: x_{⌈q·n⌉−1}
+// (0-based; x_0 for q = 0), and 0 for no values. gonum's stat.Empirical
+// quantile is this definition (the first i with i+1 ≥ q·n).
 func quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	i := int(math.Ceil(q*float64(len(xs)))) - 1
-	return xs[max(0, min(i, len(xs)-1))]
+	return stat.Quantile(q, stat.Empirical, xs, nil)
 }

@@ -148,7 +148,11 @@ func Markdown(sum paired.Summary, figures []string) []byte {
 	}
 	pf("- Candidate: `%s`; controllers: %s.\n", p.Candidate, "`"+strings.Join(p.Controllers, "`, `")+"`")
 	pf("- Profiles: %s. Workloads: %s, rate ×%g.\n", strings.Join(p.Profiles, ", "), strings.Join(traces, ", "), p.RateMult)
-	pf("- Scenario: %s (simulator physics %s).\n", scenarioName(p.Scenario), physicsText(p.Physics))
+	if p.Scenario == "live" { // eval live and simgap: the runtime, not a physics preset
+		pf("- Scenario: `live` (the real planner and worker processes on this host, in real time; not the simulator, not reproducible).\n")
+	} else {
+		pf("- Scenario: %s (simulator physics %s).\n", scenarioName(p.Scenario), physicsText(p.Physics))
+	}
 	pf("- Placements (seeds): %s. Intervals per run: %s. Every controller of a placement runs on the same episode seed (stream `%s`).\n",
 		strings.Join(seeds, ", "), steps, p.EpisodeStream)
 	pf("- Paired differences are candidate − baseline per placement; intervals are %g%% percentile-bootstrap CIs of their mean from %d resamples (stream `%s` of seed %d).\n",

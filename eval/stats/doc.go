@@ -14,6 +14,16 @@
 // empirical quantiles of the B means as the 100(1 − α)% interval. The
 // evaluation uses B = 10,000 and α = 0.05.
 //
+// # Spread and ranking
+//
+// SampleSD is the sample standard deviation (n − 1 in the denominator)
+// and StdErr the standard error of the mean, SampleSD/√n, both 0 for
+// fewer than two values. GroupMeans, Order and Discordant rank named
+// groups by the means of lexicographic keys (the simulator gap ranks
+// controllers by violation rate, then CPU): a pair is discordant between
+// two rankings when they order it in opposite directions, and a pair tied
+// on every key in either is never discordant.
+//
 // Units: whatever the inputs carry; relative differences are in percent.
 //
 // Determinism: randomness enters only through the rand.Source a caller

@@ -1,4 +1,4 @@
-package cli
+package simgap
 
 import (
 	"bytes"
@@ -9,9 +9,9 @@ import (
 	"streamscale/eval/runner"
 )
 
-// TestSimgapFigures: one PNG per (live, sim) pair, named by controller
+// TestFigures: one PNG per (live, sim) pair, named by controller
 // and placement; an interval without completions (p95 0) is still drawn.
-func TestSimgapFigures(t *testing.T) {
+func TestFigures(t *testing.T) {
 	mk := func(ctrl, scenario string, p95 ...float64) runner.Result {
 		r := runner.Result{SLOMS: 180}
 		r.Profile, r.Trace, r.Controller, r.PlacementSeed, r.Scenario = "pred", "taxi", ctrl, 101, scenario
@@ -21,7 +21,7 @@ func TestSimgapFigures(t *testing.T) {
 		return r
 	}
 	dir := t.TempDir()
-	files, err := simgapFigures(dir, []runner.Result{
+	files, err := Figures(dir, []runner.Result{
 		mk("static:500", "live", 900, 0, 3000), mk("static:500", "realistic", 800, 1200, 2500),
 		mk("ppo:policies/pred", "live", 60, 70, 80), mk("ppo:policies/pred", "realistic", 40, 45, 50),
 	})

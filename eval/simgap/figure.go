@@ -1,4 +1,4 @@
-package cli
+package simgap
 
 import (
 	"fmt"
@@ -14,11 +14,11 @@ import (
 	"streamscale/eval/runner"
 )
 
-// simgapFigures writes, for every (live, simulated) pair of runs — results
-// alternate live, sim as eval simgap appends them — one figure of the
+// Figures writes into dir, for every (live, simulated) pair of runs —
+// results alternate live, sim as eval simgap appends them — one figure of the
 // interval p95 over time, both worlds on a log axis with the SLO, named
 // simgap_p95_<controller>_<placement>.png. It returns the file names.
-func simgapFigures(dir string, results []runner.Result) ([]string, error) {
+func Figures(dir string, results []runner.Result) ([]string, error) {
 	var files []string
 	for i := 0; i+1 < len(results); i += 2 {
 		lv, sim := results[i], results[i+1]
@@ -40,7 +40,7 @@ func simgapFigures(dir string, results []runner.Result) ([]string, error) {
 			n = max(n, len(pts))
 			l, err := plotter.NewLine(pts)
 			if err != nil {
-				return files, fmt.Errorf("eval: simgap figure: %w", err)
+				return files, fmt.Errorf("simgap: figure: %w", err)
 			}
 			l.Color = []color.Color{color.RGBA{0, 114, 178, 255}, color.RGBA{213, 94, 0, 255}}[j]
 			l.Width = vg.Points(1.2)
@@ -50,7 +50,7 @@ func simgapFigures(dir string, results []runner.Result) ([]string, error) {
 		if slo := lv.SLOMS; slo > 0 && n > 1 {
 			s, err := plotter.NewLine(plotter.XYs{{X: 0, Y: slo}, {X: float64(n - 1), Y: slo}})
 			if err != nil {
-				return files, fmt.Errorf("eval: simgap figure: %w", err)
+				return files, fmt.Errorf("simgap: figure: %w", err)
 			}
 			s.Color, s.Dashes = color.Gray{Y: 90}, []vg.Length{vg.Points(4), vg.Points(3)}
 			p.Add(s)
@@ -58,7 +58,7 @@ func simgapFigures(dir string, results []runner.Result) ([]string, error) {
 		}
 		name := fmt.Sprintf("simgap_p95_%s_%d.png", strings.NewReplacer(":", "-", "/", "-", "=", "-").Replace(lv.Controller), lv.PlacementSeed)
 		if err := p.Save(7*vg.Inch, 3.5*vg.Inch, filepath.Join(dir, name)); err != nil {
-			return files, fmt.Errorf("eval: simgap figure: %w", err)
+			return files, fmt.Errorf("simgap: figure: %w", err)
 		}
 		files = append(files, name)
 	}
