@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"gonum.org/v1/gonum/stat"
 
 	"streamscale/clasp"
 	"streamscale/serve/runtime/ops"
@@ -787,11 +788,13 @@ func (p *Planner) result() Result {
 	return r
 }
 
-// quantile is the nearest-rank quantile of sorted xs (0 when empty).
+// quantile is the nearest-rank quantile of sorted xs (0 when empty): the
+// smallest x_k with k ≥ q·n (1-based), which is gonum's empirical
+// quantile (stat.Empirical: the lowest value whose cumulative count
+// reaches q·n).
 func quantile(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	i := int(math.Ceil(q*float64(len(xs)))) - 1
-	return xs[max(0, min(i, len(xs)-1))]
+	return stat.Quantile(q, stat.Empirical, xs, nil)
 }

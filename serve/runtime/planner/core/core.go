@@ -115,13 +115,14 @@ type Core struct {
 	asked uint64   // provider asks made
 	asks  []uint64 // provider asks not yet answered, oldest first
 
-	queue    []job
-	cur      *job
-	gone     map[uint32]bool // dead, failover pending
-	before   int             // live workers before the pending deaths
-	failures int
-	migs     []Migration
-	restores []Restore
+	queue       []job
+	cur         *job
+	rejoinAfter time.Duration   // no rejoin before (after a failed one)
+	gone        map[uint32]bool // dead, failover pending
+	before      int             // live workers before the pending deaths
+	failures    int
+	migs        []Migration
+	restores    []Restore
 }
 
 // New returns a core for cfg or an error for a bad one.
@@ -160,6 +161,10 @@ func (c *Core) Step(now time.Duration, log Log, ev Event) []Action {
 	case Scaled:
 		c.scaled(e)
 	case ScaleRequest:
+		if e.N < 1 || e.N > wire.MaxMembers {
+			c.endJob(job{kind: jobScale, req: e}, fmt.Errorf("planner: scale to %d workers, want 1..%d", e.N, wire.MaxMembers))
+			break
+		}
 		c.queue = append(c.queue, job{kind: jobScale, req: e})
 	case Migrated:
 		c.migrated(e)
@@ -272,12 +277,16 @@ func (c *Core) advance() {
 			c.queue = slices.Insert(c.queue, 0, *c.cur)
 			c.cur = nil
 		}
+		next := 0 // before the initial placement only it can run
+		for !c.loading && next < len(c.queue) && c.queue[next].kind != jobInitial {
+			next++
+		}
 		switch {
 		case len(c.gone) > 0:
 			c.failover()
-		case len(c.queue) > 0:
-			j := c.queue[0]
-			c.queue = c.queue[1:]
+		case next < len(c.queue):
+			j := c.queue[next]
+			c.queue = slices.Delete(c.queue, next, next+1)
 			c.begin(j)
 		case c.loading && !rejoinTried && c.wantsRejoin():
 			rejoinTried = true
@@ -316,6 +325,9 @@ func (c *Core) endJob(j job, err error) {
 		c.emit(Fail{Err: err})
 	case err != nil:
 		c.notef("%s: %v", j.req.Reason, err)
+		if j.req.Reason == "rejoin" {
+			c.rejoinAfter = c.now + c.cfg.Heartbeat // not a provider call every tick
+		}
 	}
 	if j.req.ID != 0 {
 		c.emit(ScaleDone{ID: j.req.ID, Err: err})

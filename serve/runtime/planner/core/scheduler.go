@@ -24,7 +24,7 @@ type migration struct {
 // be placed while the cluster is below its target size.
 func (c *Core) wantsRejoin() bool {
 	placed, live := len(c.det.placed()), len(c.det.live())
-	return live > placed && placed < c.target
+	return live > placed && placed < c.target && c.now >= c.rejoinAfter
 }
 
 // beginScale starts a scale (or the initial placement): the provider is
@@ -228,6 +228,9 @@ func (c *Core) failover() {
 	gone, before := c.gone, c.before
 	c.gone = map[uint32]bool{}
 	ids := c.det.live()
+	if c.owners == nil {
+		return // nothing placed yet: the initial placement takes the live ones
+	}
 	if len(ids) == 0 {
 		// A restart strategy would go here: wait for workers and restore
 		// the last checkpoint, or fail the job visibly.
