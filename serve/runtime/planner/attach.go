@@ -5,5 +5,5 @@ package planner
 func (p *Planner) PlacedWorkers() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.placedIDs())
+	return len(p.core.Placed())
 }

@@ -14,7 +14,6 @@ import (
 	"streamscale/serve/runtime"
 	"streamscale/serve/runtime/ops"
 	"streamscale/serve/runtime/provider/local"
-	"streamscale/serve/runtime/wire"
 	"streamscale/serve/runtime/worker"
 )
 
@@ -103,11 +102,10 @@ func checkExact(t *testing.T, app ops.App, seed uint64, n int, counts map[uint64
 var modes = []string{ModeBarrier, ModePause}
 
 // failureRun runs checked word count on three in-process workers with
-// checkpoints every interval in mode, kills worker 1 at the end of the load's
-// second killAt or the first later one after a checkpoint completed (0:
-// never) or when setup's kill is called, and restarts it once the
-// failover is done.
-func failureRun(t *testing.T, mode string, seed uint64, interval time.Duration, killAt float64, setup func(p *Planner, kill func())) (Result, *Planner, *inproc, *atomic.Int64, *atomic.Int64) {
+// checkpoints every interval in mode, kills worker 1 at the end of the
+// load's second killAt or the first later one after a checkpoint completed,
+// and restarts it once the failover is done.
+func failureRun(t *testing.T, mode string, seed uint64, interval time.Duration, killAt float64) (Result, *Planner, *inproc, *atomic.Int64, *atomic.Int64) {
 	t.Helper()
 	var violations, dupes atomic.Int64
 	app := checkedWC(&violations, &dupes)
@@ -140,14 +138,12 @@ func failureRun(t *testing.T, mode string, seed uint64, interval time.Duration, 
 	}
 	p.cfg.Rows = func(r Row) {
 		p.mu.Lock()
-		checkpointed := p.ck.id > 0
+		id, _, _ := p.core.Checkpoint()
 		p.mu.Unlock()
+		checkpointed := id > 0
 		if killAt > 0 && r.T >= killAt && checkpointed {
 			kill()
 		}
-	}
-	if setup != nil {
-		setup(p, kill)
 	}
 	res, err := p.Serve(ctx, ln, nil)
 	if err != nil {
@@ -210,7 +206,7 @@ func checkRecovered(t *testing.T, res Result, p *Planner, prov *inproc, violatio
 func TestCheckpointRestore(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
-			res, p, prov, v, d := failureRun(t, mode, 11, 300*time.Millisecond, 1, nil)
+			res, p, prov, v, d := failureRun(t, mode, 11, 300*time.Millisecond, 1)
 			defer prov.Close()
 			checkRecovered(t, res, p, prov, v, d)
 			if res.Restores[0].Checkpoint == 0 {
@@ -235,38 +231,6 @@ func checkModeFigures(t *testing.T, mode string, res Result) {
 		if c.Mode != mode || (mode == ModeBarrier) != (c.PauseMS == 0 && c.AlignMS > 0) || !(c.DurationMS > 0) {
 			t.Fatalf("checkpoint %+v in mode %s", c, mode)
 		}
-	}
-}
-
-// TestCheckpointDiscardedOnFailure: worker 1 dies while checkpoint 3 is
-// being taken (just before the snapshot requests go out). That checkpoint
-// is discarded and the failover restores checkpoint 2; the result is
-// still exact.
-func TestCheckpointDiscardedOnFailure(t *testing.T) {
-	for _, mode := range modes {
-		t.Run(mode, func(t *testing.T) {
-			res, p, prov, v, d := failureRun(t, mode, 12, 400*time.Millisecond, 0, func(p *Planner, kill func()) {
-				p.ckHook = func(id uint64) {
-					if id == 3 {
-						kill()
-					}
-				}
-			})
-			defer prov.Close()
-			checkRecovered(t, res, p, prov, v, d)
-			var third *CheckpointStat
-			for i := range res.CheckpointLog {
-				if res.CheckpointLog[i].ID == 3 {
-					third = &res.CheckpointLog[i]
-				}
-			}
-			if third == nil || third.Complete || third.Reason == "" {
-				t.Fatalf("checkpoint 3: %+v, want discarded with a reason", third)
-			}
-			if res.Restores[0].Checkpoint != 2 {
-				t.Fatalf("restored checkpoint %d, want 2 (the last complete one)", res.Restores[0].Checkpoint)
-			}
-		})
 	}
 }
 
@@ -318,77 +282,6 @@ func sigkillCheckpoint(t *testing.T, mode string) {
 	}
 	checkExact(t, app, cfg.Seed, int(res.Inputs), counts, ledger)
 	checkModeFigures(t, mode, res)
-}
-
-// TestBadSnapshotFrames: snapshot frames the checkpoint in progress did
-// not ask for are refused and change nothing; frames of a discarded
-// checkpoint are ignored; a count that disagrees discards the checkpoint.
-func TestBadSnapshotFrames(t *testing.T) {
-	app := runtime.WordCount()
-	p, err := New(Config{App: app, Workers: 2, Provider: &inproc{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.owners = assign(nil, len(app.Operators), []uint32{0, 1}, nil)
-	p.epoch = 1
-	start := func() *ckRun {
-		p.ckNext++
-		r := &ckRun{ckpt: ckpt{id: p.ckNext, state: map[uint32]map[uint64][]byte{}}, wait: map[uint32]bool{0: true, 1: true},
-			frames: map[uint32]uint32{}, done: make(chan struct{}), abort: make(chan struct{})}
-		p.ckRun = r
-		return r
-	}
-	run := start()
-	kg0 := uint16(0) // owned by worker 0 (even split: groups 0..63)
-	good := wire.Snapshot{ID: 1, From: 0, Op: 1, KG: kg0, Keys: []uint64{128}, Values: [][]byte{{1}}}
-	for name, c := range map[string]struct {
-		from uint32
-		s    wire.Snapshot
-	}{
-		"never asked for":    {0, wire.Snapshot{ID: 9, From: 0, Op: 1, KG: kg0}},
-		"forged sender":      {1, good},
-		"group not owned":    {1, wire.Snapshot{ID: 1, From: 1, Op: 1, KG: kg0}},
-		"missing operator":   {0, wire.Snapshot{ID: 1, From: 0, Op: 7, KG: kg0}},
-		"not a member of it": {5, wire.Snapshot{ID: 1, From: 5, Op: 1, KG: 100}},
-	} {
-		if err := p.onSnapshot(c.from, c.s); err == nil {
-			t.Errorf("%s: accepted", name)
-		}
-		if len(run.state) != 0 || len(run.frames) != 0 {
-			t.Fatalf("%s: changed the checkpoint", name)
-		}
-	}
-	if err := p.onSnapshot(0, good); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.onSnapshotDone(0, wire.SnapshotDone{ID: 9, From: 0, Epoch: 1, OK: true}); err == nil {
-		t.Error("snapshot-done of a checkpoint never asked for accepted")
-	}
-	if err := p.onSnapshotDone(0, wire.SnapshotDone{ID: 1, From: 1, Epoch: 1, OK: true}); err == nil {
-		t.Error("forged snapshot-done accepted")
-	}
-	if err := p.onSnapshotDone(0, wire.SnapshotDone{ID: 1, From: 0, Epoch: 1, OK: true, Frames: 1}); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.onSnapshotDone(0, wire.SnapshotDone{ID: 1, From: 0, Epoch: 1, OK: true, Frames: 1}); err == nil {
-		t.Error("repeated snapshot-done accepted")
-	}
-	if err := p.onSnapshot(0, good); err == nil {
-		t.Error("snapshot after the worker's snapshot-done accepted")
-	}
-	// Worker 1 claims a frame it never sent: the checkpoint is discarded.
-	if err := p.onSnapshotDone(1, wire.SnapshotDone{ID: 1, From: 1, Epoch: 1, OK: true, Frames: 1}); err == nil || !run.aborted {
-		t.Fatalf("a frame count that disagrees: %v, aborted %v", err, run.aborted)
-	}
-	// Late frames of a discarded checkpoint are ignored, not refused.
-	if err := p.onSnapshot(0, good); err != nil || run.keys != 1 {
-		t.Fatalf("late frame: %v, keys %d", err, run.keys)
-	}
-	// A worker that could not snapshot discards the next checkpoint.
-	run = start()
-	if err := p.onSnapshotDone(1, wire.SnapshotDone{ID: 2, From: 1, Epoch: 1}); err != nil || !run.aborted {
-		t.Fatalf("a refused snapshot: %v, aborted %v", err, run.aborted)
-	}
 }
 
 // TestBarrierFanIn: ETL (a fan-out at Annotate, a fan-in at its Sink) on

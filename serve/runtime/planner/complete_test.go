@@ -3,7 +3,6 @@ package planner
 import (
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"streamscale/serve/runtime/wire"
 )
@@ -17,7 +16,7 @@ import (
 func TestCompletionExact(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 17))
 	for trial := range 300 {
-		p := &Planner{start: time.Now()}
+		p := &Planner{clock: Real, start: Real.Now()}
 		p.ins = []input{{}}
 		// Expand the tree breadth-first: each record returns its kept
 		// weight in one notice.

@@ -2,10 +2,7 @@ package planner
 
 import (
 	"context"
-	"fmt"
-	"math"
 	"slices"
-	"sort"
 	"time"
 
 	"streamscale/clasp"
@@ -31,14 +28,17 @@ type Row struct {
 
 // seconds closes a Row every second.
 func (p *Planner) seconds(ctx context.Context) {
-	t := time.NewTicker(time.Second)
+	t := p.clock.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			p.closeRow(float64(len(p.rows) + 1))
+		case <-t.C():
+			p.mu.Lock()
+			n := len(p.rows)
+			p.mu.Unlock()
+			p.closeRow(float64(n + 1))
 		}
 	}
 }
@@ -51,10 +51,13 @@ func (p *Planner) closeRow(t float64) {
 	slices.Sort(lat)
 	r := Row{T: t, Offered: int64(p.secOffer), Completed: int64(len(lat)),
 		P50MS: quantile(lat, 0.5), P95MS: quantile(lat, 0.95), P99MS: quantile(lat, 0.99),
-		Workers: int32(len(p.liveIDs())), Epoch: int64(p.epoch)}
+		Workers: int32(len(p.core.Live())), Epoch: int64(p.core.Epoch())}
 	p.secOffer = 0
-	for _, id := range p.sortedMembers() {
-		m := p.members[id]
+	for _, id := range p.core.Alive() {
+		m := p.byID[id]
+		if m == nil {
+			continue
+		}
 		r.PlannerQueue += int64(m.out.queued)
 		r.WorkerQueue += int64(m.metrics.Queue)
 		if m.metrics.IntervalS > 0 {
@@ -66,262 +69,6 @@ func (p *Planner) closeRow(t float64) {
 	if p.cfg.Rows != nil {
 		p.cfg.Rows(r)
 	}
-}
-
-// assign returns owners for every operator over the workers ids (ascending)
-// with key-group counts proportional to shares[i][o] (nil: even), keeping
-// each group with its old owner while that owner has room.
-func assign(old [][ops.KeyGroups]uint32, nOps int, ids []uint32, shares [][]float64) [][ops.KeyGroups]uint32 {
-	out := make([][ops.KeyGroups]uint32, nOps)
-	pos := make(map[uint32]int, len(ids))
-	for i, id := range ids {
-		pos[id] = i
-	}
-	for o := range nOps {
-		quota := counts(len(ids), shares, o)
-		have := make([]int, len(ids))
-		var placed [ops.KeyGroups]bool
-		if old != nil {
-			for g := range ops.KeyGroups {
-				if i, ok := pos[old[o][g]]; ok && have[i] < quota[i] {
-					out[o][g] = ids[i]
-					have[i]++
-					placed[g] = true
-				}
-			}
-		}
-		j := 0
-		for g := range ops.KeyGroups {
-			if placed[g] {
-				continue
-			}
-			for have[j] >= quota[j] {
-				j++
-			}
-			out[o][g] = ids[j]
-			have[j]++
-		}
-	}
-	return out
-}
-
-// counts splits the key groups of operator o over n workers by largest
-// remainder of KeyGroups·share (ties to the lower index); shares nil or
-// summing to 0 split evenly.
-func counts(n int, shares [][]float64, o int) []int {
-	w := make([]float64, n)
-	sum := 0.0
-	for i := range n {
-		if shares != nil && i < len(shares) && o < len(shares[i]) && shares[i][o] > 0 {
-			w[i] = shares[i][o]
-			sum += w[i]
-		}
-	}
-	if !(sum > 0) {
-		for i := range w {
-			w[i] = 1
-		}
-		sum = float64(n)
-	}
-	q := make([]int, n)
-	type frac struct {
-		i int
-		f float64
-	}
-	fr := make([]frac, n)
-	left := ops.KeyGroups
-	for i := range n {
-		x := ops.KeyGroups * w[i] / sum
-		q[i] = int(math.Floor(x))
-		left -= q[i]
-		fr[i] = frac{i, x - math.Floor(x)}
-	}
-	sort.SliceStable(fr, func(a, b int) bool { return fr[a].f > fr[b].f })
-	for k := 0; left > 0; k++ {
-		q[fr[k%n].i]++
-		left--
-	}
-	return q
-}
-
-// diff lists the key groups whose owner changes, by operator then group.
-func diff(old, new [][ops.KeyGroups]uint32) []wire.Move {
-	var mv []wire.Move
-	for o := range new {
-		for g := range ops.KeyGroups {
-			if old[o][g] != new[o][g] {
-				mv = append(mv, wire.Move{Op: uint16(o), KG: uint16(g), From: old[o][g], To: new[o][g]})
-			}
-		}
-	}
-	return mv
-}
-
-// scale makes n workers own the key groups with shares (nil: even) and
-// waits for the migration; workers beyond n drain and are stopped.
-func (p *Planner) scale(ctx context.Context, n int, shares [][]float64, reason string) error {
-	p.reconf.Lock()
-	defer p.reconf.Unlock()
-	p.mu.Lock()
-	cur := p.placedIDs()
-	if reason != "rejoin" {
-		p.target = n
-	} else {
-		// Decided outside the lock: a reconfiguration since may have
-		// placed the newcomers already (a scale step's own new workers
-		// look like rejoining ones until it broadcasts).
-		live := len(p.liveIDs())
-		if live <= len(cur) || len(cur) >= p.target {
-			p.mu.Unlock()
-			return nil
-		}
-		n = min(live, p.target)
-	}
-	p.mu.Unlock()
-	if n == len(cur) && shares == nil {
-		return nil
-	}
-	if n > len(cur) {
-		if _, err := p.cfg.Provider.Scale(ctx, n); err != nil {
-			return fmt.Errorf("planner: start workers: %w", err)
-		}
-		if err := p.awaitMembers(ctx, n); err != nil {
-			return err
-		}
-	}
-	p.mu.Lock()
-	ids := p.liveIDs()
-	keep, leaving := ids[:min(n, len(ids))], ids[min(n, len(ids)):]
-	for _, id := range leaving {
-		p.members[id].leaving = true
-	}
-	owners := assign(p.owners, len(p.cfg.App.Operators), keep, shares)
-	mig := p.reconfigure(owners, len(cur), len(keep), reason)
-	p.mu.Unlock()
-	p.awaitMigration(ctx, mig)
-	if len(leaving) > 0 {
-		if _, err := p.cfg.Provider.Scale(ctx, n); err != nil {
-			return fmt.Errorf("planner: stop workers: %w", err)
-		}
-		p.mu.Lock()
-		for _, id := range leaving {
-			if m := p.members[id]; m != nil {
-				m.cancel()
-				delete(p.members, id)
-			}
-		}
-		p.mu.Unlock()
-	}
-	return nil
-}
-
-// reconfigure broadcasts new owners and starts waiting for every member's
-// report (p.mu held).
-func (p *Planner) reconfigure(owners [][ops.KeyGroups]uint32, from, to int, reason string) *Migration {
-	moves := diff(p.owners, owners)
-	p.owners = owners
-	p.migWait = map[uint32]bool{}
-	for _, id := range p.sortedMembers() {
-		p.migWait[id] = true
-	}
-	p.migDone = make(chan struct{})
-	p.migRep = nil
-	p.migStart = time.Now()
-	pl := p.broadcastPlacement(moves)
-	p.logf("epoch %d: %s, %d → %d workers, %d key groups move", pl.Epoch, reason, from, to, len(moves))
-	return &Migration{Epoch: pl.Epoch, AtS: p.migStart.Sub(p.start).Seconds(), From: from, To: to, Reason: reason, Moves: len(moves)}
-}
-
-// awaitMigration waits for the reports of the current migration and
-// records it.
-func (p *Planner) awaitMigration(ctx context.Context, mig *Migration) {
-	p.mu.Lock()
-	done := p.migDone
-	p.mu.Unlock()
-	timeout := time.NewTimer(30 * time.Second)
-	defer timeout.Stop()
-	select {
-	case <-done:
-		mig.Complete = true
-	case <-timeout.C:
-	case <-ctx.Done():
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	mig.PlannerMS = float64(time.Since(p.migStart).Microseconds()) / 1e3
-	for _, r := range p.migRep {
-		mig.PauseMSMax = max(mig.PauseMSMax, float64(r.PauseNS)/1e6)
-		mig.WaitMSMax = max(mig.WaitMSMax, float64(r.WaitNS)/1e6)
-		mig.MovedKeys += r.MovedKeys
-		mig.MovedBytes += r.MovedBytes
-		mig.MovedQueued += r.MovedQueued
-		mig.Pauses = append(mig.Pauses, WorkerPause{Worker: r.From, PauseMS: float64(r.PauseNS) / 1e6, WaitMS: float64(r.WaitNS) / 1e6})
-	}
-	slices.SortFunc(mig.Pauses, func(a, b WorkerPause) int { return int(a.Worker) - int(b.Worker) })
-	if !mig.Complete {
-		p.logf("epoch %d: %d workers did not report the migration", mig.Epoch, len(p.migWait))
-	}
-	p.migWait = nil
-	p.migs = append(p.migs, *mig)
-}
-
-// failover reassigns the key groups of dead workers to the live ones.
-// Without checkpoints it replays every input not yet complete; with them
-// it restores the last complete checkpoint everywhere (restoreLocked). The
-// dead are marked before the reconfiguration lock is taken, so that a
-// checkpoint in progress is discarded at once instead of waiting for them.
-func (p *Planner) failover(ctx context.Context, dead []uint32) {
-	p.mu.Lock()
-	before := len(p.liveIDs())
-	gone := map[uint32]bool{}
-	for _, id := range dead {
-		if m := p.members[id]; m != nil && !m.dead {
-			m.dead = true
-			m.cancel()
-			gone[id] = true
-			p.logf("worker %d missed %d heartbeats: dead", id, p.cfg.Miss)
-			if p.ckRun != nil {
-				p.ckRun.fail(fmt.Sprintf("worker %d died", id))
-			}
-		}
-	}
-	if len(gone) == 0 {
-		p.mu.Unlock()
-		return
-	}
-	p.failing++ // no checkpoint starts until this failover is done
-	p.mu.Unlock()
-	p.reconf.Lock()
-	defer p.reconf.Unlock()
-	p.mu.Lock()
-	p.failing--
-	ids := p.liveIDs()
-	if len(ids) == 0 {
-		p.mu.Unlock()
-		p.logf("no live worker left")
-		return
-	}
-	p.failures++
-	if p.cfg.CheckpointInterval > 0 {
-		mig := p.restoreLocked(gone, before)
-		p.mu.Unlock()
-		p.awaitMigration(ctx, mig)
-		return
-	}
-	owners := assign(p.owners, len(p.cfg.App.Operators), ids, nil)
-	mig := p.reconfigure(owners, before, len(ids), "failover")
-	replayed := 0
-	for i := range p.ins {
-		if in := &p.ins[i]; !in.done {
-			in.attempt++
-			p.send(i)
-			replayed++
-		}
-	}
-	p.replayed += replayed
-	p.mu.Unlock()
-	p.logf("replayed %d inputs", replayed)
-	p.awaitMigration(ctx, mig)
 }
 
 // control runs the placement controller (CLASP) and the allocation hook
@@ -354,7 +101,7 @@ func (p *Planner) control(ctx context.Context, stop <-chan struct{}) {
 		}
 		cl = c
 	}
-	t := time.NewTicker(p.cfg.Control)
+	t := p.clock.NewTicker(p.cfg.Control)
 	defer t.Stop()
 	deployed := false // CLASP has made its initial placement
 	rounds, due := 0, int(p.cfg.Duration/p.cfg.Control)
@@ -370,9 +117,9 @@ func (p *Planner) control(ctx context.Context, stop <-chan struct{}) {
 				p.allocate()
 			}
 			return
-		case <-t.C:
+		case <-t.C():
 		}
-		now := time.Since(p.start).Seconds()
+		now := p.sinceStart().Seconds()
 		if cl != nil {
 			p.mu.Lock()
 			ob, ok := p.observation()
@@ -408,7 +155,7 @@ func (p *Planner) control(ctx context.Context, stop <-chan struct{}) {
 // allocate runs one round of the allocation hook on the workers' latest
 // reports.
 func (p *Planner) allocate() {
-	now := time.Since(p.start).Seconds()
+	now := p.sinceStart().Seconds()
 	p.mu.Lock()
 	tasks := p.taskObs()
 	p.mu.Unlock()
@@ -421,11 +168,11 @@ func (p *Planner) allocate() {
 func (p *Planner) setAlloc(id uint32, mcs []int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	m := p.members[id]
-	if m == nil || m.dead || len(mcs) != len(p.cfg.App.Operators) {
+	m := p.byID[id]
+	if m == nil || !p.core.IsAlive(id) || len(mcs) != len(p.cfg.App.Operators) {
 		return
 	}
-	a := wire.Alloc{Epoch: p.epoch}
+	a := wire.Alloc{Epoch: p.core.Epoch()}
 	for _, mc := range mcs {
 		a.Millicores = append(a.Millicores, uint32(max(1, min(mc, wire.MaxMillicores))))
 	}
@@ -435,8 +182,11 @@ func (p *Planner) setAlloc(id uint32, mcs []int) {
 // taskObs flattens the latest reports (p.mu held).
 func (p *Planner) taskObs() []TaskObs {
 	var out []TaskObs
-	for _, id := range p.liveIDs() {
-		mt := p.members[id].metrics
+	for _, id := range p.core.Live() {
+		if p.byID[id] == nil {
+			continue
+		}
+		mt := p.byID[id].metrics
 		if mt.IntervalS <= 0 {
 			continue
 		}
@@ -503,8 +253,12 @@ func (p *Planner) observation() (clasp.Observation, bool) {
 	app := p.cfg.App
 	nOps := len(app.Operators)
 	ob := clasp.Observation{App: ClaspApp(app), Bandwidth: 1e9, Parallelism: make([]int, nOps), StateBytes: make([]float64, nOps)}
-	for _, id := range p.liveIDs() {
-		m := p.members[id]
+	owners := p.core.Owners()
+	for _, id := range p.core.Live() {
+		m := p.byID[id]
+		if m == nil {
+			return ob, false
+		}
 		mt := m.metrics
 		if mt.IntervalS <= 0 {
 			return ob, false
@@ -531,7 +285,7 @@ func (p *Planner) observation() (clasp.Observation, bool) {
 		for o := range nOps {
 			n := 0
 			for g := range ops.KeyGroups {
-				if p.owners[o][g] == id {
+				if owners[o][g] == id {
 					n++
 				}
 			}
@@ -548,7 +302,7 @@ func (p *Planner) observation() (clasp.Observation, bool) {
 		}
 	}
 	var queued int
-	for _, m := range p.members {
+	for _, m := range p.conns {
 		queued += m.out.queued
 	}
 	ob.PlannerQueue = float64(queued)
@@ -558,8 +312,8 @@ func (p *Planner) observation() (clasp.Observation, bool) {
 	}
 	// Every report now in an observation is no longer fresh: the next
 	// observation marks it Repeated until the worker reports again.
-	for _, id := range p.liveIDs() {
-		p.members[id].fresh = false
+	for _, id := range p.core.Live() {
+		p.byID[id].fresh = false
 	}
 	return ob, len(ob.Workers) > 0
 }

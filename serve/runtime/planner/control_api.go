@@ -257,7 +257,11 @@ func (s *Service) handleIntervals(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, fmt.Errorf("planner: wait_ms: %w", err))
 		return
 	}
-	deadline := time.NewTimer(time.Duration(wait) * time.Millisecond)
+	clock := s.cfg.Base.Clock
+	if clock == nil {
+		clock = Real
+	}
+	deadline := clock.NewTimer(time.Duration(wait) * time.Millisecond)
 	defer deadline.Stop()
 	for {
 		s.mu.Lock()
@@ -288,7 +292,7 @@ func (s *Service) handleIntervals(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		select {
 		case <-ch:
-		case <-deadline.C:
+		case <-deadline.C():
 			wait = 0
 		case <-r.Context().Done():
 			return

@@ -4,6 +4,24 @@
 // to Parquet), the placement controller (CLASP by default, or scale steps
 // given in advance) and the hook for a vertical allocation controller.
 //
+// # Shell and core
+//
+// The deciding part is package core, a deterministic state machine (the
+// failure detector, the scheduler and the checkpoint coordinator) fed
+// events with the time as a value and returning actions; it holds no
+// goroutine, clock, lock or connection, and its behaviour is tested by
+// scripts in virtual time (core/testdata). The Planner is its shell: it
+// owns the listener's streams (one goroutine reading each, one writing
+// its outbox), the load generator and the input log, the provider calls
+// (made one at a time, in order), the placement and allocation
+// controllers, and a Clock it is given (Config.Clock; Real wraps package
+// time). It turns every frame, tick (every 10 ms), provider answer and
+// controller decision into a core event under one mutex, with the input
+// log's state, and performs the actions in order: frames to workers,
+// routing the ingress, flushing, pausing or replaying inputs, starting or
+// stopping workers, recording a checkpoint, answering a scale request.
+// The core's times are the shell clock's since the run began.
+//
 // # Service
 //
 // A Planner runs one load and returns. A Service (service.go) is the
@@ -47,8 +65,11 @@
 //
 // # Failures
 //
-// A worker that misses Miss heartbeats (or whose stream ends) is dead: its
-// key groups go to the live workers. Without checkpoints
+// A worker that misses Miss heartbeats (or whose stream ends) is dead at
+// the core's next tick: its key groups go to the live workers. A tick that
+// comes late (the planner's process not scheduled on a busy host) moves
+// every worker's last beat on by its lateness, so a stall of the planner
+// is not counted against the workers. Without checkpoints
 // (Config.CheckpointInterval 0) their state is lost and rebuilt only by
 // replay: every input not yet complete is sent again with a new attempt
 // number (completion weight of older attempts is ignored). Delivery is
@@ -148,8 +169,8 @@
 // checkpoint of the final state (CheckpointState).
 //
 // Migrations and checkpoints take turns (the rule, in both modes): the
-// planner's reconfiguration lock is held by a checkpoint from its start
-// to its completion or discard, and by a migration from its broadcast to
+// core runs one reconfiguration at a time, a checkpoint from its start
+// to its completion or discard, a migration from its broadcast to
 // the last Migrated report, after which every worker has installed the
 // epoch, received every peer's Mark and End, and released every held key
 // group. So a barrier never crosses an epoch marker: the epoch is the

@@ -346,12 +346,11 @@ func (p *Planner) applyAlloc(req AllocRequest) error {
 	p.mu.Lock()
 	seen := map[uint32]bool{}
 	for i, wa := range req.Workers {
-		m := p.members[wa.Worker]
 		switch {
 		case seen[wa.Worker]:
 			p.mu.Unlock()
 			return fmt.Errorf("workers[%d]: worker %d listed twice", i, wa.Worker)
-		case m == nil || m.dead:
+		case !p.core.IsAlive(wa.Worker) || p.byID[wa.Worker] == nil:
 			p.mu.Unlock()
 			return fmt.Errorf("workers[%d]: worker %d is not a live member", i, wa.Worker)
 		case len(wa.Millicores) != len(p.cfg.App.Operators):

@@ -1,0 +1,198 @@
+package planner
+
+import (
+	"slices"
+)
+
+// Window is what the load did over one control window: since the previous
+// TakeWindow (or the load's start).
+type Window struct {
+	// Offered counts the inputs whose intended send time fell in the
+	// window.
+	Offered int
+	// LatencyMS holds the end-to-end latency of every input completed in
+	// the window, ms, ascending: completion minus the intended send time,
+	// so an input the generator sent late still counts from when it was
+	// due (corrected for coordinated omission).
+	LatencyMS []float64
+	// OpenAgeMS holds, for every input due by the window's end and not
+	// complete, its age then, ms (ascending): a lower bound of its
+	// latency, so a window in which a backlog completes nothing still
+	// shows it.
+	OpenAgeMS []float64
+	// CatchUp marks a window taken in a catch-up round: one the Allocator
+	// gets after the run's drain for a Control boundary of the load that
+	// had no round (see control). Such rounds run back to back, so the
+	// first takes what the load's last rounds left and the others nothing
+	// (no input offered, no latency, nothing open): an empty catch-up
+	// window describes no interval of the load, and a consumer must not
+	// count it as one that met its latency objective.
+	CatchUp bool `json:",omitempty"`
+}
+
+// TakeWindow returns the window since the previous call and starts a new
+// one. Windows are kept only when Config.Allocate is set (the vertical
+// loop reads them from its Allocator); otherwise the window is empty.
+func (p *Planner) TakeWindow() Window {
+	p.mu.Lock()
+	w := Window{Offered: p.winOffer, LatencyMS: p.winLat, CatchUp: p.catchUp}
+	p.winOffer, p.winLat = 0, nil
+	if p.cfg.Allocate != nil && p.started {
+		now := p.sinceStart().Nanoseconds()
+		for p.winOpen < len(p.ins) && p.ins[p.winOpen].done {
+			p.winOpen++
+		}
+		for i := p.winOpen; i < len(p.ins); i++ {
+			if in := &p.ins[i]; !in.done && in.intended <= now {
+				w.OpenAgeMS = append(w.OpenAgeMS, float64(now-in.intended)/1e6)
+			}
+		}
+	}
+	p.mu.Unlock()
+	slices.Sort(w.LatencyMS)
+	slices.Sort(w.OpenAgeMS)
+	return w
+}
+
+// Result is a run's outcome.
+type Result struct {
+	App        string  `json:"app"`
+	Inputs     uint64  `json:"inputs"`
+	Completed  uint64  `json:"completed"`
+	Lost       uint64  `json:"lost"`
+	Duplicated uint64  `json:"duplicated"`
+	P50MS      float64 `json:"p50_ms"`
+	P95MS      float64 `json:"p95_ms"`
+	P99MS      float64 `json:"p99_ms"`
+	// P50InCheckpointMS, P95InCheckpointMS and P99InCheckpointMS are over
+	// the inputs due while a checkpoint was being taken (its start to its
+	// end, CheckpointStat.DurationMS), the *OutsideCheckpointMS over the
+	// others (0 without such inputs): a comparison within one run.
+	P50InCheckpointMS      float64 `json:"p50_in_checkpoint_ms"`
+	P50OutsideCheckpointMS float64 `json:"p50_outside_checkpoint_ms"`
+	P95InCheckpointMS      float64 `json:"p95_in_checkpoint_ms"`
+	P99InCheckpointMS      float64 `json:"p99_in_checkpoint_ms"`
+	P95OutsideCheckpointMS float64 `json:"p95_outside_checkpoint_ms"`
+	P99OutsideCheckpointMS float64 `json:"p99_outside_checkpoint_ms"`
+	Workers                int     `json:"workers"`
+	Failures               int     `json:"failures"`
+	// BeatGapMSP99 and BeatGapMSMax are the 99th percentile and the
+	// largest time between two consecutive heartbeats of one worker, as
+	// the planner read them (0 without two beats): how close a worker
+	// came to being declared dead (Config.Miss × Config.Heartbeat).
+	BeatGapMSP99 float64     `json:"beat_gap_ms_p99"`
+	BeatGapMSMax float64     `json:"beat_gap_ms_max"`
+	Refused      uint64      `json:"refused_frames"`
+	Migrations   []Migration `json:"migrations"`
+	// MigrationPlannerMS is the longest planner duration;
+	// MigrationWorkerPauseMSMax the longest worker pause, over all
+	// migrations (0 without migrations).
+	MigrationPlannerMS        float64 `json:"migration_planner_ms"`
+	MigrationWorkerPauseMSMax float64 `json:"migration_worker_pause_ms_max"`
+	// ElapsedS is the time from the load's start to the last completion;
+	// ThroughputPerS is Completed / ElapsedS.
+	ElapsedS       float64 `json:"elapsed_s"`
+	ThroughputPerS float64 `json:"throughput_per_s"`
+	// Checkpoints counts the complete checkpoints and CheckpointsDiscarded
+	// the others; CheckpointMSMax and CheckpointMSMean are their ingress
+	// pauses, CheckpointDrainMSMax the longest wait for the inputs in
+	// flight within one, CheckpointBytesMax and CheckpointKeysMax the
+	// largest. RestoredGroups counts the dead workers' key groups restored
+	// by failovers and Replayed the inputs sent again by them (with or
+	// without checkpoints).
+	// CheckpointMode is Config.CheckpointMode ("" without checkpoints);
+	// CheckpointDurationMSMean is the mean start → completion of the
+	// complete checkpoints, CheckpointAlignMSMax the longest alignment of
+	// one task and CheckpointSnapshotMSMax the longest state copy of one
+	// worker in one checkpoint (see CheckpointStat).
+	CheckpointMode           string           `json:"checkpoint_mode,omitempty"`
+	CheckpointDurationMSMean float64          `json:"checkpoint_duration_ms_mean"`
+	CheckpointAlignMSMax     float64          `json:"checkpoint_align_ms_max"`
+	CheckpointSnapshotMSMax  float64          `json:"checkpoint_snapshot_ms_max"`
+	Checkpoints              int              `json:"checkpoints"`
+	CheckpointsDiscarded     int              `json:"checkpoints_discarded"`
+	CheckpointMSMax          float64          `json:"checkpoint_ms_max"`
+	CheckpointMSMean         float64          `json:"checkpoint_ms_mean"`
+	CheckpointDrainMSMax     float64          `json:"checkpoint_drain_ms_max"`
+	CheckpointBytesMax       uint64           `json:"checkpoint_bytes_max"`
+	CheckpointKeysMax        uint64           `json:"checkpoint_keys_max"`
+	RestoredGroups           int              `json:"restored_groups"`
+	Replayed                 int              `json:"replayed"`
+	CheckpointLog            []CheckpointStat `json:"checkpoint_log"`
+	Restores                 []Restore        `json:"restores"`
+	Rows                     []Row            `json:"-"`
+}
+
+func (p *Planner) result() Result {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := Result{App: p.cfg.App.Name, Inputs: uint64(len(p.ins)), Completed: p.completed, Duplicated: p.dup, Workers: len(p.core.Live()), Failures: p.core.Failures(), Refused: p.refused, Migrations: p.core.Migrations(), Rows: slices.Clone(p.rows)}
+	r.Lost = r.Inputs - r.Completed
+	r.ElapsedS = p.lastDone.Seconds()
+	if r.ElapsedS > 0 {
+		r.ThroughputPerS = float64(r.Completed) / r.ElapsedS
+	}
+	if p.cfg.CheckpointInterval > 0 {
+		r.CheckpointMode = p.cfg.CheckpointMode
+	}
+	lat := slices.Clone(p.allLat)
+	slices.Sort(lat)
+	r.P50MS, r.P95MS, r.P99MS = quantile(lat, 0.5), quantile(lat, 0.95), quantile(lat, 0.99)
+	gaps := p.core.BeatGaps()
+	slices.Sort(gaps)
+	r.BeatGapMSP99 = quantile(gaps, 0.99)
+	if len(gaps) > 0 {
+		r.BeatGapMSMax = gaps[len(gaps)-1]
+	}
+	for _, m := range r.Migrations {
+		r.MigrationPlannerMS = max(r.MigrationPlannerMS, m.PlannerMS)
+		r.MigrationWorkerPauseMSMax = max(r.MigrationWorkerPauseMSMax, m.PauseMSMax)
+	}
+	r.CheckpointLog, r.Restores, r.Replayed = append([]CheckpointStat{}, p.core.CheckpointLog()...), append([]Restore{}, p.core.Restores()...), p.replayed
+	for _, c := range r.CheckpointLog {
+		if !c.Complete {
+			r.CheckpointsDiscarded++
+			continue
+		}
+		r.Checkpoints++
+		r.CheckpointMSMax = max(r.CheckpointMSMax, c.PauseMS)
+		r.CheckpointMSMean += c.PauseMS
+		r.CheckpointDurationMSMean += c.DurationMS
+		r.CheckpointAlignMSMax = max(r.CheckpointAlignMSMax, c.AlignMS)
+		r.CheckpointSnapshotMSMax = max(r.CheckpointSnapshotMSMax, c.SnapshotMS)
+		r.CheckpointDrainMSMax = max(r.CheckpointDrainMSMax, c.DrainMS)
+		r.CheckpointBytesMax = max(r.CheckpointBytesMax, c.Bytes)
+		r.CheckpointKeysMax = max(r.CheckpointKeysMax, c.Keys)
+	}
+	if r.Checkpoints > 0 {
+		r.CheckpointMSMean /= float64(r.Checkpoints)
+		r.CheckpointDurationMSMean /= float64(r.Checkpoints)
+	}
+	for _, rs := range r.Restores {
+		r.RestoredGroups += rs.Groups
+	}
+	if len(r.CheckpointLog) > 0 {
+		var in, out []float64
+		c := 0 // checkpoints are in start order
+		for i := range p.ins {
+			x := &p.ins[i]
+			if !x.done {
+				continue
+			}
+			for c < len(r.CheckpointLog) && int64((r.CheckpointLog[c].AtS+r.CheckpointLog[c].DurationMS/1e3)*1e9) < x.intended {
+				c++
+			}
+			if c < len(r.CheckpointLog) && int64(r.CheckpointLog[c].AtS*1e9) <= x.intended {
+				in = append(in, float64(x.ms))
+			} else {
+				out = append(out, float64(x.ms))
+			}
+		}
+		slices.Sort(in)
+		slices.Sort(out)
+		r.P50InCheckpointMS, r.P50OutsideCheckpointMS = quantile(in, 0.5), quantile(out, 0.5)
+		r.P95InCheckpointMS, r.P99InCheckpointMS = quantile(in, 0.95), quantile(in, 0.99)
+		r.P95OutsideCheckpointMS, r.P99OutsideCheckpointMS = quantile(out, 0.95), quantile(out, 0.99)
+	}
+	return r
+}
