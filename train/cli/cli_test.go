@@ -134,3 +134,29 @@ func TestNormFlags(t *testing.T) {
 		t.Fatalf("flags: %+v, %v", o, err)
 	}
 }
+
+// TestProgressLines: a line per iteration on stderr with -progress, or on
+// a terminal without -json; none otherwise.
+func TestProgressLines(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		terminal bool
+		lines    int
+	}{
+		{nil, false, 0},
+		{[]string{"-progress"}, false, 8},
+		{nil, true, 8},
+		{[]string{"-json"}, true, 0},
+		{[]string{"-json", "-progress"}, false, 8},
+	} {
+		var out, errw bytes.Buffer
+		args := append([]string{"-env", "cartpole", "-steps", "2048", "-envs", "8", "-n-epochs", "1", "-out", t.TempDir()}, tc.args...)
+		if code := Main(context.Background(), args, command.IO{Stdout: &out, Stderr: &errw, Terminal: tc.terminal}); code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, errw.String())
+		}
+		got := strings.Count(errw.String(), "train: it ")
+		if got != tc.lines || (tc.lines > 0 && !strings.Contains(errw.String(), "train: it 8/8  2048 steps")) {
+			t.Errorf("%q terminal %v: %d progress lines, want %d:\n%s", tc.args, tc.terminal, got, tc.lines, errw.String())
+		}
+	}
+}
