@@ -43,27 +43,26 @@ func WriteCurve(w io.Writer, rows []ParquetRow) error {
 		return xy
 	}
 	type series struct {
-		name string
+		name string // the metric
 		c    color.Color
 		xy   plotter.XYs
 	}
 	panels := []struct {
-		y string
-		s []series
+		title, y string
+		s        []series
 	}{
-		{"mean episode return", []series{{"rollout/ep_rew_mean", blue, pts(func(r ParquetRow) float64 { return r.EpRewMean })}}},
-		{"explained variance", []series{
-			{"λ-return (train/explained_variance)", blue, pts(func(r ParquetRow) float64 { return r.ExplainedVariance })},
-			{"Monte-Carlo (train/explained_variance_mc)", vermillion, pts(func(r ParquetRow) float64 { return r.ExplainedVarianceMC })},
+		{"mean episode return (rollout/ep_rew_mean)", "return", []series{{"rollout/ep_rew_mean", blue, pts(func(r ParquetRow) float64 { return r.EpRewMean })}}},
+		{"explained variance vs lambda-returns (blue) and Monte-Carlo returns (orange)", "explained variance", []series{
+			{"train/explained_variance", blue, pts(func(r ParquetRow) float64 { return r.ExplainedVariance })},
+			{"train/explained_variance_mc", vermillion, pts(func(r ParquetRow) float64 { return r.ExplainedVarianceMC })},
 		}},
-		{"entropy / maximum", []series{{"train/entropy_fraction", green, pts(func(r ParquetRow) float64 { return r.EntropyFraction })}}},
+		{"entropy over its maximum (train/entropy_fraction)", "entropy share", []series{{"train/entropy_fraction", green, pts(func(r ParquetRow) float64 { return r.EntropyFraction })}}},
 	}
 	grid := make([][]*plot.Plot, len(panels))
 	for i, pn := range panels {
 		p := plot.New()
-		p.X.Label.Text, p.Y.Label.Text = "env steps", pn.y
+		p.Title.Text, p.X.Label.Text, p.Y.Label.Text = pn.title, "env steps", pn.y
 		p.Add(plotter.NewGrid())
-		p.Legend.Top, p.Legend.Left = false, true
 		for _, s := range pn.s {
 			if len(s.xy) == 0 {
 				continue
@@ -81,9 +80,6 @@ func WriteCurve(w io.Writer, rows []ParquetRow) error {
 				}
 				sc.Color = s.c
 				p.Add(sc)
-			}
-			if len(pn.s) > 1 {
-				p.Legend.Add(s.name, l)
 			}
 		}
 		grid[i] = []*plot.Plot{p}
