@@ -160,3 +160,27 @@ func TestProgressLines(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseSeeds: a seed list parses to 1–MaxSeeds distinct seeds or
+// fails with an error.
+func FuzzParseSeeds(f *testing.F) {
+	for _, s := range []string{"1,2,3", "1-5", "1-3,2", "5-1", "", "0-18446744073709551615", "7, 1-2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		seeds, err := ParseSeeds(s)
+		if err != nil {
+			return
+		}
+		if len(seeds) < 1 || len(seeds) > MaxSeeds {
+			t.Fatalf("%q: %d seeds", s, len(seeds))
+		}
+		seen := map[uint64]bool{}
+		for _, v := range seeds {
+			if seen[v] {
+				t.Fatalf("%q: seed %d twice", s, v)
+			}
+			seen[v] = true
+		}
+	})
+}

@@ -193,8 +193,7 @@ func ReadRecipe(path string) (RecipeFile, error) {
 // error names the offending key and its line.
 func DecodeRecipe(b []byte) (Recipe, error) {
 	var r Recipe
-	dec := toml.NewDecoder(bytes.NewReader(b)).DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	if err := decodeStrict(b, &r); err != nil {
 		var strict *toml.StrictMissingError
 		var de *toml.DecodeError
 		switch {
@@ -240,6 +239,19 @@ func DecodeRecipe(b []byte) (Recipe, error) {
 		}
 	}
 	return r, nil
+}
+
+// decodeStrict decodes b into r refusing unknown keys. go-toml v2.2.4
+// panics on some documents that give a table where a Recipe field is a
+// scalar (e.g. "[profile.0]", found by FuzzDecodeRecipe); that panic is
+// bad input, returned as an error.
+func decodeStrict(b []byte, r *Recipe) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("malformed recipe: a table or key where a value belongs (toml: %v)", p)
+		}
+	}()
+	return toml.NewDecoder(bytes.NewReader(b)).DisallowUnknownFields().Decode(r)
 }
 
 // goTypeWant names a Recipe field's type for an error.

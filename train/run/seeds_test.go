@@ -226,3 +226,31 @@ func TestTrimCSVOldHeader(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeRecipe: any bytes decode to a recipe or fail with an error,
+// never a panic; a recipe that decodes yields only RecipeKeys, and its
+// profile tables only pred or etl.
+func FuzzDecodeRecipe(f *testing.F) {
+	for _, s := range []string{
+		"gamma = 0.9\n", "[profiles.pred]\nscenario = \"x\"\n", "gamma = 0.9\ngamma = 0.8\n", "net-arch = [64, 64]\n",
+		"[profiles.lab]\n", "steps = 1.5\n", "seed = -1\n", "learning-rate = 3e-4\n", "a.b.c = 1\n", "[[profiles]]\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := DecodeRecipe(b)
+		if err != nil {
+			return
+		}
+		for _, kv := range r.Flags() {
+			if !slices.Contains(RecipeKeys, kv[0]) {
+				t.Fatalf("key %q", kv[0])
+			}
+		}
+		for p := range r.Profiles {
+			if p != "pred" && p != "etl" {
+				t.Fatalf("profile table %q", p)
+			}
+		}
+	})
+}
