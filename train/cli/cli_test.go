@@ -112,7 +112,7 @@ func TestHelp(t *testing.T) {
 	if code := Main(context.Background(), []string{"-h"}, command.IO{Stdout: &out, Stderr: &errw}); code != 0 {
 		t.Fatalf("-h: exit %d, stderr %q", code, errw.String())
 	}
-	for _, f := range []string{"-env", "-profile", "-scenario", "-seed", "-steps", "-envs", "-out", "-resume", "-json", "-workers", "-norm-obs", "-norm-reward", "-ent-coef", "-clip-range-vf", "-gae-lambda", "-vf-coef", "-learning-rate", "-n-epochs", "-batch-size", "-net-arch", "-critic-arch"} {
+	for _, f := range []string{"-env", "-profile", "-scenario", "-seed", "-steps", "-envs", "-out", "-resume", "-json", "-workers", "-norm-obs", "-norm-reward", "-ent-coef", "-clip-range-vf", "-gae-lambda", "-vf-coef", "-learning-rate", "-n-epochs", "-batch-size", "-net-arch", "-critic-arch", "-config", "-force", "-progress", "-seeds"} {
 		if !strings.Contains(out.String(), "  "+f+" ") && !strings.Contains(out.String(), "  "+f+"\n") {
 			t.Errorf("usage does not list %s:\n%s", f, out.String())
 		}
