@@ -16,6 +16,10 @@ type rollout struct {
 	logps        []float64 // [t][env]: log π_old(a_t|s_t)
 	advantages   []float64 // [t][env]
 	returns      []float64 // [t][env]: advantages + values
+	// mcAdv and mcReturns are the λ = 1 estimates (Monte-Carlo returns
+	// bootstrapped only where training bootstraps: truncations and the
+	// rollout's end); a diagnostic, never used by the update.
+	mcAdv, mcReturns []float64
 }
 
 func newRollout(nSteps, nEnvs, obs, dims int) *rollout {
@@ -30,6 +34,8 @@ func newRollout(nSteps, nEnvs, obs, dims int) *rollout {
 		logps:        make([]float64, n),
 		advantages:   make([]float64, n),
 		returns:      make([]float64, n),
+		mcAdv:        make([]float64, n),
+		mcReturns:    make([]float64, n),
 	}
 }
 

@@ -49,3 +49,39 @@ func TestExplainedVariance(t *testing.T) {
 		t.Error("constant target must give NaN")
 	}
 }
+
+// TestGAELambdaOneIsMonteCarlo: at λ = 1 the GAE returns are the
+// discounted reward sums to the episode's end, bootstrapped from the last
+// value only at the rollout's end (the target of explained_variance_mc),
+// checked against a forward sum per step.
+func TestGAELambdaOneIsMonteCarlo(t *testing.T) {
+	const nSteps, nEnvs, gamma = 6, 2, 0.9
+	rewards := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	values := []float64{0.5, -1, 2, 0.25, 1, 3, -2, 0.5, 4, 1, 0, 2}
+	starts := make([]bool, nSteps*nEnvs)
+	starts[3*nEnvs+0] = true // env 0: a new episode at t = 3
+	starts[5*nEnvs+1] = true // env 1: a new episode at t = 5
+	last := []float64{10, -3}
+	lastDones := []bool{false, true}
+	adv, ret := make([]float64, len(rewards)), make([]float64, len(rewards))
+	gae(rewards, values, starts, last, lastDones, nSteps, nEnvs, gamma, 1, adv, ret)
+	for e := range nEnvs {
+		for t0 := range nSteps {
+			g, disc := 0.0, 1.0
+			t1 := t0
+			for ; t1 < nSteps; t1++ {
+				if t1 > t0 && starts[t1*nEnvs+e] {
+					break
+				}
+				g += disc * rewards[t1*nEnvs+e]
+				disc *= gamma
+			}
+			if t1 == nSteps && !lastDones[e] {
+				g += disc * last[e]
+			}
+			if got := ret[t0*nEnvs+e]; math.Abs(got-g) > 1e-12 {
+				t.Errorf("env %d t %d: λ=1 return %v, Monte-Carlo sum %v", e, t0, got, g)
+			}
+		}
+	}
+}

@@ -14,10 +14,25 @@ type Stats struct {
 	ValueLoss          float64 // train/value_loss
 	Loss               float64 // train/loss: total loss of the last minibatch
 	ExplainedVariance  float64 // train/explained_variance of the rollout values against the returns
-	NUpdates           int     // train/n_updates: epochs run so far (SB3 counts epochs)
-	LearningRate       float64 // train/learning_rate
-	ClipRange          float64 // train/clip_range
-	GradientSteps      int     // Adam steps so far (not an SB3 metric; not in Metrics)
+	// ExplainedVarianceMC is the explained variance of the rollout values
+	// V(s_t) against the λ = 1 returns of the same rollout,
+	//
+	//	G_t = r_t + γ·(1 − d_{t+1})·G_{t+1},  G_T = V(s_T) (rollout end),
+	//
+	// with r_t the training reward (scaled under norm_reward, and with
+	// γ·V(final observation) added on truncation, as training bootstraps)
+	// and d_{t+1} "s_{t+1} starts a new episode": the discounted return
+	// to the episode's end, bootstrapped only at a truncation and at the
+	// rollout's last step (weight γ^(T−t), negligible a few 1/(1−γ) steps
+	// before it). Unlike train/explained_variance, whose λ-return target
+	// shares the critic's own values and so rises as λ falls, this target
+	// holds the critic to the realised rewards.
+	// train/explained_variance_mc, not an SB3 metric.
+	ExplainedVarianceMC float64
+	NUpdates            int     // train/n_updates: epochs run so far (SB3 counts epochs)
+	LearningRate        float64 // train/learning_rate
+	ClipRange           float64 // train/clip_range
+	GradientSteps       int     // Adam steps so far (not an SB3 metric; not in Metrics)
 	// EntropyFraction is the update's mean entropy as a share of its
 	// maximum Σ_d log nvec_d: −EntropyLoss / Σ log nvec (1 = uniform).
 	// train/entropy_fraction, not an SB3 metric.
@@ -40,7 +55,7 @@ var MetricNames = []string{
 	"rollout/chosen_action_prob", "rollout/ep_len_mean", "rollout/ep_rew_mean",
 	"time/fps", "time/iterations", "time/total_timesteps",
 	"train/approx_kl", "train/clip_fraction", "train/clip_range", "train/entropy_fraction", "train/entropy_loss",
-	"train/explained_variance", "train/learning_rate", "train/loss", "train/n_updates",
+	"train/explained_variance", "train/explained_variance_mc", "train/learning_rate", "train/loss", "train/n_updates",
 	"train/policy_gradient_loss", "train/value_loss",
 }
 
@@ -50,7 +65,7 @@ func (s Stats) Metrics() []Metric {
 		s.ChosenActionProb, s.EpLenMean, s.EpRewMean,
 		s.FPS, float64(s.Iteration), float64(s.Timesteps),
 		s.ApproxKL, s.ClipFraction, s.ClipRange, s.EntropyFraction, s.EntropyLoss,
-		s.ExplainedVariance, s.LearningRate, s.Loss, float64(s.NUpdates),
+		s.ExplainedVariance, s.ExplainedVarianceMC, s.LearningRate, s.Loss, float64(s.NUpdates),
 		s.PolicyGradientLoss, s.ValueLoss,
 	}
 	m := make([]Metric, len(v))

@@ -266,6 +266,9 @@ func (t *Trainer) collect() error {
 		return fmt.Errorf("ppo: bootstrap values: %w", err)
 	}
 	gae(b.rewards, b.values, b.starts, t.lastVals, t.lastStarts, cfg.NumSteps, n, cfg.Gamma, cfg.Lambda, b.advantages, b.returns)
+	// The same recursion at λ = 1 for train/explained_variance_mc; it
+	// writes only mcAdv and mcReturns, which nothing else reads.
+	gae(b.rewards, b.values, b.starts, t.lastVals, t.lastStarts, cfg.NumSteps, n, cfg.Gamma, 1, b.mcAdv, b.mcReturns)
 	return nil
 }
 

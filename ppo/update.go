@@ -77,21 +77,22 @@ func (t *Trainer) update(progress float64) (Stats, error) {
 		w.stop()
 	}
 	return Stats{
-		Iteration:          t.iteration,
-		Timesteps:          t.timesteps,
-		NUpdates:           t.epochs,
-		GradientSteps:      t.gradSteps,
-		ApproxKL:           kl,
-		ClipFraction:       cfSum / float64(nMinibatch),
-		EntropyLoss:        entSum / float64(nMinibatch),
-		PolicyGradientLoss: pgSum / float64(nMinibatch),
-		ValueLoss:          vfSum / float64(nMinibatch),
-		Loss:               loss,
-		ExplainedVariance:  explainedVariance(b.values, b.returns),
-		EntropyFraction:    -entSum / float64(nMinibatch) / t.arch.MaxEntropy(),
-		ChosenActionProb:   chosenActionProb(b.logps, len(t.arch.Nvec)),
-		LearningRate:       lr,
-		ClipRange:          clip,
+		Iteration:           t.iteration,
+		Timesteps:           t.timesteps,
+		NUpdates:            t.epochs,
+		GradientSteps:       t.gradSteps,
+		ApproxKL:            kl,
+		ClipFraction:        cfSum / float64(nMinibatch),
+		EntropyLoss:         entSum / float64(nMinibatch),
+		PolicyGradientLoss:  pgSum / float64(nMinibatch),
+		ValueLoss:           vfSum / float64(nMinibatch),
+		Loss:                loss,
+		ExplainedVariance:   explainedVariance(b.values, b.returns),
+		ExplainedVarianceMC: explainedVariance(b.values, b.mcReturns),
+		EntropyFraction:     -entSum / float64(nMinibatch) / t.arch.MaxEntropy(),
+		ChosenActionProb:    chosenActionProb(b.logps, len(t.arch.Nvec)),
+		LearningRate:        lr,
+		ClipRange:           clip,
 	}, nil
 }
 

@@ -66,6 +66,10 @@ type Card struct {
 	// clip_obs, epsilon, …; the observation statistics are tensors);
 	// absent from cards of policies trained without it.
 	Normalization *Normalization `json:"normalization,omitempty"`
+	// Recipe is the training command's record of how it was asked to
+	// train (the train command's resolved recipe and recipe file); not
+	// read here; absent from older cards.
+	Recipe json.RawMessage `json:"recipe,omitempty"`
 }
 
 // NetArch returns the hidden layer widths recorded in the card's

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -39,6 +40,8 @@ func Main(ctx context.Context, args []string, o command.IO) int {
 	if err != nil {
 		return command.Exit(err, o)
 	}
+	o = o.Fill()
+	opts.Progress = opts.Progress || (o.Terminal && !opts.JSON)
 	debug.SetGCPercent(opts.GCPercent)
 	if opts.CPUProfile != "" {
 		stop, err := startProfile(opts.CPUProfile)
@@ -46,6 +49,9 @@ func Main(ctx context.Context, args []string, o command.IO) int {
 			return command.Exit(err, o)
 		}
 		defer stop()
+	}
+	if opts.Seeds != nil {
+		return command.Exit(run.RunSeeds(ctx, opts, o), o)
 	}
 	return command.Exit(run.Run(ctx, opts, o), o)
 }
@@ -84,6 +90,91 @@ func startProfile(path string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
+// MaxSeeds bounds the seeds of one -seeds.
+const MaxSeeds = 64
+
+// ParseSeeds reads a -seeds list: comma-separated seeds or inclusive
+// ranges A-B, e.g. "1,2,3", "1-5", "1-3,10"; at most MaxSeeds in all,
+// none repeated, in the order given.
+func ParseSeeds(s string) ([]uint64, error) {
+	var out []uint64
+	seen := map[uint64]bool{}
+	add := func(v uint64) error {
+		if seen[v] {
+			return fmt.Errorf("%q repeats seed %d", s, v)
+		}
+		if len(out) == MaxSeeds {
+			return fmt.Errorf("%q has more than %d seeds", s, MaxSeeds)
+		}
+		seen[v] = true
+		out = append(out, v)
+		return nil
+	}
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.ParseUint(strings.TrimSpace(lo), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %q is not a seed (a non-negative integer) or a range A-B", s, part)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.ParseUint(strings.TrimSpace(hi), 10, 64); err != nil || b < a {
+				return nil, fmt.Errorf("%q: %q is not a range A-B with A ≤ B", s, part)
+			}
+			if b-a >= MaxSeeds {
+				return nil, fmt.Errorf("%q has more than %d seeds", s, MaxSeeds)
+			}
+		}
+		for v := a; ; v++ {
+			if err := add(v); err != nil {
+				return nil, err
+			}
+			if v == b {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// applyRecipe reads the recipe file at path and gives fs every key the
+// command line did not: first the [profiles.<p>] table of the profile
+// trained (the -profile flag, else the recipe's profile key, else the
+// flag's default), then the top level. A value is set through the flag
+// itself, so it is checked exactly as on the command line.
+func applyRecipe(fs *flag.FlagSet, path string, opts *run.Options) error {
+	rf, err := run.ReadRecipe(path)
+	if err != nil {
+		return command.Usagef("%v", err)
+	}
+	profile := fs.Lookup("profile").Value.String()
+	if !command.Set(fs, "profile") && rf.Recipe.Profile != nil {
+		profile = *rf.Recipe.Profile
+	}
+	apply := func(r run.Recipe, where string) error {
+		for _, kv := range r.Flags() {
+			if command.Set(fs, kv[0]) { // on the command line, or in the profile's table
+				continue
+			}
+			if err := fs.Set(kv[0], kv[1]); err != nil {
+				return command.Usagef("train: -config %s: key %q%s: %v", path, kv[0], where, err)
+			}
+		}
+		return nil
+	}
+	if t, ok := rf.Recipe.Profiles[profile]; ok {
+		if err := apply(t, " ([profiles."+profile+"])"); err != nil {
+			return err
+		}
+	}
+	if err := apply(rf.Recipe, " (top level)"); err != nil {
+		return err
+	}
+	opts.ConfigFile, opts.ConfigSHA256 = rf.Path, rf.SHA256
+	return nil
+}
+
 // parse reads the flags into run.Options.
 func parse(args []string, o command.IO) (run.Options, error) {
 	var opts run.Options
@@ -119,11 +210,33 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	fs.IntVar(&opts.BatchSize, "batch-size", 0, "minibatch size batch_size, 2 to the rollout size (default: 256)")
 	netArch := fs.String("net-arch", "", "hidden layer widths of the actor and the critic, comma-separated, e.g. 128,128 (SB3 net_arch; default: 64,64)")
 	criticArch := fs.String("critic-arch", "", "hidden layer widths of the critic alone, comma-separated, e.g. 256,256 (SB3 net_arch=dict(vf=…); default: -net-arch's)")
+	config := fs.String("config", "", "a recipe file (TOML, at most 64 KiB): keys are the recipe flags' names (see configs/README.md), [profiles.pred] and [profiles.etl] tables the keys of one profile; flags given on the command line win; recorded with its SHA-256 in summary.json and the policy card")
+	fs.BoolVar(&opts.Force, "force", false, "train into an -out that already holds a policy (policy.json or policy.safetensors), overwriting it")
+	progress := fs.Bool("progress", false, "print a progress line per iteration on stderr (timesteps, fps, mean return, explained variance, entropy, ETA) also when stderr is not a terminal or with -json")
+	seedList := fs.String("seeds", "", "train several seeds of one recipe, e.g. 1,2,3 or 1-5: each into <out>/seed-<n>/ (as -seed n would), at most GOMAXPROCS at once, and <out>/seeds.json across them")
 	if err := command.Parse(fs, synopsis, args, o); err != nil {
 		return run.Options{}, err
 	}
 	if opts.GCPercent < 1 {
 		return run.Options{}, command.Usagef("train: -gogc %d, want ≥ 1", opts.GCPercent)
+	}
+	if *progress {
+		opts.Progress = true
+	}
+	if command.Set(fs, "seeds") {
+		if command.Set(fs, "seed") {
+			return run.Options{}, command.Usagef("train: -seed and -seeds: give one")
+		}
+		seeds, err := ParseSeeds(*seedList)
+		if err != nil {
+			return run.Options{}, command.Usagef("train: -seeds: %v", err)
+		}
+		opts.Seeds = seeds
+	}
+	if *config != "" {
+		if err := applyRecipe(fs, *config, &opts); err != nil {
+			return run.Options{}, err
+		}
 	}
 	if command.Set(fs, "ent-coef") {
 		opts.EntCoef = entCoef

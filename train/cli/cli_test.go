@@ -112,7 +112,7 @@ func TestHelp(t *testing.T) {
 	if code := Main(context.Background(), []string{"-h"}, command.IO{Stdout: &out, Stderr: &errw}); code != 0 {
 		t.Fatalf("-h: exit %d, stderr %q", code, errw.String())
 	}
-	for _, f := range []string{"-env", "-profile", "-scenario", "-seed", "-steps", "-envs", "-out", "-resume", "-json", "-workers", "-norm-obs", "-norm-reward", "-ent-coef", "-clip-range-vf", "-gae-lambda", "-vf-coef", "-learning-rate", "-n-epochs", "-batch-size", "-net-arch", "-critic-arch"} {
+	for _, f := range []string{"-env", "-profile", "-scenario", "-seed", "-steps", "-envs", "-out", "-resume", "-json", "-workers", "-norm-obs", "-norm-reward", "-ent-coef", "-clip-range-vf", "-gae-lambda", "-vf-coef", "-learning-rate", "-n-epochs", "-batch-size", "-net-arch", "-critic-arch", "-config", "-force", "-progress", "-seeds"} {
 		if !strings.Contains(out.String(), "  "+f+" ") && !strings.Contains(out.String(), "  "+f+"\n") {
 			t.Errorf("usage does not list %s:\n%s", f, out.String())
 		}
@@ -133,4 +133,54 @@ func TestNormFlags(t *testing.T) {
 	if err != nil || !o.NormObs || !o.NormReward || *o.EntCoef != 0.01 || *o.ClipRangeVF != 0 {
 		t.Fatalf("flags: %+v, %v", o, err)
 	}
+}
+
+// TestProgressLines: a line per iteration on stderr with -progress, or on
+// a terminal without -json; none otherwise.
+func TestProgressLines(t *testing.T) {
+	for _, tc := range []struct {
+		args     []string
+		terminal bool
+		lines    int
+	}{
+		{nil, false, 0},
+		{[]string{"-progress"}, false, 8},
+		{nil, true, 8},
+		{[]string{"-json"}, true, 0},
+		{[]string{"-json", "-progress"}, false, 8},
+	} {
+		var out, errw bytes.Buffer
+		args := append([]string{"-env", "cartpole", "-steps", "2048", "-envs", "8", "-n-epochs", "1", "-out", t.TempDir()}, tc.args...)
+		if code := Main(context.Background(), args, command.IO{Stdout: &out, Stderr: &errw, Terminal: tc.terminal}); code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, errw.String())
+		}
+		got := strings.Count(errw.String(), "train: it ")
+		if got != tc.lines || (tc.lines > 0 && !strings.Contains(errw.String(), "train: it 8/8  2048 steps")) {
+			t.Errorf("%q terminal %v: %d progress lines, want %d:\n%s", tc.args, tc.terminal, got, tc.lines, errw.String())
+		}
+	}
+}
+
+// FuzzParseSeeds: a seed list parses to 1–MaxSeeds distinct seeds or
+// fails with an error.
+func FuzzParseSeeds(f *testing.F) {
+	for _, s := range []string{"1,2,3", "1-5", "1-3,2", "5-1", "", "0-18446744073709551615", "7, 1-2"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		seeds, err := ParseSeeds(s)
+		if err != nil {
+			return
+		}
+		if len(seeds) < 1 || len(seeds) > MaxSeeds {
+			t.Fatalf("%q: %d seeds", s, len(seeds))
+		}
+		seen := map[uint64]bool{}
+		for _, v := range seeds {
+			if seen[v] {
+				t.Fatalf("%q: seed %d twice", s, v)
+			}
+			seen[v] = true
+		}
+	})
 }

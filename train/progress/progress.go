@@ -6,7 +6,7 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -59,23 +59,25 @@ func formatMetric(v float64) string {
 // ParquetRow is one row of the Parquet progress file; column names are
 // SB3's metric names.
 type ParquetRow struct {
-	ChosenActionProb   float64 `parquet:"rollout/chosen_action_prob"`
-	EpLenMean          float64 `parquet:"rollout/ep_len_mean"`
-	EpRewMean          float64 `parquet:"rollout/ep_rew_mean"`
-	FPS                float64 `parquet:"time/fps"`
-	Iterations         int64   `parquet:"time/iterations"`
-	TotalTimesteps     int64   `parquet:"time/total_timesteps"`
-	ApproxKL           float64 `parquet:"train/approx_kl"`
-	ClipFraction       float64 `parquet:"train/clip_fraction"`
-	ClipRange          float64 `parquet:"train/clip_range"`
-	EntropyFraction    float64 `parquet:"train/entropy_fraction"`
-	EntropyLoss        float64 `parquet:"train/entropy_loss"`
-	ExplainedVariance  float64 `parquet:"train/explained_variance"`
-	LearningRate       float64 `parquet:"train/learning_rate"`
-	Loss               float64 `parquet:"train/loss"`
-	NUpdates           int64   `parquet:"train/n_updates"`
-	PolicyGradientLoss float64 `parquet:"train/policy_gradient_loss"`
-	ValueLoss          float64 `parquet:"train/value_loss"`
+	ChosenActionProb  float64 `parquet:"rollout/chosen_action_prob"`
+	EpLenMean         float64 `parquet:"rollout/ep_len_mean"`
+	EpRewMean         float64 `parquet:"rollout/ep_rew_mean"`
+	FPS               float64 `parquet:"time/fps"`
+	Iterations        int64   `parquet:"time/iterations"`
+	TotalTimesteps    int64   `parquet:"time/total_timesteps"`
+	ApproxKL          float64 `parquet:"train/approx_kl"`
+	ClipFraction      float64 `parquet:"train/clip_fraction"`
+	ClipRange         float64 `parquet:"train/clip_range"`
+	EntropyFraction   float64 `parquet:"train/entropy_fraction"`
+	EntropyLoss       float64 `parquet:"train/entropy_loss"`
+	ExplainedVariance float64 `parquet:"train/explained_variance"`
+	// ExplainedVarianceMC is ppo.Stats.ExplainedVarianceMC (λ = 1 target).
+	ExplainedVarianceMC float64 `parquet:"train/explained_variance_mc"`
+	LearningRate        float64 `parquet:"train/learning_rate"`
+	Loss                float64 `parquet:"train/loss"`
+	NUpdates            int64   `parquet:"train/n_updates"`
+	PolicyGradientLoss  float64 `parquet:"train/policy_gradient_loss"`
+	ValueLoss           float64 `parquet:"train/value_loss"`
 }
 
 // Row converts s to a ParquetRow.
@@ -85,7 +87,8 @@ func Row(s ppo.Stats) ParquetRow {
 		Iterations: int64(s.Iteration), TotalTimesteps: int64(s.Timesteps),
 		ApproxKL: s.ApproxKL, ClipFraction: s.ClipFraction, ClipRange: s.ClipRange,
 		EntropyFraction: s.EntropyFraction, EntropyLoss: s.EntropyLoss, ExplainedVariance: s.ExplainedVariance,
-		LearningRate: s.LearningRate, Loss: s.Loss, NUpdates: int64(s.NUpdates),
+		ExplainedVarianceMC: s.ExplainedVarianceMC,
+		LearningRate:        s.LearningRate, Loss: s.Loss, NUpdates: int64(s.NUpdates),
 		PolicyGradientLoss: s.PolicyGradientLoss, ValueLoss: s.ValueLoss,
 	}
 }
@@ -110,6 +113,10 @@ func (l *ParquetLogger) Log(s ppo.Stats) error {
 	return nil
 }
 
+// Rows returns the rows so far (prior rows first); the caller must not
+// modify them.
+func (l *ParquetLogger) Rows() []ParquetRow { return l.rows }
+
 // Close writes the file.
 func (l *ParquetLogger) Close() error {
 	pw := parquet.NewGenericWriter[ParquetRow](l.w)
@@ -131,31 +138,61 @@ func ReadParquet(r io.ReaderAt, size int64) ([]ParquetRow, error) {
 	return rows, nil
 }
 
-// ProgressBar draws a one-line progress bar (carriage return, no newline
-// until the last iteration). Use it only on a terminal.
-type ProgressBar struct {
+// Line writes one line per iteration, for a person watching a run:
+//
+//	train: it 12/180  344064 steps  7391 fps  return 17.3  EV 0.62 (MC 0.41)  entropy 58%  ETA 11m38s
+//
+// The ETA is the remaining env steps at the iteration's fps (time/fps,
+// the trainer's rate since Learn started); "—" stands for an undefined
+// value (no finished episode yet, a zero variance, no clock). Prefix,
+// when not empty, starts every line (e.g. "seed 3: ").
+type Line struct {
 	w          io.Writer
+	prefix     string
 	iterations int
-	width      int
+	total      int // env steps of the whole run
 }
 
-// NewProgressBar returns a bar for a run of the given iterations.
-func NewProgressBar(w io.Writer, iterations int) *ProgressBar {
-	return &ProgressBar{w: w, iterations: iterations, width: 30}
+// NewLine returns a Line for a run of the given iterations and total env
+// steps.
+func NewLine(w io.Writer, prefix string, iterations, total int) *Line {
+	return &Line{w: w, prefix: prefix, iterations: iterations, total: total}
 }
 
 // Log implements ppo.Logger.
-func (p *ProgressBar) Log(s ppo.Stats) error {
-	done := p.width * s.Iteration / max(1, p.iterations)
-	bar := strings.Repeat("█", done) + strings.Repeat("░", p.width-done)
-	rew := "—"
-	if !math.IsNaN(s.EpRewMean) {
-		rew = strconv.FormatFloat(s.EpRewMean, 'f', 1, 64)
-	}
-	end := ""
-	if s.Iteration >= p.iterations {
-		end = "\n"
-	}
-	_, err := fmt.Fprintf(p.w, "\r%s %d/%d it  %d steps  %.0f sps  ep_rew_mean %s   %s", bar, s.Iteration, p.iterations, s.Timesteps, s.FPS, rew, end)
+func (p *Line) Log(s ppo.Stats) error {
+	_, err := fmt.Fprintf(p.w, "%strain: it %d/%d  %d steps  %s fps  return %s  EV %s (MC %s)  entropy %s  ETA %s\n",
+		p.prefix, s.Iteration, p.iterations, s.Timesteps, num(s.FPS, 0), num(s.EpRewMean, 1),
+		num(s.ExplainedVariance, 2), num(s.ExplainedVarianceMC, 2), percent(s.EntropyFraction), eta(p.total-s.Timesteps, s.FPS))
 	return err
+}
+
+func num(v float64, prec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	return strconv.FormatFloat(v, 'f', prec, 64)
+}
+
+func percent(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	return strconv.FormatFloat(100*v, 'f', 0, 64) + "%"
+}
+
+// eta formats the time to collect remaining env steps at fps steps per
+// second, to the second ("0s" when none remain, "—" without a rate).
+func eta(remaining int, fps float64) string {
+	if remaining <= 0 {
+		return "0s"
+	}
+	if !(fps > 0) || math.IsInf(fps, 0) {
+		return "—"
+	}
+	sec := math.Ceil(float64(remaining) / fps)
+	if sec > 1e8 {
+		return "—"
+	}
+	return (time.Duration(sec) * time.Second).String()
 }

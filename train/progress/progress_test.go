@@ -65,3 +65,56 @@ func TestParquetColumnsFollowMetrics(t *testing.T) {
 		t.Fatalf("parquet columns %v, metrics %v", cols, ppo.MetricNames)
 	}
 }
+
+// TestLine: one line per iteration with the named figures; undefined
+// values print as a dash, the ETA is the remaining steps at the rate.
+func TestLine(t *testing.T) {
+	var b bytes.Buffer
+	l := NewLine(&b, "seed 3: ", 4, 400)
+	rows := []ppo.Stats{
+		{Iteration: 1, Timesteps: 100, FPS: 50, EpRewMean: math.NaN(), ExplainedVariance: math.NaN(), ExplainedVarianceMC: math.NaN(), EntropyFraction: 0.995},
+		{Iteration: 4, Timesteps: 400, FPS: 0, EpRewMean: -12.34, ExplainedVariance: 0.625, ExplainedVarianceMC: 0.4, EntropyFraction: 0.5},
+	}
+	for _, s := range rows {
+		if err := l.Log(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "seed 3: train: it 1/4  100 steps  50 fps  return —  EV — (MC —)  entropy 100%  ETA 6s\n" +
+		"seed 3: train: it 4/4  400 steps  0 fps  return -12.3  EV 0.62 (MC 0.40)  entropy 50%  ETA 0s\n"
+	if b.String() != want {
+		t.Errorf("lines\n%q\nwant\n%q", b.String(), want)
+	}
+	for _, tc := range []struct {
+		rem  int
+		fps  float64
+		want string
+	}{{0, 0, "0s"}, {10, 0, "—"}, {10, math.NaN(), "—"}, {7200, 2, "1h0m0s"}, {3, 2, "2s"}} {
+		if got := eta(tc.rem, tc.fps); got != tc.want {
+			t.Errorf("eta(%d, %v) = %q, want %q", tc.rem, tc.fps, got, tc.want)
+		}
+	}
+}
+
+// TestWriteCurve: a PNG is drawn, the same bytes for the same rows (NaN
+// points left out), and no rows is an error.
+func TestWriteCurve(t *testing.T) {
+	rows := []ParquetRow{
+		{TotalTimesteps: 100, EpRewMean: math.NaN(), ExplainedVariance: -0.5, ExplainedVarianceMC: math.NaN(), EntropyFraction: 0.99},
+		{TotalTimesteps: 200, EpRewMean: 3, ExplainedVariance: 0.2, ExplainedVarianceMC: 0.1, EntropyFraction: 0.9},
+		{TotalTimesteps: 300, EpRewMean: 5, ExplainedVariance: 0.6, ExplainedVarianceMC: 0.3, EntropyFraction: 0.7},
+	}
+	var a, b bytes.Buffer
+	if err := WriteCurve(&a, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCurve(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(a.Bytes(), []byte("\x89PNG\r\n\x1a\n")) || !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Errorf("curve: %d bytes, PNG %v, repeatable %v", a.Len(), bytes.HasPrefix(a.Bytes(), []byte("\x89PNG")), bytes.Equal(a.Bytes(), b.Bytes()))
+	}
+	if err := WriteCurve(&a, nil); err == nil {
+		t.Error("no rows: no error")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -89,6 +90,23 @@ type Options struct {
 	// GCPercent is the garbage collector's target heap growth in percent
 	// (runtime/debug.SetGCPercent) that the command sets; Run ignores it.
 	GCPercent int
+	// ConfigFile and ConfigSHA256 are the -config recipe file the options
+	// were read from and its hash ("" without -config); recorded.
+	ConfigFile, ConfigSHA256 string
+	// Progress prints a progress line per iteration on Stderr
+	// (progress.Line; -progress, or a terminal without -json).
+	Progress bool
+	// Force lets the run overwrite a policy already in Out (-force).
+	Force bool
+	// Seeds, when not nil, are the seeds RunSeeds trains (-seeds); Run
+	// ignores it.
+	Seeds []uint64
+	// Threads bounds the goroutines the run keeps busy stepping
+	// environments and updating (0: GOMAXPROCS); RunSeeds sets it for
+	// seeds trained side by side. It does not change results.
+	Threads int
+
+	prefix string // starts every progress line (RunSeeds: "seed n: ")
 }
 
 // Files in the output directory.
@@ -165,6 +183,32 @@ type Summary struct {
 	// returns. Streamscale only.
 	DevValueRMSE          *float64 `json:"dev_value_rmse"`
 	DevValueRelativeError *float64 `json:"dev_value_relative_error"`
+	// ExplainedVarianceMCLastQuarter and ExplainedVarianceMCFinal are as
+	// the two above for train/explained_variance_mc (ppo.Stats.
+	// ExplainedVarianceMC: the critic against the rollout's λ = 1 returns).
+	// Runs resumed from a checkpoint written before that metric existed
+	// leave its first part out.
+	ExplainedVarianceMCLastQuarter *float64 `json:"explained_variance_mc_last_quarter"`
+	ExplainedVarianceMCFinal       *float64 `json:"explained_variance_mc_final"`
+	// EpRewMeanFinal is the last iteration's rollout/ep_rew_mean: the
+	// mean return of the last 100 training episodes (null before any).
+	EpRewMeanFinal *float64 `json:"ep_rew_mean_final"`
+
+	// Recipe is the fully resolved recipe (every key, defaults filled in;
+	// Options.Resolved): as a -config file it trains this run again.
+	Recipe Recipe `json:"recipe"`
+	// ConfigFile and ConfigSHA256 are the -config file the recipe was
+	// read from and the SHA-256 of its bytes (absent without -config).
+	ConfigFile   string `json:"config_file,omitempty"`
+	ConfigSHA256 string `json:"config_sha256,omitempty"`
+}
+
+// CardRecipe is what the policy card's recipe field holds: the resolved
+// recipe and the file it was read from.
+type CardRecipe struct {
+	Resolved     Recipe `json:"resolved"`
+	ConfigFile   string `json:"config_file,omitempty"`
+	ConfigSHA256 string `json:"config_sha256,omitempty"`
 }
 
 // setup is everything Run needs, built and checked before any work.
@@ -229,6 +273,21 @@ func (o *Options) check() error {
 	return nil
 }
 
+// refuseOverwrite is an error when o.Out already holds a policy and the
+// run would replace it: neither -resume (which continues that run) nor
+// -force was given.
+func refuseOverwrite(o Options) error {
+	if o.Resume || o.Force {
+		return nil
+	}
+	for _, name := range []string{policy.FileName + ".json", policy.FileName + ".safetensors"} {
+		if _, err := os.Lstat(filepath.Join(o.Out, name)); err == nil {
+			return command.Usagef("train: -out %s already holds a policy (%s); give -force to overwrite it, -resume to continue its run, or another -out", o.Out, name)
+		}
+	}
+	return nil
+}
+
 // probeDir creates dir and checks that a file can be written in it.
 func probeDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -250,45 +309,63 @@ func override[T any](dst, v *T) {
 	}
 }
 
+// Config is the ppo.Config the options train with: the environment's
+// defaults (DefaultConfig for streamscale, CartPoleConfig) with every
+// given hyperparameter option in place, validated. It reads no file and
+// builds no environment, so a recipe resolves without training.
+func (o Options) Config() (ppo.Config, error) {
+	var cfg ppo.Config
+	switch o.Env {
+	case "cartpole":
+		cfg = CartPoleConfig()
+	case "streamscale":
+		cfg = ppo.DefaultConfig()
+	default:
+		return ppo.Config{}, command.Usagef("train: -env %q, want streamscale or cartpole", o.Env)
+	}
+	cfg.Seed = o.Seed
+	cfg.NormObs, cfg.NormReward = o.NormObs, o.NormReward
+	override(&cfg.EntCoef, o.EntCoef)
+	override(&cfg.ClipRangeVF, o.ClipRangeVF)
+	override(&cfg.Gamma, o.Gamma)
+	override(&cfg.Lambda, o.GAELambda)
+	override(&cfg.VFCoef, o.VFCoef)
+	override(&cfg.LearningRate, o.LearningRate)
+	if o.NEpochs > 0 {
+		cfg.Epochs = o.NEpochs
+	}
+	if o.BatchSize > 0 {
+		cfg.BatchSize = o.BatchSize
+	}
+	if len(o.NetArch) > 0 {
+		cfg.Hidden = append([]int(nil), o.NetArch...)
+	}
+	if len(o.CriticArch) > 0 {
+		cfg.CriticHidden = append([]int(nil), o.CriticArch...)
+	}
+	if o.Steps > 0 {
+		cfg.TotalTimesteps = o.Steps
+	}
+	if o.Envs > 0 {
+		cfg.NumEnvs = o.Envs
+	}
+	if err := cfg.Validate(); err != nil {
+		return ppo.Config{}, command.Usagef("train: %v", err)
+	}
+	return cfg, nil
+}
+
 func prepare(o Options) (*setup, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	s := &setup{o: o}
-	switch o.Env {
-	case "cartpole":
-		s.cfg = CartPoleConfig()
-	case "streamscale":
-		s.cfg = ppo.DefaultConfig()
+	cfg, err := o.Config()
+	if err != nil {
+		return nil, err
 	}
-	s.cfg.Seed = o.Seed
-	s.cfg.NormObs, s.cfg.NormReward = o.NormObs, o.NormReward
-	override(&s.cfg.EntCoef, o.EntCoef)
-	override(&s.cfg.ClipRangeVF, o.ClipRangeVF)
-	override(&s.cfg.Gamma, o.Gamma)
-	override(&s.cfg.Lambda, o.GAELambda)
-	override(&s.cfg.VFCoef, o.VFCoef)
-	override(&s.cfg.LearningRate, o.LearningRate)
-	if o.NEpochs > 0 {
-		s.cfg.Epochs = o.NEpochs
-	}
-	if o.BatchSize > 0 {
-		s.cfg.BatchSize = o.BatchSize
-	}
-	if len(o.NetArch) > 0 {
-		s.cfg.Hidden = append([]int(nil), o.NetArch...)
-	}
-	if len(o.CriticArch) > 0 {
-		s.cfg.CriticHidden = append([]int(nil), o.CriticArch...)
-	}
-	if o.Steps > 0 {
-		s.cfg.TotalTimesteps = o.Steps
-	}
-	if o.Envs > 0 {
-		s.cfg.NumEnvs = o.Envs
-	}
-	if err := s.cfg.Validate(); err != nil {
-		return nil, command.Usagef("train: %v", err)
+	s := &setup{o: o, cfg: cfg}
+	if err := refuseOverwrite(o); err != nil {
+		return nil, err
 	}
 	if err := probeDir(o.Out); err != nil {
 		return nil, err
@@ -325,6 +402,10 @@ func prepare(o Options) (*setup, error) {
 		if err != nil {
 			return nil, err
 		}
+		if ss, ok := sim.(simulator); ok {
+			ss.workers = o.Threads
+			sim = ss
+		}
 		if s.spaces, err = sim.Spaces(o.Profile); err != nil {
 			return nil, err
 		}
@@ -339,33 +420,39 @@ func prepare(o Options) (*setup, error) {
 // Run trains as o says, writing into o.Out and reporting on cio.Stdout
 // (the summary) and cio.Stderr (a progress bar when cio.Terminal).
 func Run(ctx context.Context, o Options, cio command.IO) error {
+	_, err := runOne(ctx, o, cio)
+	return err
+}
+
+// runOne is Run, returning the summary.
+func runOne(ctx context.Context, o Options, cio command.IO) (Summary, error) {
 	cio = cio.Fill()
 	s, err := prepare(o)
 	if err != nil {
-		return err
+		return Summary{}, err
 	}
 	r := &run{s: s, o: s.o, build: command.BuildInfo(), start: time.Now()}
 	if err := r.buildTrainer(); err != nil {
-		return err
+		return Summary{}, err
 	}
 	if err := r.openLogs(cio); err != nil {
-		return err
+		return Summary{}, err
 	}
 	defer r.csv.Close()
 	if err := r.train(ctx); err != nil {
-		return err
+		return Summary{}, err
 	}
 	wall := time.Since(r.start).Seconds()
 	pol, best := r.sel.result(r.tr)
 	sha, err := r.writeArtifact(pol, best)
 	if err != nil {
-		return err
+		return Summary{}, err
 	}
 	sum, err := r.summarise(pol, sha, best, wall)
 	if err != nil {
-		return err
+		return Summary{}, err
 	}
-	return r.report(sum, cio.Stdout)
+	return sum, r.report(sum, cio.Stdout)
 }
 
 // run is the state of one training run between its steps.
@@ -417,7 +504,11 @@ func (r *run) afterIteration(_ context.Context, t *ppo.Trainer, _ ppo.Stats) err
 // progress rows and the best-so-far policy from the checkpoint.
 func (r *run) buildTrainer() error {
 	r.sel = &selector{s: r.s}
-	opts := ppo.Options{Workers: r.o.Workers, Clock: time.Now, Logger: r, AfterIteration: r.afterIteration}
+	workers := r.o.Workers
+	if workers == 0 && r.o.Threads == 1 {
+		workers = 1
+	}
+	opts := ppo.Options{Workers: workers, Clock: time.Now, Logger: r, AfterIteration: r.afterIteration}
 	if !r.o.Resume {
 		tr, err := ppo.New(r.s.cfg, r.s.venv, opts)
 		if err != nil {
@@ -436,10 +527,17 @@ func (r *run) buildTrainer() error {
 		return fmt.Errorf("train: resuming: %w", err)
 	}
 	r.tr, r.resumeIter = tr, tr.Iteration()
-	if err := trimCSV(filepath.Join(r.o.Out, CSVFile), r.resumeIter); err != nil {
+	missing, err := trimCSV(filepath.Join(r.o.Out, CSVFile), r.resumeIter)
+	if err != nil {
 		return err
 	}
 	r.prior = readPriorParquet(filepath.Join(r.o.Out, ParquetFile), r.resumeIter)
+	if slices.Contains(missing, "train/explained_variance_mc") {
+		// Written before the metric existed: the column reads back as 0.
+		for i := range r.prior {
+			r.prior[i].ExplainedVarianceMC = math.NaN()
+		}
+	}
 	return r.sel.restore(r.o.Out, r.s.cfg)
 }
 
@@ -458,8 +556,8 @@ func (r *run) openLogs(cio command.IO) error {
 	fi, _ := f.Stat()
 	r.pqLog = progress.NewParquetLogger(&r.parquet, r.prior)
 	r.loggers = ppo.Loggers{progress.NewCSVLogger(f, fi == nil || fi.Size() == 0), r.pqLog}
-	if cio.Terminal {
-		r.loggers = append(r.loggers, progress.NewProgressBar(cio.Stderr, r.s.cfg.Iterations()))
+	if r.o.Progress {
+		r.loggers = append(r.loggers, progress.NewLine(cio.Stderr, r.o.prefix, r.s.cfg.Iterations(), r.s.cfg.Transitions()))
 	}
 	return nil
 }
@@ -473,6 +571,15 @@ func (r *run) train(ctx context.Context) error {
 	}
 	if err := writeAtomic(filepath.Join(r.o.Out, ParquetFile), r.parquet.Bytes()); err != nil && learnErr == nil {
 		learnErr = err
+	}
+	if rows := r.pqLog.Rows(); learnErr == nil && len(rows) > 0 {
+		var png bytes.Buffer
+		if err := progress.WriteCurve(&png, rows); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
+		if err := writeAtomic(filepath.Join(r.o.Out, progress.CurveFile), png.Bytes()); err != nil {
+			return err
+		}
 	}
 	if learnErr != nil {
 		return fmt.Errorf("train: %w", learnErr)
@@ -497,6 +604,11 @@ func (r *run) writeArtifact(pol *policy.Policy, best *float64) (string, error) {
 	card.Transitions, card.GradientSteps = r.tr.Timesteps(), r.tr.GradientSteps()
 	card.BestDevReward = best
 	card.Commit, card.GoVersion = r.build.Commit, r.build.GoVersion
+	rec, err := json.Marshal(CardRecipe{Resolved: r.o.Resolved(r.s.cfg), ConfigFile: r.o.ConfigFile, ConfigSHA256: r.o.ConfigSHA256})
+	if err != nil {
+		return "", fmt.Errorf("train: %w", err)
+	}
+	card.Recipe = rec
 	cb, err := json.MarshalIndent(card, "", "  ")
 	if err != nil {
 		return "", fmt.Errorf("train: %w", err)
@@ -546,6 +658,7 @@ func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall floa
 		sum.SPS = math.Round(float64(tr.Timesteps()-resumeTimesteps(r.s.cfg, r.resumeIter)) / wall)
 	}
 	sum.NormObs, sum.NormReward = r.s.cfg.NormObs, r.s.cfg.NormReward
+	sum.Recipe, sum.ConfigFile, sum.ConfigSHA256 = o.Resolved(r.s.cfg), o.ConfigFile, o.ConfigSHA256
 	r.diagnose(&sum)
 	if r.s.sim != nil {
 		rmse, rel, err := devValueError(r.s.sim, pol, r.s.spaces, o.Profile, o.Seed, r.s.cfg.Gamma)
@@ -590,28 +703,18 @@ func (r *run) report(sum Summary, w io.Writer) error {
 // of the run resumed from first).
 func (r *run) diagnose(sum *Summary) {
 	ev := make([]float64, 0, len(r.prior)+len(r.rows))
+	mc := make([]float64, 0, len(r.prior)+len(r.rows))
 	for _, p := range r.prior {
-		ev = append(ev, p.ExplainedVariance)
+		ev, mc = append(ev, p.ExplainedVariance), append(mc, p.ExplainedVarianceMC)
 	}
 	for _, st := range r.rows {
-		ev = append(ev, st.ExplainedVariance)
+		ev, mc = append(ev, st.ExplainedVariance), append(mc, st.ExplainedVarianceMC)
 	}
 	if len(ev) == 0 {
 		return
 	}
-	q := ev[len(ev)-(len(ev)+3)/4:]
-	var s float64
-	var n int
-	for _, v := range q {
-		if !math.IsNaN(v) {
-			s += v
-			n++
-		}
-	}
-	if n > 0 {
-		sum.ExplainedVarianceLastQuarter = finite(s / float64(n))
-	}
-	sum.ExplainedVarianceFinal = finite(ev[len(ev)-1])
+	sum.ExplainedVarianceLastQuarter, sum.ExplainedVarianceFinal = lastQuarter(ev), finite(ev[len(ev)-1])
+	sum.ExplainedVarianceMCLastQuarter, sum.ExplainedVarianceMCFinal = lastQuarter(mc), finite(mc[len(mc)-1])
 	var ent, prob float64
 	if len(r.rows) > 0 {
 		ent, prob = r.rows[len(r.rows)-1].EntropyFraction, r.rows[len(r.rows)-1].ChosenActionProb
@@ -619,6 +722,29 @@ func (r *run) diagnose(sum *Summary) {
 		ent, prob = r.prior[len(r.prior)-1].EntropyFraction, r.prior[len(r.prior)-1].ChosenActionProb
 	}
 	sum.EntropyFractionFinal, sum.ChosenActionProbMean = finite(ent), finite(prob)
+	if len(r.rows) > 0 {
+		sum.EpRewMeanFinal = finite(r.rows[len(r.rows)-1].EpRewMean)
+	} else {
+		sum.EpRewMeanFinal = finite(r.prior[len(r.prior)-1].EpRewMean)
+	}
+}
+
+// lastQuarter is the mean of the defined values among the last
+// ⌈len/4⌉ of v, nil if none.
+func lastQuarter(v []float64) *float64 {
+	q := v[len(v)-(len(v)+3)/4:]
+	var s float64
+	var n int
+	for _, x := range q {
+		if !math.IsNaN(x) {
+			s += x
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return finite(s / float64(n))
 }
 
 // finite is &v, or nil for NaN and ±Inf (JSON null).
@@ -646,17 +772,20 @@ func writeAtomic(path string, b []byte) error {
 }
 
 // trimCSV drops rows after iteration iter (logged after the checkpoint
-// the run resumes from).
-func trimCSV(path string, iter int) error {
+// the run resumes from). A file whose header is not ppo.MetricNames (one
+// written before a column was added) is rewritten in today's columns, a
+// column it lacked left empty (NaN); missing lists those columns.
+func trimCSV(path string, iter int) (missing []string, err error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("train: %w", err)
+		return nil, fmt.Errorf("train: %w", err)
 	}
 	lines := strings.SplitAfter(string(b), "\n")
-	col := -1
+	var header []string
+	col := map[string]int{}
 	var keep []string
 	for i, l := range lines {
 		if l == "" {
@@ -664,23 +793,38 @@ func trimCSV(path string, iter int) error {
 		}
 		cells := strings.Split(strings.TrimRight(l, "\r\n"), ",")
 		if i == 0 {
+			header = cells
 			for j, c := range cells {
-				if c == "time/iterations" {
-					col = j
+				col[c] = j
+			}
+			for _, n := range ppo.MetricNames {
+				if _, ok := col[n]; !ok {
+					missing = append(missing, n)
 				}
 			}
-			keep = append(keep, l)
+			keep = append(keep, strings.Join(ppo.MetricNames, ",")+"\n")
 			continue
 		}
 		var it int
-		if col >= 0 && col < len(cells) {
-			fmt.Sscan(cells[col], &it)
+		if j, ok := col["time/iterations"]; ok && j < len(cells) {
+			fmt.Sscan(cells[j], &it)
 		}
-		if it <= iter {
+		if it > iter {
+			continue
+		}
+		if len(missing) == 0 && slices.Equal(header, ppo.MetricNames) {
 			keep = append(keep, l)
+			continue
 		}
+		row := make([]string, len(ppo.MetricNames))
+		for k, n := range ppo.MetricNames {
+			if j, ok := col[n]; ok && j < len(cells) {
+				row[k] = cells[j]
+			}
+		}
+		keep = append(keep, strings.Join(row, ",")+"\n")
 	}
-	return writeAtomic(path, []byte(strings.Join(keep, "")))
+	return missing, writeAtomic(path, []byte(strings.Join(keep, "")))
 }
 
 func readPriorParquet(path string, iter int) []progress.ParquetRow {

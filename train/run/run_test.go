@@ -273,7 +273,7 @@ func TestConfigOverrides(t *testing.T) {
 // weights.
 func TestHyperparameterOverrides(t *testing.T) {
 	lr := ppo.Constant(5e-4)
-	o := Options{Env: "cartpole", Seed: 7, Steps: 512, Envs: 8, Workers: 1, GAELambda: ptr(0.9), VFCoef: ptr(1), LearningRate: &lr, NEpochs: 3, BatchSize: 128, NetArch: []int{32}, CriticArch: []int{48, 16}, Out: t.TempDir()}
+	o := Options{Env: "cartpole", Seed: 7, Steps: 512, Envs: 8, Workers: 1, GAELambda: ptr(0.9), VFCoef: ptr(1.0), LearningRate: &lr, NEpochs: 3, BatchSize: 128, NetArch: []int{32}, CriticArch: []int{48, 16}, Out: t.TempDir()}
 	s, err := prepare(o)
 	if err != nil {
 		t.Fatal(err)
@@ -323,5 +323,3 @@ func TestHyperparameterOverrides(t *testing.T) {
 		t.Errorf("default summary records overrides: %+v", sum3)
 	}
 }
-
-func ptr(v float64) *float64 { return &v }

@@ -74,6 +74,9 @@ type simulator struct {
 	util [5]float64
 	// reward, if not nil, replaces the reward coefficients.
 	reward *env.RewardConfig
+	// workers are the goroutines stepping the training environments
+	// (0: GOMAXPROCS; Options.Threads).
+	workers int
 }
 
 func (s simulator) Spaces(profile string) (env.Spaces, error) {
@@ -91,7 +94,7 @@ func (s simulator) VecEnv(profile string, n int, seed uint64) (ppo.VecEnv, error
 	for i := range scs {
 		scs[i].Randomize, scs[i].Demand, scs[i].ActionDeltas, scs[i].ActionUtilization, scs[i].Reward = s.randomize, s.demand, s.deltas, s.util, s.reward
 	}
-	return simvec.NewVec(scs, n, "", seed, 0, log.Printf)
+	return simvec.NewVec(scs, n, "", seed, s.workers, log.Printf)
 }
 
 // DevReward runs one deterministic episode of c on every development
