@@ -5,6 +5,7 @@ terminal_observation and TimeLimit.truncated included; and the VecEnv API
 contract (seed, reset_infos, get_attr, env_method, env_is_wrapped).
 Needs stable_baselines3 (../shared/peers/python) and torch (Debian)."""
 
+import os
 import unittest
 import warnings
 
@@ -17,9 +18,10 @@ try:
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from streamscale_env.sb3 import VecEnv
-except ImportError as e:  # pragma: no cover
+except ImportError:
+    if os.environ.get("STREAMSCALE_ENV_REQUIRE_SB3"):  # CI: a missing SB3 fails, never skips
+        raise
     DummyVecEnv = VecEnv = None
-    _why = str(e)
 
 
 class _Seeds(gym.Wrapper):
@@ -155,11 +157,8 @@ class SB3VecEnvTest(unittest.TestCase):
 
     def test_ppo_learns_a_few_steps(self):
         """SB3's PPO runs on the adapter (a smoke test: 2 updates)."""
-        try:
-            import torch
-            from stable_baselines3 import PPO
-        except ImportError:
-            self.skipTest("torch not importable")
+        import torch
+        from stable_baselines3 import PPO
         torch.set_num_threads(1)
         v = VecEnv(num_envs=4, steps=16, addr=self.addr)
         try:
