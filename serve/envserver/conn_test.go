@@ -1,7 +1,10 @@
 package envserver
 
 import (
+	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"testing"
 )
 
@@ -140,5 +143,43 @@ func TestCheckKeys(t *testing.T) {
 		case tc.err != "" && (err == nil || !containsAll(err.Error(), tc.err)):
 			t.Errorf("%s: %v, want an error with %q", tc.body, err, tc.err)
 		}
+	}
+}
+
+// TestRefusedBodyKeepsConnection: a JSON body over the limit, with or
+// without a Content-Length, is refused without closing the connection, so
+// the connection's envs live on.
+func TestRefusedBodyKeepsConnection(t *testing.T) {
+	s, ts := newTestServer(t, Config{MaxJSONBytes: 1024})
+	c := newClient(ts)
+	cr, err := c.create(CreateRequest{Profile: "etl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := fmt.Appendf(nil, `{"profile":"etl","trace":"%0*d"}`, 4000, 0)
+	for _, chunked := range []bool{false, true} {
+		var body io.Reader = bytes.NewReader(big)
+		if chunked {
+			body = io.MultiReader(bytes.NewReader(big)) // no length known: sent chunked
+		}
+		req, err := http.NewRequest("POST", ts.URL+"/v1/envs", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge || resp.Close {
+			t.Fatalf("chunked %v: status %d, connection close %v; want 413 on a kept connection", chunked, resp.StatusCode, resp.Close)
+		}
+	}
+	if _, err := c.reset(cr.ID, 1); err != nil {
+		t.Fatalf("env after refused bodies: %v", err)
+	}
+	if st := s.Stats(); st.Envs != 1 || st.Conns != 1 {
+		t.Fatalf("stats %+v, want 1 env on 1 connection", st)
 	}
 }

@@ -81,7 +81,11 @@
 // connection has lost its envs and creates new ones (python/streamscale_env
 // raises rather than retrying over a new connection). The http.Server
 // closes a connection idle for IdleTimeout (serve env), which frees its
-// envs; Run's Sweep of instances idle that long stays as a backstop.
+// envs; Run's Sweep of instances idle that long stays as a backstop. A
+// refused request keeps the connection (an oversized body is refused
+// without net/http's connection-closing MaxBytesReader), except one whose
+// unread rest exceeds the 256 KiB net/http discards: that connection
+// closes, and its envs go with it.
 //
 // MaxEnvs (default 64, at most MaxEnvsLimit = 1024) bounds the simulator
 // envs alive in total and MaxEnvsPerConn (default min(32, MaxEnvs)) those

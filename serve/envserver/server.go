@@ -609,13 +609,16 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 	if r.ContentLength > s.cfg.MaxJSONBytes {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, r.ContentLength, s.cfg.MaxJSONBytes)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxJSONBytes))
+	// A LimitReader, not http.MaxBytesReader: that one makes net/http
+	// close the connection, which would free the connection's envs for
+	// a refused request. (net/http still closes it when more than 256 KiB
+	// of an unread body remain.)
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxJSONBytes+1))
 	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			return fmt.Errorf("%w: over %d bytes", ErrTooLarge, s.cfg.MaxJSONBytes)
-		}
 		return fmt.Errorf("%w: reading body: %v", ErrBadRequest, err)
+	}
+	if int64(len(body)) > s.cfg.MaxJSONBytes {
+		return fmt.Errorf("%w: over %d bytes", ErrTooLarge, s.cfg.MaxJSONBytes)
 	}
 	if len(body) == 0 {
 		body = []byte("{}")
