@@ -3,6 +3,7 @@ package env
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"streamscale/rng"
 
@@ -208,6 +209,12 @@ func (v *VecEnv) stepOne(i int, a Action) error {
 		return nil
 	}
 	v.episodes[i]++
+	// The step's Info shares its per-task slices with the env, and Reset
+	// rewrites them (Applied to the initial allocation): keep copies.
+	r.Infos[i].Requested = slices.Clone(info.Requested)
+	r.Infos[i].Applied = slices.Clone(info.Applied)
+	r.Infos[i].Queue = slices.Clone(info.Queue)
+	r.Infos[i].StateMB = slices.Clone(info.StateMB)
 	obs, _, err = e.Reset(v.seedOf(i))
 	if err != nil {
 		return err

@@ -72,6 +72,13 @@ func TestVecSameStepAutoreset(t *testing.T) {
 			if res.EpisodeReturn[i] != ret[i] || res.EpisodeLength[i] != 7 {
 				t.Fatalf("env %d: episode return %v len %d, want %v 7", i, res.EpisodeReturn[i], res.EpisodeLength[i], ret[i])
 			}
+			// Infos[i] is the ending step's, not the reset's that followed.
+			for _, p := range [][2][]float64{{res.Infos[i].Applied, sr.Info.Applied}, {res.Infos[i].Requested, sr.Info.Requested},
+				{res.Infos[i].Queue, sr.Info.Queue}, {res.Infos[i].StateMB, sr.Info.StateMB}} {
+				if !slices.Equal(p[0], p[1]) {
+					t.Fatalf("env %d: the ending step's info has %v, the single env's %v", i, p[0], p[1])
+				}
+			}
 			// Obs is the first observation of the next episode.
 			fresh, _, _ := ref[i].Reset(VecSeed(100, i, 1))
 			if !slices.Equal(res.Obs[i].Task, fresh.Task) || res.Obs[i].Task[TaskInputRate] != 0 {

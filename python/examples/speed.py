@@ -1,19 +1,29 @@
-"""Remote vector stepping speed: env steps/s of a StreamscaleVectorEnv of
-16 ETL envs (realistic physics) with random actions, and where the time
-goes: CPU of this client and of the server per vector step (the server's
-from /proc when this script starts it, Linux only). CPU per step is the
-steadier figure on a shared machine; wall time moves with other load.
+"""Remote stepping speed from Python: env steps/s of 16 envs (realistic
+physics, random actions) three ways, and where the time goes (CPU of this
+client and of the server per vector step; the server's from /proc when
+this script starts it, Linux only). CPU per step is the steadier figure on
+a shared machine; wall time moves with other load (the 1-minute load
+average is printed with each repeat).
 
-    PYTHONPATH=../shared/peers/python:python /usr/bin/python3 python/examples/speed.py [seconds] [repeats]
+    dummy   SB3's DummyVecEnv over 16 single remote envs (16 round trips per step)
+    sb3     streamscale_env.sb3.VecEnv (one round trip per step; needs SB3)
+    gym     streamscale_env.StreamscaleVectorEnv (Gymnasium's VectorEnv, one round trip)
+
+    PYTHONPATH=../shared/peers/python /usr/bin/python3 python/examples/speed.py \
+        [--profile etl] [--seconds 10] [--repeats 3] [--modes dummy,sb3,gym] [--out speed.json]
 """
 
+import argparse
+import json
 import os
 import sys
 import time
 
 import numpy as np
 
-from streamscale_env import LocalServer, StreamscaleVectorEnv
+from streamscale_env import LocalServer, StreamscaleEnv, StreamscaleVectorEnv
+
+N = 16
 
 
 def _proc_cpu(root):
@@ -41,33 +51,76 @@ def _proc_cpu(root):
         return None
 
 
-def main():
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 10.0
-    repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 1
-    addr = os.environ.get("STREAMSCALE_ENV_ADDR")
-    server = None if addr else LocalServer()
-    v = StreamscaleVectorEnv(num_envs=16, profile="etl", addr=addr or server.addr)
+def _load():
     try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except OSError:
+        return None
+
+
+def make(mode, profile, addr):
+    """An object with step(actions) over N envs, reset, close."""
+    if mode == "gym":
+        v = StreamscaleVectorEnv(num_envs=N, profile=profile, addr=addr)
         v.reset(seed=0)
-        rng = np.random.default_rng(0)
-        acts = rng.integers(0, 5, size=(256, 16, v.single_action_space.shape[0]))
-        for i in range(50):  # warm-up
-            v.step(acts[i % 256])
-        for _ in range(repeats):
-            s0 = _proc_cpu(server.proc.pid) if server else None
-            n, c0, t0 = 0, time.process_time(), time.perf_counter()
-            while time.perf_counter() - t0 < seconds:
-                v.step(acts[n % 256])
-                n += 1
-            dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-            s1 = _proc_cpu(server.proc.pid) if server else None
-            srv = f", server CPU {1e6 * (s1 - s0) / n:.0f} µs" if s0 is not None and s1 is not None else ""
-            print(f"{n} vector steps of 16 envs in {dt:.2f} s: {16 * n / dt:,.0f} env steps/s "
-                  f"({1e3 * dt / n:.3f} ms per vector step; client CPU {1e6 * cpu / n:.0f} µs{srv})", flush=True)
+        return v.step, v.close, v.single_action_space.shape[0]
+    from stable_baselines3.common.vec_env import DummyVecEnv
+    if mode == "sb3":
+        from streamscale_env.sb3 import VecEnv
+        v = VecEnv(num_envs=N, profile=profile, addr=addr)
+    else:
+        v = DummyVecEnv([lambda i=i: StreamscaleEnv(profile=profile, placement_seed=(42, 37)[i % 2], addr=addr)
+                         for i in range(N)])
+    v.seed(0)
+    v.reset()
+    return v.step, v.close, v.action_space.shape[0]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", choices=("etl", "pred"), default="etl")
+    ap.add_argument("--seconds", type=float, default=10.0, help="per repeat (default 10)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--modes", default="dummy,sb3,gym")
+    ap.add_argument("--out", help="also write the measurements as JSON here")
+    args = ap.parse_args()
+    addr = os.environ.get("STREAMSCALE_ENV_ADDR")
+    server = None if addr else LocalServer(["-max-envs-per-conn", "32"])
+    addr = addr or server.addr
+    rows = []
+    try:
+        for rep in range(args.repeats):
+            for mode in args.modes.split(","):  # interleaved, so drifting load hits every mode alike
+                step, close, ntasks = make(mode, args.profile, addr)
+                try:
+                    acts = np.random.default_rng(0).integers(0, 5, size=(256, N, ntasks))
+                    for i in range(20):  # warm-up
+                        step(acts[i % 256])
+                    s0 = _proc_cpu(server.proc.pid) if server else None
+                    n, c0, t0, l0 = 0, time.process_time(), time.perf_counter(), _load()
+                    while time.perf_counter() - t0 < args.seconds:
+                        step(acts[n % 256])
+                        n += 1
+                    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+                    s1 = _proc_cpu(server.proc.pid) if server else None
+                finally:
+                    close()
+                row = {"mode": mode, "repeat": rep, "vector_steps": n, "seconds": round(dt, 3),
+                       "env_steps_per_s": round(N * n / dt), "client_cpu_us_per_vector_step": round(1e6 * cpu / n),
+                       "server_cpu_us_per_vector_step": round(1e6 * (s1 - s0) / n) if s0 is not None and s1 is not None else None,
+                       "load1": l0}
+                rows.append(row)
+                print(f"{mode:5s} repeat {rep}: {row['env_steps_per_s']:>7,} env steps/s ({1e3 * dt / n:.2f} ms per vector "
+                      f"step of {N}; client CPU {row['client_cpu_us_per_vector_step']} µs, server CPU "
+                      f"{row['server_cpu_us_per_vector_step']} µs; load {l0})", flush=True)
     finally:
-        v.close()
         if server:
             server.stop()
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"profile": args.profile, "num_envs": N, "cpus": os.cpu_count(), "runs": rows}, f, indent=1)
+        print(f"wrote {args.out}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -5,11 +5,17 @@ program ``serve env`` (package serve/envserver).
     env = gym.make("streamscale/ETL-v0", trace="taxi-train", scenario="realistic", placement_seed=42)
 
 Registered ids: ``streamscale/ETL-v0`` and ``streamscale/PRED-v0`` (kwargs
-trace, scenario, placement_seed, rate_mult, steps, addr). The server is
-``addr=``, else $STREAMSCALE_ENV_ADDR, else a local ``serve env`` started
-by the env ($STREAMSCALE_ENV_BIN, else ``go run ./serve`` in the
-repository) and stopped by close(). Pure Python: standard library, numpy
-and gymnasium.
+trace, scenario, placement_seed, rate_mult, steps, addr, render_mode). The
+server is ``addr=``, else $STREAMSCALE_ENV_ADDR, else a local ``serve env``
+started by the env and stopped by close(): $STREAMSCALE_ENV_BIN, else
+``streamscale-serve`` on PATH, else built once per process with ``go build
+./serve`` from the checkout ($STREAMSCALE_REPO, the one this package sits
+in, or the working directory's). serve env ties an env to the connection
+that created it: closing it (or the process ending) frees the env.
+
+For Stable-Baselines3, ``streamscale_env.sb3.VecEnv`` steps N envs in one
+request (the fast path; DummyVecEnv over single envs makes N). Pure
+Python: standard library, numpy and gymnasium (SB3 for the adapter).
 """
 
 import gymnasium

@@ -5,12 +5,16 @@ n elements LE, kind ``f`` float32, ``d`` float64, ``i`` int64, ``b`` bool
 byte, ``j`` JSON (n bytes). JSON carries metadata only.
 """
 
+import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import struct
 import subprocess
+import sys
+import tempfile
 import threading
 
 import numpy as np
@@ -82,6 +86,11 @@ class Connection:
         self.addr, self._host, self._port, self._timeout = addr, host, int(port), timeout
         self._sock = None
         self._rest = b""  # bytes read past the last response (none in practice)
+        # bound: environments were created over this connection. serve env
+        # ties them to it (freed when it closes, unknown to any other), so
+        # a bound connection is never silently replaced by a new one.
+        self.bound = False
+        self._opened = False
 
     def request(self, method, path, body=None, ctype="application/json"):
         head = f"{method} {path} HTTP/1.1\r\nHost: {self.addr}\r\n"
@@ -92,7 +101,11 @@ class Connection:
             msg += body
         for attempt in (0, 1):
             if self._sock is None:
+                if self.bound and self._opened:
+                    raise ConnectionError(f"streamscale_env: the connection to serve env at {self.addr} was closed, and the "
+                                          "environments created over it were freed with it; create new environments")
                 self._sock = socket.create_connection((self._host, self._port), timeout=self._timeout)
+                self._opened = True
                 # One small request per step: do not let Nagle's algorithm
                 # hold a segment back waiting for a delayed ACK.
                 self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -103,7 +116,8 @@ class Connection:
                 break
             except (_Stale, BrokenPipeError, ConnectionResetError):
                 # The server closed an idle keep-alive connection before
-                # reading the request: reconnect once.
+                # reading the request: reconnect once (unless bound: then
+                # the next round raises).
                 self.close()
                 if attempt:
                     raise ConnectionError(f"streamscale_env: {self.addr} closed the connection without answering") from None
@@ -207,19 +221,86 @@ class Connection:
             self._sock = None
 
 
+def _is_repo(d):
+    try:
+        with open(os.path.join(d, "go.mod")) as f:
+            return f.readline().strip() == "module streamscale" and os.path.isdir(os.path.join(d, "serve"))
+    except OSError:
+        return False
+
+
 def repo_root():
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    """The streamscale checkout to build ``serve env`` from, or None:
+    $STREAMSCALE_REPO, else the checkout this package sits in (used from
+    python/ in place), else the working directory or one of its parents."""
+    env = os.environ.get("STREAMSCALE_REPO")
+    if env:
+        if not _is_repo(env):
+            raise RuntimeError(f"streamscale_env: STREAMSCALE_REPO={env} is not a streamscale checkout (no go.mod of module streamscale)")
+        return os.path.abspath(env)
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if _is_repo(here):
+        return here
+    d = os.getcwd()
+    while True:
+        if _is_repo(d):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+_built = {}  # repo → binary built by this process
+
+
+def server_binary():
+    """The ``serve`` program to run as ``serve env``: $STREAMSCALE_ENV_BIN,
+    else ``streamscale-serve`` on PATH, else one built here with
+    ``go build ./serve`` from repo_root() (once per process, into a cache
+    directory; Go's build cache makes a rebuild of unchanged sources quick)."""
+    env = os.environ.get("STREAMSCALE_ENV_BIN")
+    if env:
+        if not (os.path.isfile(env) and os.access(env, os.X_OK)):
+            raise RuntimeError(f"streamscale_env: STREAMSCALE_ENV_BIN={env} is not an executable file")
+        return env
+    found = shutil.which("streamscale-serve")
+    if found:
+        return found
+    repo = repo_root()
+    if repo is None:
+        raise RuntimeError("streamscale_env: no serve env to start: set STREAMSCALE_ENV_BIN to a binary built with "
+                           "`go build -o streamscale-serve ./serve`, put streamscale-serve on PATH, set STREAMSCALE_REPO "
+                           "to a streamscale checkout to build it from, or pass addr= of a running `serve env`")
+    if repo in _built:
+        return _built[repo]
+    go = shutil.which("go")
+    if go is None:
+        raise RuntimeError(f"streamscale_env: building serve env from {repo} needs Go (https://go.dev/doc/install), "
+                           "and no `go` is on PATH; or set STREAMSCALE_ENV_BIN to a built binary")
+    cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "streamscale_env")
+    try:
+        os.makedirs(cache, exist_ok=True)
+    except OSError:
+        cache = tempfile.mkdtemp(prefix="streamscale_env-")
+    out = os.path.join(cache, "streamscale-serve-" + hashlib.sha256(repo.encode()).hexdigest()[:12])
+    print(f"streamscale_env: building serve env: go build -o {out} ./serve (in {repo}; first use in this process)",
+          file=sys.stderr, flush=True)
+    r = subprocess.run([go, "build", "-o", out, "./serve"], cwd=repo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"streamscale_env: go build ./serve in {repo} failed (exit {r.returncode}):\n{r.stdout[-2000:]}")
+    _built[repo] = out
+    return out
 
 
 class LocalServer:
-    """A ``serve env`` process on a free loopback port: the binary in
-    $STREAMSCALE_ENV_BIN if set, else ``go run ./serve`` in the repository.
-    stop() ends it (its process group: go run and the program it built)."""
+    """A ``serve env`` process on a free loopback port, the program
+    server_binary() finds. stop() ends it (its process group)."""
 
-    def __init__(self, extra_args=(), start_timeout=300.0):
-        binary = os.environ.get("STREAMSCALE_ENV_BIN")
-        args = ["env", "-addr", "127.0.0.1:0", *extra_args]
-        cmd = [binary, *args] if binary else ["go", "run", "./serve", *args]
+    def __init__(self, extra_args=(), start_timeout=120.0):
+        cmd = [server_binary(), "env", "-addr", "127.0.0.1:0", *extra_args]
+        # In a checkout the server finds ../shared/data/traces beside it
+        # (traces.DefaultDir; $STREAMSCALE_TRACES overrides).
         self.proc = subprocess.Popen(cmd, cwd=repo_root(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      start_new_session=True, text=True)
         line = [None]

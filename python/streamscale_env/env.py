@@ -35,6 +35,7 @@ class _Remote:
             self._shutdown()
             raise
         self._id = self.meta["id"]
+        self._conn.bound = True  # the server frees the env with this connection
         obs_space, act_space = _spaces(self.meta)
         self._keys = self.meta["spaces"]["keys"]
         self._shapes = [obs_space[k].shape for k in self._keys]
@@ -136,10 +137,14 @@ class StreamscaleEnv(_Remote, gym.Env):
     episode equals the Go env's (observations as float32, rewards exact).
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 1}
 
     def __init__(self, profile="etl", trace="taxi-train", scenario="realistic", placement_seed=42, rate_mult=1.0,
-                 steps=0, addr=None):
+                 steps=0, addr=None, render_mode=None):
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"streamscale_env: render_mode {render_mode!r}, want None or one of {self.metadata['render_modes']}")
+        self.render_mode = render_mode
+        self._last_obs = None
         request = {"profile": profile, "trace": trace, "scenario": scenario, "placement_seed": int(placement_seed),
                    "rate_mult": float(rate_mult), "steps": int(steps)}
         self.observation_space, self.action_space = self._open(addr, request)
@@ -148,11 +153,31 @@ class StreamscaleEnv(_Remote, gym.Env):
         super().reset(seed=seed)
         s = seed if seed is not None else int(self.np_random.integers(0, _SEED_HIGH))
         (_, obs), (_, info) = self._reset_remote(s, False)
-        return self._split(obs), info
+        self._last_obs = self._split(obs)
+        return self._last_obs, info
 
     def step(self, action):
         (_, obs), (_, rew), (_, flags), (_, info) = self._step_remote(action, 1, False)
-        return self._split(obs), float(rew[0]), bool(flags[0]), bool(flags[1]), info
+        self._last_obs = self._split(obs)
+        return self._last_obs, float(rew[0]), bool(flags[0]), bool(flags[1]), info
+
+    def render(self):
+        """render_mode "rgb_array": the last observation as an RGB image
+        (uint8, 64 × 12·tasks × 3), one column per task: blue its CPU
+        allocation (task feature "cpu", in [0, 1]), green its throughput
+        ratio (feature 5, in [0, 2], drawn as half). None before a reset
+        or with render_mode None."""
+        if self.render_mode != "rgb_array" or self._last_obs is None:
+            return None
+        task = self._last_obs["task"]
+        h, w = 64, 12
+        img = np.full((h, w * len(task), 3), 255, dtype=np.uint8)
+        for k, row in enumerate(task):
+            for frac, col, rgb in ((row[0], 1, (40, 90, 200)), (row[5] / 2, 6, (40, 170, 70))):
+                n = int(round(float(np.clip(frac, 0.0, 1.0)) * h))
+                if n:
+                    img[h - n:, k * w + col:k * w + col + 5] = rgb
+        return img
 
     def close(self):
         self._shutdown()

@@ -443,7 +443,8 @@ func TestEnvCommand(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"env", "-max-envs", "0"}, "-max-envs 0, want ≥ 1"},
+		{[]string{"env", "-max-envs", "0"}, "-max-envs 0, want 1..1024"},
+		{[]string{"env", "-max-envs", "1025"}, "-max-envs 1025, want 1..1024"},
 		{[]string{"env", "-max-envs", "4", "-max-envs-per-conn", "5"}, "-max-envs-per-conn 5, want 0..4"},
 		{[]string{"env", "-idle-timeout", "0s"}, "-idle-timeout 0s, want > 0"},
 		{[]string{"env", "-max-body", "10"}, "-max-body 10, want ≥ 1024"},
@@ -481,13 +482,26 @@ func TestEnvCommand(t *testing.T) {
 	if c := status(t, "GET", base+"/v1/healthz", ""); c != 200 {
 		t.Fatalf("healthz %d", c)
 	}
-	resp, err := http.Post(base+"/v1/envs", "application/json", strings.NewReader(`{"profile": "pred", "trace": "taxi", "scenario": "paper", "placement_seed": 3}`))
+	// An env created over a connection is freed when it closes.
+	tr := &http.Transport{}
+	resp, err := (&http.Client{Transport: tr}).Post(base+"/v1/envs", "application/json", strings.NewReader(`{"profile": "pred", "trace": "taxi", "scenario": "paper", "placement_seed": 3}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != 200 && resp.StatusCode != 201 {
 		t.Fatalf("create: %d", resp.StatusCode)
+	}
+	if envs := envsAlive(t, base); envs != 1 {
+		t.Fatalf("%d envs alive after a create, want 1", envs)
+	}
+	tr.CloseIdleConnections()
+	envs := -1
+	for deadline := time.Now().Add(20 * time.Second); envs != 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		envs = envsAlive(t, base)
+	}
+	if envs != 0 {
+		t.Fatalf("%d envs alive after their connection closed, want 0", envs)
 	}
 	cancel()
 	select {
@@ -498,4 +512,21 @@ func TestEnvCommand(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("serve env did not stop")
 	}
+}
+
+// envsAlive reads the envs alive from serve env's healthz.
+func envsAlive(t *testing.T, base string) int {
+	t.Helper()
+	resp, err := http.Get(base + "/v1/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Envs int `json:"envs"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Envs
 }

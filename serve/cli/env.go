@@ -26,9 +26,9 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 	fs := command.NewFlagSet("serve env")
 	var cfg envserver.Config
 	addr := fs.String("addr", "127.0.0.1:8090", "listen address (host:port; port 0 picks a free one, printed on stdout)")
-	fs.IntVar(&cfg.MaxEnvs, "max-envs", envserver.DefaultMaxEnvs, "simulator environments alive in total (a vector of N counts N)")
-	fs.IntVar(&cfg.MaxEnvsPerConn, "max-envs-per-conn", 0, "environments alive per client connection (0: min(32, -max-envs))")
-	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", envserver.DefaultIdleTimeout, "free an instance no request touched for this long")
+	fs.IntVar(&cfg.MaxEnvs, "max-envs", envserver.DefaultMaxEnvs, fmt.Sprintf("simulator environments alive in total (a vector of N counts N), 1..%d", envserver.MaxEnvsLimit))
+	fs.IntVar(&cfg.MaxEnvsPerConn, "max-envs-per-conn", 0, fmt.Sprintf("environments alive per client connection (0: min(%d, -max-envs)); an env is freed when its connection closes", envserver.DefaultMaxEnvsPerConn))
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", envserver.DefaultIdleTimeout, "free an instance no request touched for this long, and close a connection idle this long (freeing its envs)")
 	fs.Int64Var(&cfg.MaxJSONBytes, "max-body", envserver.DefaultMaxJSONBytes, "JSON request body limit in bytes (step bodies are capped at their exact size)")
 	fs.StringVar(&cfg.TracesDir, "traces", "", "trace directory (default $STREAMSCALE_TRACES or ../shared/data/traces; synthetic traces if absent)")
 	fs.IntVar(&cfg.Workers, "workers", 0, "goroutines stepping one vector (0: GOMAXPROCS)")
@@ -38,8 +38,8 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 		return err
 	}
 	switch {
-	case cfg.MaxEnvs < 1:
-		return command.Usagef("serve env: -max-envs %d, want ≥ 1", cfg.MaxEnvs)
+	case cfg.MaxEnvs < 1 || cfg.MaxEnvs > envserver.MaxEnvsLimit:
+		return command.Usagef("serve env: -max-envs %d, want 1..%d", cfg.MaxEnvs, envserver.MaxEnvsLimit)
 	case cfg.MaxEnvsPerConn < 0 || cfg.MaxEnvsPerConn > cfg.MaxEnvs:
 		return command.Usagef("serve env: -max-envs-per-conn %d, want 0..%d (-max-envs)", cfg.MaxEnvsPerConn, cfg.MaxEnvs)
 	case cfg.IdleTimeout <= 0:
@@ -72,7 +72,6 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 	protos.SetHTTP1(true)
 	protos.SetUnencryptedHTTP2(true)
 	srv := &http.Server{
-		Handler:           s.Handler(),
 		Protocols:         &protos,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
@@ -81,9 +80,10 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 		// keep it as long as its environments live.
 		IdleTimeout:    cfg.IdleTimeout,
 		MaxHeaderBytes: maxHeaderBytes,
-		ConnContext:    s.ConnContext,
 		ErrorLog:       log.New(o.Stderr, "serve: http: ", 0),
 	}
+	// Handler, and the hooks that free an env with its connection.
+	s.Configure(srv)
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go s.Run(sctx)

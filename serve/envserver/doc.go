@@ -43,9 +43,10 @@
 // env.VecSeed(seed, i, 0), …).
 //
 // Errors are JSON {"error": message, "code": code} with a status:
-// 400 malformed_body, bad_action, bad_request; 404 unknown_env; 410 closed
-// (closed or freed after the idle timeout); 409 not_reset, episode_over;
-// 413 body_too_large; 429 too_many_envs. A refused request changes nothing:
+// 400 malformed_body, bad_action, bad_request; 404 unknown_env (no such
+// env on this connection); 410 closed (closed, or freed after the idle
+// timeout, earlier on this connection); 409 not_reset, episode_over; 413
+// body_too_large; 429 too_many_envs. A refused request changes nothing:
 // actions are decoded and checked (shape and range) before any env moves.
 //
 // A vector of N envs steps them in one call, in parallel (env.VecEnv).
@@ -67,13 +68,33 @@
 // carries a Content-Length (never chunked), so a client's framing is one
 // header read and one body read.
 //
-// # Limits
+// # Ownership and limits
 //
-// MaxEnvs bounds the simulator envs alive in total and MaxEnvsPerConn
-// those created over one client connection (a vector of N counts N); an
-// instance no request touched for IdleTimeout is freed (Run, Sweep); JSON
-// bodies are capped at MaxJSONBytes and a step body at its exact size.
-// Only named traces are served (no file is read on a client's behalf).
+// An instance belongs to the client connection that created it
+// (Server.Configure installs the http.Server hooks that track
+// connections): its id is that connection's own (1, 2, … in creation
+// order), a request over any other connection naming it gets 404
+// unknown_env, and when the connection closes — a DELETE never sent, a
+// client that crashed — the server frees all its instances at once. So a
+// client cannot reach another's envs by guessing ids, and a dead client's
+// envs do not hold the limits until a timeout. A client that loses its
+// connection has lost its envs and creates new ones (python/streamscale_env
+// raises rather than retrying over a new connection). The http.Server
+// closes a connection idle for IdleTimeout (serve env), which frees its
+// envs; Run's Sweep of instances idle that long stays as a backstop. A
+// refused request keeps the connection (an oversized body is refused
+// without net/http's connection-closing MaxBytesReader), except one whose
+// unread rest exceeds the 256 KiB net/http discards: that connection
+// closes, and its envs go with it.
+//
+// MaxEnvs (default 64, at most MaxEnvsLimit = 1024) bounds the simulator
+// envs alive in total and MaxEnvsPerConn (default min(32, MaxEnvs)) those
+// of one connection (a vector of N counts N). JSON bodies are capped at
+// MaxJSONBytes and a step body at its exact size; a JSON body naming a
+// key twice (compared as encoding/json matches fields, case-folded) is
+// refused with bad_request naming the key, as are unknown keys and
+// trailing data. Only named traces are served (no file is read on a
+// client's behalf).
 //
 // # Concurrency and determinism
 //

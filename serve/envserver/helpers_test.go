@@ -9,21 +9,38 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
-// newTestServer starts s on a loopback listener with per-connection ids.
+// newTestServer starts s on a loopback listener, installed as
+// Server.Configure installs it.
 func newTestServer(t testing.TB, cfg Config) (*Server, *httptest.Server) {
+	s, ts, _ := newTestServerConns(t, cfg)
+	return s, ts
+}
+
+// newTestServerConns is newTestServer that also reports, on the returned
+// channel, every connection the server has finished closing (after its
+// instances were freed).
+func newTestServerConns(t testing.TB, cfg Config) (*Server, *httptest.Server, <-chan struct{}) {
 	t.Helper()
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewUnstartedServer(s.Handler())
-	ts.Config.ConnContext = s.ConnContext
+	ts := httptest.NewUnstartedServer(nil)
+	s.Configure(ts.Config)
+	closed := make(chan struct{}, 64)
+	ts.Config.ConnState = func(nc net.Conn, st http.ConnState) {
+		s.ConnState(nc, st)
+		if st == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
 	ts.Start()
 	t.Cleanup(ts.Close)
-	return s, ts
+	return s, ts, closed
 }
 
 // client is a minimal Go client of the protocol, one connection per
@@ -35,9 +52,13 @@ type client struct {
 }
 
 func newClient(ts *httptest.Server) *client {
-	tr := &http.Transport{MaxIdleConnsPerHost: 1, DialContext: (&net.Dialer{}).DialContext}
+	tr := &http.Transport{MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1, DialContext: (&net.Dialer{}).DialContext}
 	return &client{base: ts.URL, hc: &http.Client{Transport: tr}}
 }
+
+// hangUp closes the client's connection (as a crashed process would:
+// no DELETE).
+func (c *client) hangUp() { c.hc.Transport.(*http.Transport).CloseIdleConnections() }
 
 // apiError is an error response.
 type apiError struct {
@@ -118,4 +139,21 @@ func code(err error) string {
 		return "ok"
 	}
 	return err.Error()
+}
+
+// newPlainServer serves s.Handler() without Server.Configure's hooks.
+func newPlainServer(t testing.TB, s *Server) *httptest.Server {
+	t.Helper()
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }

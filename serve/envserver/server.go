@@ -25,17 +25,22 @@ const (
 	DefaultMaxEnvsPerConn = 32
 	DefaultIdleTimeout    = 10 * time.Minute
 	DefaultMaxJSONBytes   = 64 << 10
+	// MaxEnvsLimit is the largest MaxEnvs accepted: a bound on the
+	// memory and CPU one server can be asked to hold.
+	MaxEnvsLimit = 1024
 )
 
 // Config configures a Server. Zero fields take the defaults.
 type Config struct {
 	// MaxEnvs bounds the simulator environments alive in total (a vector
-	// instance of N envs counts N). Default 64.
+	// instance of N envs counts N). Default 64, at most MaxEnvsLimit
+	// (1024).
 	MaxEnvs int
 	// MaxEnvsPerConn bounds the environments alive that were created over
 	// one client connection. Default 32, at most MaxEnvs.
 	MaxEnvsPerConn int
-	// IdleTimeout frees an instance no request touched for this long.
+	// IdleTimeout frees an instance no request touched for this long
+	// (a backstop: an instance is freed with its connection anyway).
 	// Default 10 minutes.
 	IdleTimeout time.Duration
 	// MaxJSONBytes caps a JSON request body (create, reset), bytes.
@@ -66,6 +71,7 @@ var (
 	ErrLimit       = errors.New("envserver: environment limit reached")
 	ErrBadRequest  = errors.New("envserver: bad request")
 	ErrTooLarge    = errors.New("envserver: request body too large")
+	errNoConn      = errors.New("envserver: request carries no connection (install the server with Server.Configure)")
 	errEpisodeOver = errors.New("envserver: episode is over")
 	errNotReset    = errors.New("envserver: not reset")
 )
@@ -76,12 +82,10 @@ type Server struct {
 	cfg Config
 
 	mu      sync.Mutex
-	envs    map[uint64]*instance
-	nextID  uint64 // last id given
-	alive   int    // simulator envs alive
-	perConn map[uint64]int
-
-	connSeq atomic.Uint64
+	conns   map[uint64]*conn    // open client connections by number
+	byNet   map[net.Conn]uint64 // their numbers by net.Conn (ConnState)
+	connSeq uint64              // last connection number given
+	alive   int                 // simulator envs alive
 
 	traceMu sync.Mutex
 	traces  map[traceKey]*traces.Trace
@@ -114,8 +118,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Now = time.Now
 	}
 	switch {
-	case cfg.MaxEnvs < 1:
-		return nil, fmt.Errorf("envserver: max envs %d, want ≥ 1", cfg.MaxEnvs)
+	case cfg.MaxEnvs < 1 || cfg.MaxEnvs > MaxEnvsLimit:
+		return nil, fmt.Errorf("envserver: max envs %d, want 1..%d", cfg.MaxEnvs, MaxEnvsLimit)
 	case cfg.MaxEnvsPerConn < 1 || cfg.MaxEnvsPerConn > cfg.MaxEnvs:
 		return nil, fmt.Errorf("envserver: max envs per connection %d, want 1..%d", cfg.MaxEnvsPerConn, cfg.MaxEnvs)
 	case cfg.IdleTimeout < 0:
@@ -123,16 +127,74 @@ func New(cfg Config) (*Server, error) {
 	case cfg.MaxJSONBytes < 1024:
 		return nil, fmt.Errorf("envserver: max JSON body %d bytes, want ≥ 1024", cfg.MaxJSONBytes)
 	}
-	return &Server{cfg: cfg, envs: map[uint64]*instance{}, perConn: map[uint64]int{}, traces: map[traceKey]*traces.Trace{}}, nil
+	return &Server{cfg: cfg, conns: map[uint64]*conn{}, byNet: map[net.Conn]uint64{}, traces: map[traceKey]*traces.Trace{}}, nil
+}
+
+// conn is one client connection and the instances created over it: their
+// ids are its own (1, 2, … in creation order) and no other connection
+// can name them.
+type conn struct {
+	nextID uint64               // last instance id given on this connection
+	envs   map[uint64]*instance // alive instances by id
+	alive  int                  // simulator envs alive
 }
 
 type connKey struct{}
 
-// ConnContext is the http.Server.ConnContext hook that gives every client
-// connection its own number, for the per-connection limit. Without it all
-// requests count as one connection.
-func (s *Server) ConnContext(ctx context.Context, _ net.Conn) context.Context {
-	return context.WithValue(ctx, connKey{}, s.connSeq.Add(1))
+// Configure installs s in hs: its Handler and the ConnContext and
+// ConnState hooks that tie every instance to the connection that created
+// it. All three are needed (a request without a connection is refused).
+func (s *Server) Configure(hs *http.Server) {
+	hs.Handler = s.Handler()
+	hs.ConnContext = s.ConnContext
+	hs.ConnState = s.ConnState
+}
+
+// ConnContext is the http.Server.ConnContext hook: it registers the
+// client connection nc under a new number, which its requests carry.
+// ConnState must be installed too, or the registry outlives connections.
+func (s *Server) ConnContext(ctx context.Context, nc net.Conn) context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.connSeq++
+	s.conns[s.connSeq] = &conn{envs: map[uint64]*instance{}}
+	s.byNet[nc] = s.connSeq
+	return context.WithValue(ctx, connKey{}, s.connSeq)
+}
+
+// ConnState is the http.Server.ConnState hook: when a connection closes
+// (or is hijacked) it frees every instance created over it, waiting for
+// a request in progress on one to finish.
+func (s *Server) ConnState(nc net.Conn, st http.ConnState) {
+	if st != http.StateClosed && st != http.StateHijacked {
+		return
+	}
+	s.mu.Lock()
+	num, ok := s.byNet[nc]
+	if !ok {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.byNet, nc)
+	c := s.conns[num]
+	delete(s.conns, num)
+	ins := make([]*instance, 0, len(c.envs))
+	for _, in := range c.envs {
+		ins = append(ins, in)
+	}
+	for _, in := range ins {
+		s.removeLocked(in)
+	}
+	s.mu.Unlock()
+	// Outside s.mu: closeEnv holds an instance's lock while taking s.mu.
+	for _, in := range ins {
+		in.mu.Lock()
+		in.release()
+		in.mu.Unlock()
+	}
+	if len(ins) > 0 {
+		s.cfg.Logf("envserver: freed %d instances with their closed connection", len(ins))
+	}
 }
 
 func connOf(r *http.Request) uint64 {
@@ -163,20 +225,23 @@ func (s *Server) Sweep(now time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	freed := 0
-	for id, in := range s.envs {
-		if now.UnixNano()-in.last.Load() <= int64(s.cfg.IdleTimeout) || !in.mu.TryLock() {
-			continue
+	for _, c := range s.conns {
+		for _, in := range c.envs {
+			if now.UnixNano()-in.last.Load() <= int64(s.cfg.IdleTimeout) || !in.mu.TryLock() {
+				continue
+			}
+			s.removeLocked(in)
+			in.release()
+			in.mu.Unlock()
+			freed++
 		}
-		s.removeLocked(id, in)
-		in.release()
-		in.mu.Unlock()
-		freed++
 	}
 	return freed
 }
 
 // Stats is the server's occupancy.
 type Stats struct {
+	Conns          int   `json:"conns"` // open client connections
 	Instances      int   `json:"instances"`
 	Envs           int   `json:"envs"`
 	MaxEnvs        int   `json:"max_envs"`
@@ -188,16 +253,23 @@ type Stats struct {
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Stats{Instances: len(s.envs), Envs: s.alive, MaxEnvs: s.cfg.MaxEnvs, MaxEnvsPerConn: s.cfg.MaxEnvsPerConn,
+	instances := 0
+	for _, c := range s.conns {
+		instances += len(c.envs)
+	}
+	return Stats{Conns: len(s.conns), Instances: instances, Envs: s.alive, MaxEnvs: s.cfg.MaxEnvs, MaxEnvsPerConn: s.cfg.MaxEnvsPerConn,
 		IdleTimeoutS: int64(s.cfg.IdleTimeout / time.Second)}
 }
 
-func (s *Server) removeLocked(id uint64, in *instance) {
-	delete(s.envs, id)
-	s.alive -= in.n
-	if s.perConn[in.owner] -= in.n; s.perConn[in.owner] <= 0 {
-		delete(s.perConn, in.owner)
+// removeLocked takes in out of the registry (once; s.mu held).
+func (s *Server) removeLocked(in *instance) {
+	if in.removed {
+		return
 	}
+	in.removed = true
+	delete(in.owner.envs, in.id)
+	in.owner.alive -= in.n
+	s.alive -= in.n
 }
 
 // Handler returns the HTTP routes (see the package doc).
@@ -282,19 +354,19 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	in.owner = owner
 	in.last.Store(s.cfg.Now().UnixNano())
 	s.mu.Lock()
-	if err := s.roomLocked(owner, n); err != nil {
+	c, err := s.roomLocked(owner, n)
+	if err != nil {
 		s.mu.Unlock()
 		writeErr(w, err)
 		return
 	}
-	s.nextID++
-	in.id = s.nextID
-	s.envs[in.id] = in
+	c.nextID++
+	in.id, in.owner = c.nextID, c
+	c.envs[in.id] = in
+	c.alive += n
 	s.alive += n
-	s.perConn[owner] += n
 	s.mu.Unlock()
 	resp.ID = in.id
 	writeJSON(w, http.StatusOK, resp)
@@ -303,17 +375,24 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 func (s *Server) room(owner uint64, n int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.roomLocked(owner, n)
+	_, err := s.roomLocked(owner, n)
+	return err
 }
 
-func (s *Server) roomLocked(owner uint64, n int) error {
+// roomLocked returns connection owner if n more envs fit (s.mu held).
+func (s *Server) roomLocked(owner uint64, n int) (*conn, error) {
+	c := s.conns[owner]
 	switch {
+	case owner == 0:
+		return nil, errNoConn
+	case c == nil:
+		return nil, fmt.Errorf("%w: connection %d is closed", ErrClosed, owner)
 	case s.alive+n > s.cfg.MaxEnvs:
-		return fmt.Errorf("%w: %d envs alive, %d more would exceed the server's %d", ErrLimit, s.alive, n, s.cfg.MaxEnvs)
-	case s.perConn[owner]+n > s.cfg.MaxEnvsPerConn:
-		return fmt.Errorf("%w: this connection has %d envs alive, %d more would exceed %d per connection", ErrLimit, s.perConn[owner], n, s.cfg.MaxEnvsPerConn)
+		return nil, fmt.Errorf("%w: %d envs alive, %d more would exceed the server's %d", ErrLimit, s.alive, n, s.cfg.MaxEnvs)
+	case c.alive+n > s.cfg.MaxEnvsPerConn:
+		return nil, fmt.Errorf("%w: this connection has %d envs alive, %d more would exceed %d per connection", ErrLimit, c.alive, n, s.cfg.MaxEnvsPerConn)
 	}
-	return nil
+	return c, nil
 }
 
 // build validates req and builds the instance it describes.
@@ -475,14 +554,17 @@ func (s *Server) lookup(r *http.Request) (*instance, error) {
 		return nil, fmt.Errorf("%w: env id %q is not a number", ErrUnknownEnv, raw)
 	}
 	s.mu.Lock()
-	in, ok := s.envs[id]
-	next := s.nextID
+	var in *instance
+	var next uint64
+	if c := s.conns[connOf(r)]; c != nil {
+		in, next = c.envs[id], c.nextID
+	}
 	s.mu.Unlock()
-	if !ok {
+	if in == nil {
 		if id >= 1 && id <= next {
 			return nil, fmt.Errorf("%w: env %d was closed or freed after %v idle", ErrClosed, id, s.cfg.IdleTimeout)
 		}
-		return nil, fmt.Errorf("%w: no env %d", ErrUnknownEnv, id)
+		return nil, fmt.Errorf("%w: no env %d on this connection (an env belongs to the connection that created it)", ErrUnknownEnv, id)
 	}
 	in.mu.Lock()
 	if in.closed {
@@ -516,7 +598,7 @@ func (s *Server) closeEnv(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.removeLocked(in.id, in)
+	s.removeLocked(in)
 	s.mu.Unlock()
 	in.release()
 	in.mu.Unlock()
@@ -527,26 +609,21 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 	if r.ContentLength > s.cfg.MaxJSONBytes {
 		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, r.ContentLength, s.cfg.MaxJSONBytes)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxJSONBytes))
+	// A LimitReader, not http.MaxBytesReader: that one makes net/http
+	// close the connection, which would free the connection's envs for
+	// a refused request. (net/http still closes it when more than 256 KiB
+	// of an unread body remain.)
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxJSONBytes+1))
 	if err != nil {
-		var mb *http.MaxBytesError
-		if errors.As(err, &mb) {
-			return fmt.Errorf("%w: over %d bytes", ErrTooLarge, s.cfg.MaxJSONBytes)
-		}
 		return fmt.Errorf("%w: reading body: %v", ErrBadRequest, err)
+	}
+	if int64(len(body)) > s.cfg.MaxJSONBytes {
+		return fmt.Errorf("%w: over %d bytes", ErrTooLarge, s.cfg.MaxJSONBytes)
 	}
 	if len(body) == 0 {
 		body = []byte("{}")
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadRequest, err)
-	}
-	if dec.More() {
-		return fmt.Errorf("%w: trailing data after the JSON object", ErrBadRequest)
-	}
-	return nil
+	return decodeStrict(body, v)
 }
 
 func (s *Server) reset(w http.ResponseWriter, r *http.Request, in *instance) error {
@@ -690,18 +767,19 @@ func readUpTo(r io.Reader, dst []byte, limit int64) ([]byte, error) {
 
 // instance is one environment or vector of environments.
 type instance struct {
-	mu     sync.Mutex
-	id     uint64
-	owner  uint64 // connection that created it
-	n      int    // simulator envs
-	vector bool
-	e      *env.Env
-	v      *env.VecEnv
-	spaces env.Spaces
-	flat   int
-	closed bool
-	reset  bool
-	last   atomic.Int64 // Unix ns of the last request
+	mu      sync.Mutex
+	id      uint64 // among its connection's
+	owner   *conn  // connection that created it
+	n       int    // simulator envs
+	vector  bool
+	e       *env.Env
+	v       *env.VecEnv
+	spaces  env.Spaces
+	flat    int
+	closed  bool
+	reset   bool
+	last    atomic.Int64 // Unix ns of the last request
+	removed bool         // taken out of the registry (guarded by Server.mu)
 
 	acts    []env.Action
 	choices []int

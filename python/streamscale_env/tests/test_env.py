@@ -1,12 +1,14 @@
 """Checks of the client by Gymnasium's own checker and against the Go env.
 
-Run from the repository root:
-    PYTHONPATH=../shared/peers/python:python /usr/bin/python3 -m unittest discover -s python -t python
-One ``serve env`` is started for the suite ($STREAMSCALE_ENV_BIN, else go run).
+Run against the installed package (pip install ./python), from the
+repository root (for the golden files; else they are skipped):
+    PYTHONPATH=../shared/peers/python /usr/bin/python3 -m unittest streamscale_env.tests.test_env
+One ``serve env`` is started for the suite (streamscale_env._protocol.server_binary).
 """
 
 import json
 import os
+import time
 import unittest
 import warnings
 
@@ -16,9 +18,10 @@ from gymnasium.utils.env_checker import check_env
 
 import streamscale_env
 from streamscale_env import LocalServer, ServerError, StreamscaleEnv, StreamscaleVectorEnv
-from streamscale_env._protocol import repo_root
+from streamscale_env._protocol import Connection, repo_root
 
-GOLDEN = os.path.join(repo_root(), "serve", "envserver", "testdata", "trajectory_{}.json")
+_REPO = repo_root()
+GOLDEN = os.path.join(_REPO, "serve", "envserver", "testdata", "trajectory_{}.json") if _REPO else None
 
 
 def flat(obs):
@@ -37,16 +40,87 @@ class RemoteEnvTest(unittest.TestCase):
 
     def test_check_env(self):
         for env_id in ("streamscale/ETL-v0", "streamscale/PRED-v0"):
-            with self.subTest(env_id):
-                env = gym.make(env_id, addr=self.addr)
-                with warnings.catch_warnings():
-                    warnings.simplefilter("error")  # a checker warning fails the test
-                    check_env(env.unwrapped, skip_render_check=True)
-                env.close()
+            for render_mode in (None, "rgb_array"):
+                with self.subTest(env_id, render_mode=render_mode):
+                    env = gym.make(env_id, addr=self.addr, render_mode=render_mode)
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("error")  # a checker warning fails the test
+                        check_env(env.unwrapped, skip_render_check=render_mode is None)
+                    env.close()
+
+    def test_render(self):
+        env = StreamscaleEnv(profile="etl", addr=self.addr, render_mode="rgb_array")
+        try:
+            self.assertIsNone(env.render())  # before a reset
+            obs, _ = env.reset(seed=1)
+            img = env.render()
+            n = obs["task"].shape[0]
+            self.assertEqual((img.shape, img.dtype), ((64, 12 * n, 3), np.uint8))
+            k = int(np.argmax(obs["task"][:, 0]))
+            want = int(round(float(obs["task"][k, 0]) * 64))
+            self.assertEqual(int((img[:, 12 * k + 1] != 255).any(axis=1).sum()), want)
+        finally:
+            env.close()
+        with self.assertRaises(ValueError):
+            StreamscaleEnv(profile="etl", addr=self.addr, render_mode="human")
+
+    def test_sb3_make_vec_env_warns_nothing(self):
+        try:
+            from stable_baselines3.common.env_util import make_vec_env
+        except ImportError:
+            if os.environ.get("STREAMSCALE_ENV_REQUIRE_SB3"):
+                raise
+            self.skipTest("stable_baselines3 is not importable (../shared/peers/python on PYTHONPATH)")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            v = make_vec_env("streamscale/ETL-v0", n_envs=2, env_kwargs={"addr": self.addr})
+        try:
+            self.assertEqual(v.render_mode, "rgb_array")  # make_vec_env's default
+            v.seed(3)
+            obs = v.reset()
+            self.assertEqual(obs["task"].shape[0], 2)
+        finally:
+            v.close()
+
+    def test_envs_belong_to_their_connection(self):
+        """serve env ties an env to the connection that created it: another
+        connection cannot step or delete it by id, and closing the
+        connection without DELETE frees it."""
+        def envs_alive():
+            c = Connection(self.addr)
+            try:
+                return c.json("GET", "/v1/healthz")["envs"]
+            finally:
+                c.close()
+        before = envs_alive()
+        env = StreamscaleEnv(profile="etl", addr=self.addr)
+        env.reset(seed=1)
+        other = Connection(self.addr)
+        try:
+            for method, path in (("POST", f"/v1/envs/{env._id}/reset"), ("DELETE", f"/v1/envs/{env._id}")):
+                with self.assertRaises(ServerError) as cm:
+                    other.request(method, path, b'{"seed":1}' if method == "POST" else None)
+                self.assertEqual(cm.exception.code, "unknown_env")
+        finally:
+            other.close()
+        env.step(np.zeros(env.action_space.shape[0], dtype=np.int64))  # untouched
+        self.assertEqual(envs_alive(), before + 1)
+        env._conn.close()  # as a crashed client: no DELETE
+        deadline = time.monotonic() + 20
+        while envs_alive() != before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertEqual(envs_alive(), before, "the env outlived its connection")
+        with self.assertRaises(ConnectionError) as cm:
+            env.step(np.zeros(env.action_space.shape[0], dtype=np.int64))
+        self.assertIn("freed", str(cm.exception))
+        env._id = None
+        env.close()
 
     def test_golden_trajectory(self):
         """Same seed and actions as the Go env's recorded trajectory:
         observations and rewards bit for bit."""
+        if GOLDEN is None:
+            self.skipTest("no streamscale checkout here (run from the repository root or set STREAMSCALE_REPO)")
         for profile in ("etl", "pred"):
             with self.subTest(profile):
                 with open(GOLDEN.format(profile)) as f:

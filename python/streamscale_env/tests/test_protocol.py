@@ -1,12 +1,16 @@
 """The client's HTTP/1.1 framing and section decoding, against a scripted
 socket server (no serve env needed)."""
 
+import os
 import socket
+import tempfile
 import threading
 import unittest
+from unittest import mock
 
 import numpy as np
 
+from streamscale_env import _protocol
 from streamscale_env._protocol import Connection, ServerError, decode, encode_actions
 
 
@@ -137,6 +141,61 @@ class ConnectionTest(unittest.TestCase):
                     conn.close()
         finally:
             srv.close()
+
+
+class BoundConnectionTest(unittest.TestCase):
+    def test_bound_connection_is_not_replaced(self):
+        """Once envs were created over a connection (serve env frees them
+        with it), a closed connection raises instead of reconnecting."""
+        srv = Scripted([ok(b"1"), None, ok(b"2")])
+        conn = Connection(srv.addr, timeout=10)
+        try:
+            self.assertEqual(bytes(conn.request("GET", "/x")), b"1")
+            conn.bound = True
+            with self.assertRaises(ConnectionError) as cm:
+                conn.request("GET", "/x")
+            self.assertIn("freed", str(cm.exception))
+        finally:
+            conn.close()
+            srv.close()
+
+
+class ServerBinaryTest(unittest.TestCase):
+    """Where LocalServer finds serve env, and the errors when it cannot."""
+
+    def env(self, **kw):
+        base = {k: v for k, v in os.environ.items() if k not in ("STREAMSCALE_ENV_BIN", "STREAMSCALE_REPO")}
+        base.update(kw)
+        return mock.patch.dict(os.environ, base, clear=True)
+
+    def test_bin(self):
+        with tempfile.TemporaryDirectory() as d:
+            exe = os.path.join(d, "serve")
+            with open(exe, "w") as f:
+                f.write("#!/bin/sh\n")
+            os.chmod(exe, 0o755)
+            with self.env(STREAMSCALE_ENV_BIN=exe):
+                self.assertEqual(_protocol.server_binary(), exe)
+            with self.env(STREAMSCALE_ENV_BIN=os.path.join(d, "missing")), self.assertRaises(RuntimeError) as cm:
+                _protocol.server_binary()
+            self.assertIn("STREAMSCALE_ENV_BIN", str(cm.exception))
+            on_path = os.path.join(d, "streamscale-serve")
+            os.rename(exe, on_path)
+            with self.env(PATH=d):
+                self.assertEqual(_protocol.server_binary(), on_path)
+
+    def test_no_repo_no_go(self):
+        with tempfile.TemporaryDirectory() as d:
+            with self.env(STREAMSCALE_REPO=d), self.assertRaises(RuntimeError) as cm:
+                _protocol.server_binary()
+            self.assertIn("not a streamscale checkout", str(cm.exception))
+            repo = os.path.join(d, "repo")
+            os.makedirs(os.path.join(repo, "serve"))
+            with open(os.path.join(repo, "go.mod"), "w") as f:
+                f.write("module streamscale\n")
+            with self.env(STREAMSCALE_REPO=repo, PATH=d), self.assertRaises(RuntimeError) as cm:
+                _protocol.server_binary()
+            self.assertIn("needs Go", str(cm.exception))
 
 
 class DecodeTest(unittest.TestCase):

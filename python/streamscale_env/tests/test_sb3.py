@@ -1,0 +1,174 @@
+"""streamscale_env.sb3.VecEnv against Stable-Baselines3's own DummyVecEnv
+over single remote envs (the reference VecEnv semantics): same episode
+seeds and actions → the same observations, rewards, dones and infos,
+terminal_observation and TimeLimit.truncated included; and the VecEnv API
+contract (seed, reset_infos, get_attr, env_method, env_is_wrapped).
+Needs stable_baselines3 (../shared/peers/python) and torch (Debian)."""
+
+import os
+import unittest
+import warnings
+
+import gymnasium as gym
+import numpy as np
+
+from streamscale_env import LocalServer, StreamscaleEnv
+
+try:
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from streamscale_env.sb3 import VecEnv
+except ImportError:
+    if os.environ.get("STREAMSCALE_ENV_REQUIRE_SB3"):  # CI: a missing SB3 fails, never skips
+        raise
+    DummyVecEnv = VecEnv = None
+
+
+class _Seeds(gym.Wrapper):
+    """Resets the wrapped env with the next seed of a given list,
+    whatever seed it is asked for (to replay the adapter's episodes)."""
+
+    def __init__(self, env, seeds):
+        super().__init__(env)
+        self.seeds = list(seeds)
+
+    def reset(self, *, seed=None, options=None):
+        return self.env.reset(seed=self.seeds.pop(0) if self.seeds else 0)
+
+
+@unittest.skipIf(VecEnv is None, "stable_baselines3 not importable")
+class SB3VecEnvTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = LocalServer()
+        cls.addr = cls.server.addr
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def run_adapter(self, n, steps, t, seed):
+        v = VecEnv(num_envs=n, steps=steps, addr=self.addr)
+        try:
+            v.seed(seed)
+            obs = v.reset()
+            rng = np.random.default_rng(seed)
+            out = {"obs": [obs], "rew": [], "done": [], "infos": [], "acts": [], "reset_infos": v.reset_infos}
+            for _ in range(t):
+                a = rng.integers(0, 5, size=(n, v.action_space.shape[0]))
+                obs, rew, done, infos = v.step(a)
+                out["obs"].append(obs)
+                out["rew"].append(rew)
+                out["done"].append(done)
+                out["infos"].append(infos)
+                out["acts"].append(a)
+            return out
+        finally:
+            v.close()
+
+    def test_matches_dummy_vec_env(self):
+        n, steps, t = 3, 4, 11
+        got = self.run_adapter(n, steps, t + 1, seed=5)
+        # Episode seeds of env i, in order: its "seed" info at each step.
+        seeds = [[got["reset_infos"][i]["seed"]] for i in range(n)]
+        for infos in got["infos"]:
+            for i in range(n):
+                if infos[i]["seed"] != seeds[i][-1]:
+                    seeds[i].append(infos[i]["seed"])
+        # The step that ends an episode reports the ended one's seed; the
+        # next episode's shows from the following step on.
+        placements = (42, 37)
+        ref = DummyVecEnv([lambda i=i: _Seeds(StreamscaleEnv(profile="etl", placement_seed=placements[i % 2], steps=steps,
+                                                              addr=self.addr), seeds[i]) for i in range(n)])
+        try:
+            obs = ref.reset()
+            self.assert_obs(obs, got["obs"][0], "reset")
+            ends = 0
+            for s in range(t):
+                obs, rew, done, infos = ref.step(got["acts"][s])
+                at = f"step {s}"
+                self.assert_obs(obs, got["obs"][s + 1], at)
+                np.testing.assert_array_equal(rew, got["rew"][s], at)
+                self.assertEqual(rew.dtype, got["rew"][s].dtype, at)
+                np.testing.assert_array_equal(done, got["done"][s], at)
+                for i in range(n):
+                    g, w = got["infos"][s][i], infos[i]
+                    self.assertEqual(g["TimeLimit.truncated"], w["TimeLimit.truncated"], at)
+                    self.assertEqual(g["step"], w["step"], at)
+                    self.assertEqual(g["reward_total"], w["reward_total"], at)
+                    self.assertEqual(g["applied"], w["applied"], at)
+                    if done[i]:
+                        ends += 1
+                        for k in w["terminal_observation"]:
+                            np.testing.assert_array_equal(g["terminal_observation"][k], w["terminal_observation"][k], at)
+                        self.assertEqual(g["episode"]["l"], steps, at)
+                    else:
+                        self.assertNotIn("terminal_observation", g, at)
+                        self.assertNotIn("episode", g, at)
+            self.assertEqual(ends, n * (t // steps))
+        finally:
+            ref.close()
+
+    def assert_obs(self, got, want, at):
+        self.assertEqual(set(got), set(want), at)
+        for k in want:
+            np.testing.assert_array_equal(got[k], want[k], f"{at}: {k}")
+            self.assertEqual(got[k].dtype, want[k].dtype, f"{at}: {k}")
+
+    def test_seed_determinism(self):
+        a = self.run_adapter(2, 0, 6, seed=11)
+        b = self.run_adapter(2, 0, 6, seed=11)
+        c = self.run_adapter(2, 0, 6, seed=12)
+        flat = lambda r: np.concatenate([o[k].ravel() for o in r["obs"] for k in sorted(o)] + r["rew"]).tobytes()
+        self.assertEqual(flat(a), flat(b))
+        self.assertNotEqual(flat(a), flat(c))
+
+    def test_api(self):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no "render_mode not defined" warning
+            v = VecEnv(num_envs=4, addr=self.addr)
+        try:
+            self.assertEqual(v.num_envs, 4)
+            self.assertIsNone(v.render_mode)
+            self.assertEqual(v.get_attr("placement_seed"), [42, 37, 42, 37])
+            self.assertEqual(v.get_attr("placement_seed", indices=[1, 2]), [37, 42])
+            self.assertEqual(v.get_attr("render_mode", indices=3), [None])
+            self.assertEqual(v.get_attr("action_space")[0], v.action_space)
+            with self.assertRaises(AttributeError):
+                v.get_attr("no_such_attribute")
+            with self.assertRaises(AttributeError):
+                v.set_attr("placement_seed", 1)
+            with self.assertRaises(AttributeError):
+                v.env_method("reset")
+            self.assertEqual(v.env_is_wrapped(gym.Wrapper), [False] * 4)
+            self.assertEqual(v.seed(7), [7, 8, 9, 10])
+            obs = v.reset()
+            self.assertTrue(v.observation_space.contains({k: x[0] for k, x in obs.items()}))
+            self.assertEqual(len(v.reset_infos), 4)
+            self.assertEqual(v._seeds, [None] * 4)  # seeds are used once, as DummyVecEnv does
+            with self.assertRaises(RuntimeError):
+                v.step_wait()
+            v.step_async(np.zeros((4, v.action_space.shape[0]), dtype=np.int64))
+            obs, rew, done, infos = v.step_wait()
+            self.assertEqual((rew.shape, rew.dtype, done.dtype, len(infos)), ((4,), np.float32, np.bool_, 4))
+            self.assertIsInstance(infos[0]["step"], int)
+        finally:
+            v.close()
+
+    def test_ppo_learns_a_few_steps(self):
+        """SB3's PPO runs on the adapter (a smoke test: 2 updates)."""
+        import torch
+        from stable_baselines3 import PPO
+        torch.set_num_threads(1)
+        v = VecEnv(num_envs=4, steps=16, addr=self.addr)
+        try:
+            model = PPO("MultiInputPolicy", v, n_steps=16, batch_size=32, n_epochs=1, seed=0, verbose=0, device="cpu")
+            model.learn(total_timesteps=128)
+            self.assertEqual(model.num_timesteps, 128)
+            self.assertGreater(len(model.ep_info_buffer), 0)  # "episode" infos reached SB3's logger
+        finally:
+            v.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
