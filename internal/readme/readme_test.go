@@ -47,7 +47,7 @@ var tiny = map[string][]string{
 	"eval run":       {"-steps", "20"},
 	"eval paired":    {"-placements", "2", "-steps", "40"},
 	"eval live":      {"-duration", "2s", "-time-scale", "250ms"},
-	"train -config":  {"-steps", "1024", "-n-steps", "128"},
+	"train -config":  {"-steps", "1", "-n-epochs", "1", "-select", "last"},
 	"train -env":     {"-steps", "2048"},
 	"serve local":    {"-duration", "2s", "-rate", "500"},
 	"serve api":      nil,
