@@ -150,7 +150,7 @@ func failureRun(t *testing.T, mode string, seed uint64, interval time.Duration, 
 		t.Fatal(err)
 	}
 	t.Logf("inputs %d completed %d dup %d failures %d workers %d; checkpoints %d (discarded %d, pause ≤ %.1f ms, ≤ %d bytes); restores %+v; seq gaps %d repeats %d",
-		res.Inputs, res.Completed, res.Duplicated, res.Failures, res.Workers, res.Checkpoints, res.CheckpointsDiscarded, res.CheckpointMSMax, res.CheckpointBytesMax, res.Restores, violations.Load(), dupes.Load())
+		res.Inputs, res.Completed, res.Duplicated, res.Failures, res.WorkersEnded, res.Checkpoints, res.CheckpointsDiscarded, res.CheckpointMSMax, res.CheckpointBytesMax, res.Restores, violations.Load(), dupes.Load())
 	for _, m := range res.Migrations {
 		t.Logf("  %+v", m)
 	}
@@ -174,8 +174,8 @@ func checkRecovered(t *testing.T, res Result, p *Planner, prov *inproc, violatio
 	if res.Failures != 1 || res.Inputs != 4500 || res.Completed != res.Inputs || res.Lost != 0 || res.Duplicated != 0 {
 		t.Fatalf("failures %d, inputs %d, completed %d, lost %d, duplicated %d", res.Failures, res.Inputs, res.Completed, res.Lost, res.Duplicated)
 	}
-	if !rejoined || res.Workers != 3 {
-		t.Fatalf("worker 1 did not rejoin (workers at the end %d)", res.Workers)
+	if !rejoined || res.WorkersEnded != 3 {
+		t.Fatalf("worker 1 did not rejoin (workers at the end %d)", res.WorkersEnded)
 	}
 	if len(res.Restores) != 1 || res.Restores[0].Groups == 0 || res.RestoredGroups != res.Restores[0].Groups || res.Replayed != res.Restores[0].Replayed {
 		t.Fatalf("restores %+v (restored groups %d, replayed %d)", res.Restores, res.RestoredGroups, res.Replayed)
@@ -266,14 +266,14 @@ func sigkillCheckpoint(t *testing.T, mode string) {
 		}
 	}, cfg)
 	t.Logf("inputs %d completed %d dup %d failures %d workers %d; checkpoints %d (discarded %d, pause ≤ %.1f ms mean %.1f ms, ≤ %d bytes); restores %+v",
-		res.Inputs, res.Completed, res.Duplicated, res.Failures, res.Workers, res.Checkpoints, res.CheckpointsDiscarded, res.CheckpointMSMax, res.CheckpointMSMean, res.CheckpointBytesMax, res.Restores)
+		res.Inputs, res.Completed, res.Duplicated, res.Failures, res.WorkersEnded, res.Checkpoints, res.CheckpointsDiscarded, res.CheckpointMSMax, res.CheckpointMSMean, res.CheckpointBytesMax, res.Restores)
 	rejoined := false
 	for _, m := range res.Migrations {
 		t.Logf("  %+v", m)
 		rejoined = rejoined || (m.Reason == "rejoin" || m.Reason == "failover") && m.Complete && m.To == 3
 	}
-	if res.Failures != 1 || res.Inputs != 4000 || res.Completed != res.Inputs || res.Duplicated != 0 || !rejoined || res.Workers != 3 || len(res.Restores) != 1 {
-		t.Fatalf("failures %d, inputs %d, completed %d, duplicated %d, rejoined %v, workers %d, restores %d", res.Failures, res.Inputs, res.Completed, res.Duplicated, rejoined, res.Workers, len(res.Restores))
+	if res.Failures != 1 || res.Inputs != 4000 || res.Completed != res.Inputs || res.Duplicated != 0 || !rejoined || res.WorkersEnded != 3 || len(res.Restores) != 1 {
+		t.Fatalf("failures %d, inputs %d, completed %d, duplicated %d, rejoined %v, workers %d, restores %d", res.Failures, res.Inputs, res.Completed, res.Duplicated, rejoined, res.WorkersEnded, len(res.Restores))
 	}
 	counts, covered := p.CheckpointState(1)
 	ledger, _ := p.CheckpointState(0)
@@ -324,8 +324,8 @@ func TestBarrierFanIn(t *testing.T) {
 	if res.CheckpointsDiscarded != 0 || res.Checkpoints < 5 {
 		t.Fatalf("%d checkpoints, %d discarded: %+v", res.Checkpoints, res.CheckpointsDiscarded, res.CheckpointLog)
 	}
-	if len(res.Migrations) != 1 || !res.Migrations[0].Complete || res.Workers != 2 {
-		t.Fatalf("migrations %+v, workers %d", res.Migrations, res.Workers)
+	if len(res.Migrations) != 1 || !res.Migrations[0].Complete || res.WorkersEnded != 2 {
+		t.Fatalf("migrations %+v, workers %d", res.Migrations, res.WorkersEnded)
 	}
 	// Checkpoints and migrations take turns: their intervals (both
 	// measured inside the reconfiguration lock, from the same clock) do

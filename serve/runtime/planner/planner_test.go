@@ -293,8 +293,8 @@ func TestStepNotCutOffByRunEnd(t *testing.T) {
 	res, prov := runPlannerHooked(t, cfg, worker.Config{Interval: 5 * time.Millisecond, Check: time.Millisecond, Slots: 4},
 		func(p *inproc) provider.Provider { return gatedStart{p, &pl} }, func(p *Planner) { pl = p })
 	defer prov.Close()
-	if res.Completed != res.Inputs || len(res.Migrations) != 1 || !res.Migrations[0].Complete || res.Workers != 2 {
-		t.Fatalf("completed %d of %d, migrations %+v, workers at the end %d; want the step's migration complete and 2 workers", res.Completed, res.Inputs, res.Migrations, res.Workers)
+	if res.Completed != res.Inputs || len(res.Migrations) != 1 || !res.Migrations[0].Complete || res.WorkersEnded != 2 {
+		t.Fatalf("completed %d of %d, migrations %+v, workers at the end %d; want the step's migration complete and 2 workers", res.Completed, res.Inputs, res.Migrations, res.WorkersEnded)
 	}
 }
 
@@ -361,7 +361,7 @@ func TestWorkerFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("inputs %d completed %d dup %d failures %d workers %d; seq gaps %d repeats %d", res.Inputs, res.Completed, res.Duplicated, res.Failures, res.Workers, violations.Load(), dupes.Load())
+	t.Logf("inputs %d completed %d dup %d failures %d workers %d; seq gaps %d repeats %d", res.Inputs, res.Completed, res.Duplicated, res.Failures, res.WorkersEnded, violations.Load(), dupes.Load())
 	rejoined := false
 	for _, m := range res.Migrations {
 		t.Logf("  %+v", m)
@@ -370,8 +370,8 @@ func TestWorkerFailure(t *testing.T) {
 	if res.Failures != 1 || res.Completed != res.Inputs || res.Lost != 0 || res.Inputs != 6000 {
 		t.Fatalf("failures %d, inputs %d, completed %d, lost %d", res.Failures, res.Inputs, res.Completed, res.Lost)
 	}
-	if !rejoined || res.Workers != 3 {
-		t.Fatalf("worker 1 did not rejoin (workers at the end %d)", res.Workers)
+	if !rejoined || res.WorkersEnded != 3 {
+		t.Fatalf("worker 1 did not rejoin (workers at the end %d)", res.WorkersEnded)
 	}
 	initial := core.Assign(nil, len(app.Operators), []uint32{0, 1, 2}, nil)
 	want := oracle(app, cfg.Seed, int(res.Inputs))
@@ -413,14 +413,14 @@ func TestSIGKILL(t *testing.T) {
 			t.Error(err)
 		}
 	}, Config{App: app, Seed: 3, Rate: 1000, Duration: 4 * time.Second, Workers: 3, Miss: 10, Rows: func(Row) { once.Do(func() { close(start) }) }})
-	t.Logf("inputs %d completed %d dup %d failures %d workers %d", res.Inputs, res.Completed, res.Duplicated, res.Failures, res.Workers)
+	t.Logf("inputs %d completed %d dup %d failures %d workers %d", res.Inputs, res.Completed, res.Duplicated, res.Failures, res.WorkersEnded)
 	rejoined := false
 	for _, m := range res.Migrations {
 		t.Logf("  %+v", m)
 		rejoined = rejoined || (m.Reason == "rejoin" && m.Complete)
 	}
-	if res.Failures != 1 || res.Inputs != 4000 || res.Completed != res.Inputs || !rejoined || res.Workers != 3 {
-		t.Fatalf("failures %d, inputs %d, completed %d, rejoined %v, workers %d", res.Failures, res.Inputs, res.Completed, rejoined, res.Workers)
+	if res.Failures != 1 || res.Inputs != 4000 || res.Completed != res.Inputs || !rejoined || res.WorkersEnded != 3 {
+		t.Fatalf("failures %d, inputs %d, completed %d, rejoined %v, workers %d", res.Failures, res.Inputs, res.Completed, rejoined, res.WorkersEnded)
 	}
 	// The beats were timed: the p99 gap is about one beat interval
 	// (200 ms) or more, and the killed worker's silence is not counted

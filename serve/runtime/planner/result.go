@@ -74,8 +74,12 @@ type Result struct {
 	P99InCheckpointMS      float64 `json:"p99_in_checkpoint_ms"`
 	P95OutsideCheckpointMS float64 `json:"p95_outside_checkpoint_ms"`
 	P99OutsideCheckpointMS float64 `json:"p99_outside_checkpoint_ms"`
-	Workers                int     `json:"workers"`
-	Failures               int     `json:"failures"`
+	// WorkersStarted is the initial worker count (Config.Workers);
+	// WorkersEnded the live workers when the run ended, after every scale
+	// step and failure.
+	WorkersStarted int `json:"workers_started"`
+	WorkersEnded   int `json:"workers_ended"`
+	Failures       int `json:"failures"`
 	// BeatGapMSP99 and BeatGapMSMax are the 99th percentile and the
 	// largest time between two consecutive heartbeats of one worker, as
 	// the planner read them (0 without two beats): how close a worker
@@ -126,7 +130,7 @@ type Result struct {
 func (p *Planner) result() Result {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r := Result{App: p.cfg.App.Name, Inputs: uint64(len(p.ins)), Completed: p.completed, Duplicated: p.dup, Workers: len(p.core.Live()), Failures: p.core.Failures(), Refused: p.refused, Migrations: p.core.Migrations(), Rows: slices.Clone(p.rows)}
+	r := Result{App: p.cfg.App.Name, Inputs: uint64(len(p.ins)), Completed: p.completed, Duplicated: p.dup, WorkersStarted: p.cfg.Workers, WorkersEnded: len(p.core.Live()), Failures: p.core.Failures(), Refused: p.refused, Migrations: p.core.Migrations(), Rows: slices.Clone(p.rows)}
 	r.Lost = r.Inputs - r.Completed
 	r.ElapsedS = p.lastDone.Seconds()
 	if r.ElapsedS > 0 {
