@@ -47,7 +47,8 @@ func TestLocalCommand(t *testing.T) {
 		P95MS                               float64 `json:"p95_ms"`
 		PlannerMS                           float64 `json:"migration_planner_ms"`
 		PauseMS                             float64 `json:"migration_worker_pause_ms_max"`
-		Workers                             int
+		Started                             int     `json:"workers_started"`
+		Workers                             int     `json:"workers_ended"`
 		Migrations                          []struct{ Complete bool }
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
@@ -57,7 +58,7 @@ func TestLocalCommand(t *testing.T) {
 	if res.Inputs != 6000 || res.Completed != res.Inputs || res.Lost != 0 || res.Duplicated != 0 {
 		t.Fatalf("inputs %d completed %d lost %d duplicated %d", res.Inputs, res.Completed, res.Lost, res.Duplicated)
 	}
-	if len(res.Migrations) != 2 || !res.Migrations[0].Complete || !res.Migrations[1].Complete || res.Workers != 1 {
+	if len(res.Migrations) != 2 || !res.Migrations[0].Complete || !res.Migrations[1].Complete || res.Workers != 1 || res.Started != 2 {
 		t.Fatalf("migrations %+v, workers at the end %d", res.Migrations, res.Workers)
 	}
 	if !(res.P95MS > 0 && res.PlannerMS > 0 && res.PauseMS >= 0) {
@@ -199,7 +200,10 @@ func TestPlannerAndWorkers(t *testing.T) {
 	if c := <-code; c != 0 {
 		t.Fatalf("planner exit %d: %s", c, errb.String())
 	}
-	var res struct{ Inputs, Completed, Workers int }
+	var res struct {
+		Inputs, Completed int
+		Workers           int `json:"workers_ended"`
+	}
 	if err := json.Unmarshal([]byte(out.String()), &res); err != nil {
 		t.Fatal(err)
 	}
