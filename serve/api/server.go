@@ -119,6 +119,16 @@ func New(cfg Config) (*Server, error) {
 		{http.MethodGet, "/v1/policies", []gin.HandlerFunc{s.policies}},
 		{http.MethodPost, "/v1/policies/:name/act", []gin.HandlerFunc{s.act}},
 		{http.MethodPost, "/v1/policies/:name/act/batch", []gin.HandlerFunc{s.actBatch}},
+		// Open Inference Protocol (v2.go)
+		{http.MethodGet, "/v2", []gin.HandlerFunc{s.v2Server}},
+		{http.MethodGet, "/v2/health/live", []gin.HandlerFunc{s.v2Live}},
+		{http.MethodGet, "/v2/health/ready", []gin.HandlerFunc{s.v2Ready}},
+		{http.MethodGet, "/v2/models/:name", []gin.HandlerFunc{s.v2ModelMeta}},
+		{http.MethodGet, "/v2/models/:name/ready", []gin.HandlerFunc{s.v2ModelReady}},
+		{http.MethodPost, "/v2/models/:name/infer", []gin.HandlerFunc{s.v2Infer}},
+		{http.MethodGet, "/v2/models/:name/versions/:version", []gin.HandlerFunc{s.v2ModelMeta}},
+		{http.MethodGet, "/v2/models/:name/versions/:version/ready", []gin.HandlerFunc{s.v2ModelReady}},
+		{http.MethodPost, "/v2/models/:name/versions/:version/infer", []gin.HandlerFunc{s.v2Infer}},
 	}
 	if cfg.AdminToken != "" {
 		routes = append(routes, route{http.MethodPost, "/admin/reload", []gin.HandlerFunc{s.authorize, s.reload}})
