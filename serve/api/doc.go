@@ -55,7 +55,8 @@
 //	    keys, conflicting options, a seed without sampling or sampling
 //	    without a seed
 //	413 a body over Config.MaxBodyBytes (1 MiB) or a batch over MaxBatch (256)
-//	415 a Content-Type other than application/json
+//	415 a Content-Type other than application/json, a charset other than
+//	    utf-8, or a Content-Encoding other than identity
 //	422 a vector of the wrong length, a number that overflows float64, a
 //	    value outside its declared [low, high] (rejected, not clipped: the
 //	    policy never saw such inputs, and clipping would hide a client's

@@ -355,17 +355,43 @@ func (s *Server) serveAct(c *gin.Context, batch bool) {
 }
 
 // checkContentType accepts a missing Content-Type or application/json
-// (with any parameters).
+// (with any parameters, but a charset only utf-8), and a missing
+// Content-Encoding or identity: the server decodes no compressed body, and
+// JSON is UTF-8. Anything else is a 415.
 func checkContentType(r *http.Request) *reqError {
+	for _, enc := range r.Header["Content-Encoding"] {
+		for enc != "" {
+			var one string
+			one, enc, _ = strings.Cut(enc, ",")
+			if one = strings.TrimSpace(one); one != "" && !strings.EqualFold(one, "identity") {
+				return newError(kindUnsupportedMedia, "", "Content-Encoding %.32q is not supported (identity only)", one)
+			}
+		}
+	}
 	v := r.Header["Content-Type"]
 	if len(v) == 0 {
 		return nil
 	}
-	mt, _, _ := strings.Cut(v[0], ";")
-	if strings.EqualFold(strings.TrimSpace(mt), "application/json") {
-		return nil
+	mt, params, _ := strings.Cut(v[0], ";")
+	if !strings.EqualFold(strings.TrimSpace(mt), "application/json") {
+		return newError(kindUnsupportedMedia, "", "Content-Type %.64q is not application/json", v[0])
 	}
-	return newError(kindUnsupportedMedia, "", "Content-Type %.64q is not application/json", v[0])
+	for params != "" {
+		var p string
+		p, params, _ = strings.Cut(params, ";")
+		k, val, _ := strings.Cut(p, "=")
+		if !strings.EqualFold(strings.TrimSpace(k), "charset") {
+			continue
+		}
+		val = strings.TrimSpace(val)
+		if len(val) >= 2 && val[0] == '"' && val[len(val)-1] == '"' {
+			val = val[1 : len(val)-1]
+		}
+		if !strings.EqualFold(val, "utf-8") && !strings.EqualFold(val, "utf8") {
+			return newError(kindUnsupportedMedia, "", "Content-Type charset %.32q is not supported (utf-8 only)", val)
+		}
+	}
+	return nil
 }
 
 // readBody reads the request body into buf (grown as needed) and fails

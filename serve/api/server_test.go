@@ -15,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"streamscale/env"
 	"streamscale/ppo/policy"
 	"streamscale/serve/internal/fixture"
 )
@@ -332,5 +333,49 @@ func TestConcurrentActAndReload(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Fatalf("inconsistent answer %s", e)
+	}
+}
+
+// TestContentEncodingAndCharset: a body in a content encoding or charset
+// the server does not decode is a 415 naming it, on every route that
+// takes a body; identity and utf-8 are accepted.
+func TestContentEncodingAndCharset(t *testing.T) {
+	dir := testDir(t)
+	s := newTestServer(t, dir, "")
+	_, card := readPolicy(t, dir, "pred")
+	o := testObservations(t, "pred", card.Spaces, 1)[0]
+	bodies := map[string][]byte{
+		"/v1/policies/pred/act":       mustJSON(t, map[string]any{"observation": toWire(o)}),
+		"/v1/policies/pred/act/batch": mustJSON(t, map[string]any{"observations": []wireObs{toWire(o)}}),
+		"/v2/models/pred/infer":       mustJSON(t, map[string]any{"inputs": v2Inputs(card.Spaces, []env.Observation{o}, false)}),
+	}
+	for _, tc := range []struct {
+		name   string
+		hdr    []string
+		status int
+		inMsg  string
+	}{
+		{"gzip", []string{"Content-Encoding", "gzip"}, 415, `Content-Encoding "gzip" is not supported`},
+		{"identity then br", []string{"Content-Encoding", "identity, br"}, 415, `Content-Encoding "br"`},
+		{"latin-1", []string{"Content-Type", "application/json; charset=iso-8859-1"}, 415, `charset "iso-8859-1" is not supported`},
+		{"utf-16 quoted", []string{"Content-Type", `application/json; charset="utf-16"`}, 415, `charset "utf-16"`},
+		{"identity", []string{"Content-Encoding", "identity"}, 200, ""},
+		{"UTF-8", []string{"Content-Type", "application/json; charset=UTF-8"}, 200, ""},
+		{"quoted utf-8 among parameters", []string{"Content-Type", `application/json; foo=bar; charset="utf-8"`}, 200, ""},
+	} {
+		for path, body := range bodies {
+			req := httptest.NewRequest("POST", path, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(tc.hdr[0], tc.hdr[1])
+			w := httptest.NewRecorder()
+			s.Handler().ServeHTTP(w, req)
+			var e wireError
+			if tc.status != 200 {
+				json.Unmarshal(w.Body.Bytes(), &e) //nolint:errcheck // an empty message fails below
+			}
+			if w.Code != tc.status || !strings.Contains(e.Error, tc.inMsg) {
+				t.Errorf("%s %s: %d %s, want %d naming %q", tc.name, path, w.Code, w.Body, tc.status, tc.inMsg)
+			}
+		}
 	}
 }
