@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,11 @@ const (
 	DefaultMaxBodyBytes = 1 << 20 // 1 MiB
 	DefaultMaxBatch     = 256
 	MinAdminToken       = 16 // bytes
+	// DefaultReloadInterval is the least time between the starts of two
+	// admin reloads. A reload of the repository's policies allocates about
+	// 2 MB and takes milliseconds; an operator never needs more than one a
+	// second, and a storm of them is what made the heap balloon.
+	DefaultReloadInterval = time.Second
 )
 
 // Config configures a Server. The zero value of every field but Dir is
@@ -39,6 +45,12 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxBatch limits the observations of one batch request (default 256).
 	MaxBatch int
+	// ReloadInterval is the least time between the starts of two POST
+	// /admin/reload (default DefaultReloadInterval, 1 s; negative: no
+	// limit). One that comes sooner, or while a reload runs, is answered
+	// 429 with Retry-After and changes nothing. Reload itself is not
+	// limited.
+	ReloadInterval time.Duration
 	// Log receives reload results and recovered panics (default: discarded).
 	Log io.Writer
 	// Build labels the streamscale_serve_build_info metric (default: none).
@@ -64,6 +76,9 @@ func (c *Config) validate() error {
 	if c.MaxBatch < 1 {
 		return fmt.Errorf("api: MaxBatch %d is not positive", c.MaxBatch)
 	}
+	if c.ReloadInterval == 0 {
+		c.ReloadInterval = DefaultReloadInterval
+	}
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
@@ -81,6 +96,9 @@ type Server struct {
 	draining  atomic.Bool
 	reg       atomic.Pointer[registry]
 	reloadMu  sync.Mutex
+	adminMu   sync.Mutex // guards lastAdmin
+	lastAdmin time.Time  // start of the last admin reload; zero: none yet
+	now       func() time.Time
 	scratch   sync.Pool // *scratch
 	tokenHash [sha256.Size]byte
 	logMu     sync.Mutex
@@ -93,7 +111,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, now: time.Now}
 	s.scratch.New = func() any { return newScratch() }
 	if cfg.AdminToken != "" {
 		s.tokenHash = sha256.Sum256([]byte(cfg.AdminToken))
@@ -449,7 +467,36 @@ func (s *Server) authorize(c *gin.Context) {
 	}
 }
 
+// admitReload decides whether an admin reload may start now: not within
+// Config.ReloadInterval of the last one's start, and not while one runs.
+// It returns the wait to report in Retry-After when not.
+func (s *Server) admitReload() (time.Duration, bool) {
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	now, iv := s.now(), s.cfg.ReloadInterval
+	if iv < 0 {
+		return 0, true
+	}
+	if !s.lastAdmin.IsZero() {
+		if wait := s.lastAdmin.Add(iv).Sub(now); wait > 0 {
+			return wait, false
+		}
+	}
+	if !s.reloadMu.TryLock() {
+		return iv, false
+	}
+	s.reloadMu.Unlock() // Reload takes it again; a racing Reload call just runs first
+	s.lastAdmin = now
+	return 0, true
+}
+
 func (s *Server) reload(c *gin.Context) {
+	if wait, ok := s.admitReload(); !ok {
+		secs := int64((wait + time.Second - 1) / time.Second)
+		c.Header("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+		s.fail(c, newError(kindTooManyReloads, "", "a reload ran less than %v ago or is running; retry in %d s", s.cfg.ReloadInterval, max(secs, 1)))
+		return
+	}
 	if err := s.Reload(); err != nil {
 		msg := err.Error()
 		s.fail(c, &reqError{Kind: kindReloadFailed, Msg: "api: reload failed, current policies kept: " + strings.TrimPrefix(msg, "api: ")})
