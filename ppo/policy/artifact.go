@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"slices"
 
 	"streamscale/env"
@@ -198,6 +199,11 @@ func Load(weights []byte, card *Card) (*Policy, error) {
 			if *st.dst, err = t.Float64s(); err != nil {
 				return nil, fmt.Errorf("%w: %v", ErrMismatch, err)
 			}
+			for i, x := range *st.dst {
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					return nil, fmt.Errorf("%w: tensor %s value %d is %v", ErrNonFinite, st.name, i, x)
+				}
+			}
 		}
 	}
 	if len(byName) != want {
@@ -220,6 +226,11 @@ func Load(weights []byte, card *Card) (*Policy, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrMismatch, err)
 		}
+		for i, x := range v {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return nil, fmt.Errorf("%w: tensor %s value %d is %v", ErrNonFinite, q.Name, i, x)
+			}
+		}
 		dst := theta[q.Off : q.Off+q.Len()]
 		if q.Bias {
 			copy(dst, v)
@@ -237,7 +248,51 @@ func Load(weights []byte, card *Card) (*Policy, error) {
 			return nil, fmt.Errorf("%w: %v", ErrMismatch, err)
 		}
 	}
+	if err := p.selfTest(card.Spaces); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// ErrNonFinite is returned (wrapped) by Load when a tensor holds a NaN or
+// an infinity, or when the policy's outputs on the middle of its
+// observation box are not finite (finite weights can still overflow).
+var ErrNonFinite = errors.New("policy: not finite")
+
+// selfTest runs the loaded policy on the middle of the card's observation
+// box and checks that the value and every log-probability are finite, so
+// that a policy whose weights overflow is refused at load rather than
+// answering NaN for every observation.
+func (p *Policy) selfTest(sp env.Spaces) error {
+	obs := make([]float64, 0, p.arch.Obs)
+	for _, k := range sp.Keys {
+		b := sp.Observation[k]
+		for i := range b.Low {
+			// The middle, or 0 clamped into an unbounded box.
+			m := b.Low[i]/2 + b.High[i]/2
+			if math.IsNaN(m) || math.IsInf(m, 0) {
+				m = max(b.Low[i], min(b.High[i], 0))
+			}
+			if math.IsNaN(m) || math.IsInf(m, 0) {
+				return fmt.Errorf("%w: observation %q bounds of value %d are [%v, %v]", ErrMismatch, k, i, b.Low[i], b.High[i])
+			}
+			obs = append(obs, m)
+		}
+	}
+	act := make([]int, len(p.arch.Nvec))
+	var v, lp [1]float64
+	if err := p.Step(obs, true, nil, act, v[:], lp[:]); err != nil {
+		return fmt.Errorf("policy: self-test: %w", err)
+	}
+	if math.IsNaN(v[0]) || math.IsInf(v[0], 0) {
+		return fmt.Errorf("%w: the critic's value of the box's middle is %v", ErrNonFinite, v[0])
+	}
+	for i, l := range p.logp {
+		if math.IsNaN(float64(l)) || math.IsInf(float64(l), 0) {
+			return fmt.Errorf("%w: the actor's log-probability %d of the box's middle is %v", ErrNonFinite, i, l)
+		}
+	}
+	return nil
 }
 
 // flatSize checks a card's observation layout and returns its flat size.
@@ -259,11 +314,72 @@ func flatSize(s env.Spaces) (int, error) {
 	return n, nil
 }
 
+// Size limits of the files Read reads. The largest trained policy is
+// about 150 KB of weights and 8 KB of card; a [1024, 1024] net over the
+// streamscale observation is about 12 MB.
+const (
+	MaxCardBytes    = 1 << 20  // 1 MiB
+	MaxWeightsBytes = 64 << 20 // 64 MiB
+)
+
+// ErrNotRegular is returned (wrapped) by Read for a path that is not a
+// regular file (a directory, a FIFO, a device), which it refuses without
+// opening it: opening a FIFO blocks until a writer appears.
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge is returned (wrapped) by Read for a file over its limit.
+var ErrTooLarge = errors.New("file too large")
+
+// ReadRegular reads the regular file name of fsys, of at most limit
+// bytes. It checks the file's type and size before opening it (fs.Stat),
+// again on the open file, and reads at most limit+1 bytes, so a file
+// that grows under it is refused too. A FIFO swapped in between the
+// check and the open would still block the open; the check closes the
+// ordinary case (a FIFO or device left in place of the file).
+func ReadRegular(fsys fs.FS, name string, limit int64) ([]byte, error) {
+	check := func(st fs.FileInfo) error {
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("%s is %w (mode %v)", name, ErrNotRegular, st.Mode().Type())
+		}
+		if st.Size() > limit {
+			return fmt.Errorf("%s has %d bytes: %w (limit %d bytes)", name, st.Size(), ErrTooLarge, limit)
+		}
+		return nil
+	}
+	st, err := fs.Stat(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(st); err != nil {
+		return nil, err
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if err := check(st); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s grew past %d bytes while read: %w", name, limit, ErrTooLarge)
+	}
+	return b, nil
+}
+
 // Read reads <name>.safetensors and <name>.json from fsys (name is
-// usually FileName) and loads them with Load. The card may carry no
-// field this package does not know.
+// usually FileName) and loads them with Load. Each must be a regular file
+// within its limit (MaxCardBytes, MaxWeightsBytes; ReadRegular). The card
+// may carry no field this package does not know.
 func Read(fsys fs.FS, name string) (*Policy, *Card, error) {
-	cb, err := fs.ReadFile(fsys, name+".json")
+	cb, err := ReadRegular(fsys, name+".json", MaxCardBytes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("policy: %w", err)
 	}
@@ -273,7 +389,7 @@ func Read(fsys fs.FS, name string) (*Policy, *Card, error) {
 	if err := dec.Decode(&card); err != nil {
 		return nil, nil, fmt.Errorf("policy: policy card %s.json: %w", name, err)
 	}
-	wb, err := fs.ReadFile(fsys, name+".safetensors")
+	wb, err := ReadRegular(fsys, name+".safetensors", MaxWeightsBytes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("policy: %w", err)
 	}

@@ -1,6 +1,20 @@
 // Package api is streamscale's HTTP inference service: it loads the PPO
 // policy artifacts of a directory and serves their actions over a gin
-// router.
+// router, on its own v1 routes and on the Open Inference Protocol's
+// (KServe V2) REST routes.
+//
+// # Policies
+//
+// With a manifest (<Dir>/manifest.json, package policyset) the server
+// serves every model the manifest lists: <Dir>/<set>/<profile>/policy.*,
+// named <profile> for the set "default" and <set>-<profile> otherwise
+// (pred, paper-pred, calibrated-etl); a listed policy that is missing, or
+// whose card names another profile, fails the load. Without one it serves
+// every <Dir>/<name>/ holding a policy.json, as <name>. Card and weights
+// are read as regular files within policy.MaxCardBytes (1 MiB) and
+// policy.MaxWeightsBytes (64 MiB), the manifest within
+// policyset.MaxManifestBytes (1 MiB); a policy with a non-finite weight
+// or output is refused at load (policy.Load).
 //
 // # Routes
 //
@@ -12,6 +26,16 @@
 //	POST /v1/policies/{name}/act        one observation → action, deltas (or target_utilization), value[, probabilities]
 //	POST /v1/policies/{name}/act/batch  up to Config.MaxBatch observations, results in the same order
 //	POST /admin/reload                  re-read the directory (bearer token; absent without Config.AdminToken)
+//
+//	GET  /v2                                   Open Inference Protocol server metadata
+//	GET  /v2/health/live                       200, empty body
+//	GET  /v2/health/ready                      200 as /readyz, else 400 (the protocol's "4xx is false"), empty body
+//	GET  /v2/models/{name}[/versions/{v}]      model metadata: name, versions (weights SHA-256), platform, input and output tensors
+//	GET  /v2/models/{name}[/versions/{v}]/ready  200, 400 before the load or while draining, 404 for an unknown model or version
+//	POST /v2/models/{name}[/versions/{v}]/infer  inputs app, server, task (FP32, [batch, …Box shape]) → action (INT64), value (FP32)
+//
+// The v2 routes are described in v2.go; their errors are {"error": …}
+// only, and a value that does not fit the policy is a 400 there (422 on v1).
 //
 // Every GET route answers HEAD as well.
 //
@@ -31,7 +55,8 @@
 //	    keys, conflicting options, a seed without sampling or sampling
 //	    without a seed
 //	413 a body over Config.MaxBodyBytes (1 MiB) or a batch over MaxBatch (256)
-//	415 a Content-Type other than application/json
+//	415 a Content-Type other than application/json, a charset other than
+//	    utf-8, or a Content-Encoding other than identity
 //	422 a vector of the wrong length, a number that overflows float64, a
 //	    value outside its declared [low, high] (rejected, not clipped: the
 //	    policy never saw such inputs, and clipping would hide a client's

@@ -22,13 +22,14 @@ const (
 	kindNotReady                        // policies not loaded yet (503)
 	kindReloadFailed                    // reload rejected, old policies kept (500)
 	kindInternal                        // handler panic or non-finite policy output (500)
+	kindTooManyReloads                  // admin reload within Config.ReloadInterval of the last, or during one (429)
 	numKinds
 )
 
 var kindNames = [numKinds]string{
 	"bad_json", "bad_request", "invalid_observation", "body_too_large", "batch_too_large",
 	"unsupported_media_type", "policy_not_found", "route_not_found", "method_not_allowed",
-	"unauthorized", "not_ready", "reload_failed", "internal",
+	"unauthorized", "not_ready", "reload_failed", "internal", "too_many_reloads",
 }
 
 var kindStatus = [numKinds]int{
@@ -36,7 +37,7 @@ var kindStatus = [numKinds]int{
 	http.StatusRequestEntityTooLarge, http.StatusRequestEntityTooLarge,
 	http.StatusUnsupportedMediaType, http.StatusNotFound, http.StatusNotFound,
 	http.StatusMethodNotAllowed, http.StatusUnauthorized, http.StatusServiceUnavailable,
-	http.StatusInternalServerError, http.StatusInternalServerError,
+	http.StatusInternalServerError, http.StatusInternalServerError, http.StatusTooManyRequests,
 }
 
 // reqError is a request the server refused, as the JSON body

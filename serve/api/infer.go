@@ -101,6 +101,11 @@ func (e *entry) infer(sc *scratch) error {
 			return err
 		}
 	}
+	for i, q := range sc.probs {
+		if !(q >= 0 && q <= 1) { // NaN too
+			return fmt.Errorf("api: policy %s: probability %d of observation %d is %v", e.name, i%width, i/width, q)
+		}
+	}
 	return nil
 }
 

@@ -8,17 +8,17 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sync"
 
 	"streamscale/env"
+	"streamscale/policyset"
 	"streamscale/ppo/policy"
 )
 
 // validName is what a policy (directory) name may look like: it appears
 // in URLs and metric-free log lines.
-var validName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+var validName = policyset.ValidName
 
 // registry is an immutable set of loaded policies; the server swaps whole
 // registries atomically.
@@ -31,6 +31,7 @@ type registry struct {
 // entry is one loaded policy. Everything but the pool is read-only.
 type entry struct {
 	name    string
+	set     string // policy set (policyset manifest); empty without a manifest
 	version string // hex SHA-256 of the weights
 	card    *policy.Card
 	lay     layout
@@ -43,6 +44,7 @@ type entry struct {
 	base      *policy.Policy
 	pool      sync.Pool // *policy.Policy clones: a Policy is not safe for concurrent use
 	comb      combiner  // merges concurrent single deterministic requests
+	v2        v2Model   // Open Inference Protocol view
 }
 
 // policy returns a clone of the policy for one request's exclusive use;
@@ -50,46 +52,72 @@ type entry struct {
 func (e *entry) policy() *policy.Policy { return e.pool.Get().(*policy.Policy) }
 func (e *entry) put(p *policy.Policy)   { e.pool.Put(p) }
 
-// loadRegistry reads every <dir>/<name>/policy.json (with its weights),
-// validates it and runs a self-test forward pass. Subdirectories without
-// policy.json (e.g. a training run in progress) are skipped; any artifact
-// that is present but invalid fails the whole load.
+// loadRegistry loads the policies of dir. With a manifest
+// (policyset.ManifestName) it loads every model the manifest lists,
+// <dir>/<set>/<profile>/policy.*, named policyset.ModelName(set, profile),
+// and a listed policy that is missing fails the load. Without one it reads
+// every <dir>/<name>/policy.json (with its weights), served as <name>;
+// subdirectories without policy.json (e.g. a training run in progress) are
+// skipped. Either way every policy is validated and self-tested, and any
+// artifact that is present but invalid fails the whole load.
 func loadRegistry(dir string, m *metrics) (*registry, []string, error) {
-	des, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, nil, fmt.Errorf("api: policies: %w", err)
-	}
 	reg := &registry{byName: map[string]*entry{}}
-	var skipped []string
-	for _, de := range des {
-		name := de.Name()
-		sub := filepath.Join(dir, name)
-		if st, err := os.Stat(sub); err != nil || !st.IsDir() {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(sub, policy.FileName+".json")); errors.Is(err, fs.ErrNotExist) {
-			skipped = append(skipped, name)
-			continue
-		}
-		if !validName.MatchString(name) {
-			return nil, nil, fmt.Errorf("api: policy directory %q: name must match %s", name, validName)
-		}
+	add := func(name, set, sub, profile string) error {
 		p, card, err := policy.Read(os.DirFS(sub), policy.FileName)
 		if err != nil {
-			return nil, nil, fmt.Errorf("api: policy %s: %w", name, err)
+			return fmt.Errorf("api: policy %s: %w", name, err)
+		}
+		if profile != "" && card.Profile != profile {
+			return fmt.Errorf("api: policy %s: card of %s has profile %q, the manifest lists %q", name, sub, card.Profile, profile)
 		}
 		e, err := newEntry(name, p, card)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
+		e.set = set
 		if m != nil {
 			e.comb.passes, e.comb.rows = &m.passes, &m.rows
 		}
 		reg.byName[name] = e
 		reg.names = append(reg.names, name)
+		return nil
+	}
+	var skipped []string
+	man, err := policyset.Read(os.DirFS(dir))
+	switch {
+	case err == nil:
+		for _, md := range man.Models() {
+			if err := add(md.Name, md.Set, filepath.Join(dir, filepath.FromSlash(md.Dir)), md.Profile); err != nil {
+				return nil, nil, err
+			}
+		}
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, nil, fmt.Errorf("api: policies %s: %w", dir, err)
+	default:
+		des, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("api: policies: %w", err)
+		}
+		for _, de := range des {
+			name := de.Name()
+			sub := filepath.Join(dir, name)
+			if st, err := os.Stat(sub); err != nil || !st.IsDir() {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(sub, policy.FileName+".json")); errors.Is(err, fs.ErrNotExist) {
+				skipped = append(skipped, name)
+				continue
+			}
+			if !validName.MatchString(name) {
+				return nil, nil, fmt.Errorf("api: policy directory %q: name must match %s", name, validName)
+			}
+			if err := add(name, "", sub, ""); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	if len(reg.names) == 0 {
-		return nil, skipped, fmt.Errorf("api: no policies in %s (want %s/<name>/%s.json)", dir, dir, policy.FileName)
+		return nil, skipped, fmt.Errorf("api: no policies in %s (want %s/%s or %s/<name>/%s.json)", dir, dir, policyset.ManifestName, dir, policy.FileName)
 	}
 	slices.Sort(reg.names)
 	if reg.list, err = policyList(reg); err != nil {
@@ -142,6 +170,9 @@ func newEntry(name string, p *policy.Policy, card *policy.Card) (*entry, error) 
 		}
 		e.rows += n - 1
 	}
+	if err := e.initV2(); err != nil {
+		return nil, fmt.Errorf("api: policy %s: %w", name, err)
+	}
 	e.pool.New = func() any { return e.base.Clone() }
 	if err := e.selfTest(); err != nil {
 		return nil, fmt.Errorf("api: policy %s: self-test: %w", name, err)
@@ -158,7 +189,7 @@ func (e *entry) selfTest() error {
 	sc.req.n = 1
 	sc.req.obs = make([]float64, e.lay.size)
 	for i := range sc.req.obs {
-		sc.req.obs[i] = e.lay.low[i] + (e.lay.high[i]-e.lay.low[i])/2
+		sc.req.obs[i] = e.lay.low[i]/2 + e.lay.high[i]/2
 	}
 	for _, sample := range []bool{false, true} {
 		sc.req.sample, sc.req.seed, sc.req.probabilities = sample, 1, true
@@ -180,7 +211,7 @@ func (e *entry) selfTest() error {
 			for _, q := range sc.probs[off : off+n] {
 				sum += q
 			}
-			if math.Abs(sum-1) > 1e-9 {
+			if !(math.Abs(sum-1) <= 1e-9) { // false for NaN too
 				return fmt.Errorf("probabilities of dimension %d sum to %v", d, sum)
 			}
 			off += n
@@ -199,6 +230,7 @@ func (e *entry) selfTest() error {
 // policyInfo is one element of GET /v1/policies.
 type policyInfo struct {
 	Name        string          `json:"name"`
+	Set         string          `json:"set,omitempty"` // policy set of the manifest; absent without one
 	Version     string          `json:"version"`
 	Profile     string          `json:"profile"`
 	Env         string          `json:"env"`
@@ -239,7 +271,7 @@ func policyList(reg *registry) ([]byte, error) {
 		e := reg.byName[name]
 		c := e.card
 		out.Policies = append(out.Policies, policyInfo{
-			Name: name, Version: e.version, Profile: c.Profile, Env: c.Env,
+			Name: name, Set: e.set, Version: e.version, Profile: c.Profile, Env: c.Env,
 			Observation: observationInfo{Keys: c.Spaces.Keys, Size: e.lay.size, Boxes: c.Spaces.Observation},
 			Action:      actionInfo{Nvec: e.nvec, DeltaMillicores: c.Spaces.DeltaMillicores, TargetUtilization: c.Spaces.TargetUtilization},
 			Training: trainingInfo{

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,11 @@ const (
 	DefaultMaxBodyBytes = 1 << 20 // 1 MiB
 	DefaultMaxBatch     = 256
 	MinAdminToken       = 16 // bytes
+	// DefaultReloadInterval is the least time between the starts of two
+	// admin reloads. A reload of the repository's policies allocates about
+	// 2 MB and takes milliseconds; an operator never needs more than one a
+	// second, and a storm of them is what made the heap balloon.
+	DefaultReloadInterval = time.Second
 )
 
 // Config configures a Server. The zero value of every field but Dir is
@@ -39,6 +45,12 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxBatch limits the observations of one batch request (default 256).
 	MaxBatch int
+	// ReloadInterval is the least time between the starts of two POST
+	// /admin/reload (default DefaultReloadInterval, 1 s; negative: no
+	// limit). One that comes sooner, or while a reload runs, is answered
+	// 429 with Retry-After and changes nothing. Reload itself is not
+	// limited.
+	ReloadInterval time.Duration
 	// Log receives reload results and recovered panics (default: discarded).
 	Log io.Writer
 	// Build labels the streamscale_serve_build_info metric (default: none).
@@ -64,6 +76,9 @@ func (c *Config) validate() error {
 	if c.MaxBatch < 1 {
 		return fmt.Errorf("api: MaxBatch %d is not positive", c.MaxBatch)
 	}
+	if c.ReloadInterval == 0 {
+		c.ReloadInterval = DefaultReloadInterval
+	}
 	if c.Log == nil {
 		c.Log = io.Discard
 	}
@@ -81,6 +96,9 @@ type Server struct {
 	draining  atomic.Bool
 	reg       atomic.Pointer[registry]
 	reloadMu  sync.Mutex
+	adminMu   sync.Mutex // guards lastAdmin
+	lastAdmin time.Time  // start of the last admin reload; zero: none yet
+	now       func() time.Time
 	scratch   sync.Pool // *scratch
 	tokenHash [sha256.Size]byte
 	logMu     sync.Mutex
@@ -93,7 +111,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, now: time.Now}
 	s.scratch.New = func() any { return newScratch() }
 	if cfg.AdminToken != "" {
 		s.tokenHash = sha256.Sum256([]byte(cfg.AdminToken))
@@ -119,6 +137,16 @@ func New(cfg Config) (*Server, error) {
 		{http.MethodGet, "/v1/policies", []gin.HandlerFunc{s.policies}},
 		{http.MethodPost, "/v1/policies/:name/act", []gin.HandlerFunc{s.act}},
 		{http.MethodPost, "/v1/policies/:name/act/batch", []gin.HandlerFunc{s.actBatch}},
+		// Open Inference Protocol (v2.go)
+		{http.MethodGet, "/v2", []gin.HandlerFunc{s.v2Server}},
+		{http.MethodGet, "/v2/health/live", []gin.HandlerFunc{s.v2Live}},
+		{http.MethodGet, "/v2/health/ready", []gin.HandlerFunc{s.v2Ready}},
+		{http.MethodGet, "/v2/models/:name", []gin.HandlerFunc{s.v2ModelMeta}},
+		{http.MethodGet, "/v2/models/:name/ready", []gin.HandlerFunc{s.v2ModelReady}},
+		{http.MethodPost, "/v2/models/:name/infer", []gin.HandlerFunc{s.v2Infer}},
+		{http.MethodGet, "/v2/models/:name/versions/:version", []gin.HandlerFunc{s.v2ModelMeta}},
+		{http.MethodGet, "/v2/models/:name/versions/:version/ready", []gin.HandlerFunc{s.v2ModelReady}},
+		{http.MethodPost, "/v2/models/:name/versions/:version/infer", []gin.HandlerFunc{s.v2Infer}},
 	}
 	if cfg.AdminToken != "" {
 		routes = append(routes, route{http.MethodPost, "/admin/reload", []gin.HandlerFunc{s.authorize, s.reload}})
@@ -345,17 +373,43 @@ func (s *Server) serveAct(c *gin.Context, batch bool) {
 }
 
 // checkContentType accepts a missing Content-Type or application/json
-// (with any parameters).
+// (with any parameters, but a charset only utf-8), and a missing
+// Content-Encoding or identity: the server decodes no compressed body, and
+// JSON is UTF-8. Anything else is a 415.
 func checkContentType(r *http.Request) *reqError {
+	for _, enc := range r.Header["Content-Encoding"] {
+		for enc != "" {
+			var one string
+			one, enc, _ = strings.Cut(enc, ",")
+			if one = strings.TrimSpace(one); one != "" && !strings.EqualFold(one, "identity") {
+				return newError(kindUnsupportedMedia, "", "Content-Encoding %.32q is not supported (identity only)", one)
+			}
+		}
+	}
 	v := r.Header["Content-Type"]
 	if len(v) == 0 {
 		return nil
 	}
-	mt, _, _ := strings.Cut(v[0], ";")
-	if strings.EqualFold(strings.TrimSpace(mt), "application/json") {
-		return nil
+	mt, params, _ := strings.Cut(v[0], ";")
+	if !strings.EqualFold(strings.TrimSpace(mt), "application/json") {
+		return newError(kindUnsupportedMedia, "", "Content-Type %.64q is not application/json", v[0])
 	}
-	return newError(kindUnsupportedMedia, "", "Content-Type %.64q is not application/json", v[0])
+	for params != "" {
+		var p string
+		p, params, _ = strings.Cut(params, ";")
+		k, val, _ := strings.Cut(p, "=")
+		if !strings.EqualFold(strings.TrimSpace(k), "charset") {
+			continue
+		}
+		val = strings.TrimSpace(val)
+		if len(val) >= 2 && val[0] == '"' && val[len(val)-1] == '"' {
+			val = val[1 : len(val)-1]
+		}
+		if !strings.EqualFold(val, "utf-8") && !strings.EqualFold(val, "utf8") {
+			return newError(kindUnsupportedMedia, "", "Content-Type charset %.32q is not supported (utf-8 only)", val)
+		}
+	}
+	return nil
 }
 
 // readBody reads the request body into buf (grown as needed) and fails
@@ -413,7 +467,36 @@ func (s *Server) authorize(c *gin.Context) {
 	}
 }
 
+// admitReload decides whether an admin reload may start now: not within
+// Config.ReloadInterval of the last one's start, and not while one runs.
+// It returns the wait to report in Retry-After when not.
+func (s *Server) admitReload() (time.Duration, bool) {
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	now, iv := s.now(), s.cfg.ReloadInterval
+	if iv < 0 {
+		return 0, true
+	}
+	if !s.lastAdmin.IsZero() {
+		if wait := s.lastAdmin.Add(iv).Sub(now); wait > 0 {
+			return wait, false
+		}
+	}
+	if !s.reloadMu.TryLock() {
+		return iv, false
+	}
+	s.reloadMu.Unlock() // Reload takes it again; a racing Reload call just runs first
+	s.lastAdmin = now
+	return 0, true
+}
+
 func (s *Server) reload(c *gin.Context) {
+	if wait, ok := s.admitReload(); !ok {
+		secs := int64((wait + time.Second - 1) / time.Second)
+		c.Header("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+		s.fail(c, newError(kindTooManyReloads, "", "a reload ran less than %v ago or is running; retry in %d s", s.cfg.ReloadInterval, max(secs, 1)))
+		return
+	}
 	if err := s.Reload(); err != nil {
 		msg := err.Error()
 		s.fail(c, &reqError{Kind: kindReloadFailed, Msg: "api: reload failed, current policies kept: " + strings.TrimPrefix(msg, "api: ")})

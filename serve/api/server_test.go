@@ -12,9 +12,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"streamscale/env"
 	"streamscale/ppo/policy"
 	"streamscale/serve/internal/fixture"
 )
@@ -217,6 +219,7 @@ func TestAdminReload(t *testing.T) {
 		t.Fatalf("admin route without a configured token: %d", w.Code)
 	}
 	s := newTestServer(t, dir, testToken)
+	s.now = tickingClock(time.Second) // past the reload rate limit every time
 	auth := []string{"Authorization", "Bearer " + testToken}
 	v0 := s.Policies()
 
@@ -332,5 +335,119 @@ func TestConcurrentActAndReload(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Fatalf("inconsistent answer %s", e)
+	}
+}
+
+// TestContentEncodingAndCharset: a body in a content encoding or charset
+// the server does not decode is a 415 naming it, on every route that
+// takes a body; identity and utf-8 are accepted.
+func TestContentEncodingAndCharset(t *testing.T) {
+	dir := testDir(t)
+	s := newTestServer(t, dir, "")
+	_, card := readPolicy(t, dir, "pred")
+	o := testObservations(t, "pred", card.Spaces, 1)[0]
+	bodies := map[string][]byte{
+		"/v1/policies/pred/act":       mustJSON(t, map[string]any{"observation": toWire(o)}),
+		"/v1/policies/pred/act/batch": mustJSON(t, map[string]any{"observations": []wireObs{toWire(o)}}),
+		"/v2/models/pred/infer":       mustJSON(t, map[string]any{"inputs": v2Inputs(card.Spaces, []env.Observation{o}, false)}),
+	}
+	for _, tc := range []struct {
+		name   string
+		hdr    []string
+		status int
+		inMsg  string
+	}{
+		{"gzip", []string{"Content-Encoding", "gzip"}, 415, `Content-Encoding "gzip" is not supported`},
+		{"identity then br", []string{"Content-Encoding", "identity, br"}, 415, `Content-Encoding "br"`},
+		{"latin-1", []string{"Content-Type", "application/json; charset=iso-8859-1"}, 415, `charset "iso-8859-1" is not supported`},
+		{"utf-16 quoted", []string{"Content-Type", `application/json; charset="utf-16"`}, 415, `charset "utf-16"`},
+		{"identity", []string{"Content-Encoding", "identity"}, 200, ""},
+		{"UTF-8", []string{"Content-Type", "application/json; charset=UTF-8"}, 200, ""},
+		{"quoted utf-8 among parameters", []string{"Content-Type", `application/json; foo=bar; charset="utf-8"`}, 200, ""},
+	} {
+		for path, body := range bodies {
+			req := httptest.NewRequest("POST", path, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(tc.hdr[0], tc.hdr[1])
+			w := httptest.NewRecorder()
+			s.Handler().ServeHTTP(w, req)
+			var e wireError
+			if tc.status != 200 {
+				json.Unmarshal(w.Body.Bytes(), &e) //nolint:errcheck // an empty message fails below
+			}
+			if w.Code != tc.status || !strings.Contains(e.Error, tc.inMsg) {
+				t.Errorf("%s %s: %d %s, want %d naming %q", tc.name, path, w.Code, w.Body, tc.status, tc.inMsg)
+			}
+		}
+	}
+}
+
+// tickingClock returns a clock that advances by step at every reading.
+func tickingClock(step time.Duration) func() time.Time {
+	var mu sync.Mutex
+	t := time.Unix(1e9, 0)
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t = t.Add(step)
+		return t
+	}
+}
+
+// TestReloadRateLimited: an admin reload within Config.ReloadInterval of
+// the last one's start is a 429 with Retry-After (whole seconds, rounded
+// up) and reloads nothing; after the interval it runs; a negative
+// interval disables the limit. The clock is the server's, set here.
+func TestReloadRateLimited(t *testing.T) {
+	dir := testDir(t)
+	auth := []string{"Authorization", "Bearer " + testToken}
+	s := newTestServer(t, dir, testToken)
+	now := time.Unix(1e9, 0)
+	s.now = func() time.Time { return now }
+	okStatus(t, do(s, "POST", "/admin/reload", nil, auth...))
+	for _, tc := range []struct {
+		after      time.Duration
+		status     int
+		retryAfter string
+	}{
+		{0, 429, "1"},
+		{300 * time.Millisecond, 429, "1"},
+		{999 * time.Millisecond, 429, "1"},
+		{time.Second, 200, ""},
+		{time.Second + time.Nanosecond, 429, "1"},
+		{2 * time.Second, 200, ""},
+	} {
+		now = time.Unix(1e9, 0).Add(tc.after)
+		w := do(s, "POST", "/admin/reload", nil, auth...)
+		if w.Code != tc.status || w.Header().Get("Retry-After") != tc.retryAfter {
+			t.Fatalf("reload %v after the first: %d Retry-After %q, want %d %q: %s", tc.after, w.Code, w.Header().Get("Retry-After"), tc.status, tc.retryAfter, w.Body)
+		}
+	}
+	m := do(s, "GET", "/metrics", nil).Body.String()
+	for _, line := range []string{`streamscale_serve_errors_total{kind="too_many_reloads"} 4`, `streamscale_serve_reloads_total{result="ok"} 4`} {
+		if !strings.Contains(m, line) {
+			t.Errorf("metrics lack %s", line)
+		}
+	}
+
+	// A longer interval rounds Retry-After up to whole seconds.
+	s2, err := New(Config{Dir: dir, AdminToken: testToken, ReloadInterval: 90 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.now = func() time.Time { return now }
+	okStatus(t, do(s2, "POST", "/admin/reload", nil, auth...))
+	now = now.Add(30*time.Second + time.Millisecond)
+	if w := do(s2, "POST", "/admin/reload", nil, auth...); w.Code != 429 || w.Header().Get("Retry-After") != "60" {
+		t.Fatalf("90 s interval, 30 s later: %d Retry-After %q", w.Code, w.Header().Get("Retry-After"))
+	}
+
+	// No limit.
+	s3, err := New(Config{Dir: dir, AdminToken: testToken, ReloadInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		okStatus(t, do(s3, "POST", "/admin/reload", nil, auth...))
 	}
 }

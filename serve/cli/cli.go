@@ -12,8 +12,6 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"golang.org/x/net/netutil"
-
 	"streamscale/internal/command"
 	"streamscale/serve/api"
 	"streamscale/serve/loadgen"
@@ -57,19 +55,27 @@ const (
 	idleTimeout       = 60 * time.Second
 	maxHeaderBytes    = 16 << 10
 	gcPercent         = 400 // unless $GOGC is set
+	// defaultMemoryLimit is serve api's soft memory limit (unless
+	// $GOMEMLIMIT is set): GOGC=400 alone let 1,000 reloads grow the heap
+	// in use to about 1 GiB (api.TestReloadHeapBounded); the live heap is
+	// a few MB.
+	defaultMemoryLimit = 256 << 20
 )
 
 func runAPI(ctx context.Context, args []string, o command.IO) error {
 	fs := command.NewFlagSet("serve api")
 	cfg := api.Config{Log: o.Stderr}
-	fs.StringVar(&cfg.Dir, "policies", "policies", "directory of policies: <DIR>/<name>/policy.json and policy.safetensors")
+	fs.StringVar(&cfg.Dir, "policies", "policies", "directory of policies: with <DIR>/manifest.json every set it lists, <DIR>/<set>/<profile>/policy.{json,safetensors}, served as <profile> (set default) or <set>-<profile>; without, every <DIR>/<name>/policy.json, served as <name>")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address (host:port; loopback unless you mean otherwise)")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token enabling POST /admin/reload, ≥16 bytes (default $"+TokenEnv+"; none: no admin routes)")
 	fs.Int64Var(&cfg.MaxBodyBytes, "max-body", api.DefaultMaxBodyBytes, "request body limit in bytes")
 	fs.IntVar(&cfg.MaxBatch, "max-batch", api.DefaultMaxBatch, "observations per batch request")
-	maxConns := fs.Int("max-conns", 1024, "open client connections at most; further ones wait in the kernel's accept queue")
+	maxConns := fs.Int("max-conns", 1024, "open client connections at most; at the cap the one idle longest is closed for a newcomer, and with none idle the newcomer gets a -health-conns slot")
+	healthConns := fs.Int("health-conns", 8, "connections beyond -max-conns that serve only /healthz, /readyz and /v2/health/* at once (other requests on them wait up to 5 s for a slot, then 503); further ones wait in the kernel's accept queue")
 	drain := fs.Duration("drain-delay", 2*time.Second, "at shutdown, how long /readyz reports 503 while every route still serves, before the listener closes")
 	grace := fs.Duration("shutdown-timeout", 10*time.Second, "then how long requests in flight may take to finish")
+	fs.DurationVar(&cfg.ReloadInterval, "reload-interval", api.DefaultReloadInterval, "least time between two POST /admin/reload; sooner ones get 429 with Retry-After (negative: no limit)")
+	memLimit := fs.Int64("memory-limit", defaultMemoryLimit, "soft memory limit of the Go runtime in bytes (runtime/debug.SetMemoryLimit; $GOMEMLIMIT, when set, wins)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (diagnostics)")
 	if err := command.Parse(fs, "usage: serve api [flags]\nserves the policies of a directory over HTTP", args, o); err != nil {
 		return err
@@ -77,10 +83,16 @@ func runAPI(ctx context.Context, args []string, o command.IO) error {
 	switch {
 	case *maxConns < 1:
 		return command.Usagef("serve api: -max-conns %d, want ≥ 1", *maxConns)
+	case *healthConns < 0:
+		return command.Usagef("serve api: -health-conns %d, want ≥ 0", *healthConns)
 	case *drain < 0:
 		return command.Usagef("serve api: -drain-delay %v, want ≥ 0", *drain)
 	case *grace <= 0:
 		return command.Usagef("serve api: -shutdown-timeout %v, want > 0", *grace)
+	case *memLimit < 16<<20:
+		return command.Usagef("serve api: -memory-limit %d, want ≥ %d (16 MiB)", *memLimit, 16<<20)
+	case cfg.ReloadInterval == 0:
+		return command.Usagef("serve api: -reload-interval 0; want > 0, or negative for no limit")
 	}
 	switch {
 	case cfg.AdminToken != "" && len(cfg.AdminToken) < api.MinAdminToken:
@@ -93,8 +105,14 @@ func runAPI(ctx context.Context, args []string, o command.IO) error {
 	}
 	if o.Getenv != nil && o.Env("GOGC") == "" {
 		// The live heap is a few MB; at GOGC=100 a loaded server collects
-		// about ten times a second, and each cycle shows in the tail.
+		// about ten times a second, and each cycle shows in the tail. Never
+		// without a memory limit: garbage (a reload allocates about 2 MB)
+		// would otherwise pile up to five times the heap at the last
+		// collection.
 		debug.SetGCPercent(gcPercent)
+	}
+	if o.Getenv != nil && o.Env("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(*memLimit)
 	}
 	cfg.Build = command.BuildInfo()
 	s, err := api.New(cfg)
@@ -119,8 +137,14 @@ func runAPI(ctx context.Context, args []string, o command.IO) error {
 	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil && !ap.Addr().Unmap().IsLoopback() {
 		fmt.Fprintf(o.Stderr, "serve: note: listening on %s, which is not a loopback address\n", ap)
 	}
+	tcp, ok := ln.(*net.TCPListener)
+	if !ok {
+		ln.Close() //nolint:errcheck
+		return fmt.Errorf("serve: -addr %s is not a TCP address", *addr)
+	}
+	limiter := newConnLimiter(tcp, *maxConns, *healthConns)
 	srv := &http.Server{
-		Handler:           s.Handler(),
+		Handler:           limiter.handler(s.Handler()),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -128,18 +152,17 @@ func runAPI(ctx context.Context, args []string, o command.IO) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          log.New(o.Stderr, "serve: http: ", 0),
 	}
-	tcp, ok := ln.(*net.TCPListener)
-	if !ok {
-		ln.Close() //nolint:errcheck
-		return fmt.Errorf("serve: -addr %s is not a TCP address", *addr)
-	}
-	final := newFinalListener(netutil.LimitListener(tcp, *maxConns), tcp)
+	final := newFinalListener(limiter, tcp)
 	var fresh newConns
-	srv.ConnState = fresh.state
+	srv.ConnState = func(c net.Conn, st http.ConnState) {
+		fresh.state(c, st)
+		limiter.state(c, st)
+	}
+	srv.ConnContext = limiter.connContext
 	ln = s.InstrumentServer(srv, final)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(o.Stderr, "serve: listening on http://%s (at most %d connections; commit %.12s, %s)\n", ln.Addr(), *maxConns, cfg.Build.Commit, cfg.Build.GoVersion)
+	fmt.Fprintf(o.Stderr, "serve: listening on http://%s (at most %d connections, %d more for health probes; commit %.12s, %s)\n", ln.Addr(), *maxConns, *healthConns, cfg.Build.Commit, cfg.Build.GoVersion)
 	shutdown := func() error {
 		sctx, cancel := context.WithTimeout(context.Background(), *grace)
 		defer cancel()

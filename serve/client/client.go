@@ -95,7 +95,8 @@ type Box struct {
 // Policy describes a served policy.
 type Policy struct {
 	Name        string `json:"name"`
-	Version     string `json:"version"` // hex SHA-256 of the weights
+	Set         string `json:"set,omitempty"` // policy set of the server's manifest; empty without one
+	Version     string `json:"version"`       // hex SHA-256 of the weights
 	Profile     string `json:"profile"`
 	Env         string `json:"env"`
 	Observation struct {
