@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"streamscale/clasp"
+	"streamscale/internal/command"
 )
 
 // Report is the artifact of `go run ./eval clasp` (clasp.json).
 type Report struct {
-	Seed      uint64 `json:"seed"`
-	Commit    string `json:"commit"`
-	GoVersion string `json:"go_version"`
-	Scenario  string `json:"scenario"`
-	Probe     Probe  `json:"probe"`
+	Seed          uint64 `json:"seed"`
+	command.Build        // commit, go_version
+	Scenario      string `json:"scenario"`
+	Probe         Probe  `json:"probe"`
 
 	Scaling      []ScalingRow `json:"scaling"`
 	SYNSpeedup5  float64      `json:"syn_speedup_5"`
