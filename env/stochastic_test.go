@@ -52,8 +52,9 @@ func loadTargets(t testing.TB, cfg Config, rho float64) []float64 {
 
 // TestFluidMatchesPerEventStochastic holds the fast core's tracer against
 // the per-event reference under the realistic physics: for PRED and ETL
-// at offered loads 0.3 … 0.98 of every task's allocation, pooling 45
-// intervals of 4 episodes per core (different seeds: the two cores draw
+// at offered loads 0.3, 0.8 and 0.98 of every task's allocation (light,
+// loaded, near saturation; 0.6 and 0.9 were dropped to keep the suite
+// quick), pooling 45 intervals of 4 episodes per core (different seeds: the two cores draw
 // different realizations), the median p95 agrees within 15% + 5 ms and
 // the violation rate within 10 percentage points in every load bin.
 // Measured: PRED's median p95 within 0.7–6.8%, violation rates within 0–6.1
@@ -69,7 +70,7 @@ func TestFluidMatchesPerEventStochastic(t *testing.T) {
 		profile string
 		rate    float64
 	}{{"pred", 3000}, {"etl", 2500}} {
-		for _, rho := range []float64{0.3, 0.6, 0.8, 0.9, 0.98} {
+		for _, rho := range []float64{0.3, 0.8, 0.98} {
 			cfg, err := EdgeConfig(c.profile, 7, constantRates(c.rate, 50))
 			if err != nil {
 				t.Fatal(err)

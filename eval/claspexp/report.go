@@ -1,6 +1,7 @@
 package claspexp
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -8,15 +9,15 @@ import (
 	"time"
 
 	"streamscale/clasp"
+	"streamscale/internal/command"
 )
 
 // Report is the artifact of `go run ./eval clasp` (clasp.json).
 type Report struct {
-	Seed      uint64 `json:"seed"`
-	Commit    string `json:"commit"`
-	GoVersion string `json:"go_version"`
-	Scenario  string `json:"scenario"`
-	Probe     Probe  `json:"probe"`
+	Seed          uint64 `json:"seed"`
+	command.Build        // commit, go_version
+	Scenario      string `json:"scenario"`
+	Probe         Probe  `json:"probe"`
 
 	Scaling      []ScalingRow `json:"scaling"`
 	SYNSpeedup5  float64      `json:"syn_speedup_5"`
@@ -120,10 +121,20 @@ func DefaultOptions() Options {
 	}
 }
 
-// Reproduce runs experiments (1) to (7) of the brief.
-func Reproduce(o Options, progress func(string)) (Report, error) {
+// Reproduce runs experiments (1) to (7) of the brief, reporting each
+// stage's name to progress (nil: none) as it starts. It checks ctx before
+// every stage and every application of a stage, and returns ctx's error,
+// wrapped, once ctx is done; a stage under way runs to its end.
+func Reproduce(ctx context.Context, o Options, progress func(string)) (Report, error) {
 	if progress == nil {
 		progress = func(string) {}
+	}
+	stage := func(name string) error {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("claspexp: %s: %w", name, err)
+		}
+		progress(name)
+		return nil
 	}
 	o.Probe.MaxInFlight, o.Transition.MaxInFlight = o.MaxInFlight, o.MaxInFlight
 	r := Report{
@@ -138,7 +149,9 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 			r.Notes = append(r.Notes, notes...)
 		}
 	}
-	progress("scaling")
+	if err := stage("scaling"); err != nil {
+		return r, err
+	}
 	rows, err := Scaling(o.Apps, []int{1, 5, 10}, o.Probe)
 	if err != nil {
 		return r, err
@@ -149,7 +162,9 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 			r.SYNSpeedup5, r.SYNSpeedup10 = row.Speedup["5"], row.Speedup["10"]
 		}
 	}
-	progress("over-provisioning")
+	if err := stage("over-provisioning"); err != nil {
+		return r, err
+	}
 	op, err := Overprovision(o.Apps, []int{1, 5, 10}, o.Probe)
 	if err != nil {
 		return r, err
@@ -160,16 +175,22 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 	if r.OverprovisionPS, err = Overprovision(o.Apps, []int{1, 5, 10}, ps); err != nil {
 		return r, err
 	}
-	progress("state locality")
+	if err := stage("state locality"); err != nil {
+		return r, err
+	}
 	if r.StateLocalityRuns, err = StateLocalities(o.Apps, 10, o.Probe); err != nil {
 		return r, err
 	}
-	progress("coefficients")
+	if err := stage("coefficients"); err != nil {
+		return r, err
+	}
 	if r.Coefficients, err = Coefficients(o.Apps, o.CoefSteps, o.MaxInFlight); err != nil {
 		return r, err
 	}
 	r.CoefRelError = r.Coefficients.MaxRelError
-	progress("placements")
+	if err := stage("placements"); err != nil {
+		return r, err
+	}
 	if r.Placements, err = Placements(o.Apps, 10, o.Probe); err != nil {
 		return r, err
 	}
@@ -177,7 +198,9 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 	for _, p := range r.Placements {
 		r.PlacementThroughput[p.App] = p.MaxRate
 	}
-	progress("routing ablation")
+	if err := stage("routing ablation"); err != nil {
+		return r, err
+	}
 	if len(o.RoutingApps) > 0 {
 		lf := o.Probe
 		lf.LocalFirst = true
@@ -185,10 +208,15 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 			return r, err
 		}
 	}
-	progress("worker counts")
+	if err := stage("worker counts"); err != nil {
+		return r, err
+	}
 	methods := Methods(10)
 	tops := map[string]float64{}
 	for _, app := range o.WorkerApps {
+		if err := ctx.Err(); err != nil {
+			return r, fmt.Errorf("claspexp: worker counts %s: %w", app.Name, err)
+		}
 		all := make([]int, 10)
 		for i := range all {
 			all[i] = i + 1
@@ -212,8 +240,13 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 		r.Transitions = append(r.Transitions, tr...)
 	}
 	r.WorkerError = MeanAbsWorkerError(r.Transitions)
-	progress("load modes")
+	if err := stage("load modes"); err != nil {
+		return r, err
+	}
 	for _, app := range o.ModeApps {
+		if err := ctx.Err(); err != nil {
+			return r, fmt.Errorf("claspexp: load modes %s: %w", app.Name, err)
+		}
 		top, ok := tops[app.Name]
 		if !ok {
 			sc, err := Scaling([]clasp.App{app}, []int{1, 10}, o.Probe)
@@ -230,10 +263,15 @@ func Reproduce(o Options, progress func(string)) (Report, error) {
 	}
 	r.ModeSeeds = o.ModeSeeds
 	r.Modes = SummarizeModes(r.ModeRuns)
-	progress("migration")
+	if err := stage("migration"); err != nil {
+		return r, err
+	}
 	pairs := [][2]int{{1, 5}, {5, 10}, {1, 10}, {5, 1}, {10, 5}, {10, 1}}
 	r.Migration = map[string]map[string]MigrationFigures{}
 	for _, app := range o.MigrateApps {
+		if err := ctx.Err(); err != nil {
+			return r, fmt.Errorf("claspexp: migration %s: %w", app.Name, err)
+		}
 		if app.StateTouchFraction() == 0 {
 			continue // the paper migrates the stateful apps only
 		}

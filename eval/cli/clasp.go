@@ -80,10 +80,7 @@ func claspCmd(ctx context.Context, args []string, o Options) error {
 		opt.WorkerApps, opt.ModeApps, opt.RoutingApps = opt.Apps, opt.Apps, opt.Apps
 		opt.MigrateApps = opt.Apps[:1]
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	rep, err := claspexp.Reproduce(opt, func(stage string) { fmt.Fprintf(o.Stderr, "eval clasp: %s\n", stage) })
+	rep, err := claspexp.Reproduce(ctx, opt, func(stage string) { fmt.Fprintf(o.Stderr, "eval clasp: %s\n", stage) })
 	if err != nil {
 		return err
 	}

@@ -25,8 +25,7 @@ type RunReport struct {
 	runner.Summary
 	TrajectorySHA256 string `json:"trajectory_sha256"`
 	ConfigSHA256     string `json:"config_sha256"`
-	Commit           string `json:"commit"`
-	GoVersion        string `json:"go_version"`
+	command.Build           // commit, go_version
 }
 
 func runCmd(ctx context.Context, args []string, o Options) error {
@@ -88,7 +87,7 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 		Key: res.Key, TraceSource: tr.Origin(), RateMult: *mult, Horizontal: res.Horizontal,
 		SLOMS: res.SLOMS, Tasks: res.Tasks, Placement: res.Placement, Summary: s,
 		TrajectorySHA256: res.TrajectorySHA256, ConfigSHA256: res.ConfigSHA256,
-		Commit: o.Commit, GoVersion: o.GoVersion,
+		Build: command.Build{Commit: o.Commit, GoVersion: o.GoVersion},
 	}
 	if *asJSON {
 		b, err := report.MarshalJSON(rep)

@@ -9,6 +9,7 @@ import (
 	"streamscale/env"
 	"streamscale/eval/runner"
 	"streamscale/eval/stats"
+	"streamscale/internal/command"
 	"streamscale/rng"
 )
 
@@ -40,12 +41,11 @@ func (n *Num) UnmarshalJSON(b []byte) error {
 
 // Summary is the judged result of a paired evaluation (summary.json).
 type Summary struct {
-	Seed         uint64        `json:"seed"`
-	ConfigSHA256 string        `json:"config_sha256"`
-	Commit       string        `json:"commit"`
-	GoVersion    string        `json:"go_version"`
-	Protocol     Protocol      `json:"protocol"`
-	Combinations []Combination `json:"combinations"`
+	Seed          uint64        `json:"seed"`
+	ConfigSHA256  string        `json:"config_sha256"`
+	command.Build               // commit, go_version
+	Protocol      Protocol      `json:"protocol"`
+	Combinations  []Combination `json:"combinations"`
 }
 
 // TraceInfo names a workload and where it came from.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"streamscale/eval/paired"
+	"streamscale/internal/command"
 )
 
 func TestNum(t *testing.T) {
@@ -30,7 +31,7 @@ func TestNum(t *testing.T) {
 // summary is a small judged evaluation: one profile, two workloads, two
 // controllers, three placements.
 func summary() (paired.Summary, []Series) {
-	sum := paired.Summary{Seed: 1, ConfigSHA256: "abc", Commit: "c", GoVersion: "go",
+	sum := paired.Summary{Seed: 1, ConfigSHA256: "abc", Build: command.Build{Commit: "c", GoVersion: "go"},
 		Protocol: paired.Protocol{Profiles: []string{"pred"}, Traces: []paired.TraceInfo{{Name: "taxi", Source: "t.csv"}, {Name: "intel", Source: "i.csv"}},
 			PlacementSeeds: []uint64{101, 102, 103}, Controllers: []string{"threshold", "static:500"}, Candidate: "threshold",
 			Steps: 50, RateMult: 1, Resamples: 10000, Level: 0.95, MarginPct: 5}}

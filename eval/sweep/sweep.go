@@ -13,6 +13,7 @@ import (
 	"streamscale/env"
 	"streamscale/eval/paired"
 	"streamscale/eval/runner"
+	"streamscale/internal/command"
 )
 
 // ComplianceTarget is the largest violation rate at which a grid point
@@ -169,8 +170,7 @@ type Summary struct {
 	// CPU where the load is near the allocation.
 	PeakMedianP95Rel []paired.Num `json:"peak_median_p95_rel"`
 	PeakP95Ratio     paired.Num   `json:"peak_p95_ratio"`
-	Commit           string       `json:"commit"`
-	GoVersion        string       `json:"go_version"`
+	command.Build                 // commit, go_version
 }
 
 // BusyShare is the share of a run's intervals, those with the highest

@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"streamscale/env"
+	"streamscale/internal/command"
 	"streamscale/ppo/internal/nn"
 	"streamscale/ppo/safetensors"
 )
@@ -59,10 +60,9 @@ type Card struct {
 	GradientSteps   int             `json:"gradient_steps"`  // Adam steps
 	BestDevReward   *float64        `json:"best_dev_reward"` // mean dev-episode reward of this policy, null if not evaluated
 	ConfigHash      string          `json:"config_hash"`     // ppo.Config.Hash of the training configuration
-	Commit          string          `json:"commit"`          // source commit, or "unknown"
-	GoVersion       string          `json:"go_version"`      // toolchain that trained it
-	WeightsSHA256   string          `json:"weights_sha256"`  // hex SHA-256 of the .safetensors file
-	Tensors         []string        `json:"tensors"`         // tensor names, in file order
+	command.Build                   // commit (source commit, or "unknown"), go_version (toolchain that trained it)
+	WeightsSHA256   string          `json:"weights_sha256"` // hex SHA-256 of the .safetensors file
+	Tensors         []string        `json:"tensors"`        // tensor names, in file order
 	// Normalization is the VecNormalize state the policy applies (norm_obs,
 	// clip_obs, epsilon, …; the observation statistics are tensors);
 	// absent from cards of policies trained without it.

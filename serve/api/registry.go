@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"streamscale/env"
+	"streamscale/internal/command"
 	"streamscale/policyset"
 	"streamscale/ppo/policy"
 )
@@ -259,8 +260,7 @@ type trainingInfo struct {
 	BestDevReward *float64 `json:"best_dev_reward"`
 	ConfigHash    string   `json:"config_hash"`
 	Hidden        []int    `json:"net_arch"`
-	Commit        string   `json:"commit"`
-	GoVersion     string   `json:"go_version"`
+	command.Build          // commit, go_version
 }
 
 func policyList(reg *registry) ([]byte, error) {
@@ -277,7 +277,7 @@ func policyList(reg *registry) ([]byte, error) {
 			Training: trainingInfo{
 				Name: c.Name, Seed: c.Seed, Transitions: c.Transitions, GradientSteps: c.GradientSteps,
 				BestDevReward: c.BestDevReward, ConfigHash: c.ConfigHash, Hidden: e.base.Hidden(),
-				Commit: c.Commit, GoVersion: c.GoVersion,
+				Build: c.Build,
 			},
 		})
 	}

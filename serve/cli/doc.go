@@ -1,6 +1,9 @@
 // Package cli is the serve command: "serve api" runs the inference
 // service (package api) behind a net/http server, "serve loadgen" runs the
-// load generator (package loadgen) against it.
+// load generator (package loadgen) against it, "serve env" serves the
+// simulator to the Python client (package envserver), and "serve
+// planner", "serve worker" and "serve local" run the live runtime
+// (serve/runtime: its planner, a worker, or both in one process).
 //
 // The HTTP server binds loopback by default, bounds every connection
 // (read-header 5 s, read 10 s, write 10 s, idle 60 s, 16 KiB of headers)

@@ -151,8 +151,7 @@ type Summary struct {
 	EvalStdReturn  *float64 `json:"eval_std_return"`
 	BestDevReward  *float64 `json:"best_dev_reward"`
 	ConfigHash     string   `json:"config_hash"`
-	Commit         string   `json:"commit"`
-	GoVersion      string   `json:"go_version"`
+	command.Build           // commit, go_version
 	Resumed        bool     `json:"resumed"`
 	NormObs        bool     `json:"norm_obs"`    // observations normalised (VecNormalize)
 	NormReward     bool     `json:"norm_reward"` // rewards scaled (VecNormalize)
@@ -627,7 +626,7 @@ func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall floa
 	sum := Summary{
 		Env: o.Env, Seed: o.Seed, Transitions: tr.Timesteps(), Iterations: tr.Iteration(),
 		Updates: tr.GradientSteps(), WallSeconds: round3(wall), PolicyPath: r.policyPath(), PolicySHA256: sha,
-		BestDevReward: best, ConfigHash: r.s.cfg.Hash(), Commit: r.build.Commit, GoVersion: r.build.GoVersion, Resumed: o.Resume,
+		BestDevReward: best, ConfigHash: r.s.cfg.Hash(), Build: r.build, Resumed: o.Resume,
 	}
 	if o.Env == "streamscale" {
 		sum.Profile, sum.Scenario, sum.Randomize, sum.TrainPlacements = o.Profile, o.Scenario, o.Randomize, o.TrainPlacements
