@@ -121,6 +121,11 @@ func DefaultOptions() Options {
 	}
 }
 
+// Stages are the experiments Reproduce runs, in order; progress is called
+// with each name as its stage starts.
+var Stages = []string{"scaling", "over-provisioning", "state locality", "coefficients", "placements",
+	"routing ablation", "worker counts", "load modes", "migration"}
+
 // Reproduce runs experiments (1) to (7) of the brief, reporting each
 // stage's name to progress (nil: none) as it starts. It checks ctx before
 // every stage and every application of a stage, and returns ctx's error,

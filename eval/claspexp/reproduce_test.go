@@ -37,9 +37,16 @@ func reducedOptions() Options {
 func reproduce(t *testing.T, o Options) (Report, map[string][]byte) {
 	t.Helper()
 	start := time.Now()
-	rep, err := Reproduce(context.Background(), o, func(s string) { t.Logf("%6.2fs %s", time.Since(start).Seconds(), s) })
+	var stages []string
+	rep, err := Reproduce(context.Background(), o, func(s string) {
+		t.Logf("%6.2fs %s", time.Since(start).Seconds(), s)
+		stages = append(stages, s)
+	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Equal(stages, Stages) { // eval clasp's progress counts them
+		t.Errorf("stages %v, want %v", stages, Stages)
 	}
 	dir := t.TempDir()
 	js, err := json.MarshalIndent(rep, "", "  ")

@@ -80,7 +80,16 @@ func claspCmd(ctx context.Context, args []string, o Options) error {
 		opt.WorkerApps, opt.ModeApps, opt.RoutingApps = opt.Apps, opt.Apps, opt.Apps
 		opt.MigrateApps = opt.Apps[:1]
 	}
-	rep, err := claspexp.Reproduce(ctx, opt, func(stage string) { fmt.Fprintf(o.Stderr, "eval clasp: %s\n", stage) })
+	started, done := time.Now(), 0
+	rep, err := claspexp.Reproduce(ctx, opt, func(stage string) {
+		left := ""
+		if el := time.Since(started); done > 0 {
+			left = fmt.Sprintf(", %s elapsed, about %s left", el.Round(time.Second),
+				time.Duration(float64(el)/float64(done)*float64(len(claspexp.Stages)-done)).Round(time.Second))
+		}
+		done++
+		fmt.Fprintf(o.Stderr, "eval clasp: stage %d/%d %s%s\n", done, len(claspexp.Stages), stage, left)
+	})
 	if err != nil {
 		return err
 	}

@@ -114,10 +114,15 @@ func TestREADMECommands(t *testing.T) {
 			t.Errorf("README command %q has no tiny settings here (key %q)", line, key)
 			continue
 		}
+		hasOut := false
 		for i := range args {
 			if args[i] == "-out" && i+1 < len(args) {
 				args[i+1] = filepath.Join(t.TempDir(), "out")
+				hasOut = true
 			}
+		}
+		if name == "train" && !hasOut { // its default -out is under the working directory
+			args = append(args, "-out", filepath.Join(t.TempDir(), "out"))
 		}
 		args = append(args, over...)
 		if key == "serve api" {
