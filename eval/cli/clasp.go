@@ -65,23 +65,43 @@ func claspCmd(ctx context.Context, args []string, o Options) error {
 		opt.Clock = time.Now // the planner's decision time of each move (experiment 7)
 	}
 	if *apps != "" {
-		names, err := splitList("apps", *apps)
-		if err != nil {
+		if err := setClaspApps(&opt, *apps); err != nil {
 			return err
 		}
-		opt.Apps = nil
-		for _, n := range names {
-			a, err := clasp.AppByName(n)
-			if err != nil {
-				return usagef("eval clasp: -apps: %v", err)
-			}
-			opt.Apps = append(opt.Apps, a)
-		}
-		opt.WorkerApps, opt.ModeApps, opt.RoutingApps = opt.Apps, opt.Apps, opt.Apps
-		opt.MigrateApps = opt.Apps[:1]
 	}
+	rep, err := claspexp.Reproduce(ctx, opt, claspProgress(o))
+	if err != nil {
+		return err
+	}
+	rep.Seed, rep.Commit, rep.GoVersion = *seed, o.Commit, o.GoVersion
+	return writeClasp(o, *out, *asJSON, &rep)
+}
+
+// setClaspApps runs every experiment on the apps of an -apps list (the
+// migration on the first).
+func setClaspApps(opt *claspexp.Options, list string) error {
+	names, err := splitList("apps", list)
+	if err != nil {
+		return err
+	}
+	opt.Apps = nil
+	for _, n := range names {
+		a, err := clasp.AppByName(n)
+		if err != nil {
+			return usagef("eval clasp: -apps: %v", err)
+		}
+		opt.Apps = append(opt.Apps, a)
+	}
+	opt.WorkerApps, opt.ModeApps, opt.RoutingApps = opt.Apps, opt.Apps, opt.Apps
+	opt.MigrateApps = opt.Apps[:1]
+	return nil
+}
+
+// claspProgress prints each stage as it starts: k/total, the time elapsed
+// and an estimate of the time left from the stages done (stderr only).
+func claspProgress(o Options) func(string) {
 	started, done := time.Now(), 0
-	rep, err := claspexp.Reproduce(ctx, opt, func(stage string) {
+	return func(stage string) {
 		left := ""
 		if el := time.Since(started); done > 0 {
 			left = fmt.Sprintf(", %s elapsed, about %s left", el.Round(time.Second),
@@ -89,34 +109,35 @@ func claspCmd(ctx context.Context, args []string, o Options) error {
 		}
 		done++
 		fmt.Fprintf(o.Stderr, "eval clasp: stage %d/%d %s%s\n", done, len(claspexp.Stages), stage, left)
-	})
-	if err != nil {
-		return err
 	}
-	rep.Seed, rep.Commit, rep.GoVersion = *seed, o.Commit, o.GoVersion
+}
+
+// writeClasp writes clasp.json, clasp.md and the figures into out and
+// prints the headline figures (or the JSON).
+func writeClasp(o Options, out string, asJSON bool, rep *claspexp.Report) error {
 	js, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err
 	}
 	js = append(js, '\n')
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(*out, "clasp.json"), js, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, "clasp.json"), js, 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(*out, "clasp.md"), []byte(rep.Markdown()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, "clasp.md"), []byte(rep.Markdown()), 0o644); err != nil {
 		return err
 	}
-	figs, err := claspexp.Figures(*out, &rep)
+	figs, err := claspexp.Figures(out, rep)
 	if err != nil {
 		return fmt.Errorf("eval clasp: figures: %w", err)
 	}
-	if *asJSON {
+	if asJSON {
 		_, err = o.Stdout.Write(js)
 		return err
 	}
-	fmt.Fprintf(o.Stdout, "SYN speedup %.2f× (5 workers), %.2f× (10); coef_rel_error %.3f; wrote %s (clasp.json, clasp.md, %d figures)\n", rep.SYNSpeedup5, rep.SYNSpeedup10, rep.CoefRelError, *out, len(figs))
+	fmt.Fprintf(o.Stdout, "SYN speedup %.2f× (5 workers), %.2f× (10); coef_rel_error %.3f; wrote %s (clasp.json, clasp.md, %d figures)\n", rep.SYNSpeedup5, rep.SYNSpeedup10, rep.CoefRelError, out, len(figs))
 	return nil
 }
 

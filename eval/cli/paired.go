@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,98 +44,134 @@ const (
 	FileReport    = "report.md"
 )
 
+// pairedFlags are the flags of `eval paired`.
+type pairedFlags struct {
+	out, profiles, traces, dir, ctrls, cand, policies, scenario *string
+	mult, budget                                                *float64
+	places, steps                                               *int
+	seed                                                        *uint64
+	asJSON, progress                                            *bool
+}
+
+func newPairedFlags(fs *flag.FlagSet) pairedFlags {
+	return pairedFlags{
+		out:      fs.String("out", "out/paired", "output directory (created if missing)"),
+		profiles: fs.String("profiles", "pred,etl", "comma-separated profiles"),
+		traces:   fs.String("traces", "taxi,intel", "comma-separated workloads: taxi, taxi-train, intel or .csv/.parquet files"),
+		dir:      fs.String("trace-dir", traces.DefaultDir(), "trace data directory (env STREAMSCALE_TRACES)"),
+		mult:     fs.Float64("rate-mult", 1, "arrival-rate multiplier, > 0"),
+		places:   fs.Int("placements", len(paired.DefaultPlacements), "number of placement seeds, taken from 101, 102, …"),
+		ctrls:    fs.String("controllers", DefaultControllers, "comma-separated controller specs"),
+		cand:     fs.String("candidate", "ppo", "controller judged against the others"),
+		policies: fs.String("policies", "policies/default", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors"),
+		seed:     fs.Uint64("seed", 1, "root seed (episode seeds and bootstrap)"),
+		steps:    fs.Int("steps", 3600, "intervals per run (0 = the full trace)"),
+		scenario: fs.String("scenario", env.Scenarios()[0], scenarioUsage),
+		asJSON:   fs.Bool("json", false, "print summary.json to stdout"),
+		budget:   fs.Float64("violation-budget", paired.DefaultViolationBudget, "violation rate (a fraction in (0, 1)) within which a controller meets its SLO when the best controller of a cell is named"),
+		progress: fs.Bool("progress", false, "show progress on stderr even when it is not a terminal or with -json"),
+	}
+}
+
 func pairedCmd(ctx context.Context, args []string, o Options) error {
 	start := time.Now()
 	fs := command.NewFlagSet("eval paired")
-	outDir := fs.String("out", "out/paired", "output directory (created if missing)")
-	profilesF := fs.String("profiles", "pred,etl", "comma-separated profiles")
-	tracesF := fs.String("traces", "taxi,intel", "comma-separated workloads: taxi, taxi-train, intel or .csv/.parquet files")
-	dir := fs.String("trace-dir", traces.DefaultDir(), "trace data directory (env STREAMSCALE_TRACES)")
-	mult := fs.Float64("rate-mult", 1, "arrival-rate multiplier, > 0")
-	nPlace := fs.Int("placements", len(paired.DefaultPlacements), "number of placement seeds, taken from 101, 102, …")
-	ctrlF := fs.String("controllers", DefaultControllers, "comma-separated controller specs")
-	candF := fs.String("candidate", "ppo", "controller judged against the others")
-	policies := fs.String("policies", "policies/default", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors")
-	seed := fs.Uint64("seed", 1, "root seed (episode seeds and bootstrap)")
-	steps := fs.Int("steps", 3600, "intervals per run (0 = the full trace)")
-	scenario := fs.String("scenario", env.Scenarios()[0], scenarioUsage)
-	asJSON := fs.Bool("json", false, "print summary.json to stdout")
-	budget := fs.Float64("violation-budget", paired.DefaultViolationBudget, "violation rate (a fraction in (0, 1)) within which a controller meets its SLO when the best controller of a cell is named")
-	showProgress := fs.Bool("progress", false, "show progress on stderr even when it is not a terminal or with -json")
+	f := newPairedFlags(fs)
 	if err := parseFlags(fs, args, o); err != nil {
 		return err
 	}
-	set := explicit(fs)
-	if !(*budget > 0 && *budget < 1) {
-		return usagef("eval paired: -violation-budget %g, want a fraction in (0, 1)", *budget)
+	plan, err := f.plan(o)
+	if err != nil {
+		return err
 	}
+	if err := f.selectControllers(&plan, explicit(fs), o); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*f.out, 0o755); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	sum, err := executePaired(ctx, plan, *f.out, o, *f.asJSON, *f.progress)
+	if err != nil {
+		return err
+	}
+	js, err := writeSummary(*f.out, sum)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Stderr, "eval: paired evaluation of %d runs in %.1fs wall time; artifacts in %s\n",
+		len(plan.Specs()), time.Since(start).Seconds(), *f.out)
+	if *f.asJSON {
+		_, err = o.Stdout.Write(js)
+		return err
+	}
+	return printVerdicts(o, sum, *f.out)
+}
 
-	profiles, err := splitList("profiles", *profilesF)
-	if err != nil {
-		return err
+// plan checks the flags and builds the plan without its controllers; the
+// physics must fit the episode (checked before the controllers, whose
+// preflight skips the unavailable defaults).
+func (f pairedFlags) plan(o Options) (paired.Plan, error) {
+	if !(*f.budget > 0 && *f.budget < 1) {
+		return paired.Plan{}, usagef("eval paired: -violation-budget %g, want a fraction in (0, 1)", *f.budget)
 	}
-	for _, p := range profiles {
-		if err := checkProfile(p); err != nil {
-			return err
-		}
-	}
-	traceNames, err := splitList("traces", *tracesF)
+	profiles, err := checkedProfiles(*f.profiles)
 	if err != nil {
-		return err
+		return paired.Plan{}, err
+	}
+	traceNames, err := splitList("traces", *f.traces)
+	if err != nil {
+		return paired.Plan{}, err
 	}
 	for _, t := range traceNames {
 		if err := checkTrace(t); err != nil {
-			return err
+			return paired.Plan{}, err
 		}
 	}
-	if err := checkRateMult(*mult); err != nil {
-		return err
+	if err := checkRateMult(*f.mult); err != nil {
+		return paired.Plan{}, err
 	}
-	if err := checkRunShape(*nPlace, *steps, *outDir); err != nil {
-		return err
+	if err := checkRunShape(*f.places, *f.steps, *f.out); err != nil {
+		return paired.Plan{}, err
 	}
-	scen, err := resolveScenario("scenario", *scenario)
+	scen, err := resolveScenario("scenario", *f.scenario)
 	if err != nil {
-		return err
+		return paired.Plan{}, err
 	}
-
-	plan := paired.Plan{Profiles: profiles, Seed: *seed, Steps: *steps, RateMult: *mult, Scenario: *scenario, Physics: scen.Physics, Demand: scen.Demand, ViolationBudget: *budget}
-	for i := range *nPlace {
+	plan := paired.Plan{Profiles: profiles, Seed: *f.seed, Steps: *f.steps, RateMult: *f.mult, Scenario: *f.scenario,
+		Physics: scen.Physics, Demand: scen.Demand, ViolationBudget: *f.budget}
+	for i := range *f.places {
 		plan.Placements = append(plan.Placements, 101+uint64(i))
 	}
-	for _, name := range traceNames {
-		t, err := loadTrace(name, *dir, *mult, *seed, o)
-		if err != nil {
-			return err
-		}
-		plan.Workloads = append(plan.Workloads, t)
+	if plan.Workloads, err = loadTraces(*f.traces, *f.dir, *f.mult, *f.seed, o); err != nil {
+		return paired.Plan{}, err
 	}
-
-	// The physics must fit the episode (checked before the controllers,
-	// whose preflight skips the unavailable defaults).
 	for _, prof := range plan.Profiles {
 		for _, w := range plan.Workloads {
 			sc, err := runner.Config(runner.Spec{Profile: prof, Workload: w, PlacementSeed: plan.Placements[0], Steps: plan.Steps, Physics: plan.Physics, Demand: plan.Demand})
 			if err != nil {
-				return usageError(err)
+				return paired.Plan{}, usageError(err)
 			}
 			if err := checkScenario(sc); err != nil {
-				return err
+				return paired.Plan{}, err
 			}
 		}
 	}
+	return plan, nil
+}
 
-	// Controllers: parse each spec and build it once per profile × workload
-	// (a PPO policy must exist), so that a bad one fails before any run.
-	// Entries of the default list that are not available are skipped.
-	ctrlSpecs, err := splitList("controllers", *ctrlF)
+// selectControllers parses each spec and builds it once per profile ×
+// workload (a PPO policy must exist), so that a bad one fails before any
+// run; entries of the default list that are not available are skipped
+// with a notice.
+func (f pairedFlags) selectControllers(plan *paired.Plan, set map[string]bool, o Options) error {
+	ctrlSpecs, err := splitList("controllers", *f.ctrls)
 	if err != nil {
 		return err
 	}
-	sel, err := controllers.New(controllers.Options{PoliciesDir: *policies}).Select(controllers.SelectOptions{
+	sel, err := controllers.New(controllers.Options{PoliciesDir: *f.policies}).Select(controllers.SelectOptions{
 		Specs: ctrlSpecs, SpecsGiven: set["controllers"],
-		Candidate: *candF, CandidateGiven: set["candidate"],
-		Check: func(c controllers.Spec) error { return preflight(c, plan) },
+		Candidate: *f.cand, CandidateGiven: set["candidate"],
+		Check: func(c controllers.Spec) error { return preflight(c, *plan) },
 	})
 	if err != nil {
 		return usageError(err)
@@ -149,25 +186,7 @@ func pairedCmd(ctx context.Context, args []string, o Options) error {
 	if err := plan.Validate(); err != nil {
 		return usageError(err)
 	}
-	if err := os.MkdirAll(*outDir, 0o755); err != nil {
-		return fmt.Errorf("eval: %w", err)
-	}
-
-	sum, err := executePaired(ctx, plan, *outDir, o, *asJSON, *showProgress)
-	if err != nil {
-		return err
-	}
-	js, err := writeSummary(*outDir, sum)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(o.Stderr, "eval: paired evaluation of %d runs in %.1fs wall time; artifacts in %s\n",
-		len(plan.Specs()), time.Since(start).Seconds(), *outDir)
-	if *asJSON {
-		_, err = o.Stdout.Write(js)
-		return err
-	}
-	return printVerdicts(o, sum, *outDir)
+	return nil
 }
 
 // preflight builds c (of either kind, on its own scenario) for every

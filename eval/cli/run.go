@@ -97,19 +97,7 @@ func runCmd(ctx context.Context, args []string, o Options) error {
 		_, err = o.Stdout.Write(b)
 		return err
 	}
-	_, err = fmt.Fprintf(o.Stdout, `%s / %s (%s), scenario %s, placement seed %d, seed %d, controller %s: %d intervals
-  violation rate  %.4f  (p95 > SLO %g ms)
-  mean p95        %.1f ms  (mean latency %.1f ms)
-  mean CPU        %.0f millicores
-  reserved CPU    %.0f millicores on %.2f active servers (%d re-plans, %d intervals over capacity)
-  throughput      %.1f of %.1f messages/s offered
-  mean reward     %.4f  (return %.2f)
-  trajectory      sha256 %s
-`, rep.Profile, rep.Trace, rep.TraceSource, rep.Scenario, rep.PlacementSeed, rep.Seed, rep.Controller, rep.Steps,
-		rep.ViolationRate, rep.SLOMS, rep.MeanP95MS, rep.MeanLatencyMS, rep.MeanCPU,
-		rep.MeanReservedCPU, rep.MeanActiveServers, rep.Replans, rep.OverCapacitySteps,
-		rep.MeanThroughput, rep.MeanOffered, rep.MeanReward, rep.TotalReward, rep.TrajectorySHA256)
-	return err
+	return printRun(o, rep)
 }
 
 // writeIntervals writes res's intervals to a Parquet file at path.
@@ -130,5 +118,22 @@ func writeIntervals(path string, res runner.Result) error {
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("eval: %w", cerr)
 	}
+	return err
+}
+
+// printRun prints a run's summary for a person: rates as percentages.
+func printRun(o Options, rep RunReport) error {
+	_, err := fmt.Fprintf(o.Stdout, `%s / %s (%s), scenario %s, placement seed %d, seed %d, controller %s: %d intervals
+  violation rate  %.2f%%  (p95 > SLO %g ms)
+  mean p95        %.1f ms  (mean latency %.1f ms)
+  mean CPU        %.0f millicores
+  reserved CPU    %.0f millicores on %.2f active servers (%d re-plans, %d intervals over capacity)
+  throughput      %.1f of %.1f messages/s offered
+  mean reward     %.4f  (return %.2f)
+  trajectory      sha256 %s
+`, rep.Profile, rep.Trace, rep.TraceSource, rep.Scenario, rep.PlacementSeed, rep.Seed, rep.Controller, rep.Steps,
+		100*rep.ViolationRate, rep.SLOMS, rep.MeanP95MS, rep.MeanLatencyMS, rep.MeanCPU,
+		rep.MeanReservedCPU, rep.MeanActiveServers, rep.Replans, rep.OverCapacitySteps,
+		rep.MeanThroughput, rep.MeanOffered, rep.MeanReward, rep.TotalReward, rep.TrajectorySHA256)
 	return err
 }

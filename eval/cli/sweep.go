@@ -68,22 +68,8 @@ func sweepCmd(ctx context.Context, args []string, o Options) error {
 		return err
 	}
 	plan.Workload = tr
-	sc, err := runner.Config(runner.Spec{Profile: plan.Profile, Workload: plan.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps, Physics: plan.Physics, Demand: plan.Demand})
-	if err != nil {
-		return usageError(err)
-	}
-	// Allocations beyond the simulator's bounds would be clamped: two grid
-	// points would run the same episode.
-	e, err := env.New(sc)
-	if err != nil {
-		return usagef("eval: %v", err)
-	}
-	lo, hi := e.Config().MinCPU, e.Config().MaxCPU
-	for _, c := range grid {
-		if c < lo || c > hi {
-			return usagef("eval: -grid entry %s outside the simulator's allocations, %s…%s millicores per task",
-				strconv.FormatFloat(c, 'f', -1, 64), strconv.FormatFloat(lo, 'f', -1, 64), strconv.FormatFloat(hi, 'f', -1, 64))
-		}
+	if err := checkSweepGrid(plan); err != nil {
+		return err
 	}
 	if err := plan.Validate(); err != nil {
 		return usageError(err)
@@ -104,18 +90,9 @@ func sweepCmd(ctx context.Context, args []string, o Options) error {
 	}
 	sum.Commit, sum.GoVersion = o.Commit, o.GoVersion
 	sum.TraceSource = tr.Origin()
-	if err := writeFile(filepath.Join(*outDir, FileSweep), func(w *bufio.Writer) error { return sweep.WriteRows(w, rows) }); err != nil {
-		return err
-	}
-	if err := sweep.Figure(filepath.Join(*outDir, FileSweepFigure), sum, rows); err != nil {
-		return fmt.Errorf("eval: sweep figure: %w", err)
-	}
-	js, err := report.MarshalJSON(sum)
+	js, err := writeSweep(*outDir, sum, rows)
 	if err != nil {
 		return err
-	}
-	if err := os.WriteFile(filepath.Join(*outDir, FileSweepJSON), js, 0o644); err != nil {
-		return fmt.Errorf("eval: %w", err)
 	}
 	fmt.Fprintf(o.Stderr, "eval: sweep of %d runs in %.1fs wall time; artifacts in %s\n",
 		len(grid)*len(plan.Placements), time.Since(start).Seconds(), *outDir)
@@ -200,4 +177,44 @@ func printSweep(o Options, sum sweep.Summary) error {
 		fmt.Fprintf(w, "no allocation of the grid keeps violations ≤ %g%%\n", 100*sweep.ComplianceTarget)
 	}
 	return w.Flush()
+}
+
+// checkSweepGrid refuses grid allocations beyond the simulator's bounds,
+// which would be clamped: two grid points would run the same episode.
+func checkSweepGrid(plan sweep.Plan) error {
+	sc, err := runner.Config(runner.Spec{Profile: plan.Profile, Workload: plan.Workload, PlacementSeed: plan.Placements[0], Steps: plan.Steps, Physics: plan.Physics, Demand: plan.Demand})
+	if err != nil {
+		return usageError(err)
+	}
+	e, err := env.New(sc)
+	if err != nil {
+		return usagef("eval: %v", err)
+	}
+	lo, hi := e.Config().MinCPU, e.Config().MaxCPU
+	for _, c := range plan.Grid {
+		if c < lo || c > hi {
+			return usagef("eval: -grid entry %s outside the simulator's allocations, %s…%s millicores per task",
+				strconv.FormatFloat(c, 'f', -1, 64), strconv.FormatFloat(lo, 'f', -1, 64), strconv.FormatFloat(hi, 'f', -1, 64))
+		}
+	}
+	return nil
+}
+
+// writeSweep writes sweep.parquet, the figure and sweep.json into dir and
+// returns the JSON.
+func writeSweep(dir string, sum sweep.Summary, rows []sweep.Row) ([]byte, error) {
+	if err := writeFile(filepath.Join(dir, FileSweep), func(w *bufio.Writer) error { return sweep.WriteRows(w, rows) }); err != nil {
+		return nil, err
+	}
+	if err := sweep.Figure(filepath.Join(dir, FileSweepFigure), sum, rows); err != nil {
+		return nil, fmt.Errorf("eval: sweep figure: %w", err)
+	}
+	js, err := report.MarshalJSON(sum)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, FileSweepJSON), js, 0o644); err != nil {
+		return nil, fmt.Errorf("eval: %w", err)
+	}
+	return js, nil
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,115 +28,172 @@ var defaultGrids = map[string]string{
 	"flink":              "target=0.5,0.6,0.7,0.8:window=10,30,60:catchup=5,10,30",
 }
 
+// tuneFlags are the flags of `eval tune`.
+type tuneFlags struct {
+	base, grid, out, profiles, traces, dir, places, scenario *string
+	seed                                                     *uint64
+	steps                                                    *int
+	budget                                                   *float64
+	asJSON                                                   *bool
+}
+
+func newTuneFlags(fset *flag.FlagSet) tuneFlags {
+	return tuneFlags{
+		base:     fset.String("rule", "threshold:measured", "rule to tune: threshold, threshold:measured or flink"),
+		grid:     fset.String("grid", "", "grid KEY=V1,V2:KEY2=… (default: the rule's grid in eval/cli's defaultGrids)"),
+		out:      fset.String("out", "out/tune", "output directory (created if missing)"),
+		profiles: fset.String("profiles", "pred,etl", "comma-separated profiles"),
+		traces:   fset.String("traces", "taxi,intel", "comma-separated workloads"),
+		dir:      fset.String("trace-dir", traces.DefaultDir(), "trace data directory (env STREAMSCALE_TRACES)"),
+		places:   fset.String("placements", joinSeeds(tune.DevelopmentPlacements), "comma-separated tuning placement seeds (never the evaluation placements 101–110)"),
+		seed:     fset.Uint64("seed", 1, "root seed (episode seeds)"),
+		steps:    fset.Int("steps", 3600, "intervals per run (0 = the full trace)"),
+		scenario: fset.String("scenario", env.Scenarios()[0], scenarioUsage),
+		budget:   fset.Float64("violation-budget", paired.DefaultViolationBudget, "violation rate (a fraction in (0, 1)) every cell must stay within"),
+		asJSON:   fset.Bool("json", false, "print tune.json to stdout"),
+	}
+}
+
 // tuneCmd tunes a rule on development placements (package tune) and
 // writes tune.json and tune.md into -out.
 func tuneCmd(ctx context.Context, args []string, o Options) error {
 	fset := command.NewFlagSet("eval tune")
-	base := fset.String("rule", "threshold:measured", "rule to tune: threshold, threshold:measured or flink")
-	grid := fset.String("grid", "", "grid KEY=V1,V2:KEY2=… (default: the rule's grid, see -h of eval tune's doc)")
-	outDir := fset.String("out", "out/tune", "output directory (created if missing)")
-	profilesF := fset.String("profiles", "pred,etl", "comma-separated profiles")
-	tracesF := fset.String("traces", "taxi,intel", "comma-separated workloads")
-	dir := fset.String("trace-dir", traces.DefaultDir(), "trace data directory (env STREAMSCALE_TRACES)")
-	placesF := fset.String("placements", joinSeeds(tune.DevelopmentPlacements), "comma-separated tuning placement seeds (never the evaluation placements 101–110)")
-	seed := fset.Uint64("seed", 1, "root seed (episode seeds)")
-	steps := fset.Int("steps", 3600, "intervals per run (0 = the full trace)")
-	scenario := fset.String("scenario", env.Scenarios()[0], scenarioUsage)
-	budget := fset.Float64("violation-budget", paired.DefaultViolationBudget, "violation rate (a fraction in (0, 1)) every cell must stay within")
-	asJSON := fset.Bool("json", false, "print tune.json to stdout")
+	f := newTuneFlags(fset)
 	if err := parseFlags(fset, args, o); err != nil {
 		return err
 	}
-	g := *grid
+	plan, grid, err := f.plan(o)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*f.out, 0o755); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	sum, err := runTuneGrid(ctx, plan, o, *f.asJSON)
+	if err != nil {
+		return err
+	}
+	res, err := tune.Choose(sum, *f.base, *f.budget)
+	if err != nil {
+		return err
+	}
+	return f.write(o, plan, grid, res)
+}
+
+// plan checks the flags and builds the paired plan of the grid: the rule's
+// default configuration first, then every grid point.
+func (f tuneFlags) plan(o Options) (paired.Plan, string, error) {
+	g := *f.grid
 	if g == "" {
 		var ok bool
-		if g, ok = defaultGrids[*base]; !ok {
-			return usagef("eval tune: -rule %q, want threshold, threshold:measured or flink", *base)
+		if g, ok = defaultGrids[*f.base]; !ok {
+			return paired.Plan{}, "", usagef("eval tune: -rule %q, want threshold, threshold:measured or flink", *f.base)
 		}
 	}
 	axes, err := tune.ParseGrid(g)
 	if err != nil {
-		return usageError(err)
+		return paired.Plan{}, "", usageError(err)
 	}
-	if !(*budget > 0 && *budget < 1) {
-		return usagef("eval tune: -violation-budget %g, want a fraction in (0, 1)", *budget)
+	if !(*f.budget > 0 && *f.budget < 1) {
+		return paired.Plan{}, "", usagef("eval tune: -violation-budget %g, want a fraction in (0, 1)", *f.budget)
 	}
-	places, err := parseSeeds(*placesF)
+	places, err := parseSeeds(*f.places)
 	if err != nil {
-		return err
+		return paired.Plan{}, "", err
 	}
 	if err := tune.CheckPlacements(places); err != nil {
-		return usageError(err)
+		return paired.Plan{}, "", usageError(err)
 	}
-	profiles, err := splitList("profiles", *profilesF)
+	profiles, err := checkedProfiles(*f.profiles)
 	if err != nil {
-		return err
+		return paired.Plan{}, "", err
 	}
-	for _, p := range profiles {
-		if err := checkProfile(p); err != nil {
-			return err
-		}
+	if err := checkRunShape(len(places), *f.steps, *f.out); err != nil {
+		return paired.Plan{}, "", err
 	}
-	names, err := splitList("traces", *tracesF)
+	scen, err := resolveScenario("scenario", *f.scenario)
 	if err != nil {
-		return err
+		return paired.Plan{}, "", err
 	}
-	if err := checkRunShape(len(places), *steps, *outDir); err != nil {
-		return err
-	}
-	scen, err := resolveScenario("scenario", *scenario)
-	if err != nil {
-		return err
-	}
-	plan := paired.Plan{Profiles: profiles, Placements: places, Seed: *seed, Steps: *steps, RateMult: 1,
-		Scenario: *scenario, Physics: scen.Physics, Demand: scen.Demand, ViolationBudget: *budget, Candidate: *base}
-	for _, name := range names {
-		if err := checkTrace(name); err != nil {
-			return err
-		}
-		t, err := loadTrace(name, *dir, 1, *seed, o)
-		if err != nil {
-			return err
-		}
-		plan.Workloads = append(plan.Workloads, t)
+	plan := paired.Plan{Profiles: profiles, Placements: places, Seed: *f.seed, Steps: *f.steps, RateMult: 1,
+		Scenario: *f.scenario, Physics: scen.Physics, Demand: scen.Demand, ViolationBudget: *f.budget, Candidate: *f.base}
+	if plan.Workloads, err = loadTraces(*f.traces, *f.dir, 1, *f.seed, o); err != nil {
+		return paired.Plan{}, "", err
 	}
 	reg := controllers.New(controllers.Options{})
-	for _, spec := range append([]string{*base}, tune.Specs(*base, axes)...) {
+	for _, spec := range append([]string{*f.base}, tune.Specs(*f.base, axes)...) {
 		c, err := reg.Parse(spec)
 		if err != nil {
-			return usageError(err)
+			return paired.Plan{}, "", usageError(err)
 		}
 		plan.Controllers = append(plan.Controllers, c)
 	}
 	if err := plan.Validate(); err != nil {
-		return usageError(err)
+		return paired.Plan{}, "", usageError(err)
 	}
-	if err := os.MkdirAll(*outDir, 0o755); err != nil {
-		return fmt.Errorf("eval: %w", err)
+	return plan, g, nil
+}
+
+// checkedProfiles splits and checks a -profiles list.
+func checkedProfiles(v string) ([]string, error) {
+	profiles, err := splitList("profiles", v)
+	if err != nil {
+		return nil, err
 	}
+	for _, p := range profiles {
+		if err := checkProfile(p); err != nil {
+			return nil, err
+		}
+	}
+	return profiles, nil
+}
+
+// loadTraces splits, checks and loads a -traces list.
+func loadTraces(v, dir string, mult float64, seed uint64, o Options) ([]*traces.Trace, error) {
+	names, err := splitList("traces", v)
+	if err != nil {
+		return nil, err
+	}
+	var out []*traces.Trace
+	for _, name := range names {
+		if err := checkTrace(name); err != nil {
+			return nil, err
+		}
+		t, err := loadTrace(name, dir, mult, seed, o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// runTuneGrid runs every grid point of plan and analyzes the runs.
+func runTuneGrid(ctx context.Context, plan paired.Plan, o Options, quiet bool) (paired.Summary, error) {
 	specs := plan.Specs()
 	results := make([]runner.Result, len(specs))
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	bar := newProgress(o, *asJSON, false)
-	err = paired.Execute(ctx, specs, workers, func(i int, r runner.Result) error {
+	bar := newProgress(o, quiet, false)
+	err := paired.Execute(ctx, specs, workers, func(i int, r runner.Result) error {
 		r.Intervals = nil
 		results[i] = r
 		return nil
 	}, bar.update)
 	bar.finish()
 	if err != nil {
-		return err
+		return paired.Summary{}, err
 	}
-	sum, err := paired.Analyze(plan, results)
-	if err != nil {
-		return err
-	}
-	res, err := tune.Choose(sum, *base, *budget)
-	if err != nil {
-		return err
+	return paired.Analyze(plan, results)
+}
+
+// write writes tune.json and tune.md and prints the choice (or the JSON).
+func (f tuneFlags) write(o Options, plan paired.Plan, grid string, res tune.Result) error {
+	var names []string
+	for _, w := range plan.Workloads {
+		names = append(names, w.Name)
 	}
 	js, err := report.MarshalJSON(struct {
 		command.Build
@@ -144,23 +202,23 @@ func tuneCmd(ctx context.Context, args []string, o Options) error {
 		Steps    int         `json:"steps"`
 		Traces   []string    `json:"traces"`
 		Result   tune.Result `json:"result"`
-	}{command.Build{Commit: o.Commit, GoVersion: o.GoVersion}, *seed, *scenario, *steps, names, res})
+	}{command.Build{Commit: o.Commit, GoVersion: o.GoVersion}, *f.seed, *f.scenario, *f.steps, names, res})
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(*outDir, "tune.json"), js, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(*f.out, "tune.json"), js, 0o644); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
 	md := fmt.Sprintf("# Tuning %s\n\nGrid `%s` on placements %s (%s, %d intervals); budget %.1f%% of intervals in every cell.\n\n",
-		*base, g, joinSeeds(places), *scenario, *steps, 100**budget)
-	if err := os.WriteFile(filepath.Join(*outDir, "tune.md"), append([]byte(md), tune.Markdown(res)...), 0o644); err != nil {
+		*f.base, grid, joinSeeds(plan.Placements), *f.scenario, *f.steps, 100**f.budget)
+	if err := os.WriteFile(filepath.Join(*f.out, "tune.md"), append([]byte(md), tune.Markdown(res)...), 0o644); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	if *asJSON {
+	if *f.asJSON {
 		_, err = o.Stdout.Write(js)
 		return err
 	}
-	fmt.Fprintf(o.Stdout, "chosen %s (%d configurations; %s)\n", res.Chosen, len(res.Points), filepath.Join(*outDir, "tune.md"))
+	fmt.Fprintf(o.Stdout, "chosen %s (%d configurations; %s)\n", res.Chosen, len(res.Points), filepath.Join(*f.out, "tune.md"))
 	return nil
 }
 
