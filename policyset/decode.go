@@ -83,7 +83,9 @@ func (d *decoder) unknown(at string) error {
 	return fmt.Errorf("%w: unknown key %.80s", ErrManifest, at)
 }
 
-func kind(t json.Token) string {
+// TokenKind names the JSON type of a decoder token for an error message
+// ("an object", "a string", …).
+func TokenKind(t json.Token) string {
 	switch t.(type) {
 	case json.Delim:
 		if t == json.Delim('{') {
@@ -108,7 +110,7 @@ func (d *decoder) object(at string, field func(key, at string) error) error {
 		return err
 	}
 	if t != json.Delim('{') {
-		return fmt.Errorf("%w: %s is %s, want an object", ErrManifest, where(at), kind(t))
+		return fmt.Errorf("%w: %s is %s, want an object", ErrManifest, where(at), TokenKind(t))
 	}
 	seen := map[string]bool{}
 	for d.dec.More() {
@@ -118,7 +120,7 @@ func (d *decoder) object(at string, field func(key, at string) error) error {
 		}
 		key, ok := t.(string)
 		if !ok {
-			return fmt.Errorf("%w: %s: key is %s", ErrManifest, where(at), kind(t))
+			return fmt.Errorf("%w: %s: key is %s", ErrManifest, where(at), TokenKind(t))
 		}
 		sub := join(at, key)
 		if seen[key] {
@@ -140,7 +142,7 @@ func (d *decoder) array(at string, elem func(i int, at string) error) error {
 		return err
 	}
 	if t != json.Delim('[') {
-		return fmt.Errorf("%w: %s is %s, want an array", ErrManifest, where(at), kind(t))
+		return fmt.Errorf("%w: %s is %s, want an array", ErrManifest, where(at), TokenKind(t))
 	}
 	for i := 0; d.dec.More(); i++ {
 		if err := elem(i, at+"["+strconv.Itoa(i)+"]"); err != nil {
@@ -158,7 +160,7 @@ func (d *decoder) str(at string) (string, error) {
 	}
 	s, ok := t.(string)
 	if !ok {
-		return "", fmt.Errorf("%w: %s is %s, want a string", ErrManifest, at, kind(t))
+		return "", fmt.Errorf("%w: %s is %s, want a string", ErrManifest, at, TokenKind(t))
 	}
 	return s, nil
 }
@@ -170,7 +172,7 @@ func (d *decoder) num(at string) (*float64, error) {
 	}
 	n, ok := t.(json.Number)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s is %s, want a number", ErrManifest, at, kind(t))
+		return nil, fmt.Errorf("%w: %s is %s, want a number", ErrManifest, at, TokenKind(t))
 	}
 	v, err := strconv.ParseFloat(string(n), 64)
 	if err != nil || math.IsInf(v, 0) {

@@ -94,12 +94,11 @@ func thresholdParser() func(string, Options) (Spec, error) {
 		if measured {
 			parts = parts[1:]
 		}
-		var tune agents.ThresholdConfig
-		set := map[string]bool{}
+		tuned := agents.DefaultThresholdConfig()
 		canon, err := parseRuleParams(parts, []ruleParam{
-			{key: "target", lo: 0.05, hi: 5, set: func(v float64) { tune.Target, set["target"] = v, true }},
-			{key: "tol", lo: 0, hi: 1, set: func(v float64) { tune.Tolerance, set["tol"] = v, true }},
-			{key: "window", lo: 1, hi: 3600, whole: true, set: func(v float64) { tune.ScaleDownWindow, set["window"] = int(v), true }},
+			{key: "target", lo: 0.05, hi: 5, set: func(v float64) { tuned.Target = v }},
+			{key: "tol", lo: 0, hi: 1, set: func(v float64) { tuned.Tolerance = v }},
+			{key: "window", lo: 1, hi: 3600, whole: true, set: func(v float64) { tuned.ScaleDownWindow = int(v) }},
 		})
 		if err != nil {
 			return Spec{}, fmt.Errorf("threshold takes [measured][:target=U][:tol=T][:window=N]: %w", err)
@@ -112,28 +111,26 @@ func thresholdParser() func(string, Options) (Spec, error) {
 			spec += ":" + canon
 		}
 		return Spec{spec: spec, build: func(sc env.Config) (agents.Controller, error) {
-			cfg := agents.DefaultThresholdConfig()
-			if sc.MinCPU > 0 {
-				cfg.MinCPU = sc.MinCPU
-			}
-			if sc.MaxCPU > 0 {
-				cfg.MaxCPU = sc.MaxCPU
-			}
+			cfg := tuned
+			cfg.MinCPU, cfg.MaxCPU = cpuBounds(sc, cfg.MinCPU, cfg.MaxCPU)
 			if measured {
 				cfg.MetricLagSteps = sc.Physics.MetricLagSteps
-			}
-			if set["target"] {
-				cfg.Target = tune.Target
-			}
-			if set["tol"] {
-				cfg.Tolerance = tune.Tolerance
-			}
-			if set["window"] {
-				cfg.ScaleDownWindow = tune.ScaleDownWindow
 			}
 			return agents.NewThreshold(cfg)
 		}}, nil
 	}
+}
+
+// cpuBounds returns the scenario's allocation bounds, each falling back on
+// the rule's default where the scenario leaves it unset.
+func cpuBounds(sc env.Config, lo, hi float64) (float64, float64) {
+	if sc.MinCPU > 0 {
+		lo = sc.MinCPU
+	}
+	if sc.MaxCPU > 0 {
+		hi = sc.MaxCPU
+	}
+	return lo, hi
 }
 
 // flinkParser parses "flink[:target=U][:tol=T][:window=N][:catchup=S]": the
@@ -148,13 +145,12 @@ func flinkParser() func(string, Options) (Spec, error) {
 		if arg != "" {
 			parts = strings.Split(arg, ":")
 		}
-		var tune agents.RateConfig
-		set := map[string]bool{}
+		tuned := agents.DefaultRateConfig()
 		canon, err := parseRuleParams(parts, []ruleParam{
-			{key: "target", lo: 0.05, hi: 1, set: func(v float64) { tune.Target, set["target"] = v, true }},
-			{key: "tol", lo: 0, hi: 1, set: func(v float64) { tune.Tolerance, set["tol"] = v, true }},
-			{key: "window", lo: 1, hi: 3600, whole: true, set: func(v float64) { tune.ScaleDownWindow, set["window"] = int(v), true }},
-			{key: "catchup", lo: 0.1, hi: 3600, set: func(v float64) { tune.CatchUpSeconds, set["catchup"] = v, true }},
+			{key: "target", lo: 0.05, hi: 1, set: func(v float64) { tuned.Target = v }},
+			{key: "tol", lo: 0, hi: 1, set: func(v float64) { tuned.Tolerance = v }},
+			{key: "window", lo: 1, hi: 3600, whole: true, set: func(v float64) { tuned.ScaleDownWindow = int(v) }},
+			{key: "catchup", lo: 0.1, hi: 3600, set: func(v float64) { tuned.CatchUpSeconds = v }},
 		})
 		if err != nil {
 			return Spec{}, fmt.Errorf("flink takes [:target=U][:tol=T][:window=N][:catchup=S]: %w", err)
@@ -164,26 +160,9 @@ func flinkParser() func(string, Options) (Spec, error) {
 			spec += ":" + canon
 		}
 		return Spec{spec: spec, build: func(sc env.Config) (agents.Controller, error) {
-			cfg := agents.DefaultRateConfig()
-			if sc.MinCPU > 0 {
-				cfg.MinCPU = sc.MinCPU
-			}
-			if sc.MaxCPU > 0 {
-				cfg.MaxCPU = sc.MaxCPU
-			}
+			cfg := tuned
+			cfg.MinCPU, cfg.MaxCPU = cpuBounds(sc, cfg.MinCPU, cfg.MaxCPU)
 			cfg.MetricLagSteps = sc.Physics.MetricLagSteps
-			if set["target"] {
-				cfg.Target = tune.Target
-			}
-			if set["tol"] {
-				cfg.Tolerance = tune.Tolerance
-			}
-			if set["window"] {
-				cfg.ScaleDownWindow = tune.ScaleDownWindow
-			}
-			if set["catchup"] {
-				cfg.CatchUpSeconds = tune.CatchUpSeconds
-			}
 			return agents.NewRateRule(cfg, sc.App)
 		}}, nil
 	}

@@ -8,6 +8,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"streamscale/policyset"
 )
 
 // inferRequest is what an Open Inference Protocol request carries beyond
@@ -218,25 +220,8 @@ func whereV2(at string) string {
 	return at
 }
 
-func tokenKind(t json.Token) string {
-	switch t := t.(type) {
-	case json.Delim:
-		if t == '{' {
-			return "an object"
-		}
-		return "an array"
-	case string:
-		return "a string"
-	case json.Number:
-		return "a number"
-	case bool:
-		return "a boolean"
-	}
-	return "null"
-}
-
 func typeErrorV2(at string, t json.Token, want string) *reqError {
-	return newError(kindBadRequest, at, "%s is %s, want %s", whereV2(at), tokenKind(t), want)
+	return newError(kindBadRequest, at, "%s is %s, want %s", whereV2(at), policyset.TokenKind(t), want)
 }
 
 // object reads an object, calling field for each key (which consumes the
