@@ -2,12 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -132,5 +134,53 @@ func TestPlannerRestart(t *testing.T) {
 	}
 	if len(got.State) != len(want.State) || keys == 0 {
 		t.Fatalf("restored state has %d key groups, fault-free %d (%d keys)", len(got.State), len(want.State), keys)
+	}
+}
+
+// TestRestoreFlags: the checkpoint-directory flags are checked before
+// anything starts, and a restore from a directory whose latest file is
+// corrupt, that holds none, or from another job's file, fails with an
+// error naming the file and what is wrong.
+func TestRestoreFlags(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"local", "-checkpoint-dir", dir}, 2, "-checkpoint-dir needs -checkpoint-interval > 0"},
+		{[]string{"planner", "-checkpoint-interval", "1s", "-checkpoint-dir", dir, "-checkpoint-keep", "0"}, 2, "-checkpoint-keep 0, want ≥ 1"},
+		{[]string{"local", "-restore", filepath.Join(dir, "missing")}, 1, "-restore: stat"},
+		{[]string{"local", "-restore", dir}, 1, "no checkpoint"},
+	} {
+		code, _, errOut := run(t, ctx, c.args, nil)
+		if code != c.code || !strings.Contains(errOut, c.msg) {
+			t.Errorf("%v: exit %d, %q; want %d and %q", c.args, code, errOut, c.code, c.msg)
+		}
+	}
+	s, err := ckptstore.Open(dir, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := &ckptstore.Checkpoint{Job: "app=etl seed=1", ID: 1, Ops: 2}
+	if _, err := s.Save(other); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := run(t, ctx, []string{"local", "-restore", dir}, nil)
+	if code == 0 || !strings.Contains(errOut, filepath.Join(dir, ckptstore.Name(1))) || !strings.Contains(errOut, `is of the job "app=etl seed=1"`) {
+		t.Errorf("another job's checkpoint: exit %d, %q", code, errOut)
+	}
+	bad := *other
+	bad.ID = 2
+	path, err := s.Save(&bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, b[:len(b)-2], 0o644) //nolint:errcheck // checked by the restore
+	code, _, errOut = run(t, ctx, []string{"local", "-restore", dir}, nil)
+	if code != 1 || !strings.Contains(errOut, path) || !strings.Contains(errOut, "truncated") || !strings.Contains(errOut, ckptstore.Name(1)) {
+		t.Errorf("a truncated latest checkpoint: exit %d, %q", code, errOut)
 	}
 }
