@@ -235,7 +235,7 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	fs.StringVar(&cfg.CheckpointMode, "checkpoint-mode", planner.ModeBarrier, "how a checkpoint is cut: barrier (barriers in the data, aligned at every task; the ingress never stops) or pause (the ingress stops until every input in flight completed)")
 	ckptDir := fs.String("checkpoint-dir", "", "also write every complete checkpoint to this directory (atomically, checksummed), so that a planner restarted with -restore resumes the job; needs -checkpoint-interval > 0")
 	ckptKeep := fs.Int("checkpoint-keep", 3, "with -checkpoint-dir: keep the last this many checkpoint files")
-	restore := fs.String("restore", "", "resume the job from the latest checkpoint in this directory (or from this checkpoint file) that a planner of the same job (-app, -seed, -rate or -trace, -trace-step, -rate-mult, -duration) wrote before it died; with -checkpoint-interval > 0 the checkpoints go on into that directory unless -checkpoint-dir names another")
+	restore := fs.String("restore", "", "resume the job from the latest checkpoint in this directory (or from this checkpoint file) that a planner of the same job (-app, -seed, -rate or -trace, -trace-step, -rate-mult, -duration) wrote before it died; given a directory and -checkpoint-interval > 0, the new checkpoints go on into it unless -checkpoint-dir names another")
 	var kill killFlag
 	restartAfter := time.Duration(0)
 	if spawn {
