@@ -22,6 +22,7 @@ import (
 	"streamscale/internal/command"
 	"streamscale/internal/costfile"
 	"streamscale/serve/runtime"
+	"streamscale/serve/runtime/ckptstore"
 	"streamscale/serve/runtime/kcfs"
 	"streamscale/serve/runtime/planner"
 	"streamscale/serve/runtime/provider/k8s"
@@ -232,6 +233,9 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	fs.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", 0, "checkpoint the workers' keyed state this often, so that a failover restores a dead worker's state (0: no checkpoints; a dead worker's state is lost)")
 	fs.DurationVar(&cfg.CheckpointTimeout, "checkpoint-timeout", 5*time.Second, "discard a checkpoint not complete within this time (ingress pause included)")
 	fs.StringVar(&cfg.CheckpointMode, "checkpoint-mode", planner.ModeBarrier, "how a checkpoint is cut: barrier (barriers in the data, aligned at every task; the ingress never stops) or pause (the ingress stops until every input in flight completed)")
+	ckptDir := fs.String("checkpoint-dir", "", "also write every complete checkpoint to this directory (atomically, checksummed), so that a planner restarted with -restore resumes the job; needs -checkpoint-interval > 0")
+	ckptKeep := fs.Int("checkpoint-keep", 3, "with -checkpoint-dir: keep the last this many checkpoint files")
+	restore := fs.String("restore", "", "resume the job from the latest checkpoint in this directory (or from this checkpoint file) that a planner of the same job (-app, -seed, -rate or -trace, -trace-step, -rate-mult, -duration) wrote before it died; given a directory and -checkpoint-interval > 0, the new checkpoints go on into it unless -checkpoint-dir names another")
 	var kill killFlag
 	restartAfter := time.Duration(0)
 	if spawn {
@@ -287,6 +291,12 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 		return command.Usagef("%s: -rate-mult %v, want > 0", name, cfg.RateMult)
 	case providerName != "local" && providerName != "external" && providerName != "k8s":
 		return command.Usagef("%s: -provider %q, want external or k8s", name, providerName)
+	case *ckptDir != "" && cfg.CheckpointInterval == 0:
+		return command.Usagef("%s: -checkpoint-dir needs -checkpoint-interval > 0", name)
+	case *ckptKeep < 1:
+		return command.Usagef("%s: -checkpoint-keep %d, want ≥ 1", name, *ckptKeep)
+	case (*ckptDir != "" || *restore != "") && svc.serve:
+		return command.Usagef("%s: -checkpoint-dir and -restore run one job, not with -serve", name)
 	}
 	costLine := "" // said once the flags are all checked
 	if *costModel != "" && cfg.Controller == "none" {
@@ -336,6 +346,9 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	}
 	if *verbose {
 		cfg.Log = o.Stderr
+	}
+	if err := checkpointFiles(&cfg, *restore, *ckptDir, *ckptKeep); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	var rows []planner.Row
 	var lp *local.Provider
@@ -418,6 +431,12 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	} else {
 		fmt.Fprintf(o.Stdout, "%s: %d inputs, %d completed, %d lost, %d duplicated; latency p50 %.1f ms p95 %.1f ms p99 %.1f ms; %d migrations (planner ≤ %.1f ms, worker pause ≤ %.2f ms)\n",
 			res.App, res.Inputs, res.Completed, res.Lost, res.Duplicated, res.P50MS, res.P95MS, res.P99MS, len(res.Migrations), res.MigrationPlannerMS, res.MigrationWorkerPauseMSMax)
+		if r := res.Resumed; r != nil {
+			fmt.Fprintf(o.Stdout, "resumed checkpoint %d from %s: inputs before %d were in its state, the source resumed there (t = %.3f s)\n", r.Checkpoint, r.File, r.Cut, r.AtS)
+		}
+		if res.CheckpointsSaved+res.CheckpointSaveErrors > 0 {
+			fmt.Fprintf(o.Stdout, "%d checkpoints saved (%d failed), the last %s\n", res.CheckpointsSaved, res.CheckpointSaveErrors, res.CheckpointFile)
+		}
 		if res.Checkpoints+res.CheckpointsDiscarded > 0 || res.Failures > 0 {
 			fmt.Fprintf(o.Stdout, "%d failures; %d checkpoints by %s (%d discarded), ingress pause ≤ %.1f ms (mean %.1f ms), duration mean %.1f ms, alignment ≤ %.1f ms, snapshot ≤ %.2f ms, ≤ %d keys and %d bytes; %d key groups restored, %d inputs replayed\n",
 				res.Failures, res.Checkpoints, res.CheckpointMode, res.CheckpointsDiscarded, res.CheckpointMSMax, res.CheckpointMSMean, res.CheckpointDurationMSMean, res.CheckpointAlignMSMax, res.CheckpointSnapshotMSMax, res.CheckpointKeysMax, res.CheckpointBytesMax, res.RestoredGroups, res.Replayed)
@@ -426,6 +445,45 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	if err != nil {
 		return errors.New("serve: interrupted; the result covers the run until then")
 	}
+	if res.CheckpointSaveErrors > 0 {
+		return fmt.Errorf("serve: %d checkpoints could not be written to the checkpoint directory (see the log): the last one saved is %q", res.CheckpointSaveErrors, res.CheckpointFile)
+	}
+	return nil
+}
+
+// checkpointFiles reads the checkpoint to resume from (-restore: the
+// latest of a directory, or a file) and opens the store the checkpoints
+// are written to (-checkpoint-dir, or the restore's directory when
+// checkpoints are on).
+func checkpointFiles(cfg *planner.Config, restore, dir string, keep int) error {
+	if restore != "" {
+		st, err := os.Stat(restore)
+		if err != nil {
+			return fmt.Errorf("-restore: %w", err)
+		}
+		var c ckptstore.Checkpoint
+		from := restore
+		if st.IsDir() {
+			c, from, err = ckptstore.Latest(restore)
+			if dir == "" && cfg.CheckpointInterval > 0 {
+				dir = restore
+			}
+		} else {
+			c, err = ckptstore.Load(restore)
+		}
+		if err != nil {
+			return fmt.Errorf("-restore: %w", err)
+		}
+		cfg.Restore, cfg.RestoreFrom = &c, from
+	}
+	if dir == "" {
+		return nil
+	}
+	s, err := ckptstore.Open(dir, keep)
+	if err != nil {
+		return fmt.Errorf("-checkpoint-dir: %w", err)
+	}
+	cfg.Store = s
 	return nil
 }
 

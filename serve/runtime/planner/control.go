@@ -104,7 +104,7 @@ func (p *Planner) control(ctx context.Context, stop <-chan struct{}) {
 	t := p.clock.NewTicker(p.cfg.Control)
 	defer t.Stop()
 	deployed := false // CLASP has made its initial placement
-	rounds, due := 0, int(p.cfg.Duration/p.cfg.Control)
+	rounds, due := 0, int((p.cfg.Duration-p.resumeAt)/p.cfg.Control)
 	for ; ; rounds++ {
 		select {
 		case <-ctx.Done():

@@ -182,12 +182,10 @@
 // A worker that receives a placement while still aligning a checkpoint
 // (one the planner discarded) stops aligning it first.
 //
-// Snapshots live in the planner's memory (the last complete one only):
-// the planner already holds the one thing recovery cannot do without,
-// the log of inputs to replay, since the load generator is not a durable,
-// replayable source; a checkpoint on disk would survive a planner failure
-// that the input log does not, so it would recover nothing more. A worker's
-// death is what checkpoints protect against, and its disk goes with it.
+// Snapshots live in the planner's memory (the last complete one), and
+// with Config.Store also on disk (see "Planner restart"). A worker's
+// death is what the in-memory one protects against, and its disk goes
+// with it; the planner's own death needs the copy on disk.
 //
 // On a worker's death the planner marks it dead (discarding a checkpoint
 // in progress), assigns the key groups to the live workers and sends each
@@ -220,7 +218,55 @@
 // before the failure (nothing in this runtime's applications) happen
 // again on replay. The planner counts each input complete once.
 //
+// # Planner restart
+//
+// The planner's death ends its workers (the local provider's children
+// get SIGKILL with it; a worker's planner stream ends and it exits) and,
+// without a store, the job. With Config.Store (`serve planner` or `serve
+// local -checkpoint-dir DIR`) every complete checkpoint is also written
+// to a directory (package ckptstore: atomically, checksummed, the last N
+// kept) by a background writer as it completes; a write that has not
+// finished when the planner dies leaves the previous file, which is as
+// good a restart point. With it goes the checkpoint's source offset, its
+// cut c. The load generator is a replayable source, as a Kafka partition
+// with an offset is: the inputs (keys, payloads, sequence numbers,
+// intended times) are a function of the seed and the rate or trace alone
+// (Job names what fixes them, and is recorded with each checkpoint).
+//
+// A new planner of the same job given the checkpoint (Config.Restore:
+// `-restore DIR` reads the latest file of DIR, refusing a truncated,
+// corrupt or foreign one, or another job's) regenerates inputs 0..c−1 and
+// logs them as complete without sending them, starts fresh workers,
+// places the application on them and restores the checkpoint's state on
+// every worker (a Restore and the restore placement, as after a failover)
+// before the load starts; the source then resumes at input c. Its
+// intended time t_c is the load time the run resumes at: the run's load
+// clock starts at t_c, so inputs c, c+1, … are sent at their intended
+// times relative to the new start and the load ends at the same load
+// time Duration. Checkpoint IDs go on from the restored one.
+//
+// Guarantee: exactly-once state — the final state of a restarted job
+// equals a fault-free run's (every input before c is in the checkpoint
+// once, every later one is processed once by the new workers; inputs the
+// dead planner had sent after c were lost with its workers' state) — and
+// at-least-once output: effects outside keyed state of inputs after c
+// that the dead planner's workers executed happen again. Any complete
+// checkpoint of the job is a valid restart point, so a restore from an
+// older file also ends in the same state.
+//
+// Limits: the downtime does not count in the latency figures (the load
+// clock resumes at t_c; a real source would hold a backlog); the inputs
+// before c count as complete in the result, but their latencies died with
+// the old planner (Result.Resumed); the workers of a dead planner are not
+// adopted (a restart starts new ones, as Flink without its standby
+// JobManager redeploys the job); the input log of inputs after c is
+// rebuilt from the source, so a source that is not a function of the seed
+// could not be restored; and the planner's Service (one replay at a time
+// on request) does not persist.
+//
 // Determinism: the inputs (keys, payloads, sequence numbers, intended
-// times) are a function of the seed and the rate or trace; everything
-// measured depends on the machine.
+// times) are a function of the seed and the rate or trace; a checkpoint
+// file's bytes are a function of the checkpoint (ckptstore's canonical
+// encoding), no clock or map order in them; everything measured depends
+// on the machine.
 package planner

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -201,26 +202,95 @@ func (p *Planner) send(idx int) {
 	}
 }
 
-// generate is the open-loop load generator. Input k of a segment of
-// constant rate r starting at s has the intended time s + k/r (computed,
-// not accumulated, so no rounding drift); a segment is one trace point, or
-// the whole run for a constant rate. Segment i spans [i·step, (i+1)·step),
-// computed from its index: recovering the index from a boundary by
-// division could land one below it for a step that is not a binary
-// fraction (3 × 0.01 / 0.01 < 3) and then loop on that boundary forever.
+// loadGen is the open-loop load generator's position: the source, and
+// input k of segment seg next. Input k of a segment of constant rate r
+// starting at s has the intended time s + k/r (computed, not accumulated,
+// so no rounding drift); a segment is one trace point, or the whole run
+// for a constant rate. Segment i spans [i·step, (i+1)·step), computed from
+// its index: recovering the index from a boundary by division could land
+// one below it for a step that is not a binary fraction (3 × 0.01 / 0.01
+// < 3) and then loop on that boundary forever. The inputs are a function
+// of the seed and the rate or trace alone, so the source is replayable:
+// skip regenerates its first inputs to resume it at an offset.
+type loadGen struct {
+	p                         *Planner
+	src                       ops.Source
+	end                       float64 // the load's end, s
+	seg, k                    int
+	segStart, segEnd, segRate float64
+	buf                       []byte
+}
+
+func (p *Planner) newLoadGen() *loadGen {
+	g := &loadGen{p: p, src: p.cfg.App.NewSource(p.cfg.Seed), end: p.cfg.Duration.Seconds()}
+	g.segStart, g.segEnd, g.segRate = p.segment(0)
+	return g
+}
+
+// due returns the intended time of the next input, s, and whether it is
+// due by now (and falls before the load's end).
+func (g *loadGen) due(now float64) (float64, bool) {
+	for g.segStart < g.end {
+		t := g.segEnd
+		if g.segRate > 0 {
+			t = g.segStart + float64(g.k)/g.segRate
+		}
+		if t >= g.segEnd { // next trace point
+			g.seg, g.k = g.seg+1, 0
+			g.segStart, g.segEnd, g.segRate = g.p.segment(g.seg)
+			continue
+		}
+		return t, t <= now && t < g.end
+	}
+	return g.end, false
+}
+
+// take draws the next input (due said it is due): its key and payload (in
+// the generator's buffer, valid until the next take).
+func (g *loadGen) take() (uint64, []byte) {
+	var key uint64
+	key, g.buf = g.src.Next(g.buf)
+	g.k++
+	return key, g.buf
+}
+
+// over reports whether the load has no input left.
+func (g *loadGen) over() bool {
+	return g.segStart >= g.end || (g.segRate == 0 && math.IsInf(g.segEnd, 1)) || g.segStart+float64(g.k)/g.segRate >= g.end
+}
+
+// skip logs the first n inputs as complete without sending them (a
+// restored checkpoint covers them: see "Planner restart") and returns the
+// intended time of input n, where the load resumes (the load's end when
+// none is left). It fails when the load has fewer than n inputs.
+func (p *Planner) skip(n int) (time.Duration, error) {
+	g := p.gen
+	p.ins = slices.Grow(p.ins, n)
+	for i := range n {
+		t, ok := g.due(math.Inf(1))
+		if !ok {
+			return 0, fmt.Errorf("planner: the checkpoint covers %d inputs, this job's load has %d", n, i)
+		}
+		key, _ := g.take()
+		seq := p.seqs[key]
+		p.seqs[key] = seq + 1
+		p.ins = append(p.ins, input{key: key, seq: seq, intended: int64(t * 1e9), done: true, w: wire.Total})
+	}
+	p.completed, p.sent, p.frontier, p.skipped = uint64(n), n, n, n
+	t, _ := g.due(math.Inf(1))
+	return time.Duration(t * 1e9), nil
+}
+
+// generate runs the load generator until the load's end (see loadGen).
 func (p *Planner) generate(ctx context.Context) {
-	src := p.cfg.App.NewSource(p.cfg.Seed)
+	g := p.gen
 	tick := p.clock.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	end := p.cfg.Duration.Seconds()
-	seg, k := 0, 0
-	segStart, segEnd, segRate := p.segment(seg)
 	// Size the input log once: growing a log of millions of inputs by
 	// doubling copies it again and again inside the generator's lock.
 	p.mu.Lock()
 	p.ins = slices.Grow(p.ins, min(p.inputBound(), 50_000_000))
 	p.mu.Unlock()
-	var buf []byte
 	for {
 		select {
 		case <-ctx.Done():
@@ -229,33 +299,23 @@ func (p *Planner) generate(ctx context.Context) {
 		}
 		now := p.sinceStart().Seconds()
 		p.mu.Lock()
-		for segStart < end {
-			t := segEnd
-			if segRate > 0 {
-				t = segStart + float64(k)/segRate
-			}
-			if t >= segEnd { // next trace point
-				seg, k = seg+1, 0
-				segStart, segEnd, segRate = p.segment(seg)
-				continue
-			}
-			if t > now || t >= end {
+		for {
+			t, ok := g.due(now)
+			if !ok {
 				break
 			}
-			var key uint64
-			key, buf = src.Next(buf)
+			key, payload := g.take()
 			seq := p.seqs[key]
 			p.seqs[key] = seq + 1
-			p.ins = append(p.ins, input{key: key, seq: seq, intended: int64(t * 1e9), payload: slices.Clone(buf)})
+			p.ins = append(p.ins, input{key: key, seq: seq, intended: int64(t * 1e9), payload: slices.Clone(payload)})
 			p.secOffer++
 			if p.cfg.Allocate != nil {
 				p.winOffer++
 			}
 			p.flush() // nothing while a checkpoint pauses the ingress
-			k++
 		}
 		p.mu.Unlock()
-		if segStart >= end || (segRate == 0 && math.IsInf(segEnd, 1)) || segStart+float64(k)/segRate >= end {
+		if g.over() {
 			return
 		}
 	}

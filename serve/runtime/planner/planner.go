@@ -2,8 +2,10 @@ package planner
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math"
 	"net"
@@ -14,6 +16,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"streamscale/clasp"
+	"streamscale/serve/runtime/ckptstore"
 	"streamscale/serve/runtime/ops"
 	"streamscale/serve/runtime/planner/core"
 	"streamscale/serve/runtime/provider"
@@ -129,6 +132,17 @@ type Config struct {
 	// never stops) or ModePause (the ingress stops until every input in
 	// flight completed). See the package documentation.
 	CheckpointMode string
+	// Store, if set, keeps every complete checkpoint outside the planner
+	// (a ckptstore.Store: a directory), written in the background as each
+	// completes, so that a planner restarted after its own death resumes
+	// the job (Restore; see "Planner restart").
+	Store CheckpointStore
+	// Restore, if set, resumes the job from this checkpoint, persisted by
+	// a planner of the same job (Job(cfg) must equal its Job) that died:
+	// the workers start from its state and the source from its cut.
+	// RestoreFrom names where it was read (for the log and the result).
+	Restore     *ckptstore.Checkpoint
+	RestoreFrom string
 	// Rows, if set, receives one Row per second.
 	Rows func(Row)
 	// Log receives one line per notable event.
@@ -211,6 +225,29 @@ func (c *Config) fill() error {
 	return nil
 }
 
+// CheckpointStore keeps complete checkpoints outside the planner
+// (ckptstore.Store). Save returns where it wrote c; it is called from one
+// goroutine at a time and must not change c.
+type CheckpointStore interface {
+	Save(c *ckptstore.Checkpoint) (string, error)
+}
+
+// Job describes the job cfg runs, as a persisted checkpoint records it: the
+// application, the seed and the load (rate or trace, trace step and
+// multiplier, duration), which fix the inputs and their intended times. A
+// restore refuses a checkpoint whose Job differs.
+func Job(cfg Config) string {
+	load := fmt.Sprintf("rate=%g", cfg.Rate)
+	if tr := cfg.Trace; tr != nil {
+		h := fnv.New64a()
+		for i := range tr.Len() {
+			binary.Write(h, binary.LittleEndian, math.Float64bits(tr.Rate(i))) //nolint:errcheck // a hash does not fail
+		}
+		load = fmt.Sprintf("trace=%s points=%d rates=%016x step=%v mult=%g", tr.Name, tr.Len(), h.Sum64(), cfg.TraceStep, cfg.RateMult)
+	}
+	return fmt.Sprintf("app=%s operators=%d seed=%d %s duration=%v", cfg.App.Name, len(cfg.App.Operators), cfg.Seed, load, cfg.Duration)
+}
+
 // Planner is a running planner: the shell around a core.Core. It owns
 // the listener's streams, the goroutines (ticks, the load generator, the
 // provider, the controllers), the input log and the clock; it feeds the
@@ -242,6 +279,22 @@ type Planner struct {
 	refused   uint64
 	rows      []Row
 	ingress
+	gen      *loadGen
+	job      string
+	resumeAt time.Duration // the load time the run resumes at (Config.Restore)
+	skipped  int           // inputs in the restored checkpoint, never sent
+	store    persister
+}
+
+// persister is the background writer of Config.Store (guarded by
+// Planner.mu): the latest complete checkpoint not yet written (an older
+// one still pending is dropped for it), and the outcome.
+type persister struct {
+	pending      *ckptstore.Checkpoint
+	closed       bool
+	kick, done   chan struct{}
+	saved, fails int
+	last         string // the last file written
 }
 
 // New returns a planner or an error for a bad configuration.
@@ -267,14 +320,42 @@ func New(cfg Config) (*Planner, error) {
 	if len(p.sources) == 0 {
 		return nil, fmt.Errorf("planner: app %s has no source operator", cfg.App.Name)
 	}
-	c, err := core.New(core.Config{Ops: len(cfg.App.Operators), Workers: cfg.Workers, Shares: cfg.Shares, Steps: cfg.Steps,
+	resume, err := resumeFrom(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := core.New(core.Config{Restore: resume, Ops: len(cfg.App.Operators), Workers: cfg.Workers, Shares: cfg.Shares, Steps: cfg.Steps,
 		Heartbeat: cfg.Heartbeat, Tick: tickOf(cfg.Heartbeat), Miss: cfg.Miss, JoinTimeout: cfg.JoinTimeout,
 		CheckpointInterval: cfg.CheckpointInterval, CheckpointTimeout: cfg.CheckpointTimeout, CheckpointMode: cfg.CheckpointMode})
 	if err != nil {
 		return nil, fmt.Errorf("planner: %w", err)
 	}
 	p.core = c
+	p.gen, p.job = p.newLoadGen(), Job(cfg)
+	if r := cfg.Restore; r != nil {
+		if p.resumeAt, err = p.skip(int(r.Cut)); err != nil {
+			return nil, fmt.Errorf("planner: restore %s: %w", cfg.RestoreFrom, err)
+		}
+	}
 	return p, nil
+}
+
+// resumeFrom checks a checkpoint to restore against the job and returns it
+// for the core.
+func resumeFrom(cfg Config) (*core.Resume, error) {
+	r := cfg.Restore
+	if r == nil {
+		return nil, nil
+	}
+	switch job := Job(cfg); {
+	case r.Job != job:
+		return nil, fmt.Errorf("planner: restore %s: checkpoint %d is of the job %q, not of this one, %q", cfg.RestoreFrom, r.ID, r.Job, job)
+	case r.Ops != len(cfg.App.Operators):
+		return nil, fmt.Errorf("planner: restore %s: checkpoint %d has %d operators, app %s %d", cfg.RestoreFrom, r.ID, r.Ops, cfg.App.Name, len(cfg.App.Operators))
+	case r.Cut > math.MaxInt32:
+		return nil, fmt.Errorf("planner: restore %s: cut %d", cfg.RestoreFrom, r.Cut)
+	}
+	return &core.Resume{ID: r.ID, Cut: int(r.Cut), State: r.State}, nil
 }
 
 // tickOf is the core's tick interval for a heartbeat interval: 10 ms, or
@@ -324,6 +405,14 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	p.origin = p.clock.Now()
 	bgWG.Go(func() { p.provide(bg) })
 	bgWG.Go(func() { p.ticks(bg) })
+	if p.cfg.Store != nil {
+		p.store.kick, p.store.done = make(chan struct{}, 1), make(chan struct{})
+		go p.persist()
+		defer p.closeStore()
+	}
+	if r := p.cfg.Restore; r != nil {
+		p.logf("restoring checkpoint %d from %s: inputs before %d are in its state; the source resumes at input %d (t = %.3f s)", r.ID, p.cfg.RestoreFrom, r.Cut, r.Cut, p.resumeAt.Seconds())
+	}
 	p.mu.Lock()
 	p.step(core.Begin{})
 	p.mu.Unlock()
@@ -377,8 +466,9 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	partial := p.secOffer > 0 || len(p.lat) > 0
 	p.mu.Unlock()
 	if partial {
-		p.closeRow(p.sinceStart().Seconds())
+		p.closeRow((p.sinceStart() - p.resumeAt).Seconds())
 	}
+	p.closeStore() // the final checkpoint is written before the result
 	res := p.result()
 	if ctx.Err() != nil {
 		return res, ctx.Err()
@@ -486,8 +576,16 @@ func (p *Planner) perform(a core.Action) {
 		for i := a.Prev; i < a.Cut && i < len(p.ins); i++ {
 			p.ins[i].payload = nil // never replayed again
 		}
+		if p.cfg.Store != nil {
+			id, cut, st := p.core.Checkpoint()
+			p.store.pending = &ckptstore.Checkpoint{Job: p.job, ID: id, Cut: uint64(cut), Ops: len(p.cfg.App.Operators), State: st}
+			select {
+			case p.store.kick <- struct{}{}:
+			default:
+			}
+		}
 	case core.StartLoad:
-		p.start, p.started = p.clock.Now(), true
+		p.start, p.started = p.clock.Now().Add(-p.resumeAt), true
 	case core.Fail:
 		p.startErr = a.Err
 	case core.ScaleDone:
@@ -592,6 +690,53 @@ func (p *Planner) scale(ctx context.Context, n int, shares [][]float64, reason s
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// persist writes the checkpoints Config.Store is given, one at a time, the
+// latest pending first (an older one not yet written is skipped for it),
+// until closeStore. The state it encodes is the core's last checkpoint,
+// which the core no longer changes.
+func (p *Planner) persist() {
+	defer close(p.store.done)
+	for {
+		p.mu.Lock()
+		c, closed := p.store.pending, p.store.closed
+		p.store.pending = nil
+		p.mu.Unlock()
+		if c == nil {
+			if closed {
+				return
+			}
+			<-p.store.kick
+			continue
+		}
+		path, err := p.cfg.Store.Save(c)
+		p.mu.Lock()
+		if err != nil {
+			p.store.fails++
+			p.logf("checkpoint %d not saved: %v", c.ID, err)
+		} else {
+			p.store.saved++
+			p.store.last = path
+		}
+		p.mu.Unlock()
+	}
+}
+
+// closeStore waits until the pending checkpoint is written and stops the
+// writer (a no-op without a store, or the second time).
+func (p *Planner) closeStore() {
+	if p.store.done == nil {
+		return
+	}
+	p.mu.Lock()
+	p.store.closed = true
+	p.mu.Unlock()
+	select {
+	case p.store.kick <- struct{}{}:
+	default:
+	}
+	<-p.store.done
 }
 
 // quantile is the nearest-rank quantile of sorted xs (0 when empty): the

@@ -123,8 +123,31 @@ type Result struct {
 	RestoredGroups           int              `json:"restored_groups"`
 	Replayed                 int              `json:"replayed"`
 	CheckpointLog            []CheckpointStat `json:"checkpoint_log"`
-	Restores                 []Restore        `json:"restores"`
-	Rows                     []Row            `json:"-"`
+	// CheckpointsSaved counts the checkpoints written to Config.Store,
+	// CheckpointSaveErrors the writes that failed, and CheckpointFile is
+	// the last file written.
+	CheckpointsSaved     int    `json:"checkpoints_saved,omitempty"`
+	CheckpointSaveErrors int    `json:"checkpoint_save_errors,omitempty"`
+	CheckpointFile       string `json:"checkpoint_file,omitempty"`
+	// Resumed is the checkpoint a restarted planner resumed the job from
+	// (nil: none). Its inputs (those before Cut) count as complete in
+	// Inputs and Completed, but this run sent none of them: the latency
+	// figures cover only the inputs from Cut on; ElapsedS is in the
+	// load's time, which resumed at AtS; the rows count from this run's
+	// start.
+	Resumed  *Resumed  `json:"resumed,omitempty"`
+	Restores []Restore `json:"restores"`
+	Rows     []Row     `json:"-"`
+}
+
+// Resumed is the checkpoint a restarted planner resumed from: the file,
+// the checkpoint's ID, its cut (the source offset) and the load time the
+// source resumed at (input Cut's intended time), s.
+type Resumed struct {
+	File       string  `json:"file"`
+	Checkpoint uint64  `json:"checkpoint"`
+	Cut        int     `json:"cut"`
+	AtS        float64 `json:"at_s"`
 }
 
 func (p *Planner) result() Result {
@@ -138,6 +161,10 @@ func (p *Planner) result() Result {
 	}
 	if p.cfg.CheckpointInterval > 0 {
 		r.CheckpointMode = p.cfg.CheckpointMode
+	}
+	r.CheckpointsSaved, r.CheckpointSaveErrors, r.CheckpointFile = p.store.saved, p.store.fails, p.store.last
+	if c := p.cfg.Restore; c != nil {
+		r.Resumed = &Resumed{File: p.cfg.RestoreFrom, Checkpoint: c.ID, Cut: int(c.Cut), AtS: p.resumeAt.Seconds()}
 	}
 	lat := slices.Clone(p.allLat)
 	slices.Sort(lat)
@@ -180,8 +207,8 @@ func (p *Planner) result() Result {
 		c := 0 // checkpoints are in start order
 		for i := range p.ins {
 			x := &p.ins[i]
-			if !x.done {
-				continue
+			if !x.done || i < p.skipped {
+				continue // not complete, or in a restored checkpoint (no latency)
 			}
 			for c < len(r.CheckpointLog) && int64((r.CheckpointLog[c].AtS+r.CheckpointLog[c].DurationMS/1e3)*1e9) < x.intended {
 				c++

@@ -41,6 +41,9 @@ type Config struct {
 	// CheckpointMode (ModeBarrier or ModePause) as the planner's.
 	CheckpointInterval, CheckpointTimeout time.Duration
 	CheckpointMode                        string
+	// Restore, if set, resumes a job from a checkpoint a planner persisted
+	// before it died: see Resume.
+	Restore *Resume
 }
 
 func (c *Config) validate() error {
@@ -60,6 +63,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("core: checkpoint interval %v and timeout %v, want ≥ 0", c.CheckpointInterval, c.CheckpointTimeout)
 	case c.CheckpointInterval > 0 && c.CheckpointMode != ModeBarrier && c.CheckpointMode != ModePause:
 		return fmt.Errorf("core: checkpoint mode %q, want %s or %s", c.CheckpointMode, ModeBarrier, ModePause)
+	}
+	if c.Restore != nil {
+		return c.Restore.validate(c.Ops)
 	}
 	return nil
 }
@@ -132,6 +138,9 @@ func New(cfg Config) (*Core, error) {
 	}
 	c := &Core{cfg: cfg, det: newDetector(cfg.Heartbeat, cfg.Tick, cfg.Miss), gone: map[uint32]bool{},
 		ck: newCoordinator(cfg.CheckpointInterval, cfg.CheckpointTimeout, cfg.CheckpointMode)}
+	if cfg.Restore != nil {
+		c.ck.installResume(cfg.Restore)
+	}
 	c.steps = slices.Clone(cfg.Steps)
 	sort.SliceStable(c.steps, func(i, j int) bool { return c.steps[i].At < c.steps[j].At })
 	return c, nil

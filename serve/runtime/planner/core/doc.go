@@ -44,7 +44,7 @@
 // to stop (the core already decides who leaves and emits Close for each);
 // persisting checkpoints for a restore is a shell action on
 // CheckpointCompleted (Core.Checkpoint holds the state and the cut, the
-// source offset), and a restore a new event carrying them.
+// source offset), and a restore is Config.Restore (resume.go).
 //
 // # Tests
 //

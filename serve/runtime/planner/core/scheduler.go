@@ -116,6 +116,9 @@ func (c *Core) place() {
 		c.cur = nil
 		c.loading, c.loadStart = true, c.now
 		c.ck.start(c.now)
+		if c.cfg.Restore != nil {
+			c.cur = c.resume()
+		}
 		c.emit(StartLoad{})
 		return
 	}

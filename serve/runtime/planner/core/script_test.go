@@ -133,7 +133,7 @@ type driver struct {
 
 // run executes one command and returns what it printed.
 //
-//	config k=v...        a new core (ops workers hb tick miss join mig ckpt timeout mode steps=1s:3,2s:1)
+//	config k=v...        a new core (ops workers hb tick miss join mig ckpt timeout mode steps=1s:3,2s:1 resume=ID:CUT)
 //	begin                Begin
 //	hello w1 [any]       a stream from worker 1 (any: asking for no ID)
 //	tick [d]             advance d (default one Tick) in one step, then Tick
@@ -290,6 +290,8 @@ func (d *driver) config(args []string) string {
 			d.cfg.CheckpointTimeout = d.dur(v)
 		case "mode":
 			d.cfg.CheckpointMode = v
+		case "resume":
+			d.cfg.Restore = resumeOption(d, v)
 		case "steps":
 			for _, s := range strings.Split(v, ",") {
 				at, n, _ := strings.Cut(s, ":")
