@@ -81,6 +81,11 @@ type Protocol struct {
 	// (Combination.Best, BestRule).
 	Learned         []string `json:"learned_controllers,omitempty"`
 	ViolationBudget float64  `json:"violation_budget"`
+	// Seeded lists the controllers of several seeds with their members,
+	// in controller order, and SeedBootstrapStream names the streams of
+	// their seed-level intervals; both empty when there are none.
+	Seeded              []SeedSet `json:"seeded_controllers,omitempty"`
+	SeedBootstrapStream string    `json:"seed_bootstrap_stream,omitempty"`
 }
 
 // Protocol returns the plan's settings.
@@ -102,6 +107,14 @@ func (p Plan) Protocol() Protocol {
 		}
 		if IsLearned(c) {
 			pr.Learned = append(pr.Learned, c.String())
+		}
+		if isSeeded(c) {
+			set := SeedSet{Controller: c.String()}
+			for _, m := range members(c) {
+				set.Seeds = append(set.Seeds, m.String())
+			}
+			pr.Seeded = append(pr.Seeded, set)
+			pr.SeedBootstrapStream = "eval/seed-bootstrap/<profile>/<trace>/<controller>[/<rule>]"
 		}
 	}
 	return pr
@@ -153,8 +166,15 @@ type ControllerStats struct {
 	// controller found beyond the cluster.
 	MeanReplans      Num `json:"mean_replans"`
 	MeanOverCapacity Num `json:"mean_over_capacity_steps"`
-	// PerRun holds the per-placement values, in placement order.
+	// PerRun holds the per-placement values, in placement order (for a
+	// controller of several seeds, the means over its seeds).
 	PerRun []RunValues `json:"per_run"`
+	// Seeds is the number of seeds of a controller of several (Seeded),
+	// whose figures above are those of the mean over its seeds on each
+	// placement; SeedLevel holds its seed-level figures. Both are omitted
+	// for a single policy or a rule.
+	Seeds     int        `json:"seeds,omitempty"`
+	SeedLevel *SeedStats `json:"seed_level,omitempty"`
 }
 
 // RunValues are one run's summary values.
@@ -231,7 +251,7 @@ func Analyze(p Plan, results []runner.Result) (Summary, error) {
 		return Summary{}, err
 	}
 	sum := Summary{Seed: p.Seed, ConfigSHA256: ch, Protocol: p.Protocol()}
-	nC, nP := len(p.Controllers), len(p.Placements)
+	lay, nP := newLayout(p.Controllers), len(p.Placements)
 	cand := -1
 	for ci, c := range p.Controllers {
 		if c.String() == p.Candidate {
@@ -241,19 +261,16 @@ func Analyze(p Plan, results []runner.Result) (Summary, error) {
 	idx := 0
 	for _, prof := range p.Profiles {
 		for _, w := range p.Workloads {
-			block := results[idx : idx+nC*nP]
-			idx += nC * nP
-			// values[c][metric][placement]
-			col := func(c int, f func(runner.Summary) float64) []float64 {
-				out := make([]float64, nP)
-				for l := range nP {
-					out[l] = f(block[l*nC+c].Summary)
-				}
-				return out
-			}
-			comb := Combination{Profile: prof, Trace: w.Name, SLOMS: block[0].SLOMS, Steps: int(block[0].Summary.Steps)}
+			d := cellData{lay: lay, nP: nP, block: results[idx : idx+lay.width*nP]}
+			idx += lay.width * nP
+			col := d.col
+			comb := Combination{Profile: prof, Trace: w.Name, SLOMS: d.block[0].SLOMS, Steps: int(d.block[0].Summary.Steps)}
 			for c, spec := range p.Controllers {
-				comb.Controllers = append(comb.Controllers, controllerStats(p.Seed, prof, w.Name, spec.String(), p.Placements, col, c))
+				cs := controllerStats(p.Seed, prof, w.Name, spec.String(), p.Placements, col, c)
+				if isSeeded(spec) {
+					cs.Seeds, cs.SeedLevel = lay.n[c], d.seedStats(p.Seed, prof, w.Name, p.Controllers, c)
+				}
+				comb.Controllers = append(comb.Controllers, cs)
 			}
 			if cand >= 0 {
 				for b, spec := range p.Controllers {
@@ -263,7 +280,7 @@ func Analyze(p Plan, results []runner.Result) (Summary, error) {
 					comb.Comparisons = append(comb.Comparisons, compare(p.Seed, prof, w.Name, p.Candidate, spec.String(), col, cand, b))
 				}
 			}
-			judgeBest(&comb, p, col)
+			judgeBest(&comb, p, d)
 			sum.Combinations = append(sum.Combinations, comb)
 		}
 	}
@@ -365,7 +382,8 @@ func compare(seed uint64, prof, trace, cand, base string, col func(int, func(run
 
 // judgeBest names the cell's best controller and best rule and compares
 // every other controller with the best rule.
-func judgeBest(comb *Combination, p Plan, col func(int, func(runner.Summary) float64) []float64) {
+func judgeBest(comb *Combination, p Plan, d cellData) {
+	col := d.col
 	learned := make([]bool, len(p.Controllers))
 	for i, c := range p.Controllers {
 		learned[i] = IsLearned(c)
@@ -385,6 +403,12 @@ func judgeBest(comb *Combination, p Plan, col func(int, func(runner.Summary) flo
 		}
 		cmp := compare(p.Seed, comb.Profile, comb.Trace, c.Controller, comb.BestRule, col, i, r)
 		v, u := cmp.H1.Evidence[0], cmp.H2.Evidence[0]
-		comb.VsBestRule = append(comb.VsBestRule, Versus{Controller: c.Controller, Violation: v, CPU: u, Verdict: dominance(v, u)})
+		vs := Versus{Controller: c.Controller, Violation: v, CPU: u, Verdict: dominance(v, u)}
+		if isSeeded(p.Controllers[i]) {
+			sv := d.seedVersus(p.Seed, comb.Profile, comb.Trace, p.Controllers, i, r)
+			sv.PlacementVerdict = vs.Verdict
+			vs.Verdict, vs.SeedLevel = dominance(sv.Violation.estimate(), sv.CPU.estimate()), sv
+		}
+		comb.VsBestRule = append(comb.VsBestRule, vs)
 	}
 }

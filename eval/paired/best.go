@@ -42,6 +42,10 @@ type Versus struct {
 	Violation  Estimate `json:"violation_rate_diff"` // percentage points
 	CPU        Estimate `json:"cpu_rel_diff"`        // percent of the best rule's mean CPU
 	Verdict    string   `json:"verdict"`
+	// SeedLevel, for a controller of several seeds, is its seed-level
+	// comparison, which Verdict judges (Violation and CPU are then the
+	// seed-averaged controller's differences over the placements).
+	SeedLevel *SeedVersus `json:"seed_level,omitempty"`
 }
 
 // learner is implemented by controller factories that can say whether they
