@@ -9,28 +9,30 @@ import (
 	"streamscale/rng"
 )
 
-// Seeded is implemented by a controller factory that stands for several
-// policies trained from one recipe with different seeds (`train -seeds`):
-// the plan runs each of its members, one per seed, on every cell, and
-// Analyze judges it by the seed-level protocol (see package doc).
+// Seeded is implemented by a controller factory that can stand for
+// several policies trained from one recipe with different seeds (`train
+// -seeds`): when Seeds returns any, the plan runs each of them, one per
+// seed, on every cell, and Analyze judges the controller by the
+// seed-level protocol (see package doc).
 type Seeded interface {
 	runner.Factory
-	// Seeds returns the members, one per seed, in seed order; each has a
-	// String of its own, distinct from every other controller's.
+	// Seeds returns the members, one per seed, in seed order, each with a
+	// String of its own, distinct from every other controller's; nil for
+	// a single controller.
 	Seeds() []runner.Factory
 }
 
 // members returns the factories f runs as: its seeds, or f itself.
 func members(f runner.Factory) []runner.Factory {
-	if s, ok := f.(Seeded); ok {
+	if s, ok := f.(Seeded); ok && len(s.Seeds()) > 0 {
 		return s.Seeds()
 	}
 	return []runner.Factory{f}
 }
 
 func isSeeded(f runner.Factory) bool {
-	_, ok := f.(Seeded)
-	return ok
+	s, ok := f.(Seeded)
+	return ok && len(s.Seeds()) > 0
 }
 
 // SeedSet names a controller of several seeds and its members' specs, in
@@ -252,8 +254,8 @@ func Tallies(sum Summary) []Tally {
 	return out
 }
 
-// validateSeeds checks the members of the plan's controllers: at least
-// one each, and no spec twice among members and controllers.
+// validateSeeds checks that no spec appears twice among the plan's
+// controllers and their members.
 func (p Plan) validateSeeds() error {
 	seen := map[string]bool{}
 	for _, c := range p.Controllers {
@@ -263,11 +265,7 @@ func (p Plan) validateSeeds() error {
 		if !isSeeded(c) {
 			continue
 		}
-		ms := members(c)
-		if len(ms) == 0 {
-			return fmt.Errorf("eval: controller %s has no seeds", c)
-		}
-		for _, m := range ms {
+		for _, m := range members(c) {
 			if seen[m.String()] {
 				return fmt.Errorf("eval: controller %s: seed %s listed twice", c, m)
 			}

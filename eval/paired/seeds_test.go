@@ -79,11 +79,10 @@ func TestSpecsExpandSeeds(t *testing.T) {
 	if len(pr.Seeded) != 1 || pr.Seeded[0].Controller != "ppo:x" || len(pr.Seeded[0].Seeds) != 3 || pr.Learned[0] != "ppo:x" {
 		t.Errorf("protocol %+v", pr)
 	}
-	bad := p
-	bad.Controllers = []runner.Factory{p.Controllers[0], newGroup(t, "ppo:x", 0)}
-	if err := bad.Validate(); err == nil {
-		t.Error("a controller without seeds accepted")
+	if one := newGroup(t, "ppo:y", 0); isSeeded(one) || len(members(one)) != 1 {
+		t.Error("a factory without seeds is not a single controller")
 	}
+	bad := p
 	g := newGroup(t, "ppo:x", 2)
 	bad.Controllers = []runner.Factory{renamed{p.Controllers[0], "ppo:x/seed-1"}, g}
 	bad.Candidate = "ppo:x"
