@@ -116,8 +116,8 @@ type Registry struct {
 // New returns the registry of every controller kind.
 func New(opts Options) *Registry {
 	return &Registry{opts: opts, entries: []entry{
-		{name: "ppo", usage: "ppo[:DIR]", parse: ppoParser("ppo", true)},
-		{name: "ppo-sample", usage: "ppo-sample[:DIR]", parse: ppoParser("ppo-sample", false)},
+		{name: "ppo", usage: "ppo[:DIR[+DIR…]]", parse: ppoParser("ppo", true)},
+		{name: "ppo-sample", usage: "ppo-sample[:DIR[+DIR…]]", parse: ppoParser("ppo-sample", false)},
 		{name: "vrebalance", usage: "vrebalance[:evals=N][:objective=squared|violation]", parse: vrebalanceParser()},
 		{name: "threshold", usage: "threshold[:measured][:target=U][:tol=T][:window=N]", parse: thresholdParser()},
 		{name: "flink", usage: "flink[:target=U][:tol=T][:window=N][:catchup=S]", parse: flinkParser()},

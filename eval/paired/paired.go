@@ -114,6 +114,24 @@ func (p Plan) Specs() []runner.Spec {
 	return out
 }
 
+// Labels returns, for each run of Specs in its order, the controller it
+// belongs to: a member's seeded controller, else the run's own.
+func (p Plan) Labels() []string {
+	var out []string
+	for range p.Profiles {
+		for range p.Workloads {
+			for range p.Placements {
+				for _, c := range p.Controllers {
+					for range members(c) {
+						out = append(out, c.String())
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
 // Execute runs specs on at most workers goroutines and calls emit with
 // each result in spec order (i = 0, 1, …), from one goroutine at a time.
 // progress, if not nil, is called after each run finishes with the number
