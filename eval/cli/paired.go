@@ -352,7 +352,8 @@ func printVerdicts(o Options, sum paired.Summary, outDir string) error {
 
 // printTallies prints, for each learned controller, its cells dominating
 // and dominated by the best rule (seed-level verdicts for one of several
-// seeds).
+// seeds), and for each controller of several seeds the same against each
+// rule.
 func printTallies(w *bufio.Writer, sum paired.Summary) {
 	for _, t := range paired.Tallies(sum) {
 		if !slices.Contains(sum.Protocol.Learned, t.Controller) {
@@ -364,6 +365,10 @@ func printTallies(w *bufio.Writer, sum paired.Summary) {
 		}
 		fmt.Fprintf(w, "%s%s against the best rule: dominates %d of %d cells, dominated in %d, neither in %d\n",
 			t.Controller, seeds, t.Dominates, t.Cells, t.Dominated, t.Neither)
+	}
+	for _, t := range paired.RuleTallies(sum) {
+		fmt.Fprintf(w, "%s (seeds: %d) against %s: dominates %d of %d cells, dominated in %d, neither in %d\n",
+			t.Controller, t.Seeds, t.Rule, t.Dominates, t.Cells, t.Dominated, t.Neither)
 	}
 }
 

@@ -137,6 +137,10 @@ type Combination struct {
 	Best       string   `json:"best"`
 	BestRule   string   `json:"best_rule"`
 	VsBestRule []Versus `json:"vs_best_rule"`
+	// SeedVsRules holds every controller of several seeds against every
+	// rule of the cell (Versus.Rule), judged by the seed-level protocol,
+	// in controller then rule order; omitted when there is none.
+	SeedVsRules []Versus `json:"seed_vs_rules,omitempty"`
 }
 
 // ControllerStats are one controller's means over the placements of a
@@ -383,7 +387,6 @@ func compare(seed uint64, prof, trace, cand, base string, col func(int, func(run
 // judgeBest names the cell's best controller and best rule and compares
 // every other controller with the best rule.
 func judgeBest(comb *Combination, p Plan, d cellData) {
-	col := d.col
 	learned := make([]bool, len(p.Controllers))
 	for i, c := range p.Controllers {
 		learned[i] = IsLearned(c)
@@ -397,18 +400,38 @@ func judgeBest(comb *Combination, p Plan, d cellData) {
 		return
 	}
 	comb.BestRule = comb.Controllers[r].Controller
-	for i, c := range comb.Controllers {
+	for i := range comb.Controllers {
 		if i == r {
 			continue
 		}
-		cmp := compare(p.Seed, comb.Profile, comb.Trace, c.Controller, comb.BestRule, col, i, r)
-		v, u := cmp.H1.Evidence[0], cmp.H2.Evidence[0]
-		vs := Versus{Controller: c.Controller, Violation: v, CPU: u, Verdict: dominance(v, u)}
-		if isSeeded(p.Controllers[i]) {
-			sv := d.seedVersus(p.Seed, comb.Profile, comb.Trace, p.Controllers, i, r)
-			sv.PlacementVerdict = vs.Verdict
-			vs.Verdict, vs.SeedLevel = dominance(sv.Violation.estimate(), sv.CPU.estimate()), sv
-		}
-		comb.VsBestRule = append(comb.VsBestRule, vs)
+		comb.VsBestRule = append(comb.VsBestRule, versusRule(comb, p, d, i, r))
 	}
+	for i := range comb.Controllers {
+		if !isSeeded(p.Controllers[i]) {
+			continue
+		}
+		for j := range comb.Controllers {
+			if !learned[j] {
+				vs := versusRule(comb, p, d, i, j)
+				vs.Rule = comb.Controllers[j].Controller
+				comb.SeedVsRules = append(comb.SeedVsRules, vs)
+			}
+		}
+	}
+}
+
+// versusRule compares controller i with rule r in the cell: over the
+// placements, and for a controller of several seeds by the seed-level
+// protocol, which then gives the verdict.
+func versusRule(comb *Combination, p Plan, d cellData, i, r int) Versus {
+	name, rule := comb.Controllers[i].Controller, comb.Controllers[r].Controller
+	cmp := compare(p.Seed, comb.Profile, comb.Trace, name, rule, d.col, i, r)
+	v, u := cmp.H1.Evidence[0], cmp.H2.Evidence[0]
+	vs := Versus{Controller: name, Violation: v, CPU: u, Verdict: dominance(v, u)}
+	if isSeeded(p.Controllers[i]) {
+		sv := d.seedVersus(p.Seed, comb.Profile, comb.Trace, p.Controllers, i, r)
+		sv.PlacementVerdict = vs.Verdict
+		vs.Verdict, vs.SeedLevel = dominance(sv.Violation.estimate(), sv.CPU.estimate()), sv
+	}
+	return vs
 }

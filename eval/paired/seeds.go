@@ -204,12 +204,14 @@ func (d cellData) seedVersus(seed uint64, prof, trace string, ctrls []runner.Fac
 	}
 }
 
-// Tally counts one controller's verdicts against the best rule over the
-// cells of a summary: the cells it dominates, those where the best rule
-// dominates it (lost), those with neither, and those where it is the best
-// rule itself. Seeds is its number of seeds (1 for a single policy).
+// Tally counts one controller's verdicts against the best rule (Rule
+// empty) or one named rule over the cells of a summary: the cells it
+// dominates, those where the rule dominates it (lost), those with
+// neither, and those where it is the best rule itself. Seeds is its number
+// of seeds (1 for a single policy).
 type Tally struct {
 	Controller string `json:"controller"`
+	Rule       string `json:"rule,omitempty"`
 	Seeds      int    `json:"seeds"`
 	Cells      int    `json:"cells"`
 	Dominates  int    `json:"dominates"`
@@ -250,6 +252,38 @@ func Tallies(sum Summary) []Tally {
 			}
 		}
 		out = append(out, t)
+	}
+	return out
+}
+
+// RuleTallies returns, for every controller of several seeds, its Tally
+// against each rule (Combination.SeedVsRules), in controller then rule
+// order (the protocol's).
+func RuleTallies(sum Summary) []Tally {
+	var out []Tally
+	for _, s := range sum.Protocol.Seeded {
+		for _, rule := range sum.Protocol.Controllers {
+			t := Tally{Controller: s.Controller, Rule: rule, Seeds: len(s.Seeds)}
+			for _, c := range sum.Combinations {
+				for _, v := range c.SeedVsRules {
+					if v.Controller != s.Controller || v.Rule != rule {
+						continue
+					}
+					t.Cells++
+					switch v.Verdict {
+					case Dominates:
+						t.Dominates++
+					case Dominated:
+						t.Dominated++
+					default:
+						t.Neither++
+					}
+				}
+			}
+			if t.Cells > 0 {
+				out = append(out, t)
+			}
+		}
 	}
 	return out
 }

@@ -150,6 +150,15 @@ func TestAnalyzeSeeds(t *testing.T) {
 	if len(tal) != 2 || tal[0] != want[0] || tal[1] != want[1] {
 		t.Errorf("tallies %+v, want %+v", tal, want)
 	}
+	for _, c := range sum.Combinations {
+		if len(c.SeedVsRules) != 1 || c.SeedVsRules[0].Rule != "threshold" || c.SeedVsRules[0].Verdict != c.VsBestRule[0].Verdict {
+			t.Errorf("%s: seed verdicts against the rules %+v", c.Trace, c.SeedVsRules)
+		}
+	}
+	rt := RuleTallies(sum)
+	if w := (Tally{Controller: "ppo:x", Rule: "threshold", Seeds: 5, Cells: 2, Dominates: 1, Neither: 1}); len(rt) != 1 || rt[0] != w {
+		t.Errorf("rule tallies %+v, want %+v", rt, w)
+	}
 	a, err := json.Marshal(sum)
 	if err != nil {
 		t.Fatal(err)
