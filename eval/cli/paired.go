@@ -181,6 +181,10 @@ func (f pairedFlags) selectControllers(plan *paired.Plan, set map[string]bool, o
 		fmt.Fprintln(o.Stderr, note)
 	}
 	for _, c := range sel.Controllers {
+		if len(c.Seeds()) > 0 {
+			plan.Controllers = append(plan.Controllers, seeded{c})
+			continue
+		}
 		plan.Controllers = append(plan.Controllers, c)
 	}
 	plan.Candidate = sel.Candidate
@@ -188,6 +192,17 @@ func (f pairedFlags) selectControllers(plan *paired.Plan, set map[string]bool, o
 		return usageError(err)
 	}
 	return nil
+}
+
+// seeded is a controller spec of several seeds as eval/paired's Seeded.
+type seeded struct{ controllers.Spec }
+
+func (s seeded) Seeds() []runner.Factory {
+	var out []runner.Factory
+	for _, m := range s.Spec.Seeds() {
+		out = append(out, m)
+	}
+	return out
 }
 
 // preflight builds c (of either kind, on its own scenario) for every

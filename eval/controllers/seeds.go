@@ -12,7 +12,6 @@ import (
 	"syscall"
 
 	"streamscale/env"
-	"streamscale/eval/runner"
 	"streamscale/internal/regfile"
 )
 
@@ -34,18 +33,9 @@ func SeedDir(dir string, seed uint64) string {
 }
 
 // Seeds returns the members of a controller of several seeds, in seed
-// order, or nil for a single controller (see seedsParser); a Spec
-// satisfies eval/paired's Seeded.
-func (s Spec) Seeds() []runner.Factory {
-	if len(s.seeds) == 0 {
-		return nil
-	}
-	out := make([]runner.Factory, len(s.seeds))
-	for i, m := range s.seeds {
-		out[i] = m
-	}
-	return out
-}
+// order, or nil for a single controller (see seedsParser); the command
+// hands them to eval/paired as its Seeded.
+func (s Spec) Seeds() []Spec { return s.seeds }
 
 // ParseSeeds decodes a seeds.json: the seeds of its "runs", in increasing
 // order (whatever order -seeds gave them in).

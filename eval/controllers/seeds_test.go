@@ -67,7 +67,7 @@ func TestSeedsSpecs(t *testing.T) {
 		t.Error("a controller of several seeds built as one")
 	}
 	for _, m := range s.Seeds() {
-		if len(m.(Spec).Seeds()) != 0 {
+		if len(m.Seeds()) != 0 {
 			t.Errorf("member %s has seeds", m)
 		}
 		mc, err := m.Config(sc)

@@ -11,7 +11,9 @@ import (
 // seedSummary is a one-cell summary with a controller of three seeds.
 func seedSummary() paired.Summary {
 	nan := paired.Num(math.NaN())
-	iqm := func(m, lo, hi paired.Num) paired.IQMEstimate { return paired.IQMEstimate{IQM: m, CILow: lo, CIHigh: hi} }
+	iqm := func(m, lo, hi paired.Num) paired.IQMEstimate {
+		return paired.IQMEstimate{IQM: m, CILow: lo, CIHigh: hi}
+	}
 	seed := &paired.SeedVersus{Seeds: 3, Violation: iqm(-0.5, -0.9, -0.1), CPU: iqm(1.25, -0.5, 1.9), PlacementVerdict: paired.Neither}
 	return paired.Summary{
 		Protocol: paired.Protocol{Controllers: []string{"ppo:x", "threshold", "flink"}, Learned: []string{"ppo:x"},
