@@ -98,6 +98,10 @@ func TestPairedSeeds(t *testing.T) {
 			}
 		}
 	}
+	md, _ := os.ReadFile(filepath.Join(a, FileReport))
+	if !strings.Contains(string(md), "## Seeds") || !strings.Contains(string(md), "| `ppo` | 2 | the best rule |") {
+		t.Errorf("report.md lacks the seed tables:\n%s", md)
+	}
 	runs, err := parquet.ReadFile[report.RunRow](filepath.Join(a, FileRuns))
 	if err != nil {
 		t.Fatal(err)

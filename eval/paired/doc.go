@@ -71,7 +71,8 @@
 // (Dominates, Dominated, Neither) applies the dominance margins to these
 // intervals; Versus.SeedLevel records them and the verdict the
 // placement-level protocol gives, and Tallies counts each controller's
-// cells dominated and lost. A controller's own seed-level figures
+// cells dominated and lost. Combination.SeedVsRules judges the same way
+// against every rule of the cell, and RuleTallies counts those. A controller's own seed-level figures
 // (ControllerStats.SeedLevel) are θ of its violation rate and mean CPU.
 // The intervals use the streams
 // "eval/seed-bootstrap/<profile>/<trace>/<controller>[/<rule>]". The
