@@ -73,6 +73,10 @@ const (
 	// EvalBootstrap + "<profile>/<trace>/<controller>" drives that cell's
 	// bootstrap resampling.
 	EvalBootstrap = "eval/bootstrap/"
+	// EvalSeedBootstrap + "<profile>/<trace>/<controller>[/<baseline>]"
+	// drives the seed-level bootstrap of a controller of several seeds
+	// (eval/paired).
+	EvalSeedBootstrap = "eval/seed-bootstrap/"
 
 	// ClaspHarnessNoise draws the measurement noise of clasp's test
 	// cluster.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,7 +64,7 @@ func newPairedFlags(fs *flag.FlagSet) pairedFlags {
 		places:   fs.Int("placements", len(paired.DefaultPlacements), "number of placement seeds, taken from 101, 102, …"),
 		ctrls:    fs.String("controllers", DefaultControllers, "comma-separated controller specs"),
 		cand:     fs.String("candidate", "ppo", "controller judged against the others"),
-		policies: fs.String("policies", "policies/default", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors"),
+		policies: fs.String("policies", "policies/default", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors, or the seeds of <dir>/<profile>/seeds.json (train -seeds), judged by the seed-level protocol"),
 		seed:     fs.Uint64("seed", 1, "root seed (episode seeds and bootstrap)"),
 		steps:    fs.Int("steps", 3600, "intervals per run (0 = the full trace)"),
 		scenario: fs.String("scenario", env.Scenarios()[0], scenarioUsage),
@@ -180,6 +181,10 @@ func (f pairedFlags) selectControllers(plan *paired.Plan, set map[string]bool, o
 		fmt.Fprintln(o.Stderr, note)
 	}
 	for _, c := range sel.Controllers {
+		if len(c.Seeds()) > 0 {
+			plan.Controllers = append(plan.Controllers, seeded{c})
+			continue
+		}
 		plan.Controllers = append(plan.Controllers, c)
 	}
 	plan.Candidate = sel.Candidate
@@ -187,6 +192,17 @@ func (f pairedFlags) selectControllers(plan *paired.Plan, set map[string]bool, o
 		return usageError(err)
 	}
 	return nil
+}
+
+// seeded is a controller spec of several seeds as eval/paired's Seeded.
+type seeded struct{ controllers.Spec }
+
+func (s seeded) Seeds() []runner.Factory {
+	var out []runner.Factory
+	for _, m := range s.Spec.Seeds() {
+		out = append(out, m)
+	}
+	return out
 }
 
 // preflight builds c (of either kind, on its own scenario) for every
@@ -209,7 +225,7 @@ func preflight(c controllers.Spec, plan paired.Plan) error {
 // executePaired runs the plan, streaming intervals.parquet and collecting
 // runs.parquet rows and the figures' series, and analyzes the results.
 func executePaired(ctx context.Context, plan paired.Plan, outDir string, o Options, quiet, force bool) (paired.Summary, error) {
-	specs := plan.Specs()
+	specs, labels := plan.Specs(), plan.Labels()
 	f, err := os.Create(filepath.Join(outDir, FileIntervals))
 	if err != nil {
 		return paired.Summary{}, fmt.Errorf("eval: %w", err)
@@ -226,6 +242,7 @@ func executePaired(ctx context.Context, plan paired.Plan, outDir string, o Optio
 			return err
 		}
 		series[i] = report.SeriesOf(r)
+		series[i].Controller = labels[i] // a seed's runs draw as its controller's
 		rows[i] = report.RunRowOf(r)
 		r.Intervals = nil // written; keep only the summary
 		results[i] = r
@@ -344,7 +361,30 @@ func printVerdicts(o Options, sum paired.Summary, outDir string) error {
 				strconv.FormatFloat(float64(cs.MeanActiveServers), 'f', 2, 64), h)
 		}
 	}
+	printTallies(w, sum)
 	return w.Flush()
+}
+
+// printTallies prints, for each learned controller, its cells dominating
+// and dominated by the best rule (seed-level verdicts for one of several
+// seeds), and for each controller of several seeds the same against each
+// rule.
+func printTallies(w *bufio.Writer, sum paired.Summary) {
+	for _, t := range paired.Tallies(sum) {
+		if !slices.Contains(sum.Protocol.Learned, t.Controller) {
+			continue
+		}
+		seeds := ""
+		if t.Seeds > 1 {
+			seeds = fmt.Sprintf(" (seeds: %d, IQM over seeds)", t.Seeds)
+		}
+		fmt.Fprintf(w, "%s%s against the best rule: dominates %d of %d cells, dominated in %d, neither in %d\n",
+			t.Controller, seeds, t.Dominates, t.Cells, t.Dominated, t.Neither)
+	}
+	for _, t := range paired.RuleTallies(sum) {
+		fmt.Fprintf(w, "%s (seeds: %d) against %s: dominates %d of %d cells, dominated in %d, neither in %d\n",
+			t.Controller, t.Seeds, t.Rule, t.Dominates, t.Cells, t.Dominated, t.Neither)
+	}
 }
 
 // progress draws a progress bar with the runs done, the elapsed time and

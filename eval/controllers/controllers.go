@@ -32,6 +32,7 @@ type Spec struct {
 	build     func(scenario env.Config) (agents.Controller, error)
 	buildInfo func(scenario env.Config) (agents.HorizontalController, error)
 	scenario  func(base env.Config) (env.Config, error)
+	seeds     []Spec // members of a controller of several seeds (Seeds)
 }
 
 // String returns the canonical spec string, e.g. "static:2000".
@@ -59,6 +60,8 @@ func (s Spec) Config(base env.Config) (env.Config, error) {
 // must come from Config), as the episode loop drives it.
 func (s Spec) Build(scenario env.Config) (agents.Actor, error) {
 	switch {
+	case len(s.seeds) > 0:
+		return agents.Actor{}, fmt.Errorf("eval: controller %s has %d seeds: build each of Seeds", s.spec, len(s.seeds))
 	case s.build != nil:
 		c, err := s.build(scenario)
 		if err != nil {
@@ -79,6 +82,14 @@ func (s Spec) Build(scenario env.Config) (agents.Actor, error) {
 // (through Config) and discards it, so that a command can refuse a spec
 // that cannot run (a missing PPO policy) before doing any work.
 func (s Spec) Check(base env.Config) error {
+	for _, m := range s.seeds {
+		if err := m.Check(base); err != nil {
+			return err
+		}
+	}
+	if len(s.seeds) > 0 {
+		return nil
+	}
 	sc, err := s.Config(base)
 	if err != nil {
 		return err
@@ -105,8 +116,8 @@ type Registry struct {
 // New returns the registry of every controller kind.
 func New(opts Options) *Registry {
 	return &Registry{opts: opts, entries: []entry{
-		{name: "ppo", usage: "ppo[:DIR]", parse: ppoParser("ppo", true)},
-		{name: "ppo-sample", usage: "ppo-sample[:DIR]", parse: ppoParser("ppo-sample", false)},
+		{name: "ppo", usage: "ppo[:DIR[+DIR…]]", parse: ppoParser("ppo", true)},
+		{name: "ppo-sample", usage: "ppo-sample[:DIR[+DIR…]]", parse: ppoParser("ppo-sample", false)},
 		{name: "vrebalance", usage: "vrebalance[:evals=N][:objective=squared|violation]", parse: vrebalanceParser()},
 		{name: "threshold", usage: "threshold[:measured][:target=U][:tol=T][:window=N]", parse: thresholdParser()},
 		{name: "flink", usage: "flink[:target=U][:tol=T][:window=N][:catchup=S]", parse: flinkParser()},

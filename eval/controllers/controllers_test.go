@@ -71,7 +71,7 @@ func TestParse(t *testing.T) {
 		{"clasp:", "", "empty argument"},
 		{"", "", "unknown controller"},
 		{"Static:5", "", "unknown controller"},
-		{"hpa", "", "known: ppo[:DIR], ppo-sample[:DIR], vrebalance[:evals=N][:objective=squared|violation], threshold[:measured][:target=U][:tol=T][:window=N], flink[:target=U][:tol=T][:window=N][:catchup=S], static:N, clasp"},
+		{"hpa", "", "known: ppo[:DIR[+DIR…]], ppo-sample[:DIR[+DIR…]], vrebalance[:evals=N][:objective=squared|violation], threshold[:measured][:target=U][:tol=T][:window=N], flink[:target=U][:tol=T][:window=N][:catchup=S], static:N, clasp"},
 	} {
 		s, err := reg.Parse(tc.spec)
 		switch {
@@ -198,7 +198,7 @@ func TestPPOMissingPolicy(t *testing.T) {
 // FuzzParse checks that no spec makes Parse panic and that a parsed spec's
 // canonical form parses to itself.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"static:2000", "static:1e3", "static:", "threshold", "ppo:dir", "clasp", ":", "static::1", "static:0x10"} {
+	for _, s := range []string{"static:2000", "static:1e3", "static:", "threshold", "ppo:dir", "ppo:a+b/", "ppo:a++b", "clasp", ":", "static::1", "static:0x10"} {
 		f.Add(s)
 	}
 	reg := New(Options{})

@@ -19,6 +19,12 @@
 //	ppo          the trained PPO policy of the scenario's profile,
 //	             <PoliciesDir>/<profile>/policy.{json,safetensors}
 //	ppo:DIR      the PPO policy in DIR/policy.{json,safetensors}
+//	ppo:DIR1+DIR2+… one controller of several seeds, the policies in
+//	             DIR1, DIR2, …; ppo:DIR when DIR holds a seeds.json
+//	             (`train -seeds -out DIR`) and ppo when
+//	             <PoliciesDir>/<profile>/seeds.json exists stand for
+//	             those seeds (Spec.Seeds; eval/paired runs each and
+//	             judges them together)
 //	ppo-sample[:DIR] the same policy sampling its actions (seeded by the
 //	             episode seed) instead of taking the argmax
 //	clasp        CLASP (horizontal scaling) with its default configuration

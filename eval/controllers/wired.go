@@ -229,69 +229,75 @@ func claspParser() func(string, Options) (Spec, error) {
 // ppoParser parses "ppo" (the policy for the scenario's profile, from
 // <PoliciesDir>/<profile>/policy.*) and "ppo:DIR" (the policy in DIR, for
 // whichever profile it was trained on), and the same under the name
-// "ppo-sample". Policies are read once per directory and shared
-// read-only; each controller acts on a private copy, by the per-dimension
-// argmax (deterministic) or, for ppo-sample, by sampling each dimension
-// from the policy's distribution on the stream rng.PPOAction of the
-// episode seed (so the same seed gives the same run).
+// "ppo-sample"; and their forms of several seeds (seedsParser). Policies
+// are read once per directory and shared read-only; each controller acts
+// on a private copy, by the per-dimension argmax (deterministic) or, for
+// ppo-sample, by sampling each dimension from the policy's distribution on
+// the stream rng.PPOAction of the episode seed (so the same seed gives the
+// same run).
 func ppoParser(name string, deterministic bool) func(string, Options) (Spec, error) {
 	return func(arg string, o Options) (Spec, error) {
-		cache := &policyCache{m: map[string]policyEntry{}}
-		canon := name
-		dirOf := func(profile string) string { return filepath.Join(o.PoliciesDir, profile) }
-		if arg != "" {
-			dir := filepath.Clean(arg)
-			canon = name + ":" + dir
-			dirOf = func(string) string { return dir }
+		if s, ok, err := seedsParser(name, deterministic, arg, o); ok || err != nil {
+			return s, err
 		}
-		// The policy runs with the action set it was trained with (its
-		// card's Spaces; env.Config.ActionDeltas or ActionUtilization), whatever the base
-		// scenario's; the baselines beside it emit Targets and are not
-		// affected.
-		scenario := func(base env.Config) (env.Config, error) {
-			_, card, err := cache.load(dirOf(base.App.Name))
-			if err != nil {
-				return env.Config{}, err
+		if arg == "" {
+			return ppoSpec(name, deterministic, name, func(profile string) string { return filepath.Join(o.PoliciesDir, profile) }), nil
+		}
+		dir := filepath.Clean(arg)
+		return ppoSpec(name, deterministic, name+":"+dir, func(string) string { return dir }), nil
+	}
+}
+
+// ppoSpec is the spec canon of the policy in dirOf(profile).
+func ppoSpec(name string, deterministic bool, canon string, dirOf func(profile string) string) Spec {
+	cache := &policyCache{m: map[string]policyEntry{}}
+	// The policy runs with the action set it was trained with (its
+	// card's Spaces; env.Config.ActionDeltas or ActionUtilization), whatever the base
+	// scenario's; the baselines beside it emit Targets and are not
+	// affected.
+	scenario := func(base env.Config) (env.Config, error) {
+		_, card, err := cache.load(dirOf(base.App.Name))
+		if err != nil {
+			return env.Config{}, err
+		}
+		if u := card.Spaces.TargetUtilization; len(u) > 0 {
+			if len(u) != len(base.ActionUtilization) {
+				return env.Config{}, fmt.Errorf("policy in %s has %d action choices, want %d", dirOf(base.App.Name), len(u), len(base.ActionUtilization))
 			}
-			if u := card.Spaces.TargetUtilization; len(u) > 0 {
-				if len(u) != len(base.ActionUtilization) {
-					return env.Config{}, fmt.Errorf("policy in %s has %d action choices, want %d", dirOf(base.App.Name), len(u), len(base.ActionUtilization))
-				}
-				copy(base.ActionUtilization[:], u)
-				base.ActionDeltas = [5]float64{}
-				return base, nil
-			}
-			d := card.Spaces.DeltaMillicores
-			switch {
-			case len(d) == 0: // cards that predate the record: the paper's
-				return base, nil
-			case len(d) != len(base.ActionDeltas):
-				return env.Config{}, fmt.Errorf("policy in %s has %d action choices, want %d", dirOf(base.App.Name), len(d), len(base.ActionDeltas))
-			}
-			var set [5]float64
-			copy(set[:], d)
-			if set != env.DeltaMillicores {
-				base.ActionDeltas = set
-			}
+			copy(base.ActionUtilization[:], u)
+			base.ActionDeltas = [5]float64{}
 			return base, nil
 		}
-		return Spec{spec: canon, scenario: scenario, build: func(sc env.Config) (agents.Controller, error) {
-			profile := sc.App.Name
-			p, card, err := cache.load(dirOf(profile))
-			if err != nil {
-				return nil, err
-			}
-			if card.Profile != "" && card.Profile != profile {
-				return nil, fmt.Errorf("policy in %s was trained on profile %q, scenario is %q", dirOf(profile), card.Profile, profile)
-			}
-			c, err := policy.NewController(p, sc.Spaces())
-			if err != nil {
-				return nil, err
-			}
-			c.SetDeterministic(deterministic)
-			return c, nil
-		}}, nil
+		d := card.Spaces.DeltaMillicores
+		switch {
+		case len(d) == 0: // cards that predate the record: the paper's
+			return base, nil
+		case len(d) != len(base.ActionDeltas):
+			return env.Config{}, fmt.Errorf("policy in %s has %d action choices, want %d", dirOf(base.App.Name), len(d), len(base.ActionDeltas))
+		}
+		var set [5]float64
+		copy(set[:], d)
+		if set != env.DeltaMillicores {
+			base.ActionDeltas = set
+		}
+		return base, nil
 	}
+	return Spec{spec: canon, scenario: scenario, build: func(sc env.Config) (agents.Controller, error) {
+		profile := sc.App.Name
+		p, card, err := cache.load(dirOf(profile))
+		if err != nil {
+			return nil, err
+		}
+		if card.Profile != "" && card.Profile != profile {
+			return nil, fmt.Errorf("policy in %s was trained on profile %q, scenario is %q", dirOf(profile), card.Profile, profile)
+		}
+		c, err := policy.NewController(p, sc.Spaces())
+		if err != nil {
+			return nil, err
+		}
+		c.SetDeterministic(deterministic)
+		return c, nil
+	}}
 }
 
 type policyEntry struct {

@@ -81,6 +81,11 @@ type Protocol struct {
 	// (Combination.Best, BestRule).
 	Learned         []string `json:"learned_controllers,omitempty"`
 	ViolationBudget float64  `json:"violation_budget"`
+	// Seeded lists the controllers of several seeds with their members,
+	// in controller order, and SeedBootstrapStream names the streams of
+	// their seed-level intervals; both empty when there are none.
+	Seeded              []SeedSet `json:"seeded_controllers,omitempty"`
+	SeedBootstrapStream string    `json:"seed_bootstrap_stream,omitempty"`
 }
 
 // Protocol returns the plan's settings.
@@ -103,6 +108,14 @@ func (p Plan) Protocol() Protocol {
 		if IsLearned(c) {
 			pr.Learned = append(pr.Learned, c.String())
 		}
+		if isSeeded(c) {
+			set := SeedSet{Controller: c.String()}
+			for _, m := range members(c) {
+				set.Seeds = append(set.Seeds, m.String())
+			}
+			pr.Seeded = append(pr.Seeded, set)
+			pr.SeedBootstrapStream = "eval/seed-bootstrap/<profile>/<trace>/<controller>[/<rule>]"
+		}
 	}
 	return pr
 }
@@ -124,6 +137,10 @@ type Combination struct {
 	Best       string   `json:"best"`
 	BestRule   string   `json:"best_rule"`
 	VsBestRule []Versus `json:"vs_best_rule"`
+	// SeedVsRules holds every controller of several seeds against every
+	// rule of the cell (Versus.Rule), judged by the seed-level protocol,
+	// in controller then rule order; omitted when there is none.
+	SeedVsRules []Versus `json:"seed_vs_rules,omitempty"`
 }
 
 // ControllerStats are one controller's means over the placements of a
@@ -153,8 +170,15 @@ type ControllerStats struct {
 	// controller found beyond the cluster.
 	MeanReplans      Num `json:"mean_replans"`
 	MeanOverCapacity Num `json:"mean_over_capacity_steps"`
-	// PerRun holds the per-placement values, in placement order.
+	// PerRun holds the per-placement values, in placement order (for a
+	// controller of several seeds, the means over its seeds).
 	PerRun []RunValues `json:"per_run"`
+	// Seeds is the number of seeds of a controller of several (Seeded),
+	// whose figures above are those of the mean over its seeds on each
+	// placement; SeedLevel holds its seed-level figures. Both are omitted
+	// for a single policy or a rule.
+	Seeds     int        `json:"seeds,omitempty"`
+	SeedLevel *SeedStats `json:"seed_level,omitempty"`
 }
 
 // RunValues are one run's summary values.
@@ -231,7 +255,7 @@ func Analyze(p Plan, results []runner.Result) (Summary, error) {
 		return Summary{}, err
 	}
 	sum := Summary{Seed: p.Seed, ConfigSHA256: ch, Protocol: p.Protocol()}
-	nC, nP := len(p.Controllers), len(p.Placements)
+	lay, nP := newLayout(p.Controllers), len(p.Placements)
 	cand := -1
 	for ci, c := range p.Controllers {
 		if c.String() == p.Candidate {
@@ -241,19 +265,16 @@ func Analyze(p Plan, results []runner.Result) (Summary, error) {
 	idx := 0
 	for _, prof := range p.Profiles {
 		for _, w := range p.Workloads {
-			block := results[idx : idx+nC*nP]
-			idx += nC * nP
-			// values[c][metric][placement]
-			col := func(c int, f func(runner.Summary) float64) []float64 {
-				out := make([]float64, nP)
-				for l := range nP {
-					out[l] = f(block[l*nC+c].Summary)
-				}
-				return out
-			}
-			comb := Combination{Profile: prof, Trace: w.Name, SLOMS: block[0].SLOMS, Steps: int(block[0].Summary.Steps)}
+			d := cellData{lay: lay, nP: nP, block: results[idx : idx+lay.width*nP]}
+			idx += lay.width * nP
+			col := d.col
+			comb := Combination{Profile: prof, Trace: w.Name, SLOMS: d.block[0].SLOMS, Steps: int(d.block[0].Summary.Steps)}
 			for c, spec := range p.Controllers {
-				comb.Controllers = append(comb.Controllers, controllerStats(p.Seed, prof, w.Name, spec.String(), p.Placements, col, c))
+				cs := controllerStats(p.Seed, prof, w.Name, spec.String(), p.Placements, col, c)
+				if isSeeded(spec) {
+					cs.Seeds, cs.SeedLevel = lay.n[c], d.seedStats(p.Seed, prof, w.Name, p.Controllers, c)
+				}
+				comb.Controllers = append(comb.Controllers, cs)
 			}
 			if cand >= 0 {
 				for b, spec := range p.Controllers {
@@ -263,7 +284,7 @@ func Analyze(p Plan, results []runner.Result) (Summary, error) {
 					comb.Comparisons = append(comb.Comparisons, compare(p.Seed, prof, w.Name, p.Candidate, spec.String(), col, cand, b))
 				}
 			}
-			judgeBest(&comb, p, col)
+			judgeBest(&comb, p, d)
 			sum.Combinations = append(sum.Combinations, comb)
 		}
 	}
@@ -365,7 +386,7 @@ func compare(seed uint64, prof, trace, cand, base string, col func(int, func(run
 
 // judgeBest names the cell's best controller and best rule and compares
 // every other controller with the best rule.
-func judgeBest(comb *Combination, p Plan, col func(int, func(runner.Summary) float64) []float64) {
+func judgeBest(comb *Combination, p Plan, d cellData) {
 	learned := make([]bool, len(p.Controllers))
 	for i, c := range p.Controllers {
 		learned[i] = IsLearned(c)
@@ -379,12 +400,38 @@ func judgeBest(comb *Combination, p Plan, col func(int, func(runner.Summary) flo
 		return
 	}
 	comb.BestRule = comb.Controllers[r].Controller
-	for i, c := range comb.Controllers {
+	for i := range comb.Controllers {
 		if i == r {
 			continue
 		}
-		cmp := compare(p.Seed, comb.Profile, comb.Trace, c.Controller, comb.BestRule, col, i, r)
-		v, u := cmp.H1.Evidence[0], cmp.H2.Evidence[0]
-		comb.VsBestRule = append(comb.VsBestRule, Versus{Controller: c.Controller, Violation: v, CPU: u, Verdict: dominance(v, u)})
+		comb.VsBestRule = append(comb.VsBestRule, versusRule(comb, p, d, i, r))
 	}
+	for i := range comb.Controllers {
+		if !isSeeded(p.Controllers[i]) {
+			continue
+		}
+		for j := range comb.Controllers {
+			if !learned[j] {
+				vs := versusRule(comb, p, d, i, j)
+				vs.Rule = comb.Controllers[j].Controller
+				comb.SeedVsRules = append(comb.SeedVsRules, vs)
+			}
+		}
+	}
+}
+
+// versusRule compares controller i with rule r in the cell: over the
+// placements, and for a controller of several seeds by the seed-level
+// protocol, which then gives the verdict.
+func versusRule(comb *Combination, p Plan, d cellData, i, r int) Versus {
+	name, rule := comb.Controllers[i].Controller, comb.Controllers[r].Controller
+	cmp := compare(p.Seed, comb.Profile, comb.Trace, name, rule, d.col, i, r)
+	v, u := cmp.H1.Evidence[0], cmp.H2.Evidence[0]
+	vs := Versus{Controller: name, Violation: v, CPU: u, Verdict: dominance(v, u)}
+	if isSeeded(p.Controllers[i]) {
+		sv := d.seedVersus(p.Seed, comb.Profile, comb.Trace, p.Controllers, i, r)
+		sv.PlacementVerdict = vs.Verdict
+		vs.Verdict, vs.SeedLevel = dominance(sv.Violation.estimate(), sv.CPU.estimate()), sv
+	}
+	return vs
 }

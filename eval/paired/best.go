@@ -38,10 +38,17 @@ const (
 // differences controller − best rule over the placements, mean [CI], and
 // the dominance verdict.
 type Versus struct {
-	Controller string   `json:"controller"`
-	Violation  Estimate `json:"violation_rate_diff"` // percentage points
-	CPU        Estimate `json:"cpu_rel_diff"`        // percent of the best rule's mean CPU
-	Verdict    string   `json:"verdict"`
+	Controller string `json:"controller"`
+	// Rule is the rule compared with, in Combination.SeedVsRules (empty
+	// in VsBestRule, where it is the cell's best rule).
+	Rule      string   `json:"rule,omitempty"`
+	Violation Estimate `json:"violation_rate_diff"` // percentage points
+	CPU       Estimate `json:"cpu_rel_diff"`        // percent of the best rule's mean CPU
+	Verdict   string   `json:"verdict"`
+	// SeedLevel, for a controller of several seeds, is its seed-level
+	// comparison, which Verdict judges (Violation and CPU are then the
+	// seed-averaged controller's differences over the placements).
+	SeedLevel *SeedVersus `json:"seed_level,omitempty"`
 }
 
 // learner is implemented by controller factories that can say whether they

@@ -42,6 +42,44 @@
 // shifts another; a controller's own intervals use
 // "eval/bootstrap/<profile>/<trace>/<controller>".
 //
+// # Seeds
+//
+// A learned controller may stand for several policies trained from one
+// recipe with different seeds (a Seeded factory; eval/controllers makes
+// one of a `train -seeds` directory). Its N members run side by side on
+// every placement of every cell, on the cell's episode seed, in seed
+// order. Its placement-level figures (ControllerStats, Comparisons,
+// Versus.Violation and .CPU) are those of the mean over its seeds on each
+// placement, judged as above. Its verdict against the best rule uses the
+// seed-level protocol instead (Agarwal et al., "Deep RL at the Edge of the
+// Statistical Precipice", NeurIPS 2021): for seed s and placement p the
+// paired difference d[s][p] from the rule on that placement (violation
+// rate in percentage points, CPU in percent of the rule's), each seed's
+// mean over the P placements m_s = Σ_p d[s][p]/P, and the estimate
+//
+//	θ = IQM(m_1, …, m_N),
+//
+// the mean of the m_s left after cutting ⌊N/4⌋ from each end of their
+// sorted list (stats.IQM; with 5 seeds the middle 3). Its 95% interval is
+// the percentile bootstrap of stats.BootstrapSeedIQM: each of the 10,000
+// resamples draws P placements with replacement (the same for every seed,
+// so every pair stays a pair) and N whole seeds with replacement, and
+// takes θ of the drawn seeds over the drawn placements. The resampling is
+// stratified by cell (each profile × workload alone); within a cell seeds
+// are resampled whole rather than within each placement, since one seed's
+// policy plays every placement (see stats.BootstrapSeedIQM). The verdict
+// (Dominates, Dominated, Neither) applies the dominance margins to these
+// intervals; Versus.SeedLevel records them and the verdict the
+// placement-level protocol gives, and Tallies counts each controller's
+// cells dominated and lost. Combination.SeedVsRules judges the same way
+// against every rule of the cell, and RuleTallies counts those. A controller's own seed-level figures
+// (ControllerStats.SeedLevel) are θ of its violation rate and mean CPU.
+// The intervals use the streams
+// "eval/seed-bootstrap/<profile>/<trace>/<controller>[/<rule>]". The
+// best controller and best rule of a cell are picked on the seed means.
+// With one seed θ is the placement mean and the interval the placement
+// bootstrap's, bit for bit.
+//
 // Units: violation rates as shares in [0, 1] (differences in percentage
 // points), latency in ms, CPU and reserved CPU in millicores, active
 // servers as a mean count, throughput and offered load in messages/s.

@@ -83,7 +83,7 @@ func (p Plan) Validate() error {
 	if !found {
 		return fmt.Errorf("eval: candidate %q is not among the controllers", p.Candidate)
 	}
-	return nil
+	return p.validateSeeds()
 }
 
 // EpisodeSeed is the episode seed of a cell, shared by its controllers.
@@ -91,7 +91,8 @@ func EpisodeSeed(root uint64, profile, trace string, placement uint64) uint64 {
 	return rng.Derive(root, rng.EvalEpisode+profile+"/"+trace+"/"+strconv.FormatUint(placement, 10))
 }
 
-// Specs lists the runs of the plan in cell order.
+// Specs lists the runs of the plan in cell order; a controller of several
+// seeds (Seeded) runs as its members, side by side in seed order.
 func (p Plan) Specs() []runner.Spec {
 	var out []runner.Spec
 	for _, prof := range p.Profiles {
@@ -99,11 +100,31 @@ func (p Plan) Specs() []runner.Spec {
 			for _, pl := range p.Placements {
 				seed := EpisodeSeed(p.Seed, prof, w.Name, pl)
 				for _, c := range p.Controllers {
-					out = append(out, runner.Spec{
-						Profile: prof, TraceName: w.Name, Workload: w,
-						PlacementSeed: pl, Seed: seed, Steps: p.Steps, Controller: c,
-						Physics: p.Physics, Scenario: p.Scenario, Demand: p.Demand,
-					})
+					for _, m := range members(c) {
+						out = append(out, runner.Spec{
+							Profile: prof, TraceName: w.Name, Workload: w,
+							PlacementSeed: pl, Seed: seed, Steps: p.Steps, Controller: m,
+							Physics: p.Physics, Scenario: p.Scenario, Demand: p.Demand,
+						})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Labels returns, for each run of Specs in its order, the controller it
+// belongs to: a member's seeded controller, else the run's own.
+func (p Plan) Labels() []string {
+	var out []string
+	for range p.Profiles {
+		for range p.Workloads {
+			for range p.Placements {
+				for _, c := range p.Controllers {
+					for range members(c) {
+						out = append(out, c.String())
+					}
 				}
 			}
 		}

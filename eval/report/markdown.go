@@ -122,8 +122,9 @@ func horizontalSection(pf func(string, ...any), sum paired.Summary) {
 	pf("\n")
 }
 
-// Markdown renders report.md: the protocol, the verdict table, one table
-// per profile × workload, and the figures.
+// Markdown renders report.md: the protocol, the verdict table, the
+// seed-level tables when a controller has several seeds, one table per
+// profile × workload, and the figures.
 func Markdown(sum paired.Summary, figures []string) []byte {
 	var b bytes.Buffer
 	p := sum.Protocol
@@ -133,6 +134,14 @@ func Markdown(sum paired.Summary, figures []string) []byte {
 	b.Write(HeadlineTable(sum))
 	pf("\n%s\n", headlineNote(sum))
 	b.Write(ControllersTable(sum))
+	if len(p.Seeded) > 0 {
+		pf("\n## Seeds\n\n")
+		pf("Interquartile mean over seeds of each seed's mean over the placements [%g%% CI: placements and whole seeds resampled]; "+
+			"the verdicts of a controller of several seeds above are these.\n\n", 100*p.Level)
+		b.Write(SeedsTable(sum))
+		pf("\n")
+		b.Write(SeedVerdictsTable(sum))
+	}
 	pf("\n## Protocol\n\n")
 	var traces []string
 	for _, t := range p.Traces {

@@ -23,8 +23,10 @@ var Tables = map[string]table{
 	"paired-note": pairedTable(func(s paired.Summary) []byte {
 		return []byte(headlineNote(s))
 	}),
-	"reproduction": reproductionTable,
-	"values":       valuesTable,
+	"paired-seeds":          pairedTable(SeedsTable),
+	"paired-seeds-verdicts": pairedTable(SeedVerdictsTable),
+	"reproduction":          reproductionTable,
+	"values":                valuesTable,
 }
 
 func decodePaired(b []byte) (paired.Summary, error) {
