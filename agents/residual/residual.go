@@ -46,16 +46,22 @@ const FeaturesPerTask = 2
 // Residual): the base rule's spec (rulespec), the choices in index order
 // and the number of observation values appended after the flattened
 // Dict observation.
+// MinCPU and MaxCPU are the allocation bounds of the scenario it was
+// trained on (millicores): TaskCPU = allocation / MaxCPU, and targets are
+// clipped to [MinCPU, MaxCPU].
 type Info struct {
 	Base     string   `json:"base"`
 	Choices  []string `json:"choices"`
 	Features int      `json:"features"`
+	MinCPU   float64  `json:"min_cpu"`
+	MaxCPU   float64  `json:"max_cpu"`
 }
 
-// NewInfo returns the Info of a residual policy over base for a scenario
-// with n tasks.
-func NewInfo(base rulespec.Rule, n int) Info {
-	return Info{Base: base.String(), Choices: append([]string(nil), Choices[:]...), Features: FeaturesPerTask * n}
+// NewInfo returns the Info of a residual policy over base for the
+// scenario sc.
+func NewInfo(base rulespec.Rule, sc env.Config) Info {
+	lo, hi := rulespec.CPUBounds(sc, 500, 10000)
+	return Info{Base: base.String(), Choices: append([]string(nil), Choices[:]...), Features: FeaturesPerTask * len(sc.App.Tasks), MinCPU: lo, MaxCPU: hi}
 }
 
 // Check reports whether the card's record is one this package can run:
@@ -72,6 +78,48 @@ func (i Info) Check(n int) error {
 	if i.Features != FeaturesPerTask*n {
 		return fmt.Errorf("residual: %d features recorded for %d tasks, want %d", i.Features, n, FeaturesPerTask*n)
 	}
+	if !(i.MinCPU > 0 && i.MaxCPU >= i.MinCPU && i.MaxCPU <= 1e9) {
+		return fmt.Errorf("residual: allocation bounds [%v, %v] millicores invalid", i.MinCPU, i.MaxCPU)
+	}
+	return nil
+}
+
+// AppendFeatures appends the FeaturesPerTask values of every task to dst:
+// the base rule's target as a share of maxCPU, and log(target / shown),
+// shown being the allocation the observation shows (its TaskCPU ×
+// maxCPU; 0 when either is not positive). targets has one value per task
+// row of task (the observation's task features, env.TaskFeatures per
+// task).
+func AppendFeatures(dst, targets, task []float64, maxCPU float64) []float64 {
+	for k, t := range targets {
+		shown := task[k*env.TaskFeatures+env.TaskCPU] * maxCPU
+		move := 0.0
+		if shown > 0 && t > 0 {
+			move = math.Log(t / shown)
+		}
+		dst = append(dst, t/maxCPU, move)
+	}
+	return dst
+}
+
+// Apply writes into out the target of every task for its choice: the base
+// rule's target scaled by Scales[c] for c < 4, the allocation shown for
+// c = 4 (TaskCPU × maxCPU), each clipped to [minCPU, maxCPU].
+func Apply(out []float64, choices []int, targets, task []float64, minCPU, maxCPU float64) error {
+	if len(choices) != len(targets) || len(out) != len(targets) || len(task) != len(targets)*env.TaskFeatures {
+		return fmt.Errorf("residual: %d choices, %d targets and %d task features", len(choices), len(targets), len(task))
+	}
+	for k, c := range choices {
+		switch {
+		case c < 0 || c > len(Scales):
+			return fmt.Errorf("residual: task %d: choice %d outside [0, %d]", k, c, len(Scales))
+		case c == len(Scales):
+			out[k] = task[k*env.TaskFeatures+env.TaskCPU] * maxCPU
+		default:
+			out[k] = targets[k] * Scales[c]
+		}
+		out[k] = min(max(out[k], minCPU), maxCPU)
+	}
 	return nil
 }
 
@@ -83,7 +131,7 @@ type Adapter struct {
 	maxCPU float64
 	n      int
 	target []float64 // the rule's targets for the last observation
-	shown  []float64 // the allocations the last observation showed
+	task   []float64 // the last observation's task features
 	out    []float64
 }
 
@@ -114,63 +162,39 @@ func (a *Adapter) Observe(obs env.Observation) error {
 	if len(act.Targets) != n {
 		return fmt.Errorf("residual: base rule gave %d targets for %d tasks", len(act.Targets), n)
 	}
-	if cap(a.target) < n {
-		a.target, a.shown, a.out = make([]float64, n), make([]float64, n), make([]float64, n)
-	}
 	a.n = n
-	a.target, a.shown, a.out = a.target[:n], a.shown[:n], a.out[:n]
-	copy(a.target, act.Targets)
-	for k := range n {
-		a.shown[k] = obs.Task[k*env.TaskFeatures+env.TaskCPU] * a.maxCPU
-	}
+	a.target = append(a.target[:0], act.Targets...)
+	a.task = append(a.task[:0], obs.Task...)
+	a.out = append(a.out[:0], act.Targets...)
 	return nil
 }
 
 // AppendFeatures appends the FeaturesPerTask values of every task (task
-// by task) for the last observed step to dst.
+// by task) for the last observed step to dst (the package's
+// AppendFeatures).
 func (a *Adapter) AppendFeatures(dst []float64) []float64 {
-	for k := range a.n {
-		t := a.target[k]
-		move := 0.0
-		if a.shown[k] > 0 && t > 0 {
-			move = math.Log(t / a.shown[k])
-		}
-		dst = append(dst, t/a.maxCPU, move)
-	}
-	return dst
+	return AppendFeatures(dst, a.target, a.task, a.maxCPU)
 }
 
 // ErrNotObserved is returned by Action before the first Observe of an
 // episode.
 var ErrNotObserved = errors.New("residual: no observation yet")
 
-// Action maps one choice per task to the step's action: the rule's target
-// scaled by Scales[c] for c < 4, the allocation shown for c = 4, each
-// clipped to the scenario's allocation bounds. The returned Targets are
-// the Adapter's buffer, valid until the next Action.
+// Action maps one choice per task to the step's action (the package's
+// Apply). The returned Targets are the Adapter's buffer, valid until the
+// next Action.
 func (a *Adapter) Action(choices []int) (env.Action, error) {
 	if a.n == 0 {
 		return env.Action{}, ErrNotObserved
 	}
-	if len(choices) != a.n {
-		return env.Action{}, fmt.Errorf("residual: %d choices for %d tasks", len(choices), a.n)
-	}
-	for k, c := range choices {
-		switch {
-		case c < 0 || c > len(Scales):
-			return env.Action{}, fmt.Errorf("residual: task %d: choice %d outside [0, %d]", k, c, len(Scales))
-		case c == len(Scales):
-			a.out[k] = a.shown[k]
-		default:
-			a.out[k] = a.target[k] * Scales[c]
-		}
-		a.out[k] = min(max(a.out[k], a.minCPU), a.maxCPU)
+	if err := Apply(a.out, choices, a.target, a.task, a.minCPU, a.maxCPU); err != nil {
+		return env.Action{}, err
 	}
 	return env.Action{Targets: a.out}, nil
 }
 
 // MarshalBinary saves the episode state, for a training checkpoint: the
-// targets and allocations of the last observation, then the base rule's
+// targets and task features of the last observation, then the base rule's
 // state. It fails for a rule that cannot save one.
 func (a *Adapter) MarshalBinary() ([]byte, error) {
 	m, ok := a.base.(interface{ MarshalBinary() ([]byte, error) })
@@ -182,9 +206,11 @@ func (a *Adapter) MarshalBinary() ([]byte, error) {
 		return nil, err
 	}
 	out := binary.LittleEndian.AppendUint32(nil, uint32(a.n))
-	for _, xs := range [][]float64{a.target[:a.n], a.shown[:a.n]} {
-		for _, x := range xs {
-			out = binary.LittleEndian.AppendUint64(out, math.Float64bits(x))
+	if a.n > 0 {
+		for _, xs := range [][]float64{a.target, a.task} {
+			for _, x := range xs {
+				out = binary.LittleEndian.AppendUint64(out, math.Float64bits(x))
+			}
 		}
 	}
 	return append(out, rule...), nil
@@ -201,18 +227,21 @@ func (a *Adapter) UnmarshalBinary(b []byte) error {
 		return errors.New("residual: state truncated")
 	}
 	n := int(binary.LittleEndian.Uint32(b))
-	if n > 64 || len(b) < 4+16*n {
+	per := 8 * (1 + env.TaskFeatures) // a target and a task row
+	if n > 64 || len(b) < 4+per*n {
 		return fmt.Errorf("residual: state of %d tasks in %d bytes", n, len(b))
 	}
-	if err := u.UnmarshalBinary(b[4+16*n:]); err != nil {
+	if err := u.UnmarshalBinary(b[4+per*n:]); err != nil {
 		return err
 	}
-	a.n = n
-	a.target, a.shown, a.out = make([]float64, n), make([]float64, n), make([]float64, n)
-	for k := range n {
-		a.target[k] = math.Float64frombits(binary.LittleEndian.Uint64(b[4+8*k:]))
-		a.shown[k] = math.Float64frombits(binary.LittleEndian.Uint64(b[4+8*(n+k):]))
+	vals := make([]float64, (1+env.TaskFeatures)*n)
+	for i := range vals {
+		vals[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[4+8*i:]))
 	}
+	a.n = n
+	a.target = append(a.target[:0], vals[:n]...)
+	a.task = append(a.task[:0], vals[n:]...)
+	a.out = append(a.out[:0], vals[:n]...)
 	return nil
 }
 

@@ -215,12 +215,20 @@ func TestStateRoundTrip(t *testing.T) {
 
 func TestInfoCheck(t *testing.T) {
 	rule, _ := rulespec.Parse(tuned)
-	info := residual.NewInfo(rule, 6)
+	info := residual.NewInfo(rule, scenario(t, "pred"))
+	if info.MinCPU != 500 || info.MaxCPU != 10000 {
+		t.Errorf("bounds [%v, %v], want the scenario's [500, 10000]", info.MinCPU, info.MaxCPU)
+	}
 	if err := info.Check(6); err != nil {
 		t.Fatal(err)
 	}
 	if err := info.Check(5); err == nil {
 		t.Error("6-task record accepted for 5 tasks")
+	}
+	bad := info
+	bad.MaxCPU = 0
+	if err := bad.Check(6); err == nil {
+		t.Error("zero MaxCPU accepted")
 	}
 	info.Choices[1] = "x0.5"
 	if err := info.Check(6); err == nil {

@@ -52,7 +52,7 @@ func (s *setup) wrapResidual(scen env.Scenario) error {
 		return err
 	}
 	s.venv = rv
-	s.residual = &residualSetup{cfg: cfg, info: residual.NewInfo(s.o.residualRule, len(cfg.App.Tasks)), vec: rv}
+	s.residual = &residualSetup{cfg: cfg, info: residual.NewInfo(s.o.residualRule, cfg), vec: rv}
 	return nil
 }
 
