@@ -114,6 +114,12 @@ type Config struct {
 	NormReward     bool     `json:"norm_reward,omitempty"` // scale rewards by the running std of the γ-discounted return, as VecNormalize [norm_reward] (false)
 	ClipObs        float64  `json:"clip_obs,omitempty"`    // bound of a normalised observation, in standard deviations; used with NormObs [clip_obs] (10)
 	ClipReward     float64  `json:"clip_reward,omitempty"` // bound of a scaled reward; used with NormReward [clip_reward] (10)
+	// FirstLogitBias is the initial bias of every action dimension's
+	// first logit (choice 0); the other biases start at 0 as SB3's do. A
+	// residual policy (agents/residual) sets it so that "follow the rule"
+	// starts most likely: with five choices, b gives it e^b/(e^b + 4)
+	// (b = 2: 0.65, b = 3: 0.83). Not an SB3 option (0).
+	FirstLogitBias float64 `json:"first_logit_bias,omitempty"`
 }
 
 // NormEpsilon is VecNormalize's epsilon, added to a variance under the
@@ -236,6 +242,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ppo: adam eps must be positive, got %v", c.AdamEps)
 	case c.NormObs && (bad(c.ClipObs) || c.ClipObs <= 0):
 		return fmt.Errorf("ppo: clip_obs must be positive with norm_obs, got %v", c.ClipObs)
+	case bad(c.FirstLogitBias) || math.Abs(c.FirstLogitBias) > 20:
+		return fmt.Errorf("ppo: first_logit_bias must be a number in [-20, 20], got %v", c.FirstLogitBias)
 	case c.NormReward && (bad(c.ClipReward) || c.ClipReward <= 0):
 		return fmt.Errorf("ppo: clip_reward must be positive with norm_reward, got %v", c.ClipReward)
 	case len(c.Hidden) == 0:

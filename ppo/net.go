@@ -39,6 +39,20 @@ func initParams(a *nn.Arch, theta []float32, src rand.Source) {
 	}
 }
 
+// setFirstLogitBias sets the bias of the first logit of every action
+// dimension to b (Config.FirstLogitBias).
+func setFirstLogitBias(a *nn.Arch, theta []float32, b float32) {
+	for _, p := range a.Params {
+		if p.Bias && p.Net == nn.ActorNet && p.Layer == a.Layers(nn.ActorNet)-1 {
+			off := p.Off
+			for _, k := range a.Nvec {
+				theta[off] = b
+				off += k
+			}
+		}
+	}
+}
+
 // orthogonal returns a rows×cols (row-major) matrix with orthonormal rows
 // or columns, scaled by gain, following torch.nn.init.orthogonal_: draw a
 // standard normal rows×cols matrix, transpose it if rows < cols, take Q of

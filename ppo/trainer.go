@@ -104,6 +104,9 @@ func New(cfg Config, env VecEnv, opts Options) (*Trainer, error) {
 	t.theta = make([]float32, a.Size)
 	t.grad = make([]float32, a.Size)
 	initParams(a, t.theta, rng.Source(cfg.Seed, rng.PPOInit))
+	if b := float32(cfg.FirstLogitBias); b != 0 {
+		setFirstLogitBias(a, t.theta, b)
+	}
 	t.opt = newAdam(a.Size, cfg.AdamEps)
 	if t.policy, err = policy.NewSplit(a.Obs, a.Hidden, a.CriticHidden, a.Nvec, t.theta); err != nil {
 		return nil, err

@@ -352,3 +352,47 @@ func TestVFCoefWeighsTheCritic(t *testing.T) {
 		t.Errorf("critic_arch: one and two workers differ (%v), or the layout did not change (%d parameters)", !sameBits(one.theta, two.theta), len(one.theta))
 	}
 }
+
+// TestFirstLogitBias: the initial policy chooses each dimension's first
+// choice with probability about e^b/(e^b + 4) (the head's weights are
+// orthogonal with gain 0.01, so its logits are nearly the biases); b = 0
+// is SB3's initialisation, bit for bit.
+func TestFirstLogitBias(t *testing.T) {
+	cfg := DefaultConfig()
+	plain, err := New(cfg, &streamEnv{n: 14}, Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.FirstLogitBias = 2
+	if cfg.Hash() == DefaultConfig().Hash() {
+		t.Fatal("the bias does not change the configuration's hash")
+	}
+	biased, err := New(cfg, &streamEnv{n: 14}, Options{Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := make([]float64, 181)
+	for i := range obs {
+		obs[i] = float64(i%7) / 7
+	}
+	acts := make([]int, 9)
+	logps, ents, vals := make([]float64, 1), make([]float64, 1), make([]float64, 1)
+	want := math.Exp(2) / (math.Exp(2) + 4)
+	if err := biased.Policy().Evaluate(obs, acts, logps, ents, vals); err != nil {
+		t.Fatal(err)
+	}
+	// logps is the sum over the nine dimensions of log p(choice 0).
+	if got := math.Exp(logps[0] / 9); math.Abs(got-want) > 0.02 {
+		t.Errorf("p(first choice) ≈ %.3f, want %.3f", got, want)
+	}
+	if err := plain.Policy().Evaluate(obs, acts, logps, ents, vals); err != nil {
+		t.Fatal(err)
+	}
+	if got := math.Exp(logps[0] / 9); math.Abs(got-0.2) > 0.02 {
+		t.Errorf("without the bias p(first choice) ≈ %.3f, want 0.2", got)
+	}
+	cfg.FirstLogitBias = math.NaN()
+	if err := cfg.Validate(); err == nil {
+		t.Error("NaN bias accepted")
+	}
+}

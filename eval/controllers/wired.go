@@ -260,6 +260,9 @@ func ppoSpec(name string, deterministic bool, canon string, dirOf func(profile s
 		if err != nil {
 			return env.Config{}, err
 		}
+		if card.Residual != nil { // corrections of a rule's targets: no action set
+			return base, nil
+		}
 		if u := card.Spaces.TargetUtilization; len(u) > 0 {
 			if len(u) != len(base.ActionUtilization) {
 				return env.Config{}, fmt.Errorf("policy in %s has %d action choices, want %d", dirOf(base.App.Name), len(u), len(base.ActionUtilization))
@@ -290,6 +293,9 @@ func ppoSpec(name string, deterministic bool, canon string, dirOf func(profile s
 		}
 		if card.Profile != "" && card.Profile != profile {
 			return nil, fmt.Errorf("policy in %s was trained on profile %q, scenario is %q", dirOf(profile), card.Profile, profile)
+		}
+		if card.Residual != nil {
+			return policy.NewResidualController(p, card.Residual, sc, deterministic)
 		}
 		c, err := policy.NewController(p, sc.Spaces())
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"math"
 	"slices"
 
+	"streamscale/agents/residual"
 	"streamscale/env"
 	"streamscale/internal/command"
 	"streamscale/ppo/internal/nn"
@@ -71,6 +72,11 @@ type Card struct {
 	// train (the train command's resolved recipe and recipe file); not
 	// read here; absent from older cards.
 	Recipe json.RawMessage `json:"recipe,omitempty"`
+	// Residual, for a residual policy (agents/residual), names its base
+	// rule and choices; the policy's observation is the flattened Dict
+	// observation followed by Residual.Features values. Absent for a
+	// policy whose choices are the action space's.
+	Residual *residual.Info `json:"residual,omitempty"`
 }
 
 // NetArch returns the hidden layer widths recorded in the card's
@@ -160,6 +166,16 @@ func Load(weights []byte, card *Card) (*Policy, error) {
 	obs, err := flatSize(card.Spaces)
 	if err != nil {
 		return nil, err
+	}
+	if r := card.Residual; r != nil {
+		n := 0
+		if t, ok := card.Spaces.Observation["task"]; ok && len(t.Shape) > 0 {
+			n = t.Shape[0]
+		}
+		if err := r.Check(n); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrMismatch, err)
+		}
+		obs += r.Features
 	}
 	hidden, err := card.NetArch()
 	if err != nil {
@@ -278,6 +294,9 @@ func (p *Policy) selfTest(sp env.Spaces) error {
 			}
 			obs = append(obs, m)
 		}
+	}
+	for len(obs) < p.arch.Obs { // a residual policy's features: the rule holds
+		obs = append(obs, 0)
 	}
 	act := make([]int, len(p.arch.Nvec))
 	var v, lp [1]float64

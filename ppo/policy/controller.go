@@ -80,3 +80,38 @@ func (c *Controller) Act(obs env.Observation) (env.Action, error) {
 // policy's units (Normalization.RewardScale converts them to the
 // environment's); 0 before the first.
 func (c *Controller) Value() float64 { return c.value }
+
+// Actor runs a residual policy (Card.Residual) for residual.Controller:
+// the choices for the flattened observation with the base rule's
+// features appended, deterministic (argmax) unless SetDeterministic(false)
+// and Reset, as Controller. Not safe for concurrent use.
+type Actor struct {
+	p             *Policy
+	deterministic bool
+	rng           *rand.Rand
+}
+
+// NewActor returns a deterministic actor over a private copy of p, whose
+// observation must be obs values (the flat Dict observation and the
+// residual features).
+func NewActor(p *Policy, obs int) (*Actor, error) {
+	if obs != p.ObsSize() {
+		return nil, fmt.Errorf("%w: %d observation values with the residual features, policy has %d", ErrMismatch, obs, p.ObsSize())
+	}
+	return &Actor{p: p.Clone(), deterministic: true}, nil
+}
+
+// SetDeterministic chooses argmax actions (true, the default) or samples.
+func (a *Actor) SetDeterministic(d bool) { a.deterministic = d }
+
+// Reset seeds the sampling stream rng.PPOAction.
+func (a *Actor) Reset(seed uint64) { a.rng = rng.New(seed, rng.PPOAction) }
+
+// Act implements residual.Actor.
+func (a *Actor) Act(flat []float64, choices []int) error {
+	if !a.deterministic && a.rng == nil {
+		return fmt.Errorf("policy: actor must be Reset before sampling")
+	}
+	_, err := a.p.Act(flat, a.deterministic, a.rng, choices)
+	return err
+}

@@ -210,6 +210,9 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	fs.IntVar(&opts.BatchSize, "batch-size", 0, "minibatch size batch_size, 2 to the rollout size (default: 256)")
 	netArch := fs.String("net-arch", "", "hidden layer widths of the actor and the critic, comma-separated, e.g. 128,128 (SB3 net_arch; default: 64,64)")
 	criticArch := fs.String("critic-arch", "", "hidden layer widths of the critic alone, comma-separated, e.g. 256,256 (SB3 net_arch=dict(vf=…); default: -net-arch's)")
+	fs.StringVar(&opts.Residual, "residual", "", "train a residual policy over this base rule (streamscale): per task, follow the rule's target, scale it by 0.85, 1.15 or 1.35, or hold (agents/residual); a rule spec as eval takes it, e.g. threshold:measured:target=0.7:tol=0.1:window=10 or flink:target=0.7:window=10:catchup=30; recorded in the policy card")
+	fs.StringVar(&opts.Objective, "objective", "", "with -residual: a constrained objective in place of the seven-term reward, lagrangian[:budget=B][:lambda=L][:lr=E] (minimise CPU with at most a share B of violating steps; a learned multiplier, default budget 0.01, λ 1, lr 20)")
+	firstBias := fs.Float64("first-logit-bias", 0, "with -residual: initial bias of the follow logit (default 2: follow starts at probability 0.65)")
 	config := fs.String("config", "", "a recipe file (TOML, at most 64 KiB): keys are the recipe flags' names (see configs/README.md), [profiles.pred] and [profiles.etl] tables the keys of one profile; flags given on the command line win; recorded with its SHA-256 in summary.json and the policy card")
 	fs.BoolVar(&opts.Force, "force", false, "train into an -out that already holds a policy (policy.json or policy.safetensors), overwriting it")
 	progress := fs.Bool("progress", false, "print a progress line per iteration on stderr (timesteps, fps, mean return, explained variance, entropy, ETA) also when stderr is not a terminal or with -json")
@@ -237,6 +240,9 @@ func parse(args []string, o command.IO) (run.Options, error) {
 		if err := applyRecipe(fs, *config, &opts); err != nil {
 			return run.Options{}, err
 		}
+	}
+	if command.Set(fs, "first-logit-bias") {
+		opts.FirstLogitBias = firstBias
 	}
 	if command.Set(fs, "ent-coef") {
 		opts.EntCoef = entCoef

@@ -298,7 +298,7 @@ func TestRecipeKeysAreFlags(t *testing.T) {
 	for _, k := range run.RecipeKeys {
 		v := "1"
 		switch k {
-		case "env", "profile", "scenario", "select", "train-traces", "learning-rate":
+		case "env", "profile", "scenario", "select", "train-traces", "learning-rate", "residual", "objective":
 			v = `"x"`
 		case "randomize", "norm-obs", "norm-reward":
 			v = "true"

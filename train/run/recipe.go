@@ -62,6 +62,9 @@ type Recipe struct {
 	BatchSize         *int              `toml:"batch-size" json:"batch-size,omitempty"`
 	NetArch           []int             `toml:"net-arch,omitempty" json:"net-arch,omitempty"`
 	CriticArch        []int             `toml:"critic-arch,omitempty" json:"critic-arch,omitempty"`
+	Residual          *string           `toml:"residual" json:"residual,omitempty"`
+	Objective         *string           `toml:"objective" json:"objective,omitempty"`
+	FirstLogitBias    *float64          `toml:"first-logit-bias" json:"first-logit-bias,omitempty"`
 	Profiles          map[string]Recipe `toml:"profiles" json:"-"`
 }
 
@@ -136,6 +139,9 @@ func (r Recipe) Flags() [][2]string {
 	integer("batch-size", r.BatchSize)
 	ints("net-arch", r.NetArch)
 	ints("critic-arch", r.CriticArch)
+	str("residual", r.Residual)
+	str("objective", r.Objective)
+	flt("first-logit-bias", r.FirstLogitBias)
 	return out
 }
 
@@ -145,6 +151,7 @@ var RecipeKeys = []string{
 	"env", "profile", "scenario", "randomize", "train-placements", "select", "action-utilization", "action-deltas",
 	"reward-span", "train-traces", "seed", "steps", "envs", "norm-obs", "norm-reward", "ent-coef", "clip-range-vf",
 	"gamma", "gae-lambda", "vf-coef", "learning-rate", "n-epochs", "batch-size", "net-arch", "critic-arch",
+	"residual", "objective", "first-logit-bias",
 }
 
 // RecipeFile is a recipe read from a file, with where it came from.
@@ -317,6 +324,13 @@ func (o Options) Resolved(cfg ppo.Config) Recipe {
 		parts[i] = v.String()
 	}
 	r.TrainTraces = ptr(strings.Join(parts, ","))
+	if o.Residual != "" {
+		r.Residual = ptr(o.Residual)
+		r.FirstLogitBias = ptr(cfg.FirstLogitBias)
+	}
+	if o.Objective != "" {
+		r.Objective = ptr(o.Objective)
+	}
 	return r
 }
 

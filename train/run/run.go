@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"streamscale/agents/rulespec"
 	"streamscale/env"
 	"streamscale/internal/command"
 	"streamscale/ppo"
@@ -106,6 +107,22 @@ type Options struct {
 	// seeds trained side by side. It does not change results.
 	Threads int
 
+	// Residual, when set, is the spec of a base rule (agents/rulespec,
+	// e.g. "threshold:measured:target=0.7:tol=0.1:window=10"): the
+	// policy's choices are corrections of its targets (agents/residual;
+	// -residual), recorded in the card.
+	Residual string
+	// Objective, when set, replaces the seven-term reward by a
+	// constrained objective (simvec.ParseLagrangian: "lagrangian[:budget=B]
+	// [:lambda=L][:lr=E]"; -objective); residual runs only.
+	Objective string
+	// FirstLogitBias, when not nil, is ppo.Config.FirstLogitBias
+	// (-first-logit-bias); residual runs default to 2.
+	FirstLogitBias *float64
+
+	residualRule rulespec.Rule
+	objective    *simvec.Lagrangian
+
 	prefix string // starts every progress line (RunSeeds: "seed n: ")
 }
 
@@ -129,6 +146,9 @@ type Summary struct {
 	ActionUtilization []float64 `json:"action_utilization,omitempty"`   // a target-utilization action set (-action-utilization)
 	RewardSpan        float64   `json:"reward_span_per_task,omitempty"` // R_resource's span, mc per task, if not the default (-reward-span)
 	Select            string    `json:"select,omitempty"`               // "last" when the last iterate is shipped (-select last); absent: best development reward
+	Residual          string    `json:"residual,omitempty"`             // the base rule of a residual policy (-residual)
+	Objective         string    `json:"objective,omitempty"`            // the constrained objective (-objective)
+	Lambda            *float64  `json:"lagrangian_lambda,omitempty"`    // the Lagrange multiplier at the end (-objective lagrangian)
 	// PPO hyperparameters given on the command line (absent: the
 	// environment's default; the card's hyperparameters hold them all).
 	GAELambda      *float64 `json:"gae_lambda,omitempty"`    // -gae-lambda
@@ -217,6 +237,9 @@ type setup struct {
 	venv   ppo.VecEnv
 	spaces env.Spaces
 	sim    Simulator // streamscale only
+	// residual, for a -residual run, is the scenario the base rule is
+	// built for (bounds, metric lag) and the card's record.
+	residual *residualSetup
 }
 
 func (o *Options) check() error {
@@ -268,6 +291,35 @@ func (o *Options) check() error {
 	}
 	if o.Out == "" {
 		o.Out = filepath.Join("runs", fmt.Sprintf("%s-seed%d", o.Env, o.Seed))
+	}
+	return o.checkResidual()
+}
+
+// checkResidual parses -residual and -objective.
+func (o *Options) checkResidual() error {
+	if o.Residual == "" {
+		if o.Objective != "" || o.FirstLogitBias != nil {
+			return command.Usagef("train: -objective and -first-logit-bias apply only with -residual")
+		}
+		return nil
+	}
+	if o.Env != "streamscale" {
+		return command.Usagef("train: -residual applies only to -env streamscale")
+	}
+	if o.ActionDeltas != [5]float64{} || o.ActionUtilization != [5]float64{} {
+		return command.Usagef("train: -residual has its own choices; give no -action-deltas or -action-utilization")
+	}
+	rule, err := rulespec.Parse(o.Residual)
+	if err != nil {
+		return command.Usagef("train: -residual: %v", err)
+	}
+	o.residualRule, o.Residual = rule, rule.String()
+	if o.Objective != "" {
+		l, err := simvec.ParseLagrangian(o.Objective)
+		if err != nil {
+			return command.Usagef("train: -objective: %v", err)
+		}
+		o.objective, o.Objective = &l, l.String()
 	}
 	return nil
 }
@@ -348,6 +400,10 @@ func (o Options) Config() (ppo.Config, error) {
 	if o.Envs > 0 {
 		cfg.NumEnvs = o.Envs
 	}
+	if o.Residual != "" {
+		cfg.FirstLogitBias = DefaultFirstLogitBias
+	}
+	override(&cfg.FirstLogitBias, o.FirstLogitBias)
 	if err := cfg.Validate(); err != nil {
 		return ppo.Config{}, command.Usagef("train: %v", err)
 	}
@@ -412,6 +468,11 @@ func prepare(o Options) (*setup, error) {
 			return nil, err
 		}
 		s.sim = sim
+		if o.Residual != "" {
+			if err := s.wrapResidual(scen); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return s, nil
 }
@@ -602,6 +663,9 @@ func (r *run) writeArtifact(pol *policy.Policy, best *float64) (string, error) {
 	}
 	card.Transitions, card.GradientSteps = r.tr.Timesteps(), r.tr.GradientSteps()
 	card.BestDevReward = best
+	if r.s.residual != nil {
+		card.Residual = &r.s.residual.info
+	}
 	card.Commit, card.GoVersion = r.build.Commit, r.build.GoVersion
 	rec, err := json.Marshal(CardRecipe{Resolved: r.o.Resolved(r.s.cfg), ConfigFile: r.o.ConfigFile, ConfigSHA256: r.o.ConfigSHA256})
 	if err != nil {
@@ -659,7 +723,13 @@ func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall floa
 	sum.NormObs, sum.NormReward = r.s.cfg.NormObs, r.s.cfg.NormReward
 	sum.Recipe, sum.ConfigFile, sum.ConfigSHA256 = o.Resolved(r.s.cfg), o.ConfigFile, o.ConfigSHA256
 	r.diagnose(&sum)
-	if r.s.sim != nil {
+	if r.s.residual != nil {
+		sum.Residual, sum.Objective = o.Residual, o.Objective
+		if o.objective != nil {
+			sum.Lambda = ptr(r.s.residual.vec.Lambda())
+		}
+	}
+	if r.s.sim != nil && r.s.residual == nil { // the critic's error needs the features (not yet for residual runs)
 		rmse, rel, err := devValueError(r.s.sim, pol, r.s.spaces, o.Profile, o.Seed, r.s.cfg.Gamma)
 		if err != nil {
 			return Summary{}, fmt.Errorf("train: value error on dev episodes: %w", err)

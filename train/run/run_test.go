@@ -323,3 +323,43 @@ func TestHyperparameterOverrides(t *testing.T) {
 		t.Errorf("default summary records overrides: %+v", sum3)
 	}
 }
+
+// TestResidualRunAndResume: a residual run with the constrained objective
+// records its base rule on the card and its objective and multiplier in
+// the summary, selects on the dev episodes through the residual
+// controller, and an interrupted and resumed run ends with the same
+// policy bytes and multiplier.
+func TestResidualRunAndResume(t *testing.T) {
+	o := Options{Env: "streamscale", Profile: "pred", Seed: 5, Steps: 3 * 8192, Envs: 4, Workers: 1, NEpochs: 2,
+		Residual: "threshold:measured:window=10:target=0.7:tol=0.1", Objective: "lagrangian:budget=0.02"}
+	full := o
+	full.Out = t.TempDir()
+	s, err := runJSON(t, context.Background(), full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Residual != "threshold:measured:target=0.7:tol=0.1:window=10" || s.Objective != "lagrangian:budget=0.02:lambda=1:lr=20" || s.Lambda == nil || s.BestDevReward == nil {
+		t.Fatalf("summary residual %q objective %q λ %v dev reward %v", s.Residual, s.Objective, s.Lambda, s.BestDevReward)
+	}
+	_, card, err := policy.Read(os.DirFS(full.Out), policy.FileName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if card.Residual == nil || card.Residual.Base != s.Residual || card.Residual.Features != 12 {
+		t.Fatalf("card residual %+v", card.Residual)
+	}
+	_, r := interruptThenResume(t, o)
+	if r.PolicySHA256 != s.PolicySHA256 || *r.Lambda != *s.Lambda {
+		t.Fatalf("resumed: policy %s λ %v; uninterrupted: %s %v", r.PolicySHA256, *r.Lambda, s.PolicySHA256, *s.Lambda)
+	}
+	bad := o
+	bad.Out, bad.Residual = t.TempDir(), "threshold:target=9"
+	if _, err := runJSON(t, context.Background(), bad); err == nil || !errors.Is(err, ErrUsage) {
+		t.Errorf("bad base rule: %v, want a usage error", err)
+	}
+	bad.Residual, bad.ActionUtilization = "", [5]float64{}
+	bad.Objective = "lagrangian"
+	if _, err := runJSON(t, context.Background(), bad); err == nil || !errors.Is(err, ErrUsage) {
+		t.Errorf("-objective without -residual: %v, want a usage error", err)
+	}
+}

@@ -147,7 +147,7 @@ func (sel *selector) consider(t *ppo.Trainer) (improved bool, err error) {
 		return false, nil
 	}
 	p := t.Policy()
-	c, err := policy.NewController(p, sel.s.spaces)
+	c, _, err := sel.s.controller(p)
 	if err != nil {
 		return false, err
 	}
@@ -178,6 +178,9 @@ func (sel *selector) save(dir string, cfg ppo.Config) error {
 	card := ppo.NewCard(sel.best, cfg, sha)
 	card.Name, card.Spaces, card.BestDevReward = bestName, sel.s.spaces, sel.reward
 	card.Scenario = sel.s.o.Scenario
+	if sel.s.residual != nil {
+		card.Residual = &sel.s.residual.info
+	}
 	cb, err := json.Marshal(card)
 	if err != nil {
 		return err
