@@ -41,6 +41,51 @@ type Config struct {
 	// CheckpointMode (ModeBarrier or ModePause) as the planner's.
 	CheckpointInterval, CheckpointTimeout time.Duration
 	CheckpointMode                        string
+	// Restart is the restart strategy: what the core does when no live
+	// worker is left (the zero value: RestartNone, the job fails).
+	Restart Restart
+}
+
+// Restart strategies (Restart.Strategy), after Flink's.
+const (
+	RestartNone        = "none"
+	RestartFixedDelay  = "fixed-delay"
+	RestartFailureRate = "failure-rate"
+)
+
+// Restart is the restart strategy of a job whose workers all died, after
+// Flink's (restart-strategy.type): with RestartNone the job fails at once
+// (Fail); with RestartFixedDelay it restarts at most Attempts times; with
+// RestartFailureRate it restarts unless Attempts restarts already fell
+// within the last Interval. A restart waits Delay, asks the provider for
+// the target worker count, and once they joined (or at JoinTimeout, with
+// at least one) restores the last complete checkpoint on them and replays
+// every input after its cut; without checkpoints it starts them with
+// empty state and replays every open input (the state is lost:
+// Core.LostGroups). A restart whose workers do not join counts as an
+// attempt.
+type Restart struct {
+	Strategy string
+	// Attempts is the restarts allowed in all (fixed-delay) or within
+	// Interval (failure-rate), ≥ 1.
+	Attempts int
+	// Delay is the wait from the failure to the restart (≥ 0); Interval
+	// the failure-rate window (> 0).
+	Delay, Interval time.Duration
+}
+
+func (r Restart) validate() error {
+	switch {
+	case r.Strategy == "" || r.Strategy == RestartNone:
+		return nil
+	case r.Strategy != RestartFixedDelay && r.Strategy != RestartFailureRate:
+		return fmt.Errorf("core: restart strategy %q, want %s, %s or %s", r.Strategy, RestartNone, RestartFixedDelay, RestartFailureRate)
+	case r.Attempts < 1 || r.Delay < 0:
+		return fmt.Errorf("core: restart attempts %d and delay %v, want ≥ 1 and ≥ 0", r.Attempts, r.Delay)
+	case r.Strategy == RestartFailureRate && r.Interval <= 0:
+		return fmt.Errorf("core: failure-rate interval %v, want > 0", r.Interval)
+	}
+	return nil
 }
 
 func (c *Config) validate() error {
@@ -61,7 +106,7 @@ func (c *Config) validate() error {
 	case c.CheckpointInterval > 0 && c.CheckpointMode != ModeBarrier && c.CheckpointMode != ModePause:
 		return fmt.Errorf("core: checkpoint mode %q, want %s or %s", c.CheckpointMode, ModeBarrier, ModePause)
 	}
-	return nil
+	return c.Restart.validate()
 }
 
 // jobKind is what a reconfiguration does.
@@ -71,6 +116,7 @@ const (
 	jobInitial jobKind = iota
 	jobScale
 	jobCheckpoint
+	jobRestart // every worker died: wait, ask for workers, restore
 )
 
 // job is one reconfiguration, queued or in progress. At most one runs at
@@ -88,6 +134,9 @@ type job struct {
 	n             int
 	leaving       []uint32
 	mig           *migration
+	// a restart: the members dead when it began, the live count before.
+	dead   map[uint32]bool
+	before int
 }
 
 // Core is the planner's deterministic core: membership and failure
@@ -123,6 +172,9 @@ type Core struct {
 	failures    int
 	migs        []Migration
 	restores    []Restore
+	restarts    []time.Duration // when each job restart began
+	lostGroups  int             // key groups whose state failovers lost
+	failed      error           // the job failed (Fail sent): nothing runs any more
 }
 
 // New returns a core for cfg or an error for a bad one.
@@ -145,6 +197,9 @@ func (c *Core) Step(now time.Duration, log Log, ev Event) []Action {
 	c.out = nil
 	c.now = max(c.now, now)
 	c.log = log
+	if c.failed != nil {
+		return nil
+	}
 	switch e := ev.(type) {
 	case Begin:
 		if !c.loading && c.cur == nil && len(c.queue) == 0 {
@@ -189,6 +244,12 @@ func (c *Core) Step(now time.Duration, log Log, ev Event) []Action {
 
 func (c *Core) emit(a ...Action) { c.out = append(c.out, a...) }
 
+// fail ends the job visibly: Fail, then nothing more.
+func (c *Core) fail(err error) {
+	c.failed = err
+	c.emit(Fail{Err: err})
+}
+
 func (c *Core) notef(format string, args ...any) {
 	c.emit(Note{Text: fmt.Sprintf(format, args...)})
 }
@@ -223,7 +284,7 @@ func (c *Core) queued(k jobKind) bool {
 // progress is discarded at once, and the failover is pending.
 func (c *Core) died(id uint32, before int) {
 	m := c.det.members[id]
-	c.emit(Close{ID: id, Conn: m.conn})
+	c.emit(Close{ID: id, Conn: m.conn, Dead: true})
 	if m.cut {
 		c.notef("worker %d: its stream ended: dead", id)
 	} else {
@@ -266,7 +327,7 @@ func (c *Core) memberList(ids []uint32) []wire.Member {
 // a rejoin when workers wait to be placed.
 func (c *Core) advance() {
 	rejoinTried := false
-	for {
+	for c.failed == nil {
 		c.progress()
 		if c.cur != nil {
 			if len(c.gone) == 0 || c.cur.kind != jobScale || c.cur.mig != nil {
@@ -305,6 +366,8 @@ func (c *Core) progress() {
 	case j == nil:
 	case j.kind == jobCheckpoint:
 		c.progressCheckpoint()
+	case j.kind == jobRestart:
+		c.progressRestart()
 	case j.mig != nil:
 		if c.now >= j.mig.deadline {
 			c.finishMigration(false)
@@ -322,7 +385,7 @@ func (c *Core) progress() {
 func (c *Core) endJob(j job, err error) {
 	switch {
 	case j.kind == jobInitial && err != nil:
-		c.emit(Fail{Err: err})
+		c.fail(err)
 	case err != nil:
 		c.notef("%s: %v", j.req.Reason, err)
 		if j.req.Reason == "rejoin" {
@@ -345,8 +408,22 @@ func (c *Core) begin(j job) {
 	}
 }
 
-// Idle reports whether no reconfiguration runs or waits.
-func (c *Core) Idle() bool { return c.cur == nil && len(c.queue) == 0 && len(c.gone) == 0 }
+// Idle reports whether no reconfiguration runs or waits (or the job
+// failed).
+func (c *Core) Idle() bool {
+	return c.failed != nil || c.cur == nil && len(c.queue) == 0 && len(c.gone) == 0
+}
+
+// Failed returns why the job failed (nil: it did not).
+func (c *Core) Failed() error { return c.failed }
+
+// Restarts counts the job restarts (every worker dead) begun.
+func (c *Core) Restarts() int { return len(c.restarts) }
+
+// LostGroups counts the key groups (of every operator) whose state a
+// failure lost: owned by a dead worker and not restored from a
+// checkpoint (failovers without checkpoints).
+func (c *Core) LostGroups() int { return c.lostGroups }
 
 // Epoch is the current placement epoch.
 func (c *Core) Epoch() uint64 { return c.epoch }
