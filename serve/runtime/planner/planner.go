@@ -38,6 +38,21 @@ type CheckpointStat = core.CheckpointStat
 // Restore is one failover that restored a checkpoint.
 type Restore = core.Restore
 
+// Restart is the restart strategy when every worker died (Config.Restart).
+type Restart = core.Restart
+
+// Restart strategies (Restart.Strategy).
+const (
+	RestartNone        = core.RestartNone
+	RestartFixedDelay  = core.RestartFixedDelay
+	RestartFailureRate = core.RestartFailureRate
+)
+
+// ErrJobFailed is the error of a run whose job failed: every worker died
+// and the restart strategy allowed no restart. The Result then has
+// Status "failed" and the reason.
+var ErrJobFailed = errors.New("planner: job failed")
+
 // Checkpoint modes (Config.CheckpointMode).
 const (
 	ModeBarrier = core.ModeBarrier
@@ -129,6 +144,11 @@ type Config struct {
 	// never stops) or ModePause (the ingress stops until every input in
 	// flight completed). See the package documentation.
 	CheckpointMode string
+	// Restart is the restart strategy when every worker died (see
+	// core.Restart). Default: with checkpoints fixed-delay, 3 attempts,
+	// 1 s apart; without them none (a restart would lose every key
+	// group's state), as Flink's defaults.
+	Restart Restart
 	// Rows, if set, receives one Row per second.
 	Rows func(Row)
 	// Log receives one line per notable event.
@@ -174,6 +194,13 @@ func (c *Config) fill() error {
 	}
 	if c.CheckpointMode == "" {
 		c.CheckpointMode = ModeBarrier
+	}
+	switch {
+	case c.Restart.Strategy != "":
+	case c.CheckpointInterval > 0:
+		c.Restart = Restart{Strategy: RestartFixedDelay, Attempts: 3, Delay: time.Second}
+	default:
+		c.Restart = Restart{Strategy: RestartNone}
 	}
 	if c.Log == nil {
 		c.Log = io.Discard
@@ -230,15 +257,18 @@ type Planner struct {
 	nextConn  uint64
 	route     [][ops.KeyGroups]*conn // the ingress's owner streams (nil: none live)
 	epoch     uint64
-	provQ     []int // provider requests, in order
+	provQ     []core.ScaleWorkers // provider requests, in order
 	provBusy  bool
 	provKick  chan struct{}
 	scaleWait map[uint64]chan error
 	nextReq   uint64
 	started   bool
 	startErr  error
-	loadEnded bool // the load and its drain are over
-	stopped   bool // the run ended: no more events
+	failErr   error         // the job failed after the start (core.Fail)
+	failed    chan struct{} // closed on failErr
+	deaths    uint32        // members found dead so far
+	loadEnded bool          // the load and its drain are over
+	stopped   bool          // the run ended: no more events
 	refused   uint64
 	rows      []Row
 	ingress
@@ -250,7 +280,7 @@ func New(cfg Config) (*Planner, error) {
 		return nil, err
 	}
 	p := &Planner{cfg: cfg, clock: cfg.Clock, changed: make(chan struct{}), conns: map[uint64]*conn{}, byID: map[uint32]*conn{},
-		provKick: make(chan struct{}, 1), scaleWait: map[uint64]chan error{}}
+		provKick: make(chan struct{}, 1), scaleWait: map[uint64]chan error{}, failed: make(chan struct{})}
 	p.seqs = map[uint64]uint64{}
 	hasIn := make([]bool, len(cfg.App.Operators))
 	for _, e := range cfg.App.Edges {
@@ -269,7 +299,8 @@ func New(cfg Config) (*Planner, error) {
 	}
 	c, err := core.New(core.Config{Ops: len(cfg.App.Operators), Workers: cfg.Workers, Shares: cfg.Shares, Steps: cfg.Steps,
 		Heartbeat: cfg.Heartbeat, Tick: tickOf(cfg.Heartbeat), Miss: cfg.Miss, JoinTimeout: cfg.JoinTimeout,
-		CheckpointInterval: cfg.CheckpointInterval, CheckpointTimeout: cfg.CheckpointTimeout, CheckpointMode: cfg.CheckpointMode})
+		CheckpointInterval: cfg.CheckpointInterval, CheckpointTimeout: cfg.CheckpointTimeout, CheckpointMode: cfg.CheckpointMode,
+		Restart: cfg.Restart})
 	if err != nil {
 		return nil, fmt.Errorf("planner: %w", err)
 	}
@@ -349,6 +380,10 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	select {
 	case <-loadDone:
 	case <-ctx.Done():
+	case <-p.failed:
+	}
+	if p.jobFailed() != nil {
+		return p.endFailed(stopLoad, &wg, ctlStop, ctlDone)
 	}
 	p.drain(ctx)
 	// The scale steps due by now, the controller's decisions, a rejoin or
@@ -384,6 +419,28 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 		return res, ctx.Err()
 	}
 	return res, nil
+}
+
+// jobFailed returns why the job failed (nil: it did not).
+func (p *Planner) jobFailed() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failErr
+}
+
+// endFailed ends a run whose job failed: no drain, no final checkpoint;
+// the result says failed and why, and so does the error.
+func (p *Planner) endFailed(stopLoad func(), wg *sync.WaitGroup, ctlStop, ctlDone chan struct{}) (Result, error) {
+	stopLoad()
+	close(ctlStop)
+	<-ctlDone
+	wg.Wait()
+	p.mu.Lock()
+	p.stopped = true
+	err := p.failErr
+	p.mu.Unlock()
+	p.closeRow(p.sinceStart().Seconds())
+	return p.result(), fmt.Errorf("%w: %w", ErrJobFailed, err)
 }
 
 // drain waits up to Config.Drain for the inputs in flight.
@@ -458,6 +515,9 @@ func (p *Planner) perform(a core.Action) {
 			c.out.frame(a.Msg.Append)
 		}
 	case core.Close:
+		if a.Dead {
+			p.deaths++ // the inputs sent before it may be lost (send)
+		}
 		p.closeMember(a.ID, a.Conn)
 	case core.Refuse:
 		p.refused++
@@ -466,7 +526,7 @@ func (p *Planner) perform(a core.Action) {
 			c.cancel()
 		}
 	case core.ScaleWorkers:
-		p.provQ = append(p.provQ, a.N)
+		p.provQ = append(p.provQ, a)
 		select {
 		case p.provKick <- struct{}{}:
 		default:
@@ -489,7 +549,13 @@ func (p *Planner) perform(a core.Action) {
 	case core.StartLoad:
 		p.start, p.started = p.clock.Now(), true
 	case core.Fail:
-		p.startErr = a.Err
+		if !p.started {
+			p.startErr = a.Err
+			break
+		}
+		p.logf("job failed: %v", a.Err)
+		p.failErr = a.Err
+		close(p.failed)
 	case core.ScaleDone:
 		if ch := p.scaleWait[a.ID]; ch != nil {
 			ch <- a.Err
@@ -566,12 +632,17 @@ func (p *Planner) provide(ctx context.Context) {
 			}
 			continue
 		}
-		n := p.provQ[0]
+		a := p.provQ[0]
 		p.provQ, p.provBusy = p.provQ[1:], true
 		p.mu.Unlock()
-		_, err := p.cfg.Provider.Scale(ctx, n)
+		var err error
+		if st, ok := p.cfg.Provider.(provider.Stopper); ok && a.Stop != nil {
+			err = st.StopWorkers(ctx, a.Stop) // exactly the members the core drained
+		} else {
+			_, err = p.cfg.Provider.Scale(ctx, a.N)
+		}
 		p.mu.Lock()
-		p.step(core.Scaled{N: n, Err: err})
+		p.step(core.Scaled{N: a.N, Err: err})
 		p.mu.Unlock()
 	}
 }

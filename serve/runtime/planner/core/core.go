@@ -307,11 +307,27 @@ func (c *Core) hello(h Hello) {
 		return
 	}
 	c.emit(Bind{Conn: h.Conn, ID: m.id, Epoch: c.epoch})
-	if c.owners != nil {
+	if c.owners != nil && c.ownersAlive() {
 		pl := &wire.Placement{Epoch: c.epoch, Owners: slices.Clone(c.owners), Members: c.memberList(c.det.alive())}
+		m.installed = true
 		c.emit(Send{To: m.id, Msg: pl})
 	}
 	c.notef("worker %d joined from %s", m.id, h.Addr)
+}
+
+// ownersAlive reports whether every owner of the current placement is a
+// member not dead: a placement naming a dead owner is malformed to a
+// worker (its owners must be members), so a worker joining while every
+// worker is dead gets its first placement with the restart (restore).
+func (c *Core) ownersAlive() bool {
+	for o := range c.owners {
+		for _, id := range c.owners[o] {
+			if !c.IsAlive(id) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (c *Core) memberList(ids []uint32) []wire.Member {

@@ -164,7 +164,7 @@ func (c *Core) broadcast(moves []wire.Move) {
 	ids := c.det.alive()
 	pl := &wire.Placement{Epoch: c.epoch, Owners: slices.Clone(c.owners), Moves: moves, Members: c.memberList(ids)}
 	for _, id := range ids {
-		c.det.members[id].placed = true
+		c.det.members[id].placed, c.det.members[id].installed = true, true
 	}
 	for _, id := range ids {
 		c.emit(Send{To: id, Msg: pl})
@@ -349,11 +349,19 @@ func (c *Core) restore(dead map[uint32]bool, before int, reason string, empty bo
 	groups := c.ownedBy(dead)
 	moves := len(diff(c.owners, owners))
 	c.owners = owners
-	c.epoch++
 	members := c.det.alive()
+	// A worker without a placement yet (one that joined while every
+	// worker was dead) first gets the new owners at the current epoch,
+	// then the restore at the next.
+	first := &wire.Placement{Epoch: c.epoch, Owners: slices.Clone(owners), Members: c.memberList(members)}
+	c.epoch++
 	pl := &wire.Placement{Epoch: c.epoch, Owners: slices.Clone(owners), Members: c.memberList(members)}
 	for _, id := range members {
-		c.det.members[id].placed = true
+		m := c.det.members[id]
+		if !m.installed {
+			c.emit(Send{To: id, Msg: first})
+		}
+		m.placed, m.installed = true, true
 		frames, n := ck.frames(owners, id)
 		c.emit(Send{To: id, Msg: &RestoreMsg{Restore: wire.Restore{Epoch: c.epoch, ID: ck.id, Frames: n}, Frames: frames}}, Send{To: id, Msg: pl})
 	}
