@@ -77,8 +77,9 @@ type Result struct {
 	// never complete: sent to no live owner, or before a worker died,
 	// and not replayed since (a defect, or a failed job). Unfinished
 	// counts the other open inputs: backlog still queued when the drain
-	// ended. Lost is Dropped. An input a restore rolled back counts as
-	// completed once and, while its replay is open, in one of them too.
+	// ended. Lost is Dropped. Inputs = Completed + Dropped + Unfinished:
+	// an input a restore rolled back whose replay is still open counts as
+	// dropped or unfinished, not completed.
 	Dropped    uint64 `json:"dropped"`
 	Unfinished uint64 `json:"unfinished"`
 	Lost       uint64 `json:"lost"`
@@ -167,9 +168,11 @@ func (p *Planner) result() Result {
 	if p.cfg.CheckpointInterval > 0 {
 		r.Guarantee = "exactly-once"
 	}
+	r.Completed = 0
 	for i := range p.ins {
 		switch in := &p.ins[i]; {
 		case in.done && !in.redo:
+			r.Completed++
 		case i < p.sent && (in.stranded || in.gen < p.deaths):
 			r.Dropped++
 		default:
