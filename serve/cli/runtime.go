@@ -229,7 +229,7 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	alloc := fs.String("alloc", "none", "vertical allocation loop: none or threshold (±100 mc when a task uses > 90% or < 50%)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the input source")
 	fs.IntVar(&cfg.Miss, "miss", 5, "heartbeats (200 ms) a worker may miss before it is declared dead")
-	fs.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", 0, "checkpoint the workers' keyed state this often, so that a failover restores a dead worker's state (0: no checkpoints; a dead worker's state is lost)")
+	fs.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", time.Second, "checkpoint the workers' keyed state this often, so that a failover restores a dead worker's state: exactly-once state (0: no checkpoints; a dead worker's state is lost, at-least-once)")
 	fs.DurationVar(&cfg.CheckpointTimeout, "checkpoint-timeout", 5*time.Second, "discard a checkpoint not complete within this time (ingress pause included)")
 	fs.StringVar(&cfg.Restart.Strategy, "restart-strategy", "", "what a job whose workers all died does, after Flink's: none (fail: status failed, exit 1), fixed-delay (restart at most -restart-attempts times) or failure-rate (restart unless -restart-attempts restarts fell within -restart-interval); a restart waits -restart-delay, asks for the workers and restores the last checkpoint (default: fixed-delay with checkpoints, none without)")
 	fs.IntVar(&cfg.Restart.Attempts, "restart-attempts", 3, "restarts allowed: in all (fixed-delay) or within -restart-interval (failure-rate)")
@@ -531,7 +531,7 @@ func (k *killFlag) Set(v string) error {
 // due kills the workers due at second t (the row just closed) and, after
 // restart (if > 0), starts them again.
 func (k *killFlag) due(ctx context.Context, t float64, lp *local.Provider, restart time.Duration, log io.Writer) {
-	killed := false
+	var killed []int
 	for _, x := range k.kills {
 		if float64(x.at) != t {
 			continue
@@ -541,9 +541,9 @@ func (k *killFlag) due(ctx context.Context, t float64, lp *local.Provider, resta
 			continue
 		}
 		fmt.Fprintf(log, "serve: killed worker %d (SIGKILL) at t=%ds\n", x.worker, x.at)
-		killed = true
+		killed = append(killed, x.worker)
 	}
-	if !killed || restart <= 0 {
+	if len(killed) == 0 || restart <= 0 {
 		return
 	}
 	if k.stopCh == nil {
@@ -566,7 +566,9 @@ func (k *killFlag) due(ctx context.Context, t float64, lp *local.Provider, resta
 			fmt.Fprintf(log, "serve: -restart-after: %v\n", err)
 			return
 		}
-		fmt.Fprintf(log, "serve: restarted the killed workers\n")
+		for _, id := range killed {
+			fmt.Fprintf(log, "serve: restarted worker %d\n", id)
+		}
 	})
 }
 
