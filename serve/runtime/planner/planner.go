@@ -382,10 +382,12 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	case <-ctx.Done():
 	case <-p.failed:
 	}
+	if p.jobFailed() == nil {
+		p.drain(ctx)
+	}
 	if p.jobFailed() != nil {
 		return p.endFailed(stopLoad, &wg, ctlStop, ctlDone)
 	}
-	p.drain(ctx)
 	// The scale steps due by now, the controller's decisions, a rejoin or
 	// failover in progress finish their migrations: a run does not end in
 	// the middle of one. Then the final checkpoint.
@@ -415,6 +417,9 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 		p.closeRow(p.sinceStart().Seconds())
 	}
 	res := p.result()
+	if err := p.jobFailed(); err != nil { // during the final migrations
+		return res, fmt.Errorf("%w: %w", ErrJobFailed, err)
+	}
 	if ctx.Err() != nil {
 		return res, ctx.Err()
 	}
@@ -438,8 +443,11 @@ func (p *Planner) endFailed(stopLoad func(), wg *sync.WaitGroup, ctlStop, ctlDon
 	p.mu.Lock()
 	p.stopped = true
 	err := p.failErr
+	partial := p.secOffer > 0 || len(p.lat) > 0
 	p.mu.Unlock()
-	p.closeRow(p.sinceStart().Seconds())
+	if partial {
+		p.closeRow(p.sinceStart().Seconds())
+	}
 	return p.result(), fmt.Errorf("%w: %w", ErrJobFailed, err)
 }
 
@@ -447,7 +455,7 @@ func (p *Planner) endFailed(stopLoad func(), wg *sync.WaitGroup, ctlStop, ctlDon
 func (p *Planner) drain(ctx context.Context) {
 	t := p.clock.NewTimer(p.cfg.Drain)
 	defer t.Stop()
-	p.waitFor(ctx, t.C(), func() bool { return p.open() == 0 })
+	p.waitFor(ctx, t.C(), func() bool { return p.open() == 0 || p.failErr != nil })
 }
 
 // idle reports whether no reconfiguration and no provider call is in
