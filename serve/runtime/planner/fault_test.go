@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"streamscale/serve/runtime/provider/local"
 	"streamscale/serve/runtime/worker"
 )
 
@@ -173,4 +174,50 @@ func TestUnfinishedIsNotDropped(t *testing.T) {
 	if res.Unfinished == 0 || res.Dropped != 0 || res.Lost != 0 || res.Status != StatusUnfinished || res.Inputs != res.Completed+res.Unfinished {
 		t.Fatalf("status %s: inputs %d, completed %d, unfinished %d, dropped %d, lost %d", res.Status, res.Inputs, res.Completed, res.Unfinished, res.Dropped, res.Lost)
 	}
+}
+
+// killAt returns cfg.Rows and a function for runProcessesPlanner that
+// SIGKILLs the worker processes ids when the load's first second ends.
+func killAt(t *testing.T, ids ...int) (func(Row), func(*local.Provider, *Planner)) {
+	start := make(chan struct{})
+	var once sync.Once
+	return func(Row) { once.Do(func() { close(start) }) }, func(lp *local.Provider, _ *Planner) {
+		<-start
+		for _, id := range ids {
+			if err := lp.Kill(id); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+// TestSIGKILLAllProcesses: TestAllWorkersDieRestart with worker
+// processes SIGKILLed; the core's restart asks the local provider, which
+// starts them again.
+func TestSIGKILLAllProcesses(t *testing.T) {
+	cfg := Config{App: ledgerWC(), Seed: 5, Rate: 500, Duration: 2500 * time.Millisecond, Workers: 2, Miss: 10,
+		CheckpointInterval: 200 * time.Millisecond, Restart: Restart{Strategy: RestartFixedDelay, Attempts: 2, Delay: 100 * time.Millisecond}}
+	rows, during := killAt(t, 0, 1)
+	cfg.Rows = rows
+	res, p := runProcessesPlanner(t, "ledger-wc", during, cfg)
+	if res.Restarts != 1 || res.WorkersEnded != 2 {
+		t.Fatalf("restarts %d, workers at the end %d; want 1, 2", res.Restarts, res.WorkersEnded)
+	}
+	checkFinal(t, res, p)
+}
+
+// TestProcessScaleInAfterFailure: TestScaleInAfterUnrestartedFailure
+// with worker processes and the local provider (its StopWorkers): worker
+// 1 SIGKILLed and not restarted, the scale-in to two stops only worker
+// 3's process, so there is one failure, not two.
+func TestProcessScaleInAfterFailure(t *testing.T) {
+	cfg := Config{App: ledgerWC(), Seed: 9, Rate: 500, Duration: 2500 * time.Millisecond, Workers: 4, Miss: 10,
+		CheckpointInterval: 200 * time.Millisecond, Steps: []Step{{At: 1800 * time.Millisecond, Workers: 2}}}
+	rows, during := killAt(t, 1)
+	cfg.Rows = rows
+	res, p := runProcessesPlanner(t, "ledger-wc", during, cfg)
+	if res.Failures != 1 || res.WorkersEnded != 2 {
+		t.Fatalf("failures %d, workers at the end %d; want 1, 2", res.Failures, res.WorkersEnded)
+	}
+	checkFinal(t, res, p)
 }
