@@ -281,7 +281,8 @@ func (c *Core) queued(k jobKind) bool {
 }
 
 // died handles member id found dead: its stream is closed, a checkpoint in
-// progress is discarded at once, and the failover is pending.
+// progress is discarded at once, a migration in progress no longer waits
+// for its report, and the failover is pending.
 func (c *Core) died(id uint32, before int) {
 	m := c.det.members[id]
 	c.emit(Close{ID: id, Conn: m.conn, Dead: true})
@@ -296,6 +297,16 @@ func (c *Core) died(id uint32, before int) {
 	c.gone[id] = true
 	if c.cur != nil && c.cur.kind == jobCheckpoint {
 		c.discardCheckpoint(fmt.Sprintf("worker %d died", id))
+	}
+	if j := c.cur; j != nil && j.mig != nil && j.mig.wait[id] {
+		// Its report will never come: the migration ends (incomplete)
+		// once the live members reported, and the failover follows,
+		// instead of waiting for the migration timeout.
+		delete(j.mig.wait, id)
+		j.mig.died++
+		if len(j.mig.wait) == 0 {
+			c.finishMigration(false)
+		}
 	}
 }
 

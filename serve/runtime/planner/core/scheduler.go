@@ -17,6 +17,7 @@ type migration struct {
 	start    time.Duration
 	deadline time.Duration
 	wait     map[uint32]bool
+	died     int // members that died before reporting (no longer waited for)
 	reports  []wire.Migrated
 }
 
@@ -201,6 +202,7 @@ func (c *Core) finishMigration(complete bool) {
 	j := c.cur
 	mg := j.mig
 	rec := mg.rec
+	complete = complete && mg.died == 0
 	rec.Complete = complete
 	rec.PlannerMS = ms(c.now - mg.start)
 	for _, r := range mg.reports {
@@ -213,7 +215,7 @@ func (c *Core) finishMigration(complete bool) {
 	}
 	slices.SortFunc(rec.Pauses, func(a, b WorkerPause) int { return int(a.Worker) - int(b.Worker) })
 	if !complete {
-		c.notef("epoch %d: %d workers did not report the migration", rec.Epoch, len(mg.wait))
+		c.notef("epoch %d: %d workers did not report the migration", rec.Epoch, len(mg.wait)+mg.died)
 	}
 	c.migs = append(c.migs, rec)
 	c.cur = nil
