@@ -90,8 +90,11 @@ type HInfo struct {
 	MaxWorkers     int     `json:"max_workers"`
 	Inputs         uint64  `json:"inputs"`
 	Completed      uint64  `json:"completed"`
-	Lost           uint64  `json:"lost"`
-	Duplicated     uint64  `json:"duplicated"`
+	// Dropped, Unfinished and Lost (= Dropped) as Info's.
+	Dropped    uint64 `json:"dropped"`
+	Unfinished uint64 `json:"unfinished"`
+	Lost       uint64 `json:"lost"`
+	Duplicated uint64 `json:"duplicated"`
 	// Delivered is Completed / Inputs (1 when nothing was offered).
 	Delivered float64 `json:"delivered"`
 	// P50MS and P95MS are over every input of the run (completion minus
@@ -350,6 +353,7 @@ func finishHorizontal(c HConfig, mu *sync.Mutex, resp *runner.Result, infop *HIn
 	}
 	n := float64(len(res.Intervals))
 	info.Inputs, info.Completed, info.Lost, info.Duplicated = pr.Inputs, pr.Completed, pr.Lost, pr.Duplicated
+	info.Dropped, info.Unfinished = pr.Dropped, pr.Unfinished
 	info.Delivered = 1
 	if pr.Inputs > 0 {
 		info.Delivered = float64(pr.Completed) / float64(pr.Inputs)

@@ -38,8 +38,8 @@ func TestRunHorizontal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Inputs != 1200 || info.Completed+info.Lost != info.Inputs || info.Completed == 0 {
-		t.Fatalf("inputs %d, completed %d, lost %d; want 1200 offered and accounted for", info.Inputs, info.Completed, info.Lost)
+	if info.Inputs != 1200 || info.Completed+info.Dropped+info.Unfinished != info.Inputs || info.Completed == 0 || info.Lost != info.Dropped {
+		t.Fatalf("inputs %d, completed %d, dropped %d, unfinished %d, lost %d; want 1200 offered and accounted for", info.Inputs, info.Completed, info.Dropped, info.Unfinished, info.Lost)
 	}
 	n := len(res.Intervals)
 	if n < 3 || n > 6 || len(info.WorkersPerStep) != n || len(info.P95PerStep) != n || res.Key.Controller != "clasp" || len(res.Tasks) != 2 {

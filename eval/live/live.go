@@ -99,11 +99,17 @@ type Config struct {
 
 // Info is what a live run records beyond runner.Result.
 type Info struct {
-	StepS           float64 `json:"step_s"`
-	Workers         int     `json:"workers"`
-	CPUScale        float64 `json:"cpu_scale"`
-	Inputs          uint64  `json:"inputs"`
-	Completed       uint64  `json:"completed"`
+	StepS     float64 `json:"step_s"`
+	Workers   int     `json:"workers"`
+	CPUScale  float64 `json:"cpu_scale"`
+	Inputs    uint64  `json:"inputs"`
+	Completed uint64  `json:"completed"`
+	// Dropped counts the inputs the runtime dropped (never delivered: a
+	// defect or a failed job), Unfinished those still queued when the
+	// drain ended (a starved run's backlog); Lost is Dropped (see
+	// planner.Result).
+	Dropped         uint64  `json:"dropped"`
+	Unfinished      uint64  `json:"unfinished"`
 	Lost            uint64  `json:"lost"`
 	Duplicated      uint64  `json:"duplicated"`
 	RunP95MS        float64 `json:"run_p95_ms"`
@@ -396,6 +402,7 @@ func finishVertical(mu *sync.Mutex, res *runner.Result, info *Info, cpuUsed *flo
 		return runner.Result{}, Info{}, errors.New("live: no control interval completed (did the workers report?)")
 	}
 	info.Inputs, info.Completed, info.Lost, info.Duplicated, info.RunP95MS = pr.Inputs, pr.Completed, pr.Lost, pr.Duplicated, pr.P95MS
+	info.Dropped, info.Unfinished = pr.Dropped, pr.Unfinished
 	info.MeanCPUUsedCores = *cpuUsed / float64(len(res.Intervals))
 	res.Summary = runner.Summarize(res.Intervals)
 	res.TrajectorySHA256 = runner.TrajectoryHash(res.Intervals)

@@ -101,20 +101,20 @@ func Markdown(s Summary) []byte {
 	}
 	seeds := len(s.Seeds) > 1
 	if seeds {
-		b.WriteString("| controller | seed | delivered | p50 ms | p95 ms | violation rate | throughput /s | offered /s | workers mean | peak | final | migrations | planner ms max | worker pause ms max | lost | CPU used (cores) |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| controller | seed | delivered | p50 ms | p95 ms | violation rate | throughput /s | offered /s | workers mean | peak | final | migrations | planner ms max | worker pause ms max | dropped | unfinished | CPU used (cores) |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	} else {
-		b.WriteString("| controller | delivered | p50 ms | p95 ms | violation rate | throughput /s | offered /s | workers mean | peak | final | migrations | planner ms max | worker pause ms max | lost | CPU used (cores) |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| controller | delivered | p50 ms | p95 ms | violation rate | throughput /s | offered /s | workers mean | peak | final | migrations | planner ms max | worker pause ms max | dropped | unfinished | CPU used (cores) |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	}
 	for _, r := range s.Runs {
 		fmt.Fprintf(&b, "| %s |", r.Controller)
 		if seeds {
 			fmt.Fprintf(&b, " %d |", r.Key.Seed)
 		}
-		fmt.Fprintf(&b, " %.3f | %.1f | %.1f | %.3f | %.1f | %.1f | %.2f | %d | %d | %d | %.1f | %.2f | %d | %.3f |\n",
+		fmt.Fprintf(&b, " %.3f | %.1f | %.1f | %.3f | %.1f | %.1f | %.2f | %d | %d | %d | %.1f | %.2f | %d | %d | %.3f |\n",
 			r.Delivered, r.P50MS, r.P95MS, r.ViolationRate, r.MeanThroughput, r.MeanOffered, r.HInfo.MeanWorkers, r.PeakWorkers,
-			r.FinalWorkers, r.Migrations, r.PlannerMSMax, r.WorkerPauseMSMax, r.Lost, r.MeanCPUUsedCores)
+			r.FinalWorkers, r.Migrations, r.PlannerMSMax, r.WorkerPauseMSMax, r.HInfo.Dropped, r.HInfo.Unfinished, r.MeanCPUUsedCores)
 	}
 	fmt.Fprintf(&b, "\n![workers and p95 per interval, first seed](%s)\n", claspexp.FigModes)
 	if s.Paired != nil {

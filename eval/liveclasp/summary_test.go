@@ -17,11 +17,11 @@ func TestMarkdown(t *testing.T) {
 	var r ControllerRun
 	r.Key = runner.Key{Controller: "clasp"}
 	r.HInfo = live.HInfo{Delivered: 0.987, P50MS: 12.5, P95MS: 80.25, MeanWorkers: 1.5, PeakWorkers: 2, FinalWorkers: 1, Migrations: 3,
-		PlannerMSMax: 4.5, WorkerPauseMSMax: 1.25, Lost: 7, MeanCPUUsedCores: 0.5}
+		PlannerMSMax: 4.5, WorkerPauseMSMax: 1.25, Dropped: 2, Unfinished: 7, Lost: 2, MeanCPUUsedCores: 0.5}
 	s := Summary{Profile: "syn", Trace: "burst", Intervals: 10, TimeScaleS: 1, RateMult: 1, PeakRate: 200, InitialWorkers: 1, MaxWorkers: 4,
 		TaskMillicores: 1000, SLOMS: 1000, Runs: []ControllerRun{r}}
 	md := string(Markdown(s))
-	for _, want := range []string{"peak 200 inputs/s", "| clasp | 0.987 | 12.5 | 80.2 |", "| 1.50 | 2 | 1 | 3 | 4.5 | 1.25 | 7 | 0.500 |"} {
+	for _, want := range []string{"peak 200 inputs/s", "| clasp | 0.987 | 12.5 | 80.2 |", "| 1.50 | 2 | 1 | 3 | 4.5 | 1.25 | 2 | 7 | 0.500 |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

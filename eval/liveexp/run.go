@@ -236,8 +236,8 @@ func (c *Config) runOne(ctx context.Context, out *Output, pi int, edge env.Confi
 			return err
 		}
 	}
-	fmt.Fprintf(c.Progress, "eval: %s: violation rate %.2f%%, mean p95 %.1f ms, mean CPU %.0f mc, throughput %.1f/s of %.1f, lost %d, control failures %d\n",
-		f, 100*res.Summary.ViolationRate, res.Summary.MeanP95MS, res.Summary.MeanCPU, res.Summary.MeanThroughput, res.Summary.MeanOffered, info.Lost, info.ControlFailures)
+	fmt.Fprintf(c.Progress, "eval: %s: violation rate %.2f%%, mean p95 %.1f ms, mean CPU %.0f mc, throughput %.1f/s of %.1f, dropped %d, unfinished %d, control failures %d\n",
+		f, 100*res.Summary.ViolationRate, res.Summary.MeanP95MS, res.Summary.MeanCPU, res.Summary.MeanThroughput, res.Summary.MeanOffered, info.Dropped, info.Unfinished, info.ControlFailures)
 	return nil
 }
 

@@ -121,11 +121,11 @@ func Markdown(s Summary) []byte {
 	fmt.Fprintf(&b, "# Live evaluation: %s on %s\n\n", s.Profile, s.Trace)
 	fmt.Fprintf(&b, "%d intervals of %.3g s (trace points %d–%d, rate × %g), %d worker process(es), CPU scale %g live mc per scenario mc, seed %d, placement seeds %v, SLO %g ms. Live runs are not reproducible (real time on a shared machine).\n\n",
 		s.Intervals, s.TimeScaleS, s.TraceStart, s.TraceStart+s.Intervals-1, s.RateMult, s.Workers, s.CPUScale, s.Seed, s.PlacementSeeds, s.SLOMS)
-	b.WriteString("| controller | placement | violation rate | mean p95 ms | mean CPU mc | throughput /s | offered /s | lost | control failures | CPU used (cores) |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| controller | placement | violation rate | mean p95 ms | mean CPU mc | throughput /s | offered /s | dropped | unfinished | control failures | CPU used (cores) |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range s.Runs {
-		fmt.Fprintf(&b, "| %s | %d | %.3f | %.1f | %.0f | %.1f | %.1f | %d | %d | %.4f |\n",
-			r.Controller, r.PlacementSeed, r.ViolationRate, r.MeanP95MS, r.MeanCPU, r.MeanThroughput, r.MeanOffered, r.Lost, r.ControlFailures, r.MeanCPUUsedCores)
+		fmt.Fprintf(&b, "| %s | %d | %.3f | %.1f | %.0f | %.1f | %.1f | %d | %d | %d | %.4f |\n",
+			r.Controller, r.PlacementSeed, r.ViolationRate, r.MeanP95MS, r.MeanCPU, r.MeanThroughput, r.MeanOffered, r.Dropped, r.Unfinished, r.ControlFailures, r.MeanCPUUsedCores)
 	}
 	for _, u := range s.Uptime {
 		fmt.Fprintf(&b, "\nuptime: %s", u)

@@ -230,8 +230,12 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	alloc := fs.String("alloc", "none", "vertical allocation loop: none or threshold (±100 mc when a task uses > 90% or < 50%)")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "seed of the input source")
 	fs.IntVar(&cfg.Miss, "miss", 5, "heartbeats (200 ms) a worker may miss before it is declared dead")
-	fs.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", 0, "checkpoint the workers' keyed state this often, so that a failover restores a dead worker's state (0: no checkpoints; a dead worker's state is lost)")
+	fs.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", time.Second, "checkpoint the workers' keyed state this often, so that a failover restores a dead worker's state: exactly-once state (0: no checkpoints; a dead worker's state is lost, at-least-once)")
 	fs.DurationVar(&cfg.CheckpointTimeout, "checkpoint-timeout", 5*time.Second, "discard a checkpoint not complete within this time (ingress pause included)")
+	fs.StringVar(&cfg.Restart.Strategy, "restart-strategy", "", "what a job whose workers all died does, after Flink's: none (fail: status failed, exit 1), fixed-delay (restart at most -restart-attempts times) or failure-rate (restart unless -restart-attempts restarts fell within -restart-interval); a restart waits -restart-delay, asks for the workers and restores the last checkpoint (default: fixed-delay with checkpoints, none without)")
+	fs.IntVar(&cfg.Restart.Attempts, "restart-attempts", 3, "restarts allowed: in all (fixed-delay) or within -restart-interval (failure-rate)")
+	fs.DurationVar(&cfg.Restart.Delay, "restart-delay", time.Second, "wait between the loss of every worker and the restart")
+	fs.DurationVar(&cfg.Restart.Interval, "restart-interval", time.Minute, "the failure-rate strategy's window")
 	fs.StringVar(&cfg.CheckpointMode, "checkpoint-mode", planner.ModeBarrier, "how a checkpoint is cut: barrier (barriers in the data, aligned at every task; the ingress never stops) or pause (the ingress stops until every input in flight completed)")
 	ckptDir := fs.String("checkpoint-dir", "", "also write every complete checkpoint to this directory (atomically, checksummed), so that a planner restarted with -restore resumes the job; needs -checkpoint-interval > 0")
 	ckptKeep := fs.Int("checkpoint-keep", 3, "with -checkpoint-dir: keep the last this many checkpoint files")
@@ -239,7 +243,7 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	var kill killFlag
 	restartAfter := time.Duration(0)
 	if spawn {
-		fs.Var(&kill, "kill-at", "failure injection: SIGKILL worker W at T seconds after the load starts (T:W, whole seconds)")
+		fs.Var(&kill, "kill-at", "failure injection: SIGKILL worker W at T seconds after the load starts (T:W[,T:W…], whole seconds; repeatable)")
 		fs.DurationVar(&restartAfter, "restart-after", time.Second, "with -kill-at: restart the killed worker this long after the kill (0: never)")
 	}
 	parquetPath := fs.String("parquet", "", "write one row per second to this Parquet file")
@@ -283,6 +287,10 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 		return command.Usagef("%s: -checkpoint-interval %v must be ≥ 0 and -checkpoint-timeout %v > 0", name, cfg.CheckpointInterval, cfg.CheckpointTimeout)
 	case cfg.CheckpointMode != planner.ModeBarrier && cfg.CheckpointMode != planner.ModePause:
 		return command.Usagef("%s: -checkpoint-mode %q, want %s or %s", name, cfg.CheckpointMode, planner.ModeBarrier, planner.ModePause)
+	case cfg.Restart.Strategy != "" && cfg.Restart.Strategy != planner.RestartNone && cfg.Restart.Strategy != planner.RestartFixedDelay && cfg.Restart.Strategy != planner.RestartFailureRate:
+		return command.Usagef("%s: -restart-strategy %q, want %s, %s or %s", name, cfg.Restart.Strategy, planner.RestartNone, planner.RestartFixedDelay, planner.RestartFailureRate)
+	case cfg.Restart.Attempts < 1 || cfg.Restart.Delay < 0 || cfg.Restart.Interval <= 0:
+		return command.Usagef("%s: -restart-attempts %d must be ≥ 1, -restart-delay %v ≥ 0, -restart-interval %v > 0", name, cfg.Restart.Attempts, cfg.Restart.Delay, cfg.Restart.Interval)
 	case restartAfter < 0:
 		return command.Usagef("%s: -restart-after %v, want ≥ 0", name, restartAfter)
 	case *slots < 1:
@@ -344,6 +352,14 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	if cfg.Token == "" {
 		cfg.Token = o.Env(RuntimeTokenEnv)
 	}
+	if cfg.Restart.Strategy == "" {
+		// The planner's default, but with the attempts, delay and interval
+		// of the flags.
+		cfg.Restart.Strategy = planner.RestartNone
+		if cfg.CheckpointInterval > 0 {
+			cfg.Restart.Strategy = planner.RestartFixedDelay
+		}
+	}
 	if *verbose {
 		cfg.Log = o.Stderr
 	}
@@ -354,8 +370,8 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	var lp *local.Provider
 	cfg.Rows = func(r planner.Row) {
 		rows = append(rows, r)
-		if kill.set && lp != nil && r.T == float64(kill.at) {
-			kill.do(ctx, lp, restartAfter, o.Stderr)
+		if lp != nil {
+			kill.due(ctx, r.T, lp, restartAfter, o.Stderr)
 		}
 		if *verbose {
 			fmt.Fprintf(o.Stderr, "serve: t=%3.0fs offered %5d completed %5d p95 %7.1f ms workers %d queue %d\n", r.T, r.Offered, r.Completed, r.P95MS, r.Workers, r.PlannerQueue+r.WorkerQueue)
@@ -414,7 +430,7 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	if lp != nil {
 		lp.Close()
 	}
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if err != nil && !errors.Is(err, planner.ErrJobFailed) && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("serve: %w", err)
 	}
 	if *parquetPath != "" {
@@ -429,20 +445,12 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 			return fmt.Errorf("serve: %w", err)
 		}
 	} else {
-		fmt.Fprintf(o.Stdout, "%s: %d inputs, %d completed, %d lost, %d duplicated; latency p50 %.1f ms p95 %.1f ms p99 %.1f ms; %d migrations (planner ≤ %.1f ms, worker pause ≤ %.2f ms)\n",
-			res.App, res.Inputs, res.Completed, res.Lost, res.Duplicated, res.P50MS, res.P95MS, res.P99MS, len(res.Migrations), res.MigrationPlannerMS, res.MigrationWorkerPauseMSMax)
-		if r := res.Resumed; r != nil {
-			fmt.Fprintf(o.Stdout, "resumed checkpoint %d from %s: inputs before %d were in its state, the source resumed there (t = %.3f s)\n", r.Checkpoint, r.File, r.Cut, r.AtS)
-		}
-		if res.CheckpointsSaved+res.CheckpointSaveErrors > 0 {
-			fmt.Fprintf(o.Stdout, "%d checkpoints saved (%d failed), the last %s\n", res.CheckpointsSaved, res.CheckpointSaveErrors, res.CheckpointFile)
-		}
-		if res.Checkpoints+res.CheckpointsDiscarded > 0 || res.Failures > 0 {
-			fmt.Fprintf(o.Stdout, "%d failures; %d checkpoints by %s (%d discarded), ingress pause ≤ %.1f ms (mean %.1f ms), duration mean %.1f ms, alignment ≤ %.1f ms, snapshot ≤ %.2f ms, ≤ %d keys and %d bytes; %d key groups restored, %d inputs replayed\n",
-				res.Failures, res.Checkpoints, res.CheckpointMode, res.CheckpointsDiscarded, res.CheckpointMSMax, res.CheckpointMSMean, res.CheckpointDurationMSMean, res.CheckpointAlignMSMax, res.CheckpointSnapshotMSMax, res.CheckpointKeysMax, res.CheckpointBytesMax, res.RestoredGroups, res.Replayed)
-		}
+		printResult(o.Stdout, res)
 	}
-	if err != nil {
+	switch {
+	case res.Status == planner.StatusFailed:
+		return fmt.Errorf("serve: the job failed: %s", res.Reason)
+	case err != nil:
 		return errors.New("serve: interrupted; the result covers the run until then")
 	}
 	if res.CheckpointSaveErrors > 0 {
@@ -487,6 +495,28 @@ func checkpointFiles(cfg *planner.Config, restore, dir string, keep int) error {
 	return nil
 }
 
+// printResult prints a run's result as text: the status, what became of
+// the inputs, the state's guarantee and losses, the latency, the
+// migrations, and the failures and checkpoints if any.
+func printResult(w io.Writer, res planner.Result) {
+	status := res.Status
+	if res.Reason != "" {
+		status += " (" + res.Reason + ")"
+	}
+	fmt.Fprintf(w, "%s: %s; %d inputs, %d completed, %d dropped, %d unfinished, %d duplicated; state %s, %d key groups lost; latency p50 %.1f ms p95 %.1f ms p99 %.1f ms; %d migrations (planner ≤ %.1f ms, worker pause ≤ %.2f ms)\n",
+		res.App, status, res.Inputs, res.Completed, res.Dropped, res.Unfinished, res.Duplicated, res.Guarantee, res.StateLostGroups, res.P50MS, res.P95MS, res.P99MS, len(res.Migrations), res.MigrationPlannerMS, res.MigrationWorkerPauseMSMax)
+	if r := res.Resumed; r != nil {
+		fmt.Fprintf(w, "resumed checkpoint %d from %s: inputs before %d were in its state, the source resumed there (t = %.3f s)\n", r.Checkpoint, r.File, r.Cut, r.AtS)
+	}
+	if res.CheckpointsSaved+res.CheckpointSaveErrors > 0 {
+		fmt.Fprintf(w, "%d checkpoints saved (%d failed), the last %s\n", res.CheckpointsSaved, res.CheckpointSaveErrors, res.CheckpointFile)
+	}
+	if res.Checkpoints+res.CheckpointsDiscarded > 0 || res.Failures > 0 {
+		fmt.Fprintf(w, "%d failures, %d restarts; %d checkpoints by %s (%d discarded), ingress pause ≤ %.1f ms (mean %.1f ms), duration mean %.1f ms, alignment ≤ %.1f ms, snapshot ≤ %.2f ms, ≤ %d keys and %d bytes; %d key groups restored, %d inputs replayed\n",
+			res.Failures, res.Restarts, res.Checkpoints, res.CheckpointMode, res.CheckpointsDiscarded, res.CheckpointMSMax, res.CheckpointMSMean, res.CheckpointDurationMSMean, res.CheckpointAlignMSMax, res.CheckpointSnapshotMSMax, res.CheckpointKeysMax, res.CheckpointBytesMax, res.RestoredGroups, res.Replayed)
+	}
+}
+
 func writeRows(path string, rows []planner.Row) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -509,17 +539,17 @@ func writeRows(path string, rows []planner.Row) error {
 
 var _ flag.Value = (*stepsFlag)(nil)
 
-// killFlag parses -kill-at T:W: SIGKILL worker W when the per-second row
-// for second T closes.
+// killFlag parses -kill-at T:W[,T:W…]: SIGKILL worker W when the
+// per-second row for second T closes.
 type killFlag struct {
-	set    bool
-	at     int
-	worker int
-	wg     sync.WaitGroup // the restart
+	kills  []kill
+	wg     sync.WaitGroup // the restarts
 	stopCh chan struct{}
 }
 
-// stop cancels a pending restart and waits for one in progress.
+type kill struct{ at, worker int }
+
+// stop cancels the pending restarts and waits for those in progress.
 func (k *killFlag) stop() {
 	if k.stopCh != nil {
 		close(k.stopCh)
@@ -529,41 +559,54 @@ func (k *killFlag) stop() {
 }
 
 func (k *killFlag) String() string {
-	if !k.set {
-		return ""
+	var parts []string
+	for _, x := range k.kills {
+		parts = append(parts, fmt.Sprintf("%d:%d", x.at, x.worker))
 	}
-	return fmt.Sprintf("%d:%d", k.at, k.worker)
+	return strings.Join(parts, ",")
 }
 
 func (k *killFlag) Set(v string) error {
-	t, w, ok := strings.Cut(strings.TrimSpace(v), ":")
-	if !ok {
-		return fmt.Errorf("kill %q, want T:W", v)
+	for part := range strings.SplitSeq(v, ",") {
+		t, w, ok := strings.Cut(strings.TrimSpace(part), ":")
+		if !ok {
+			return fmt.Errorf("kill %q, want T:W", part)
+		}
+		t = strings.TrimSuffix(t, "s")
+		at, err := strconv.Atoi(t)
+		if err != nil || at < 1 || at > 1e6 {
+			return fmt.Errorf("kill %q: time %q, want whole seconds ≥ 1", part, t)
+		}
+		id, err := strconv.Atoi(w)
+		if err != nil || id < 0 || id >= wire.MaxMembers {
+			return fmt.Errorf("kill %q: worker %q, want 0..%d", part, w, wire.MaxMembers-1)
+		}
+		k.kills = append(k.kills, kill{at, id})
 	}
-	t = strings.TrimSuffix(t, "s")
-	at, err := strconv.Atoi(t)
-	if err != nil || at < 1 || at > 1e6 {
-		return fmt.Errorf("kill %q: time %q, want whole seconds ≥ 1", v, t)
-	}
-	id, err := strconv.Atoi(w)
-	if err != nil || id < 0 || id >= wire.MaxMembers {
-		return fmt.Errorf("kill %q: worker %q, want 0..%d", v, w, wire.MaxMembers-1)
-	}
-	k.set, k.at, k.worker = true, at, id
 	return nil
 }
 
-// do kills the worker and, after restart (if > 0), starts it again.
-func (k *killFlag) do(ctx context.Context, lp *local.Provider, restart time.Duration, log io.Writer) {
-	if err := lp.Kill(k.worker); err != nil {
-		fmt.Fprintf(log, "serve: -kill-at: %v\n", err)
+// due kills the workers due at second t (the row just closed) and, after
+// restart (if > 0), starts them again.
+func (k *killFlag) due(ctx context.Context, t float64, lp *local.Provider, restart time.Duration, log io.Writer) {
+	var killed []int
+	for _, x := range k.kills {
+		if float64(x.at) != t {
+			continue
+		}
+		if err := lp.Kill(x.worker); err != nil {
+			fmt.Fprintf(log, "serve: -kill-at: %v\n", err)
+			continue
+		}
+		fmt.Fprintf(log, "serve: killed worker %d (SIGKILL) at t=%ds\n", x.worker, x.at)
+		killed = append(killed, x.worker)
+	}
+	if len(killed) == 0 || restart <= 0 {
 		return
 	}
-	fmt.Fprintf(log, "serve: killed worker %d (SIGKILL) at t=%ds\n", k.worker, k.at)
-	if restart <= 0 {
-		return
+	if k.stopCh == nil {
+		k.stopCh = make(chan struct{})
 	}
-	k.stopCh = make(chan struct{})
 	stop := k.stopCh
 	k.wg.Go(func() {
 		select {
@@ -581,7 +624,9 @@ func (k *killFlag) do(ctx context.Context, lp *local.Provider, restart time.Dura
 			fmt.Fprintf(log, "serve: -restart-after: %v\n", err)
 			return
 		}
-		fmt.Fprintf(log, "serve: restarted worker %d\n", k.worker)
+		for _, id := range killed {
+			fmt.Fprintf(log, "serve: restarted worker %d\n", id)
+		}
 	})
 }
 

@@ -128,6 +128,30 @@ func TestLocalKillCheckpoint(t *testing.T) {
 	}
 }
 
+// TestLocalAllDeadFails: `serve local` whose only worker is SIGKILLed
+// and not restarted, without checkpoints (so without a restart
+// strategy), fails visibly: exit 1, status failed with the reason, the
+// inputs that could not complete dropped. It used to exit 0 with them
+// counted as lost among the backlog (issue #34, item 1).
+func TestLocalAllDeadFails(t *testing.T) {
+	t.Setenv(reexecEnv, "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code, out, errOut := run(t, ctx, []string{"local", "-app", "wc", "-workers", "1", "-rate", "500", "-duration", "3s", "-checkpoint-interval", "0", "-kill-at", "1:0", "-restart-after", "0", "-json"}, os.Getenv)
+	var res struct {
+		Status, Reason             string
+		Inputs, Completed, Dropped uint64
+		Unfinished, Lost           uint64
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("exit %d, %v: %s %s", code, err, out, errOut)
+	}
+	if code != 1 || res.Status != "failed" || !strings.Contains(res.Reason, "no live worker left") || !strings.Contains(errOut, "the job failed") ||
+		res.Lost != res.Dropped || res.Inputs != res.Completed+res.Dropped+res.Unfinished || res.Inputs >= 1500 {
+		t.Fatalf("exit %d, %+v: %s", code, res, errOut)
+	}
+}
+
 func TestRuntimeUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"worker"},
@@ -147,6 +171,11 @@ func TestRuntimeUsage(t *testing.T) {
 		{"local", "-kill-at", "2.5:1"},
 		{"local", "-kill-at", "2:-1"},
 		{"local", "-restart-after", "-1s"},
+		{"local", "-kill-at", "2:1,x"},
+		{"local", "-restart-strategy", "always"},
+		{"local", "-restart-attempts", "0"},
+		{"planner", "-restart-delay", "-1s"},
+		{"planner", "-restart-strategy", "failure-rate", "-restart-interval", "0s"},
 		{"planner", "-kill-at", "2:1"},
 	} {
 		code, _, errOut := run(t, context.Background(), args, nil)

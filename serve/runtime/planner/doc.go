@@ -74,7 +74,20 @@
 // replay: every input not yet complete is sent again with a new attempt
 // number (completion weight of older attempts is ignored). Delivery is
 // then at-least-once: replayed inputs may update state twice, and the
-// dead worker's state is gone.
+// dead worker's state is gone (Result.StateLostGroups counts the key
+// groups so lost; Result.Guarantee says "at-least-once").
+//
+// When every worker is dead, Config.Restart decides (after Flink's
+// restart strategies; default fixed-delay, 3 attempts 1 s apart, with
+// checkpoints, none without): a restart asks the provider for the
+// workers and restores the last checkpoint on them (without checkpoints:
+// empty state, every open input replayed), or the job fails: Serve
+// returns ErrJobFailed and the Result says StatusFailed and why. A
+// scale-in stops exactly the members the core drained (provider.Stopper).
+// An input that can never complete (sent to no live owner, or before a
+// worker died, and not replayed) counts as dropped (Result.Dropped, =
+// Lost; a failed run); one still queued when the drain ends as
+// unfinished (a starved run's backlog, StatusUnfinished).
 //
 // # Checkpoints
 //

@@ -42,6 +42,12 @@ type input struct {
 	key, seq uint64
 	intended int64 // ns after the load started
 	attempt  uint8
+	// gen is Planner.deaths when the current attempt was sent; stranded
+	// marks an attempt a source copy of which had no live owner. Either
+	// (gen behind deaths) means the attempt may never complete: an input
+	// open at the end so is dropped, not unfinished.
+	gen      uint32
+	stranded bool
 	done     bool
 	redo     bool // complete, rolled back by a restore and replayed: its completion is awaited, not counted
 	w        wire.Weight
@@ -181,11 +187,13 @@ func (p *Planner) send(idx int) {
 	in := &p.ins[idx]
 	ce, back, _ := wire.Split(0, len(p.sources))
 	in.w = back
+	in.gen, in.stranded = p.deaths, false
 	kg := ops.KeyGroup(in.key)
 	for _, o := range p.sources {
 		if p.route == nil || p.route[o][kg] == nil {
 			// No live owner: the weight of this copy never comes back;
 			// the input stays open and is replayed after the failover.
+			in.stranded = true
 			continue
 		}
 		ob := p.route[o][kg].out

@@ -41,6 +41,21 @@ type CheckpointStat = core.CheckpointStat
 // Restore is one failover that restored a checkpoint.
 type Restore = core.Restore
 
+// Restart is the restart strategy when every worker died (Config.Restart).
+type Restart = core.Restart
+
+// Restart strategies (Restart.Strategy).
+const (
+	RestartNone        = core.RestartNone
+	RestartFixedDelay  = core.RestartFixedDelay
+	RestartFailureRate = core.RestartFailureRate
+)
+
+// ErrJobFailed is the error of a run whose job failed: every worker died
+// and the restart strategy allowed no restart. The Result then has
+// Status "failed" and the reason.
+var ErrJobFailed = errors.New("planner: job failed")
+
 // Checkpoint modes (Config.CheckpointMode).
 const (
 	ModeBarrier = core.ModeBarrier
@@ -143,6 +158,11 @@ type Config struct {
 	// RestoreFrom names where it was read (for the log and the result).
 	Restore     *ckptstore.Checkpoint
 	RestoreFrom string
+	// Restart is the restart strategy when every worker died (see
+	// core.Restart). Default: with checkpoints fixed-delay, 3 attempts,
+	// 1 s apart; without them none (a restart would lose every key
+	// group's state), as Flink's defaults.
+	Restart Restart
 	// Rows, if set, receives one Row per second.
 	Rows func(Row)
 	// Log receives one line per notable event.
@@ -188,6 +208,13 @@ func (c *Config) fill() error {
 	}
 	if c.CheckpointMode == "" {
 		c.CheckpointMode = ModeBarrier
+	}
+	switch {
+	case c.Restart.Strategy != "":
+	case c.CheckpointInterval > 0:
+		c.Restart = Restart{Strategy: RestartFixedDelay, Attempts: 3, Delay: time.Second}
+	default:
+		c.Restart = Restart{Strategy: RestartNone}
 	}
 	if c.Log == nil {
 		c.Log = io.Discard
@@ -267,15 +294,18 @@ type Planner struct {
 	nextConn  uint64
 	route     [][ops.KeyGroups]*conn // the ingress's owner streams (nil: none live)
 	epoch     uint64
-	provQ     []int // provider requests, in order
+	provQ     []core.ScaleWorkers // provider requests, in order
 	provBusy  bool
 	provKick  chan struct{}
 	scaleWait map[uint64]chan error
 	nextReq   uint64
 	started   bool
 	startErr  error
-	loadEnded bool // the load and its drain are over
-	stopped   bool // the run ended: no more events
+	failErr   error         // the job failed after the start (core.Fail)
+	failed    chan struct{} // closed on failErr
+	deaths    uint32        // members found dead so far
+	loadEnded bool          // the load and its drain are over
+	stopped   bool          // the run ended: no more events
 	refused   uint64
 	rows      []Row
 	ingress
@@ -303,7 +333,7 @@ func New(cfg Config) (*Planner, error) {
 		return nil, err
 	}
 	p := &Planner{cfg: cfg, clock: cfg.Clock, changed: make(chan struct{}), conns: map[uint64]*conn{}, byID: map[uint32]*conn{},
-		provKick: make(chan struct{}, 1), scaleWait: map[uint64]chan error{}}
+		provKick: make(chan struct{}, 1), scaleWait: map[uint64]chan error{}, failed: make(chan struct{})}
 	p.seqs = map[uint64]uint64{}
 	hasIn := make([]bool, len(cfg.App.Operators))
 	for _, e := range cfg.App.Edges {
@@ -326,7 +356,8 @@ func New(cfg Config) (*Planner, error) {
 	}
 	c, err := core.New(core.Config{Restore: resume, Ops: len(cfg.App.Operators), Workers: cfg.Workers, Shares: cfg.Shares, Steps: cfg.Steps,
 		Heartbeat: cfg.Heartbeat, Tick: tickOf(cfg.Heartbeat), Miss: cfg.Miss, JoinTimeout: cfg.JoinTimeout,
-		CheckpointInterval: cfg.CheckpointInterval, CheckpointTimeout: cfg.CheckpointTimeout, CheckpointMode: cfg.CheckpointMode})
+		CheckpointInterval: cfg.CheckpointInterval, CheckpointTimeout: cfg.CheckpointTimeout, CheckpointMode: cfg.CheckpointMode,
+		Restart: cfg.Restart})
 	if err != nil {
 		return nil, fmt.Errorf("planner: %w", err)
 	}
@@ -438,8 +469,14 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	select {
 	case <-loadDone:
 	case <-ctx.Done():
+	case <-p.failed:
 	}
-	p.drain(ctx)
+	if p.jobFailed() == nil {
+		p.drain(ctx)
+	}
+	if p.jobFailed() != nil {
+		return p.endFailed(stopLoad, &wg, ctlStop, ctlDone)
+	}
 	// The scale steps due by now, the controller's decisions, a rejoin or
 	// failover in progress finish their migrations: a run does not end in
 	// the middle of one. Then the final checkpoint.
@@ -470,17 +507,45 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	}
 	p.closeStore() // the final checkpoint is written before the result
 	res := p.result()
+	if err := p.jobFailed(); err != nil { // during the final migrations
+		return res, fmt.Errorf("%w: %w", ErrJobFailed, err)
+	}
 	if ctx.Err() != nil {
 		return res, ctx.Err()
 	}
 	return res, nil
 }
 
+// jobFailed returns why the job failed (nil: it did not).
+func (p *Planner) jobFailed() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failErr
+}
+
+// endFailed ends a run whose job failed: no drain, no final checkpoint;
+// the result says failed and why, and so does the error.
+func (p *Planner) endFailed(stopLoad func(), wg *sync.WaitGroup, ctlStop, ctlDone chan struct{}) (Result, error) {
+	stopLoad()
+	close(ctlStop)
+	<-ctlDone
+	wg.Wait()
+	p.mu.Lock()
+	p.stopped = true
+	err := p.failErr
+	partial := p.secOffer > 0 || len(p.lat) > 0
+	p.mu.Unlock()
+	if partial {
+		p.closeRow(p.sinceStart().Seconds())
+	}
+	return p.result(), fmt.Errorf("%w: %w", ErrJobFailed, err)
+}
+
 // drain waits up to Config.Drain for the inputs in flight.
 func (p *Planner) drain(ctx context.Context) {
 	t := p.clock.NewTimer(p.cfg.Drain)
 	defer t.Stop()
-	p.waitFor(ctx, t.C(), func() bool { return p.open() == 0 })
+	p.waitFor(ctx, t.C(), func() bool { return p.open() == 0 || p.failErr != nil })
 }
 
 // idle reports whether no reconfiguration and no provider call is in
@@ -548,6 +613,9 @@ func (p *Planner) perform(a core.Action) {
 			c.out.frame(a.Msg.Append)
 		}
 	case core.Close:
+		if a.Dead {
+			p.deaths++ // the inputs sent before it may be lost (send)
+		}
 		p.closeMember(a.ID, a.Conn)
 	case core.Refuse:
 		p.refused++
@@ -556,7 +624,7 @@ func (p *Planner) perform(a core.Action) {
 			c.cancel()
 		}
 	case core.ScaleWorkers:
-		p.provQ = append(p.provQ, a.N)
+		p.provQ = append(p.provQ, a)
 		select {
 		case p.provKick <- struct{}{}:
 		default:
@@ -587,7 +655,13 @@ func (p *Planner) perform(a core.Action) {
 	case core.StartLoad:
 		p.start, p.started = p.clock.Now().Add(-p.resumeAt), true
 	case core.Fail:
-		p.startErr = a.Err
+		if !p.started {
+			p.startErr = a.Err
+			break
+		}
+		p.logf("job failed: %v", a.Err)
+		p.failErr = a.Err
+		close(p.failed)
 	case core.ScaleDone:
 		if ch := p.scaleWait[a.ID]; ch != nil {
 			ch <- a.Err
@@ -664,12 +738,17 @@ func (p *Planner) provide(ctx context.Context) {
 			}
 			continue
 		}
-		n := p.provQ[0]
+		a := p.provQ[0]
 		p.provQ, p.provBusy = p.provQ[1:], true
 		p.mu.Unlock()
-		_, err := p.cfg.Provider.Scale(ctx, n)
+		var err error
+		if st, ok := p.cfg.Provider.(provider.Stopper); ok && a.Stop != nil {
+			err = st.StopWorkers(ctx, a.Stop) // exactly the members the core drained
+		} else {
+			_, err = p.cfg.Provider.Scale(ctx, a.N)
+		}
 		p.mu.Lock()
-		p.step(core.Scaled{N: n, Err: err})
+		p.step(core.Scaled{N: a.N, Err: err})
 		p.mu.Unlock()
 	}
 }

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"slices"
 )
 
@@ -54,16 +55,48 @@ func (p *Planner) TakeWindow() Window {
 	return w
 }
 
+// Run statuses (Result.Status).
+const (
+	StatusSucceeded  = "succeeded"
+	StatusUnfinished = "unfinished"
+	StatusFailed     = "failed"
+)
+
 // Result is a run's outcome.
 type Result struct {
-	App        string  `json:"app"`
-	Inputs     uint64  `json:"inputs"`
-	Completed  uint64  `json:"completed"`
-	Lost       uint64  `json:"lost"`
-	Duplicated uint64  `json:"duplicated"`
-	P50MS      float64 `json:"p50_ms"`
-	P95MS      float64 `json:"p95_ms"`
-	P99MS      float64 `json:"p99_ms"`
+	App string `json:"app"`
+	// Status is StatusSucceeded (every input completed), StatusUnfinished
+	// (inputs still queued when the drain ended, none dropped) or
+	// StatusFailed (the job failed, or inputs were dropped); Reason says
+	// why for the last two.
+	Status    string `json:"status"`
+	Reason    string `json:"reason,omitempty"`
+	Inputs    uint64 `json:"inputs"`
+	Completed uint64 `json:"completed"`
+	// Dropped counts the inputs open at the end whose current attempt can
+	// never complete: sent to no live owner, or before a worker died,
+	// and not replayed since (a defect, or a failed job). Unfinished
+	// counts the other open inputs: backlog still queued when the drain
+	// ended. Lost is Dropped. Inputs = Completed + Dropped + Unfinished:
+	// an input a restore rolled back whose replay is still open counts as
+	// dropped or unfinished, not completed.
+	Dropped    uint64 `json:"dropped"`
+	Unfinished uint64 `json:"unfinished"`
+	Lost       uint64 `json:"lost"`
+	Duplicated uint64 `json:"duplicated"`
+	// Guarantee is what the keyed state promises: "exactly-once" with
+	// checkpoints (a failure rolls every worker back to the last
+	// checkpoint and replays after its cut), "at-least-once" without (a
+	// failover replays the open inputs, which a live worker may apply
+	// twice). StateLostGroups counts the key groups (of every operator)
+	// whose state failures lost: a dead worker's, without checkpoints.
+	Guarantee       string `json:"guarantee"`
+	StateLostGroups int    `json:"state_lost_groups"`
+	// Restarts counts the job restarts (every worker dead).
+	Restarts int     `json:"restarts"`
+	P50MS    float64 `json:"p50_ms"`
+	P95MS    float64 `json:"p95_ms"`
+	P99MS    float64 `json:"p99_ms"`
 	// P50InCheckpointMS, P95InCheckpointMS and P99InCheckpointMS are over
 	// the inputs due while a checkpoint was being taken (its start to its
 	// end, CheckpointStat.DurationMS), the *OutsideCheckpointMS over the
@@ -154,7 +187,32 @@ func (p *Planner) result() Result {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := Result{App: p.cfg.App.Name, Inputs: uint64(len(p.ins)), Completed: p.completed, Duplicated: p.dup, WorkersStarted: p.cfg.Workers, WorkersEnded: len(p.core.Live()), Failures: p.core.Failures(), Refused: p.refused, Migrations: p.core.Migrations(), Rows: slices.Clone(p.rows)}
-	r.Lost = r.Inputs - r.Completed
+	r.Guarantee, r.StateLostGroups, r.Restarts = "at-least-once", p.core.LostGroups(), p.core.Restarts()
+	if p.cfg.CheckpointInterval > 0 {
+		r.Guarantee = "exactly-once"
+	}
+	r.Completed = 0
+	for i := range p.ins {
+		switch in := &p.ins[i]; {
+		case in.done && !in.redo:
+			r.Completed++
+		case i < p.sent && (in.stranded || in.gen < p.deaths):
+			r.Dropped++
+		default:
+			r.Unfinished++
+		}
+	}
+	r.Lost = r.Dropped
+	switch {
+	case p.failErr != nil:
+		r.Status, r.Reason = StatusFailed, p.failErr.Error()
+	case r.Dropped > 0:
+		r.Status, r.Reason = StatusFailed, fmt.Sprintf("%d inputs dropped", r.Dropped)
+	case r.Unfinished > 0:
+		r.Status, r.Reason = StatusUnfinished, fmt.Sprintf("%d inputs still queued when the drain ended", r.Unfinished)
+	default:
+		r.Status = StatusSucceeded
+	}
 	r.ElapsedS = p.lastDone.Seconds()
 	if r.ElapsedS > 0 {
 		r.ThroughputPerS = float64(r.Completed) / r.ElapsedS

@@ -194,7 +194,7 @@ func TestServiceReplay(t *testing.T) {
 			break
 		}
 	}
-	if st.State != "done" || st.Result == nil || st.Result.Inputs == 0 || st.Result.Inputs != st.Result.Completed+st.Result.Lost {
+	if st.State != "done" || st.Result == nil || st.Result.Inputs == 0 || st.Result.Inputs != st.Result.Completed+st.Result.Dropped+st.Result.Unfinished {
 		t.Fatalf("status %+v", st)
 	}
 	// The allocation reached the worker (its last report, before the

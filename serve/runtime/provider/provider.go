@@ -17,3 +17,13 @@ type Provider interface {
 	// Close stops every worker the provider started.
 	Close() error
 }
+
+// A Stopper stops named workers: the members a scale-in drained, by worker
+// ID (the -id a worker runs with), and no other: not a live worker, and
+// not a dead one either (it stays dead). The planner calls StopWorkers instead of
+// Scale for a scale-in when its provider is a Stopper; otherwise Scale(n)
+// decides which workers go, which after an unrestarted failure may be a
+// live one.
+type Stopper interface {
+	StopWorkers(ctx context.Context, ids []uint32) error
+}

@@ -30,11 +30,12 @@ type Send struct {
 	Msg Msg
 }
 
-// Close ends member ID's stream (dead, or stopped after a scale-in) and
-// unbinds it.
+// Close ends member ID's stream (Dead: found dead; else stopped after a
+// scale-in) and unbinds it.
 type Close struct {
 	ID   uint32
 	Conn uint64
+	Dead bool
 }
 
 // Refuse counts a refused frame or stream and logs Err; a stream (Conn ≠
@@ -45,8 +46,13 @@ type Refuse struct {
 }
 
 // ScaleWorkers asks the provider for N workers; the shell answers Scaled.
-// Provider calls are made one at a time, in order.
-type ScaleWorkers struct{ N int }
+// Provider calls are made one at a time, in order. Stop, if set, names
+// the members a scale-in drained: the provider stops exactly those (and
+// no other, live or dead), leaving N.
+type ScaleWorkers struct {
+	N    int
+	Stop []uint32
+}
 
 // Routes is the ingress's routing table: the owner of every key group of
 // every operator at Epoch, and the members that may be fed (live and
@@ -88,7 +94,9 @@ type CheckpointCompleted struct {
 // StartLoad starts the load: the application is placed.
 type StartLoad struct{}
 
-// Fail ends the run with Err (the initial workers did not join).
+// Fail ends the run with Err: the initial workers did not join, or every
+// worker died and the restart strategy allows no restart. The core takes
+// no event after it.
 type Fail struct{ Err error }
 
 // ScaleDone answers ScaleRequest ID (Err: it could not be carried out).
@@ -140,6 +148,9 @@ func Format(a Action) string {
 	case Refuse:
 		return fmt.Sprintf("refuse conn%d: %v", a.Conn, a.Err)
 	case ScaleWorkers:
+		if a.Stop != nil {
+			return fmt.Sprintf("scale-workers %d stop %v", a.N, a.Stop)
+		}
 		return fmt.Sprintf("scale-workers %d", a.N)
 	case Routes:
 		return fmt.Sprintf("routes epoch %d live %v owners %s", a.Epoch, a.Live, formatOwners(a.Owners))

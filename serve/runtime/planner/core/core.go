@@ -44,6 +44,51 @@ type Config struct {
 	// Restore, if set, resumes a job from a checkpoint a planner persisted
 	// before it died: see Resume.
 	Restore *Resume
+	// Restart is the restart strategy: what the core does when no live
+	// worker is left (the zero value: RestartNone, the job fails).
+	Restart Restart
+}
+
+// Restart strategies (Restart.Strategy), after Flink's.
+const (
+	RestartNone        = "none"
+	RestartFixedDelay  = "fixed-delay"
+	RestartFailureRate = "failure-rate"
+)
+
+// Restart is the restart strategy of a job whose workers all died, after
+// Flink's (restart-strategy.type): with RestartNone the job fails at once
+// (Fail); with RestartFixedDelay it restarts at most Attempts times; with
+// RestartFailureRate it restarts unless Attempts restarts already fell
+// within the last Interval. A restart waits Delay, asks the provider for
+// the target worker count, and once they joined (or at JoinTimeout, with
+// at least one) restores the last complete checkpoint on them and replays
+// every input after its cut; without checkpoints it starts them with
+// empty state and replays every open input (the state is lost:
+// Core.LostGroups). A restart whose workers do not join counts as an
+// attempt.
+type Restart struct {
+	Strategy string
+	// Attempts is the restarts allowed in all (fixed-delay) or within
+	// Interval (failure-rate), ≥ 1.
+	Attempts int
+	// Delay is the wait from the failure to the restart (≥ 0); Interval
+	// the failure-rate window (> 0).
+	Delay, Interval time.Duration
+}
+
+func (r Restart) validate() error {
+	switch {
+	case r.Strategy == "" || r.Strategy == RestartNone:
+		return nil
+	case r.Strategy != RestartFixedDelay && r.Strategy != RestartFailureRate:
+		return fmt.Errorf("core: restart strategy %q, want %s, %s or %s", r.Strategy, RestartNone, RestartFixedDelay, RestartFailureRate)
+	case r.Attempts < 1 || r.Delay < 0:
+		return fmt.Errorf("core: restart attempts %d and delay %v, want ≥ 1 and ≥ 0", r.Attempts, r.Delay)
+	case r.Strategy == RestartFailureRate && r.Interval <= 0:
+		return fmt.Errorf("core: failure-rate interval %v, want > 0", r.Interval)
+	}
+	return nil
 }
 
 func (c *Config) validate() error {
@@ -65,9 +110,11 @@ func (c *Config) validate() error {
 		return fmt.Errorf("core: checkpoint mode %q, want %s or %s", c.CheckpointMode, ModeBarrier, ModePause)
 	}
 	if c.Restore != nil {
-		return c.Restore.validate(c.Ops)
+		if err := c.Restore.validate(c.Ops); err != nil {
+			return err
+		}
 	}
-	return nil
+	return c.Restart.validate()
 }
 
 // jobKind is what a reconfiguration does.
@@ -77,6 +124,7 @@ const (
 	jobInitial jobKind = iota
 	jobScale
 	jobCheckpoint
+	jobRestart // every worker died: wait, ask for workers, restore
 )
 
 // job is one reconfiguration, queued or in progress. At most one runs at
@@ -94,6 +142,9 @@ type job struct {
 	n             int
 	leaving       []uint32
 	mig           *migration
+	// a restart: the members dead when it began, the live count before.
+	dead   map[uint32]bool
+	before int
 }
 
 // Core is the planner's deterministic core: membership and failure
@@ -129,6 +180,9 @@ type Core struct {
 	failures    int
 	migs        []Migration
 	restores    []Restore
+	restarts    []time.Duration // when each job restart began
+	lostGroups  int             // key groups whose state failovers lost
+	failed      error           // the job failed (Fail sent): nothing runs any more
 }
 
 // New returns a core for cfg or an error for a bad one.
@@ -154,6 +208,9 @@ func (c *Core) Step(now time.Duration, log Log, ev Event) []Action {
 	c.out = nil
 	c.now = max(c.now, now)
 	c.log = log
+	if c.failed != nil {
+		return nil
+	}
 	switch e := ev.(type) {
 	case Begin:
 		if !c.loading && c.cur == nil && len(c.queue) == 0 {
@@ -198,6 +255,12 @@ func (c *Core) Step(now time.Duration, log Log, ev Event) []Action {
 
 func (c *Core) emit(a ...Action) { c.out = append(c.out, a...) }
 
+// fail ends the job visibly: Fail, then nothing more.
+func (c *Core) fail(err error) {
+	c.failed = err
+	c.emit(Fail{Err: err})
+}
+
 func (c *Core) notef(format string, args ...any) {
 	c.emit(Note{Text: fmt.Sprintf(format, args...)})
 }
@@ -229,10 +292,11 @@ func (c *Core) queued(k jobKind) bool {
 }
 
 // died handles member id found dead: its stream is closed, a checkpoint in
-// progress is discarded at once, and the failover is pending.
+// progress is discarded at once, a migration in progress no longer waits
+// for its report, and the failover is pending.
 func (c *Core) died(id uint32, before int) {
 	m := c.det.members[id]
-	c.emit(Close{ID: id, Conn: m.conn})
+	c.emit(Close{ID: id, Conn: m.conn, Dead: true})
 	if m.cut {
 		c.notef("worker %d: its stream ended: dead", id)
 	} else {
@@ -245,6 +309,16 @@ func (c *Core) died(id uint32, before int) {
 	if c.cur != nil && c.cur.kind == jobCheckpoint {
 		c.discardCheckpoint(fmt.Sprintf("worker %d died", id))
 	}
+	if j := c.cur; j != nil && j.mig != nil && j.mig.wait[id] {
+		// Its report will never come: the migration ends (incomplete)
+		// once the live members reported, and the failover follows,
+		// instead of waiting for the migration timeout.
+		delete(j.mig.wait, id)
+		j.mig.died++
+		if len(j.mig.wait) == 0 {
+			c.finishMigration(false)
+		}
+	}
 }
 
 // hello admits a worker's stream.
@@ -255,11 +329,27 @@ func (c *Core) hello(h Hello) {
 		return
 	}
 	c.emit(Bind{Conn: h.Conn, ID: m.id, Epoch: c.epoch})
-	if c.owners != nil {
+	if c.owners != nil && c.ownersAlive() {
 		pl := &wire.Placement{Epoch: c.epoch, Owners: slices.Clone(c.owners), Members: c.memberList(c.det.alive())}
+		m.installed = true
 		c.emit(Send{To: m.id, Msg: pl})
 	}
 	c.notef("worker %d joined from %s", m.id, h.Addr)
+}
+
+// ownersAlive reports whether every owner of the current placement is a
+// member not dead: a placement naming a dead owner is malformed to a
+// worker (its owners must be members), so a worker joining while every
+// worker is dead gets its first placement with the restart (restore).
+func (c *Core) ownersAlive() bool {
+	for o := range c.owners {
+		for _, id := range c.owners[o] {
+			if !c.IsAlive(id) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (c *Core) memberList(ids []uint32) []wire.Member {
@@ -275,7 +365,7 @@ func (c *Core) memberList(ids []uint32) []wire.Member {
 // a rejoin when workers wait to be placed.
 func (c *Core) advance() {
 	rejoinTried := false
-	for {
+	for c.failed == nil {
 		c.progress()
 		if c.cur != nil {
 			if len(c.gone) == 0 || c.cur.kind != jobScale || c.cur.mig != nil {
@@ -314,6 +404,8 @@ func (c *Core) progress() {
 	case j == nil:
 	case j.kind == jobCheckpoint:
 		c.progressCheckpoint()
+	case j.kind == jobRestart:
+		c.progressRestart()
 	case j.mig != nil:
 		if c.now >= j.mig.deadline {
 			c.finishMigration(false)
@@ -331,7 +423,7 @@ func (c *Core) progress() {
 func (c *Core) endJob(j job, err error) {
 	switch {
 	case j.kind == jobInitial && err != nil:
-		c.emit(Fail{Err: err})
+		c.fail(err)
 	case err != nil:
 		c.notef("%s: %v", j.req.Reason, err)
 		if j.req.Reason == "rejoin" {
@@ -354,8 +446,22 @@ func (c *Core) begin(j job) {
 	}
 }
 
-// Idle reports whether no reconfiguration runs or waits.
-func (c *Core) Idle() bool { return c.cur == nil && len(c.queue) == 0 && len(c.gone) == 0 }
+// Idle reports whether no reconfiguration runs or waits (or the job
+// failed).
+func (c *Core) Idle() bool {
+	return c.failed != nil || c.cur == nil && len(c.queue) == 0 && len(c.gone) == 0
+}
+
+// Failed returns why the job failed (nil: it did not).
+func (c *Core) Failed() error { return c.failed }
+
+// Restarts counts the job restarts (every worker dead) begun.
+func (c *Core) Restarts() int { return len(c.restarts) }
+
+// LostGroups counts the key groups (of every operator) whose state a
+// failure lost: owned by a dead worker and not restored from a
+// checkpoint (failovers without checkpoints).
+func (c *Core) LostGroups() int { return c.lostGroups }
 
 // Epoch is the current placement epoch.
 func (c *Core) Epoch() uint64 { return c.epoch }

@@ -24,6 +24,9 @@ type member struct {
 	// owner table still names the dead worker, and the ingress must not
 	// feed the newcomer the dead worker's key groups with empty state.
 	placed bool
+	// installed: this connection was sent a placement of any kind (a
+	// worker's first placement must list no moves).
+	installed bool
 }
 
 // detector is the membership and heartbeat failure detector: a worker that

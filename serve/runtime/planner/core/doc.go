@@ -11,8 +11,9 @@
 //   - the scheduler (scheduler.go): placement by key groups (assign, by
 //     largest remainder of the shares, keeping groups where they are),
 //     scale requests and steps, migrations awaiting every member's
-//     report, rejoins, and the failover (replay without checkpoints, a
-//     global rollback to the last checkpoint with them);
+//     report, rejoins, the failover (replay without checkpoints, a
+//     global rollback to the last checkpoint with them) and the job
+//     restart when every worker died;
 //   - the checkpoint coordinator (coordinator.go): when checkpoints fall
 //     due, barrier and pause checkpoints, their snapshot frames, the last
 //     complete checkpoint.
@@ -37,14 +38,16 @@
 // (answer a ScaleRequest), Note (a log line). Format renders an action on
 // one line.
 //
-// The events and actions are shaped for what follows: a restart strategy
-// when every worker is dead (failover, where the core now only notes it)
-// would wait for Hello events and restore the last checkpoint, or emit
-// Fail; a scale-in naming its members would be a ScaleRequest with the IDs
-// to stop (the core already decides who leaves and emits Close for each);
-// persisting checkpoints for a restore is a shell action on
-// CheckpointCompleted (Core.Checkpoint holds the state and the cut, the
-// source offset), and a restore is Config.Restore (resume.go).
+// When every worker is dead the restart strategy (Config.Restart, after
+// Flink's: none, fixed-delay, failure-rate) decides: a job restart
+// (jobRestart) waits the delay, asks the provider for the target count
+// and restores the last complete checkpoint on the workers that joined
+// (without checkpoints: empty state, the loss counted by LostGroups), or
+// the job fails (Fail; the core takes no event after it). A scale-in
+// names the members it drained (ScaleWorkers.Stop), so that a provider
+// stops exactly those. Persisting checkpoints for a restore is a shell
+// action on CheckpointCompleted (Core.Checkpoint holds the state and the
+// cut, the source offset), and a restore is Config.Restore (resume.go).
 //
 // # Tests
 //

@@ -17,7 +17,8 @@ func FuzzStep(f *testing.F) {
 	f.Add([]byte{0, 0, 1, 0, 1, 1, 2, 2, 6, 3, 7, 1, 8, 0, 8, 1, 3, 9, 9, 9})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := New(Config{Ops: 2, Workers: 2, Heartbeat: 100 * time.Millisecond, Tick: 10 * time.Millisecond, Miss: 3,
-			JoinTimeout: time.Second, CheckpointInterval: 50 * time.Millisecond, CheckpointTimeout: 200 * time.Millisecond, CheckpointMode: ModeBarrier})
+			JoinTimeout: time.Second, CheckpointInterval: 50 * time.Millisecond, CheckpointTimeout: 200 * time.Millisecond, CheckpointMode: ModeBarrier,
+			Restart: Restart{Strategy: RestartFixedDelay, Attempts: 2, Delay: 20 * time.Millisecond}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,7 @@ type migration struct {
 	start    time.Duration
 	deadline time.Duration
 	wait     map[uint32]bool
+	died     int // members that died before reporting (no longer waited for)
 	reports  []wire.Migrated
 }
 
@@ -65,10 +66,13 @@ func (c *Core) beginScale(j job) {
 
 // askProvider asks the provider for n workers and returns the ask's
 // number: the provider answers in order.
-func (c *Core) askProvider(n int) uint64 {
+func (c *Core) askProvider(n int) uint64 { return c.askStop(n, nil) }
+
+// askStop asks the provider to stop exactly the members stop, leaving n.
+func (c *Core) askStop(n int, stop []uint32) uint64 {
 	c.asked++
 	c.asks = append(c.asks, c.asked)
-	c.emit(ScaleWorkers{N: n})
+	c.emit(ScaleWorkers{N: n, Stop: slices.Clone(stop)})
 	return c.asked
 }
 
@@ -96,7 +100,12 @@ func (c *Core) scaled(e Scaled) {
 	}
 	if e.Err != nil {
 		c.cur = nil
-		c.endJob(*j, fmt.Errorf("planner: start %d workers: %w", e.N, e.Err))
+		err := fmt.Errorf("planner: start %d workers: %w", e.N, e.Err)
+		if j.kind == jobRestart {
+			c.restartFailed(*j, err)
+			return
+		}
+		c.endJob(*j, err)
 		return
 	}
 	j.scaled = true
@@ -159,7 +168,7 @@ func (c *Core) broadcast(moves []wire.Move) {
 	ids := c.det.alive()
 	pl := &wire.Placement{Epoch: c.epoch, Owners: slices.Clone(c.owners), Moves: moves, Members: c.memberList(ids)}
 	for _, id := range ids {
-		c.det.members[id].placed = true
+		c.det.members[id].placed, c.det.members[id].installed = true, true
 	}
 	for _, id := range ids {
 		c.emit(Send{To: id, Msg: pl})
@@ -196,6 +205,7 @@ func (c *Core) finishMigration(complete bool) {
 	j := c.cur
 	mg := j.mig
 	rec := mg.rec
+	complete = complete && mg.died == 0
 	rec.Complete = complete
 	rec.PlannerMS = ms(c.now - mg.start)
 	for _, r := range mg.reports {
@@ -208,12 +218,12 @@ func (c *Core) finishMigration(complete bool) {
 	}
 	slices.SortFunc(rec.Pauses, func(a, b WorkerPause) int { return int(a.Worker) - int(b.Worker) })
 	if !complete {
-		c.notef("epoch %d: %d workers did not report the migration", rec.Epoch, len(mg.wait))
+		c.notef("epoch %d: %d workers did not report the migration", rec.Epoch, len(mg.wait)+mg.died)
 	}
 	c.migs = append(c.migs, rec)
 	c.cur = nil
 	if len(j.leaving) > 0 {
-		c.askProvider(j.n)
+		c.askStop(j.n, j.leaving)
 		for _, id := range j.leaving {
 			if m := c.det.members[id]; m != nil {
 				c.emit(Close{ID: id, Conn: m.conn})
@@ -225,8 +235,10 @@ func (c *Core) finishMigration(complete bool) {
 }
 
 // failover reassigns the key groups of the dead workers to the live ones.
-// Without checkpoints it replays every input not yet complete; with them
-// it restores the last complete checkpoint everywhere (restore).
+// Without checkpoints it replays every input not yet complete (the dead
+// workers' state is lost: lostGroups); with them it restores the last
+// complete checkpoint everywhere (restore). With no live worker left the
+// restart strategy decides (allDead).
 func (c *Core) failover() {
 	gone, before := c.gone, c.before
 	c.gone = map[uint32]bool{}
@@ -235,54 +247,140 @@ func (c *Core) failover() {
 		return // nothing placed yet: the initial placement takes the live ones
 	}
 	if len(ids) == 0 {
-		// A restart strategy would go here: wait for workers and restore
-		// the last checkpoint, or fail the job visibly.
-		c.notef("%v", errNoWorkers)
+		c.allDead(gone, before)
 		return
 	}
 	c.failures++
 	if c.ck.interval > 0 {
-		c.cur = &job{kind: jobScale, mig: c.restore(gone, before)}
+		c.cur = &job{kind: jobScale, mig: c.restore(gone, before, "failover", false)}
 		return
 	}
+	c.lostGroups += c.ownedBy(gone)
 	mg := c.reconfigure(assign(c.owners, c.cfg.Ops, ids, nil), before, len(ids), "failover")
 	c.emit(Replay{OpenOnly: true})
 	c.cur = &job{kind: jobScale, mig: mg}
 }
 
-// restore is the failover with checkpoints: the global rollback. Every
-// live worker gets the new owners in a restore placement, preceded by the
-// last complete checkpoint's state of the key groups it owns in it; it
-// discards everything it holds and replaces its state. Then every input
-// the checkpoint does not cover is sent again (Replay).
-func (c *Core) restore(dead map[uint32]bool, before int) *migration {
-	ck := c.ck.last
-	ids := c.det.live()
-	owners := assign(c.owners, c.cfg.Ops, ids, nil)
-	groups := 0
+// ownedBy counts the key groups (of every operator) the members dead own.
+func (c *Core) ownedBy(dead map[uint32]bool) int {
+	n := 0
 	for o := range c.owners {
 		for g := range ops.KeyGroups {
 			if dead[c.owners[o][g]] {
-				groups++
+				n++
 			}
 		}
 	}
+	return n
+}
+
+// allDead is the failure of every worker: a job restart (jobRestart) if
+// the restart strategy allows one, else the job fails.
+func (c *Core) allDead(dead map[uint32]bool, before int) {
+	c.failures++
+	r := c.cfg.Restart
+	var why string
+	switch {
+	case r.Strategy == "" || r.Strategy == RestartNone:
+		why = "restart strategy none"
+	case r.Strategy == RestartFixedDelay && len(c.restarts) >= r.Attempts:
+		why = fmt.Sprintf("fixed-delay restart strategy: %d restarts used", len(c.restarts))
+	case r.Strategy == RestartFailureRate:
+		recent := 0
+		for _, t := range c.restarts {
+			if c.now-t < r.Interval {
+				recent++
+			}
+		}
+		if recent >= r.Attempts {
+			why = fmt.Sprintf("failure-rate restart strategy: %d restarts within %v", recent, r.Interval)
+		}
+	}
+	if why != "" {
+		c.fail(fmt.Errorf("planner: %w at %.1f s; %s", errNoWorkers, c.sinceLoad(), why))
+		return
+	}
+	c.restarts = append(c.restarts, c.now)
+	c.cur = &job{kind: jobRestart, deadline: c.now + r.Delay, dead: dead, before: before}
+	c.notef("%v at %.1f s: restart %d (%s) in %v", errNoWorkers, c.sinceLoad(), len(c.restarts), r.Strategy, r.Delay)
+}
+
+// progressRestart moves a job restart on: after the delay it asks the
+// provider for the target worker count; once they joined it restores (at
+// the join timeout with at least one, else the attempt failed).
+func (c *Core) progressRestart() {
+	j := c.cur
+	live := len(c.det.live())
+	switch {
+	case !j.asked && c.now >= j.deadline:
+		j.asked, j.deadline = true, c.now+c.cfg.JoinTimeout
+		j.ask = c.askProvider(c.target)
+	case !j.asked:
+	case j.scaled && live >= c.target, c.now >= j.deadline && live > 0:
+		c.cur = nil
+		c.gone = map[uint32]bool{} // newcomers that died before being placed
+		if c.ck.interval == 0 {
+			c.lostGroups += c.ownedBy(j.dead)
+		}
+		c.cur = &job{kind: jobScale, mig: c.restore(j.dead, j.before, "restart", c.ck.interval == 0)}
+	case c.now >= j.deadline:
+		c.cur = nil
+		c.restartFailed(*j, fmt.Errorf("planner: no worker joined within %v", c.cfg.JoinTimeout))
+	}
+}
+
+// restartFailed ends a restart attempt that got no worker: the strategy
+// decides again.
+func (c *Core) restartFailed(j job, err error) {
+	c.notef("restart %d: %v", len(c.restarts), err)
+	c.failures-- // the same failure, not a new one
+	c.allDead(j.dead, j.before)
+}
+
+// restore is the failover with checkpoints, and every job restart: the
+// global rollback. Every live worker gets the new owners in a restore
+// placement, preceded by the last complete checkpoint's state of the key
+// groups it owns in it (empty with empty, a restart without checkpoints);
+// it discards everything it holds and replaces its state. Then every
+// input the checkpoint does not cover is sent again (Replay; with empty
+// every input not complete).
+func (c *Core) restore(dead map[uint32]bool, before int, reason string, empty bool) *migration {
+	ck := c.ck.last
+	if empty {
+		ck = &ckpt{state: map[uint32]map[uint64][]byte{}}
+	}
+	ids := c.det.live()
+	owners := assign(c.owners, c.cfg.Ops, ids, nil)
+	groups := c.ownedBy(dead)
 	moves := len(diff(c.owners, owners))
 	c.owners = owners
-	c.epoch++
 	members := c.det.alive()
+	// A worker without a placement yet (one that joined while every
+	// worker was dead) first gets the new owners at the current epoch,
+	// then the restore at the next.
+	first := &wire.Placement{Epoch: c.epoch, Owners: slices.Clone(owners), Members: c.memberList(members)}
+	c.epoch++
 	pl := &wire.Placement{Epoch: c.epoch, Owners: slices.Clone(owners), Members: c.memberList(members)}
 	for _, id := range members {
-		c.det.members[id].placed = true
+		m := c.det.members[id]
+		if !m.installed {
+			c.emit(Send{To: id, Msg: first})
+		}
+		m.placed, m.installed = true, true
 		frames, n := ck.frames(owners, id)
 		c.emit(Send{To: id, Msg: &RestoreMsg{Restore: wire.Restore{Epoch: c.epoch, ID: ck.id, Frames: n}, Frames: frames}}, Send{To: id, Msg: pl})
 	}
 	c.routes()
+	if empty {
+		c.emit(Replay{OpenOnly: true})
+		c.notef("epoch %d: %s on %d workers with empty state (no checkpoints: the state of %d key groups is lost); open inputs replayed", c.epoch, reason, len(ids), groups)
+		return c.awaitReports(Migration{From: before, To: len(ids), Reason: reason, Moves: moves})
+	}
 	replayed := max(0, c.log.Inputs-ck.cut)
 	c.emit(Replay{From: ck.cut})
 	c.restores = append(c.restores, Restore{AtS: c.sinceLoad(), Epoch: c.epoch, Checkpoint: ck.id, Cut: ck.cut, Groups: groups, Replayed: replayed})
-	c.notef("epoch %d: failover restores checkpoint %d (inputs < %d) on %d workers; %d key groups of dead workers restored, %d move; replayed %d inputs", c.epoch, ck.id, ck.cut, len(ids), groups, moves, replayed)
-	return c.awaitReports(Migration{From: before, To: len(ids), Reason: "failover", Moves: moves})
+	c.notef("epoch %d: %s restores checkpoint %d (inputs < %d) on %d workers; %d key groups of dead workers restored, %d move; replayed %d inputs", c.epoch, reason, ck.id, ck.cut, len(ids), groups, moves, replayed)
+	return c.awaitReports(Migration{From: before, To: len(ids), Reason: reason, Moves: moves})
 }
 
 // assign returns owners for every operator over the workers ids (ascending)

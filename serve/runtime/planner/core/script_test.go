@@ -133,7 +133,8 @@ type driver struct {
 
 // run executes one command and returns what it printed.
 //
-//	config k=v...        a new core (ops workers hb tick miss join mig ckpt timeout mode steps=1s:3,2s:1 resume=ID:CUT)
+//	config k=v...        a new core (ops workers hb tick miss join mig ckpt timeout mode steps=1s:3,2s:1 resume=ID:CUT
+//	                     restart=fixed-delay:3:1s or failure-rate:2:1s:10s)
 //	begin                Begin
 //	hello w1 [any]       a stream from worker 1 (any: asking for no ID)
 //	tick [d]             advance d (default one Tick) in one step, then Tick
@@ -292,6 +293,18 @@ func (d *driver) config(args []string) string {
 			d.cfg.CheckpointMode = v
 		case "resume":
 			d.cfg.Restore = resumeOption(d, v)
+		case "restart": // strategy[:attempts[:delay[:interval]]]
+			f := strings.Split(v, ":")
+			d.cfg.Restart = Restart{Strategy: f[0]}
+			if len(f) > 1 {
+				d.cfg.Restart.Attempts = d.int(f[1])
+			}
+			if len(f) > 2 {
+				d.cfg.Restart.Delay = d.dur(f[2])
+			}
+			if len(f) > 3 {
+				d.cfg.Restart.Interval = d.dur(f[3])
+			}
 		case "steps":
 			for _, s := range strings.Split(v, ",") {
 				at, n, _ := strings.Cut(s, ":")
@@ -354,6 +367,9 @@ func (d *driver) status() string {
 	c := d.c
 	var b strings.Builder
 	fmt.Fprintf(&b, "epoch %d live %v placed %v target %d idle %v failures %d\n", c.Epoch(), c.Live(), c.Placed(), c.target, c.Idle(), c.Failures())
+	if c.Restarts() > 0 || c.LostGroups() > 0 || c.Failed() != nil {
+		fmt.Fprintf(&b, "restarts %d lost-groups %d failed %v\n", c.Restarts(), c.LostGroups(), c.Failed())
+	}
 	if c.owners != nil {
 		fmt.Fprintf(&b, "owners %s\n", formatOwners(c.owners))
 	}

@@ -1,7 +1,7 @@
 // Package local is the default worker provider: worker processes on this
 // machine, each listening on its own loopback port, started by exec'ing a
 // binary with the "worker" subcommand (the running program by default, so
-// `go run ./serve local` works) and stopped on Scale down or Close. On
+// `go run ./serve local` works) and stopped on Scale down, StopWorkers (exactly the workers named) or Close. On
 // Linux each child also gets SIGKILL if the provider's process dies, so no
 // worker outlives its planner even after a SIGKILL. The provider binds each
 // worker's port itself and hands the bound socket to the worker

@@ -61,35 +61,84 @@ func bindFree() (string, *os.File, error) {
 	return ln.Addr().String(), f, nil
 }
 
-// Scale implements provider.Provider: worker i runs with -id i.
+// Scale implements provider.Provider: worker i runs with -id i. Of the
+// workers that exist (a worker StopWorkers stopped leaves a hole), the highest
+// indices stop while more than n exist; dead ones are restarted; holes
+// are filled lowest first, then new workers appended, until n exist.
 func (p *Provider) Scale(ctx context.Context, n int) ([]string, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("local: %d workers, want ≥ 0", n)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for len(p.procs) > n {
-		last := p.procs[len(p.procs)-1]
-		p.procs = p.procs[:len(p.procs)-1]
-		p.stop(last)
+	for i := len(p.procs) - 1; i >= 0 && p.count() > n; i-- {
+		if pr := p.procs[i]; pr != nil {
+			p.procs[i] = nil
+			p.stop(pr)
+		}
 	}
-	for i := range p.procs {
-		if !alive(p.procs[i]) { // restart a worker that died
-			pr, err := p.start(i)
+	p.trim()
+	for i, pr := range p.procs {
+		if pr != nil && !alive(pr) { // restart a worker that died
+			np, err := p.start(i)
 			if err != nil {
 				return nil, err
 			}
-			p.procs[i] = pr
+			p.procs[i] = np
 		}
 	}
-	for len(p.procs) < n {
-		pr, err := p.start(len(p.procs))
+	for i := 0; p.count() < n; i++ {
+		if i < len(p.procs) && p.procs[i] != nil {
+			continue
+		}
+		pr, err := p.start(i)
 		if err != nil {
 			return nil, err
 		}
-		p.procs = append(p.procs, pr)
+		if i < len(p.procs) {
+			p.procs[i] = pr
+		} else {
+			p.procs = append(p.procs, pr)
+		}
 	}
 	return p.addrs(), nil
+}
+
+// StopWorkers implements provider.Stopper: it stops exactly the workers ids (by
+// -id; one that does not exist is skipped), the others untouched, dead
+// ones not restarted.
+func (p *Provider) StopWorkers(_ context.Context, ids []uint32) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		if int64(id) < int64(len(p.procs)) && p.procs[id] != nil {
+			pr := p.procs[id]
+			p.procs[id] = nil
+			wg.Go(func() { p.stop(pr) })
+		}
+	}
+	wg.Wait()
+	p.trim()
+	return nil
+}
+
+// count is the number of workers that exist (p.mu held).
+func (p *Provider) count() int {
+	n := 0
+	for _, pr := range p.procs {
+		if pr != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// trim drops the holes at the end (p.mu held).
+func (p *Provider) trim() {
+	for len(p.procs) > 0 && p.procs[len(p.procs)-1] == nil {
+		p.procs = p.procs[:len(p.procs)-1]
+	}
 }
 
 func alive(pr *proc) bool {
@@ -101,10 +150,14 @@ func alive(pr *proc) bool {
 	}
 }
 
+// addrs lists the workers' addresses by index, skipping holes (p.mu
+// held).
 func (p *Provider) addrs() []string {
-	out := make([]string, len(p.procs))
-	for i, pr := range p.procs {
-		out[i] = pr.addr
+	out := make([]string, 0, len(p.procs))
+	for _, pr := range p.procs {
+		if pr != nil {
+			out = append(out, pr.addr)
+		}
 	}
 	return out
 }
@@ -170,7 +223,7 @@ func (p *Provider) stop(pr *proc) {
 func (p *Provider) Kill(i int) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if i < 0 || i >= len(p.procs) {
+	if i < 0 || i >= len(p.procs) || p.procs[i] == nil {
 		return fmt.Errorf("local: no worker %d", i)
 	}
 	pr := p.procs[i]
@@ -187,7 +240,9 @@ func (p *Provider) Close() error {
 	defer p.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, pr := range p.procs {
-		wg.Go(func() { p.stop(pr) })
+		if pr != nil {
+			wg.Go(func() { p.stop(pr) })
+		}
 	}
 	wg.Wait()
 	p.procs = nil

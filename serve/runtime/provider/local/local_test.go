@@ -68,3 +68,43 @@ func TestScaleKillClose(t *testing.T) {
 		t.Fatal("Kill of a missing worker accepted")
 	}
 }
+
+// TestStopWorkersStopsExactlyThose: after worker 1 died and was not
+// restarted, stopping worker 3 (a scale-in's drained member) stops it
+// alone: worker 2 keeps running (Scale(2) stopped 2 and 3 and restarted
+// 1), worker 1 stays dead, and a later Scale fills the holes lowest first.
+func TestStopWorkersStopsExactlyThose(t *testing.T) {
+	p := sleeper()
+	defer p.Close()
+	ctx := context.Background()
+	if _, err := p.Scale(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	pid := func(i int) int { return p.procs[i].cmd.Process.Pid }
+	p2 := pid(2)
+	if err := p.Kill(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.StopWorkers(ctx, []uint32{3, 9}); err != nil {
+		t.Fatal(err)
+	}
+	if !alivePid(p2) || alive(p.procs[1]) || len(p.procs) != 3 {
+		t.Fatalf("after StopWorkers([3]): worker 2 alive %v, worker 1 alive %v, %d slots; want true, false, 3", alivePid(p2), alive(p.procs[1]), len(p.procs))
+	}
+	if err := p.StopWorkers(ctx, []uint32{0}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := p.Workers(ctx); len(got) != 2 || p.procs[0] != nil {
+		t.Fatalf("after StopWorkers([0]): %d workers, slot 0 %v", len(got), p.procs[0])
+	}
+	if err := p.Kill(0); err == nil {
+		t.Fatal("Kill of a stopped worker accepted")
+	}
+	// Scale(3): worker 1 restarted, hole 0 filled, worker 2 untouched.
+	if _, err := p.Scale(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.procs) != 3 || !alive(p.procs[0]) || !alive(p.procs[1]) || pid(2) != p2 {
+		t.Fatalf("Scale(3) after the holes: %d slots, worker 2 pid %d (was %d)", len(p.procs), pid(2), p2)
+	}
+}
