@@ -453,6 +453,12 @@ func plannerCommand(ctx context.Context, name, defAddr string, spawn bool, args 
 	case err != nil:
 		return errors.New("serve: interrupted; the result covers the run until then")
 	}
+	if res.StateLostGroups > 0 {
+		// Every input completed, but a failure without checkpoints lost the
+		// state of these key groups: the counts are not what a fault-free
+		// run computes, which a zero exit would hide.
+		return fmt.Errorf("serve: %d key groups lost their state in failures without checkpoints (at-least-once): the job's state is incomplete; run with checkpoints (-checkpoint-interval > 0, the default) for exactly-once state", res.StateLostGroups)
+	}
 	if res.CheckpointSaveErrors > 0 {
 		return fmt.Errorf("serve: %d checkpoints could not be written to the checkpoint directory (see the log): the last one saved is %q", res.CheckpointSaveErrors, res.CheckpointFile)
 	}

@@ -152,6 +152,28 @@ func TestLocalAllDeadFails(t *testing.T) {
 	}
 }
 
+// TestLocalStateLossExitsNonZero: without checkpoints a worker's death
+// loses its key groups' state; every input still completes (at least
+// once), but the run exits 1 naming the loss, since the state is not a
+// fault-free run's.
+func TestLocalStateLossExitsNonZero(t *testing.T) {
+	t.Setenv(reexecEnv, "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	code, out, errOut := run(t, ctx, []string{"local", "-app", "wc", "-workers", "2", "-rate", "500", "-duration", "2s", "-checkpoint-interval", "0", "-kill-at", "1:1", "-restart-after", "0", "-json"}, os.Getenv)
+	var res struct {
+		Status    string
+		Guarantee string
+		Lost      int `json:"state_lost_groups"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("exit %d, %v: %s %s", code, err, out, errOut)
+	}
+	if code != 1 || res.Lost == 0 || res.Guarantee != "at-least-once" || !strings.Contains(errOut, "lost their state") {
+		t.Fatalf("exit %d, %+v: %s", code, res, errOut)
+	}
+}
+
 func TestRuntimeUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"worker"},
