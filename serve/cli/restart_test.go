@@ -149,7 +149,7 @@ func TestRestoreFlags(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"local", "-checkpoint-dir", dir}, 2, "-checkpoint-dir needs -checkpoint-interval > 0"},
+		{[]string{"local", "-checkpoint-interval", "0", "-checkpoint-dir", dir}, 2, "-checkpoint-dir needs -checkpoint-interval > 0"},
 		{[]string{"planner", "-checkpoint-interval", "1s", "-checkpoint-dir", dir, "-checkpoint-keep", "0"}, 2, "-checkpoint-keep 0, want ≥ 1"},
 		{[]string{"local", "-restore", filepath.Join(dir, "missing")}, 1, "-restore: stat"},
 		{[]string{"local", "-restore", dir}, 1, "no checkpoint"},
