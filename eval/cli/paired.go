@@ -19,6 +19,7 @@ import (
 	"streamscale/eval/paired"
 	"streamscale/eval/report"
 	"streamscale/eval/runner"
+	"streamscale/eval/tune"
 	"streamscale/internal/command"
 	"streamscale/traces"
 )
@@ -48,6 +49,7 @@ const (
 // pairedFlags are the flags of `eval paired`.
 type pairedFlags struct {
 	out, profiles, traces, dir, ctrls, cand, policies, scenario *string
+	placeSeeds                                                  *string
 	mult, budget                                                *float64
 	places, steps                                               *int
 	seed                                                        *uint64
@@ -56,21 +58,22 @@ type pairedFlags struct {
 
 func newPairedFlags(fs *flag.FlagSet) pairedFlags {
 	return pairedFlags{
-		out:      fs.String("out", "out/paired", "output directory (created if missing)"),
-		profiles: fs.String("profiles", "pred,etl", "comma-separated profiles"),
-		traces:   fs.String("traces", "taxi,intel", "comma-separated workloads: taxi, taxi-train, intel or .csv/.parquet files"),
-		dir:      fs.String("trace-dir", traces.DefaultDir(), "trace data directory (env STREAMSCALE_TRACES)"),
-		mult:     fs.Float64("rate-mult", 1, "arrival-rate multiplier, > 0"),
-		places:   fs.Int("placements", len(paired.DefaultPlacements), "number of placement seeds, taken from 101, 102, …"),
-		ctrls:    fs.String("controllers", DefaultControllers, "comma-separated controller specs"),
-		cand:     fs.String("candidate", "ppo", "controller judged against the others"),
-		policies: fs.String("policies", "policies/default", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors, or the seeds of <dir>/<profile>/seeds.json (train -seeds), judged by the seed-level protocol"),
-		seed:     fs.Uint64("seed", 1, "root seed (episode seeds and bootstrap)"),
-		steps:    fs.Int("steps", 3600, "intervals per run (0 = the full trace)"),
-		scenario: fs.String("scenario", env.Scenarios()[0], scenarioUsage),
-		asJSON:   fs.Bool("json", false, "print summary.json to stdout"),
-		budget:   fs.Float64("violation-budget", paired.DefaultViolationBudget, "violation rate (a fraction in (0, 1)) within which a controller meets its SLO when the best controller of a cell is named"),
-		progress: fs.Bool("progress", false, "show progress on stderr even when it is not a terminal or with -json"),
+		out:        fs.String("out", "out/paired", "output directory (created if missing)"),
+		profiles:   fs.String("profiles", "pred,etl", "comma-separated profiles"),
+		traces:     fs.String("traces", "taxi,intel", "comma-separated workloads: taxi, taxi-train, intel or .csv/.parquet files"),
+		dir:        fs.String("trace-dir", traces.DefaultDir(), "trace data directory (env STREAMSCALE_TRACES)"),
+		mult:       fs.Float64("rate-mult", 1, "arrival-rate multiplier, > 0"),
+		places:     fs.Int("placements", len(paired.DefaultPlacements), "number of placement seeds, taken from 101, 102, …"),
+		placeSeeds: fs.String("placement-seeds", "", "comma-separated placement seeds in place of -placements, e.g. the development ones "+joinSeeds(tune.DevelopmentPlacements)+" to choose between recipes without touching the evaluation placements 101–110"),
+		ctrls:      fs.String("controllers", DefaultControllers, "comma-separated controller specs"),
+		cand:       fs.String("candidate", "ppo", "controller judged against the others"),
+		policies:   fs.String("policies", "policies/default", "directory of trained PPO policies: <dir>/<profile>/policy.json and .safetensors, or the seeds of <dir>/<profile>/seeds.json (train -seeds), judged by the seed-level protocol"),
+		seed:       fs.Uint64("seed", 1, "root seed (episode seeds and bootstrap)"),
+		steps:      fs.Int("steps", 3600, "intervals per run (0 = the full trace)"),
+		scenario:   fs.String("scenario", env.Scenarios()[0], scenarioUsage),
+		asJSON:     fs.Bool("json", false, "print summary.json to stdout"),
+		budget:     fs.Float64("violation-budget", paired.DefaultViolationBudget, "violation rate (a fraction in (0, 1)) within which a controller meets its SLO when the best controller of a cell is named"),
+		progress:   fs.Bool("progress", false, "show progress on stderr even when it is not a terminal or with -json"),
 	}
 }
 
@@ -140,8 +143,14 @@ func (f pairedFlags) plan(o Options) (paired.Plan, error) {
 	}
 	plan := paired.Plan{Profiles: profiles, Seed: *f.seed, Steps: *f.steps, RateMult: *f.mult, Scenario: *f.scenario,
 		Physics: scen.Physics, Demand: scen.Demand, ViolationBudget: *f.budget}
-	for i := range *f.places {
-		plan.Placements = append(plan.Placements, 101+uint64(i))
+	if *f.placeSeeds != "" {
+		if plan.Placements, err = parseSeeds("paired", "placement-seeds", *f.placeSeeds); err != nil {
+			return paired.Plan{}, err
+		}
+	} else {
+		for i := range *f.places {
+			plan.Placements = append(plan.Placements, 101+uint64(i))
+		}
 	}
 	if plan.Workloads, err = loadTraces(*f.traces, *f.dir, *f.mult, *f.seed, o); err != nil {
 		return paired.Plan{}, err

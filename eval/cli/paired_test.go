@@ -148,6 +148,7 @@ func TestPairedBadFlags(t *testing.T) {
 		{[]string{"-profiles", "pred,,etl"}, "empty entry"},
 		{[]string{"-traces", "taxi,moon"}, `unknown trace "moon"`},
 		{[]string{"-placements", "0"}, "-placements 0"},
+		{[]string{"-placement-seeds", "42,x"}, `-placement-seeds: "x" is not a seed`},
 		{[]string{"-steps", "-5"}, "-steps -5"},
 		{[]string{"-scenario", "Paper"}, `-scenario: env: scenario "Paper" is neither a preset`},
 		{[]string{"-scenario", "realistic", "-steps", "1"}, "actuation_delay_steps 2"},
@@ -209,6 +210,25 @@ func TestPairedCandidateJoinsDefaults(t *testing.T) {
 	}
 	if p := sum.Protocol; p.Candidate != "static:700" || p.Controllers[0] != "static:700" || len(sum.Combinations[0].Comparisons) != len(p.Controllers)-1 {
 		t.Errorf("protocol %+v", p)
+	}
+}
+
+// TestPairedPlacementSeeds: -placement-seeds runs on exactly the seeds
+// given, in order (the development placements for choosing a recipe).
+func TestPairedPlacementSeeds(t *testing.T) {
+	dir := t.TempDir()
+	code, _, errs := call(t, "paired", "-out", dir, "-profiles", "pred", "-traces", testTrace, "-placement-seeds", "42,2001", "-steps", "10",
+		"-controllers", "static:500,static:2000", "-candidate", "static:500", "-json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	js, _ := os.ReadFile(filepath.Join(dir, FileSummary))
+	var sum paired.Summary
+	if err := json.Unmarshal(js, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if got := sum.Protocol.PlacementSeeds; len(got) != 2 || got[0] != 42 || got[1] != 2001 {
+		t.Errorf("placement seeds %v, want [42 2001]", got)
 	}
 }
 

@@ -97,7 +97,7 @@ func (f tuneFlags) plan(o Options) (paired.Plan, string, error) {
 	if !(*f.budget > 0 && *f.budget < 1) {
 		return paired.Plan{}, "", usagef("eval tune: -violation-budget %g, want a fraction in (0, 1)", *f.budget)
 	}
-	places, err := parseSeeds(*f.places)
+	places, err := parseSeeds("tune", "placements", *f.places)
 	if err != nil {
 		return paired.Plan{}, "", err
 	}
@@ -230,9 +230,10 @@ func joinSeeds(s []uint64) string {
 	return strings.Join(out, ",")
 }
 
-// parseSeeds parses a comma-separated list of placement seeds.
-func parseSeeds(v string) ([]uint64, error) {
-	parts, err := splitList("placements", v)
+// parseSeeds parses a comma-separated list of placement seeds given to
+// cmd's flag name.
+func parseSeeds(cmd, name, v string) ([]uint64, error) {
+	parts, err := splitList(name, v)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +241,7 @@ func parseSeeds(v string) ([]uint64, error) {
 	for _, p := range parts {
 		x, err := strconv.ParseUint(p, 10, 64)
 		if err != nil {
-			return nil, usagef("eval tune: -placements: %q is not a seed", p)
+			return nil, usagef("eval %s: -%s: %q is not a seed", cmd, name, p)
 		}
 		out = append(out, x)
 	}
