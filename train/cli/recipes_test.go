@@ -81,6 +81,17 @@ func recipeCases() []recipeCase {
 		}
 		cs = append(cs, c)
 	}
+	// Recipes of 2026-12-04: the residual policies (the first training
+	// seed's run of each; docs/experiments/2026-12-04-residual.md).
+	for _, a := range []struct {
+		name     string
+		profiles []string
+	}{
+		{"residual", both}, {"ablations/residual-longer", []string{"pred"}}, {"ablations/residual-lagrangian-010", []string{"pred"}},
+		{"ablations/residual-lagrangian-025", []string{"pred"}}, {"ablations/residual-intel", both},
+	} {
+		cs = append(cs, recipeCase{recipe: a.name + ".toml", cards: "testdata/cards-2026-12-04/" + filepath.Base(a.name), profiles: a.profiles})
+	}
 	return cs
 }
 
@@ -177,7 +188,7 @@ func TestRecipeCardProvenance(t *testing.T) {
 		t.Skip("commit a651314 is not in this clone's history")
 	}
 	for _, c := range recipeCases() {
-		if !strings.HasPrefix(c.cards, "testdata/") {
+		if !strings.HasPrefix(c.cards, "testdata/cards/") {
 			continue
 		}
 		name := filepath.Base(c.cards)
