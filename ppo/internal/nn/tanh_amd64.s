@@ -1,3 +1,5 @@
+//go:build amd64 && !purego
+
 #include "textflag.h"
 
 // Offsets of the constants in tanhConsts (32 bytes each).

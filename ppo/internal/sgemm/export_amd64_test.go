@@ -1,3 +1,5 @@
+//go:build amd64 && !purego
+
 package sgemm
 
 func setAssembly(on bool) { Assembly = on }

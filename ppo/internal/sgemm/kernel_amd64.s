@@ -1,3 +1,5 @@
+//go:build amd64 && !purego
+
 #include "textflag.h"
 
 // func kernelAVX2(k int, a, b, c *float32)
