@@ -301,6 +301,61 @@ func elemGrad[T scalar](dx, y, g []T, fn int) {
 	}
 }
 
+// hadamard is the element-wise product x ⊙ y of two tensors of one shape,
+// as gorgonia's HadamardProd computes it (one float32 multiply per
+// element), into a reused buffer: gorgonia's allocates its [B, Σnvec]
+// result on every run. Its gradient is (y ⊙ ∂L/∂z, x ⊙ ∂L/∂z), as
+// gorgonia's hadamardProdDiffExpr forms it, with hadamard ops.
+type hadamard struct{ buf *outBuf }
+
+func (op hadamard) Arity() int { return 2 }
+func (op hadamard) Type() hm.Type {
+	a := hm.TypeVariable('a')
+	return hm.NewFnType(a, a, a)
+}
+func (op hadamard) InferShape(in ...G.DimSizer) (tensor.Shape, error) { return shapeOf(in[0]) }
+func (op hadamard) Do(vals ...G.Value) (G.Value, error) {
+	x := vals[0].(tensor.Tensor)
+	out := op.buf.get(x.Dtype(), x.Shape()...)
+	return op.UsePreallocDo(out, vals...)
+}
+func (op hadamard) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
+	if !vals[0].Shape().Eq(vals[1].Shape()) {
+		return nil, fmt.Errorf("ppo: hadamard: shapes %v and %v differ", vals[0].Shape(), vals[1].Shape())
+	}
+	switch x := vals[0].Data().(type) {
+	case []float32:
+		mulInto(prealloc.Data().([]float32), x, vals[1].Data().([]float32))
+	case []float64:
+		mulInto(prealloc.Data().([]float64), x, vals[1].Data().([]float64))
+	default:
+		return nil, fmt.Errorf("ppo: hadamard: unsupported input %T", x)
+	}
+	return prealloc, nil
+}
+func (op hadamard) ReturnsPtr() bool      { return false }
+func (op hadamard) CallsExtern() bool     { return false }
+func (op hadamard) OverwritesInput() int  { return -1 }
+func (op hadamard) WriteHash(h hash.Hash) { fmt.Fprint(h, "hadamard") }
+func (op hadamard) Hashcode() uint32      { return hashOp(op) }
+func (op hadamard) String() string        { return "Hadamard" }
+func (op hadamard) DiffWRT(int) []bool    { return []bool{true, true} }
+func (op hadamard) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
+	dx, err := G.ApplyOp(hadamard{buf: op.buf.sibling()}, inputs[1], grad)
+	if err != nil {
+		return nil, err
+	}
+	dy, err := G.ApplyOp(hadamard{buf: op.buf.sibling()}, inputs[0], grad)
+	return G.Nodes{dx, dy}, err
+}
+
+func mulInto[T scalar](z, x, y []T) {
+	y = y[:len(x)]
+	for i, v := range x {
+		z[i] = v * y[i]
+	}
+}
+
 // addBias adds a [1, n] bias to every row of a [B, n] matrix; its
 // gradient is the upstream gradient for the matrix and the column sums
 // (colSum) for the bias. It replaces gorgonia's BroadcastAdd, which
