@@ -290,6 +290,15 @@ func (op elemDiff) Hashcode() uint32      { return hashOp(op) }
 func (op elemDiff) String() string        { return "Fast" + elemOp{fn: op.fn}.name() + "Diff" }
 
 func elemGrad[T scalar](dx, y, g []T, fn int) {
+	if y32, ok := any(y).([]float32); ok {
+		dx32, g32 := any(dx).([]float32), any(g).([]float32)
+		if fn == nn.Exp {
+			nn.Mul(dx32, g32, y32)
+		} else {
+			nn.TanhGrad(dx32, y32, g32)
+		}
+		return
+	}
 	if fn == nn.Exp {
 		for i := range dx {
 			dx[i] = g[i] * y[i]
@@ -350,6 +359,10 @@ func (op hadamard) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error
 }
 
 func mulInto[T scalar](z, x, y []T) {
+	if x32, ok := any(x).([]float32); ok {
+		nn.Mul(any(z).([]float32), x32, any(y).([]float32))
+		return
+	}
 	y = y[:len(x)]
 	for i, v := range x {
 		z[i] = v * y[i]
@@ -438,6 +451,13 @@ func (op colSum) String() string        { return "ColSum" }
 func colSumApply[T scalar](s, x []T) {
 	clear(s)
 	n := len(s)
+	if x32, ok := any(x).([]float32); ok {
+		s32 := any(s).([]float32)
+		for r := 0; r+n <= len(x32); r += n {
+			nn.Add(s32, s32, x32[r:r+n]) // s + row, column by column
+		}
+		return
+	}
 	for r := 0; r+n <= len(x); r += n {
 		for j := range s {
 			s[j] += x[r+j]
