@@ -310,64 +310,197 @@ func elemGrad[T scalar](dx, y, g []T, fn int) {
 	}
 }
 
-// hadamard is the element-wise product x ⊙ y of two tensors of one shape,
-// as gorgonia's HadamardProd computes it (one float32 multiply per
-// element), into a reused buffer: gorgonia's allocates its [B, Σnvec]
-// result on every run. Its gradient is (y ⊙ ∂L/∂z, x ⊙ ∂L/∂z), as
-// gorgonia's hadamardProdDiffExpr forms it, with hadamard ops.
-type hadamard struct{ buf *outBuf }
+// rowDot is Σ_j y[b, j]·w[b, j] per row of two [B, n] matrices (log π(a|s)
+// from the log-probabilities and the one-hot actions), and sumProd is
+// Σ_{b,j} e[b, j]·y[b, j] over all elements (Σ p·log p). They compute what
+// gorgonia's Sum of its HadamardProd did, bit for bit: each product
+// rounded to the element type, then summed from zero in index order (its
+// SumF32 loop, per row for Σ over axis 1). Their gradients skip the
+// broadcast that Sum's gradient materialised and the product that
+// followed it: ∂/∂y of rowDot is w[b, j]·g[b] (rowScale), those of
+// sumProd are y·g and e·g (scaleBy), the same products gorgonia formed.
+// Only y gets rowDot's gradient (w is data).
+type rowDot struct{ buf *outBuf }
 
-func (op hadamard) Arity() int { return 2 }
-func (op hadamard) Type() hm.Type {
-	a := hm.TypeVariable('a')
-	return hm.NewFnType(a, a, a)
-}
-func (op hadamard) InferShape(in ...G.DimSizer) (tensor.Shape, error) { return shapeOf(in[0]) }
-func (op hadamard) Do(vals ...G.Value) (G.Value, error) {
-	x := vals[0].(tensor.Tensor)
-	out := op.buf.get(x.Dtype(), x.Shape()...)
-	return op.UsePreallocDo(out, vals...)
-}
-func (op hadamard) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
-	if !vals[0].Shape().Eq(vals[1].Shape()) {
-		return nil, fmt.Errorf("ppo: hadamard: shapes %v and %v differ", vals[0].Shape(), vals[1].Shape())
-	}
-	switch x := vals[0].Data().(type) {
-	case []float32:
-		mulInto(prealloc.Data().([]float32), x, vals[1].Data().([]float32))
-	case []float64:
-		mulInto(prealloc.Data().([]float64), x, vals[1].Data().([]float64))
-	default:
-		return nil, fmt.Errorf("ppo: hadamard: unsupported input %T", x)
-	}
-	return prealloc, nil
-}
-func (op hadamard) ReturnsPtr() bool      { return false }
-func (op hadamard) CallsExtern() bool     { return false }
-func (op hadamard) OverwritesInput() int  { return -1 }
-func (op hadamard) WriteHash(h hash.Hash) { fmt.Fprint(h, "hadamard") }
-func (op hadamard) Hashcode() uint32      { return hashOp(op) }
-func (op hadamard) String() string        { return "Hadamard" }
-func (op hadamard) DiffWRT(int) []bool    { return []bool{true, true} }
-func (op hadamard) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
-	dx, err := G.ApplyOp(hadamard{buf: op.buf.sibling()}, inputs[1], grad)
+// sumProd: see rowDot.
+type sumProd struct{}
+
+// rowScale is x[b, j]·g[b]; scaleBy is x·g for a scalar g.
+type rowScale struct{ buf *outBuf }
+
+// scaleBy: see rowScale.
+type scaleBy struct{ buf *outBuf }
+
+func matType(d int) G.TensorType { return G.TensorType{Dims: d, Of: hm.TypeVariable('a')} }
+
+func (op rowDot) Arity() int    { return 2 }
+func (op rowDot) Type() hm.Type { return hm.NewFnType(matType(2), matType(2), matType(1)) }
+func (op rowDot) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	s, err := shapeOf(in[0])
 	if err != nil {
 		return nil, err
 	}
-	dy, err := G.ApplyOp(hadamard{buf: op.buf.sibling()}, inputs[0], grad)
-	return G.Nodes{dx, dy}, err
+	return tensor.Shape{s[0]}, nil
+}
+func (op rowDot) Do(vals ...G.Value) (G.Value, error) {
+	x := vals[0].(tensor.Tensor)
+	return op.UsePreallocDo(op.buf.get(x.Dtype(), x.Shape()[0]), vals...)
+}
+func (op rowDot) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
+	if !vals[0].Shape().Eq(vals[1].Shape()) {
+		return nil, fmt.Errorf("ppo: rowDot: shapes %v and %v differ", vals[0].Shape(), vals[1].Shape())
+	}
+	switch y := vals[0].Data().(type) {
+	case []float32:
+		rowDotApply(prealloc.Data().([]float32), y, vals[1].Data().([]float32))
+	case []float64:
+		rowDotApply(prealloc.Data().([]float64), y, vals[1].Data().([]float64))
+	default:
+		return nil, fmt.Errorf("ppo: rowDot: unsupported input %T", y)
+	}
+	return prealloc, nil
+}
+func (op rowDot) ReturnsPtr() bool      { return false }
+func (op rowDot) CallsExtern() bool     { return false }
+func (op rowDot) OverwritesInput() int  { return -1 }
+func (op rowDot) WriteHash(h hash.Hash) { fmt.Fprint(h, "rowDot") }
+func (op rowDot) Hashcode() uint32      { return hashOp(op) }
+func (op rowDot) String() string        { return "RowDot" }
+func (op rowDot) DiffWRT(int) []bool    { return []bool{true, false} }
+func (op rowDot) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
+	dy, err := G.ApplyOp(rowScale{buf: op.buf.sibling()}, inputs[1], grad)
+	return G.Nodes{dy, nil}, err
 }
 
-func mulInto[T scalar](z, x, y []T) {
-	if x32, ok := any(x).([]float32); ok {
-		nn.Mul(any(z).([]float32), x32, any(y).([]float32))
-		return
-	}
-	y = y[:len(x)]
-	for i, v := range x {
-		z[i] = v * y[i]
+func rowDotApply[T scalar](out, y, w []T) {
+	n := len(y) / len(out)
+	for r := range out {
+		var s T
+		for j, v := range y[r*n : r*n+n] {
+			s += T(v * w[r*n+j])
+		}
+		out[r] = s
 	}
 }
+
+func (op sumProd) Arity() int { return 2 }
+func (op sumProd) Type() hm.Type {
+	return hm.NewFnType(matType(2), matType(2), hm.TypeVariable('a'))
+}
+func (op sumProd) InferShape(in ...G.DimSizer) (tensor.Shape, error) { return tensor.ScalarShape(), nil }
+func (op sumProd) Do(vals ...G.Value) (G.Value, error) {
+	if !vals[0].Shape().Eq(vals[1].Shape()) {
+		return nil, fmt.Errorf("ppo: sumProd: shapes %v and %v differ", vals[0].Shape(), vals[1].Shape())
+	}
+	switch e := vals[0].Data().(type) {
+	case []float32:
+		return G.NewF32(sumProdApply(e, vals[1].Data().([]float32))), nil
+	case []float64:
+		return G.NewF64(sumProdApply(e, vals[1].Data().([]float64))), nil
+	}
+	return nil, fmt.Errorf("ppo: sumProd: unsupported input %T", vals[0].Data())
+}
+func (op sumProd) ReturnsPtr() bool      { return false }
+func (op sumProd) CallsExtern() bool     { return false }
+func (op sumProd) OverwritesInput() int  { return -1 }
+func (op sumProd) WriteHash(h hash.Hash) { fmt.Fprint(h, "sumProd") }
+func (op sumProd) Hashcode() uint32      { return hashOp(op) }
+func (op sumProd) String() string        { return "SumProd" }
+func (op sumProd) DiffWRT(int) []bool    { return []bool{true, true} }
+func (op sumProd) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
+	de, err := G.ApplyOp(scaleBy{buf: new(outBuf)}, inputs[1], grad)
+	if err != nil {
+		return nil, err
+	}
+	dy, err := G.ApplyOp(scaleBy{buf: new(outBuf)}, inputs[0], grad)
+	return G.Nodes{de, dy}, err
+}
+
+func sumProdApply[T scalar](e, y []T) T {
+	y = y[:len(e)]
+	var s T
+	for i, v := range e {
+		s += T(v * y[i])
+	}
+	return s
+}
+
+func (op rowScale) Arity() int    { return 2 }
+func (op rowScale) Type() hm.Type { return hm.NewFnType(matType(2), matType(1), matType(2)) }
+func (op rowScale) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	return shapeOf(in[0])
+}
+func (op rowScale) Do(vals ...G.Value) (G.Value, error) {
+	x := vals[0].(tensor.Tensor)
+	return op.UsePreallocDo(op.buf.get(x.Dtype(), x.Shape()...), vals...)
+}
+func (op rowScale) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
+	switch x := vals[0].Data().(type) {
+	case []float32:
+		rowScaleApply(prealloc.Data().([]float32), x, vals[1].Data().([]float32))
+	case []float64:
+		rowScaleApply(prealloc.Data().([]float64), x, vals[1].Data().([]float64))
+	default:
+		return nil, fmt.Errorf("ppo: rowScale: unsupported input %T", x)
+	}
+	return prealloc, nil
+}
+func (op rowScale) ReturnsPtr() bool      { return false }
+func (op rowScale) CallsExtern() bool     { return false }
+func (op rowScale) OverwritesInput() int  { return -1 }
+func (op rowScale) WriteHash(h hash.Hash) { fmt.Fprint(h, "rowScale") }
+func (op rowScale) Hashcode() uint32      { return hashOp(op) }
+func (op rowScale) String() string        { return "RowScale" }
+
+func rowScaleApply[T scalar](out, x, g []T) {
+	n := len(x) / len(g)
+	for r, gv := range g {
+		for j, v := range x[r*n : r*n+n] {
+			out[r*n+j] = v * gv
+		}
+	}
+}
+
+func (op scaleBy) Arity() int { return 2 }
+func (op scaleBy) Type() hm.Type {
+	return hm.NewFnType(matType(2), hm.TypeVariable('a'), matType(2))
+}
+func (op scaleBy) InferShape(in ...G.DimSizer) (tensor.Shape, error) { return shapeOf(in[0]) }
+func (op scaleBy) Do(vals ...G.Value) (G.Value, error) {
+	x := vals[0].(tensor.Tensor)
+	return op.UsePreallocDo(op.buf.get(x.Dtype(), x.Shape()...), vals...)
+}
+func (op scaleBy) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
+	switch x := vals[0].Data().(type) {
+	case []float32:
+		g, ok := vals[1].Data().(float32)
+		if !ok {
+			return nil, fmt.Errorf("ppo: scaleBy: factor %T", vals[1].Data())
+		}
+		out := prealloc.Data().([]float32)
+		for i, v := range x {
+			out[i] = v * g
+		}
+	case []float64:
+		g, ok := vals[1].Data().(float64)
+		if !ok {
+			return nil, fmt.Errorf("ppo: scaleBy: factor %T", vals[1].Data())
+		}
+		out := prealloc.Data().([]float64)
+		for i, v := range x {
+			out[i] = v * g
+		}
+	default:
+		return nil, fmt.Errorf("ppo: scaleBy: unsupported input %T", x)
+	}
+	return prealloc, nil
+}
+func (op scaleBy) ReturnsPtr() bool      { return false }
+func (op scaleBy) CallsExtern() bool     { return false }
+func (op scaleBy) OverwritesInput() int  { return -1 }
+func (op scaleBy) WriteHash(h hash.Hash) { fmt.Fprint(h, "scaleBy") }
+func (op scaleBy) Hashcode() uint32      { return hashOp(op) }
+func (op scaleBy) String() string        { return "ScaleBy" }
 
 // addBias adds a [1, n] bias to every row of a [B, n] matrix; its
 // gradient is the upstream gradient for the matrix and the column sums
