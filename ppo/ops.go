@@ -387,7 +387,9 @@ func (op sumProd) Arity() int { return 2 }
 func (op sumProd) Type() hm.Type {
 	return hm.NewFnType(matType(2), matType(2), hm.TypeVariable('a'))
 }
-func (op sumProd) InferShape(in ...G.DimSizer) (tensor.Shape, error) { return tensor.ScalarShape(), nil }
+func (op sumProd) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	return tensor.ScalarShape(), nil
+}
 func (op sumProd) Do(vals ...G.Value) (G.Value, error) {
 	if !vals[0].Shape().Eq(vals[1].Shape()) {
 		return nil, fmt.Errorf("ppo: sumProd: shapes %v and %v differ", vals[0].Shape(), vals[1].Shape())
