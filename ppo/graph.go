@@ -42,6 +42,7 @@ type lossGraph[T scalar] struct {
 	arch  *nn.Arch
 	batch int
 	clipV bool
+	split *splitter // the actor's row-wise ops shared with a helper goroutine; nil: serial
 
 	actor  graphHalf
 	critic graphHalf
@@ -76,11 +77,11 @@ func (h *graphHalf) finish(loss *G.Node) {
 	h.vm = G.NewTapeMachine(h.g)
 }
 
-func newLossGraph[T scalar](a *nn.Arch, batch int, theta []T, entCoef, vfCoef float64, clipV bool) (*lossGraph[T], error) {
+func newLossGraph[T scalar](a *nn.Arch, batch int, theta []T, entCoef, vfCoef float64, clipV bool, split *splitter) (*lossGraph[T], error) {
 	if len(theta) != a.Size {
 		return nil, fmt.Errorf("ppo: parameter vector has %d entries, want %d", len(theta), a.Size)
 	}
-	lg := &lossGraph[T]{arch: a, batch: batch, clipV: clipV}
+	lg := &lossGraph[T]{arch: a, batch: batch, clipV: clipV, split: split}
 	B := batch
 	mk := func(n int) []T { return make([]T, n) }
 	lg.aObs, lg.onehot, lg.oldLogp, lg.adv, lg.lo, lg.hi = mk(B*a.Obs), mk(B*a.Logits), mk(B), mk(B), mk(B), mk(B)
@@ -177,10 +178,10 @@ func (lg *lossGraph[T]) buildActor(theta []T, entCoef T) (err error) {
 	// The entropy's exp(log p) is what the log-softmax gradient needs
 	// too: the two ops share it through ec.
 	ec := new(expCache)
-	logpAll := must(G.ApplyOp(catLogSoftmax{nvec: a.Nvec, buf: new(outBuf), exp: ec}, logits))
+	logpAll := must(G.ApplyOp(catLogSoftmax{nvec: a.Nvec, buf: new(outBuf), exp: ec, split: lg.split}, logits))
 	// log π(a|s) = Σ_d log p_d(a_d); −mean(H) = Σ_{b,d,k} p·log p / B.
 	logp := must(G.ApplyOp(rowDot{buf: new(outBuf)}, logpAll, onehot))
-	plogp := must(G.ApplyOp(sumProd{}, must(G.ApplyOp(elemOp{fn: nn.Exp, buf: new(outBuf), exp: ec}, logpAll)), logpAll))
+	plogp := must(G.ApplyOp(sumProd{}, must(G.ApplyOp(elemOp{fn: nn.Exp, buf: new(outBuf), exp: ec, split: lg.split}, logpAll)), logpAll))
 	ent := must(G.Div(plogp, G.NewConstant(T(B))))
 	ratio := must(G.Exp(must(G.Sub(logp, oldLogp))))
 	s1 := must(G.HadamardProd(adv, ratio))

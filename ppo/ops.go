@@ -27,9 +27,10 @@ import (
 // then overwrite (a wrong gradient that TestLossGradientFiniteDifference
 // catches). Its gradient is catLogSoftmaxDiff.
 type catLogSoftmax struct {
-	nvec []int
-	buf  *outBuf
-	exp  *expCache // handed to the gradient; nil: none
+	nvec  []int
+	buf   *outBuf
+	exp   *expCache // handed to the gradient; nil: none
+	split *splitter // rows shared with a helper (float32); nil: none
 }
 
 func (op catLogSoftmax) Arity() int { return 1 }
@@ -48,7 +49,13 @@ func (op catLogSoftmax) Do(vals ...G.Value) (G.Value, error) {
 func (op catLogSoftmax) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
 	switch x := vals[0].Data().(type) {
 	case []float32:
-		nn.LogSoftmaxRows(prealloc.Data().([]float32), x, op.nvec)
+		y, width := prealloc.Data().([]float32), 0
+		for _, k := range op.nvec {
+			width += k
+		}
+		op.split.run(len(x)/width, func(lo, hi int) {
+			nn.LogSoftmaxRows(y[lo*width:hi*width], x[lo*width:hi*width], op.nvec)
+		})
 	case []float64:
 		nn.LogSoftmaxRows(prealloc.Data().([]float64), x, op.nvec)
 	default:
@@ -192,27 +199,30 @@ func (c *expCache) of(y []float32) []float64 {
 }
 
 // expInto writes float32(exp(x)) into y, keeping x and the float64
-// exponentials.
-func (c *expCache) expInto(y, x []float32) {
+// exponentials (element ranges shared through s).
+func (c *expCache) expInto(y, x []float32, s *splitter) {
 	if cap(c.x) < len(x) {
 		c.x, c.e = make([]float32, len(x)), make([]float64, len(x))
 	}
 	c.x, c.e = c.x[:len(x)], c.e[:len(x)]
-	copy(c.x, x)
-	for i, v := range x {
-		e := math.Exp(float64(v))
-		c.e[i] = e
-		y[i] = float32(e)
-	}
+	s.run(len(x), func(lo, hi int) {
+		copy(c.x[lo:hi], x[lo:hi])
+		for i, v := range x[lo:hi] {
+			e := math.Exp(float64(v))
+			c.e[lo+i] = e
+			y[lo+i] = float32(e)
+		}
+	})
 }
 
 // elemOp is tanh or exp, element-wise, evaluated through float64 math.Exp
 // (gorgonia's float32 versions go through a slow software exp). Its
 // gradient is elemDiff, computed from the output: tanh′ = 1 − y², exp′ = y.
 type elemOp struct {
-	fn  int
-	buf *outBuf
-	exp *expCache // for Exp on float32: keeps its float64 results; nil: none
+	fn    int
+	buf   *outBuf
+	exp   *expCache // for Exp on float32: keeps its float64 results; nil: none
+	split *splitter // elements shared with a helper (Exp on float32 with a cache); nil: none
 }
 
 func (op elemOp) name() string { return [...]string{"Tanh", "Exp"}[op.fn] }
@@ -232,7 +242,7 @@ func (op elemOp) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, erro
 	switch x := vals[0].Data().(type) {
 	case []float32:
 		if op.fn == nn.Exp && op.exp != nil {
-			op.exp.expInto(prealloc.Data().([]float32), x)
+			op.exp.expInto(prealloc.Data().([]float32), x, op.split)
 			break
 		}
 		nn.ElemApply(prealloc.Data().([]float32), x, op.fn)

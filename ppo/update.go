@@ -18,7 +18,11 @@ func (t *Trainer) graph(batch, slot int) (*lossGraph[float32], error) {
 		t.graphs[batch] = pair
 	}
 	if pair[slot] == nil {
-		g, err := newLossGraph(t.arch, batch, t.theta, t.cfg.EntCoef, t.cfg.VFCoef, t.cfg.ClipRangeVF > 0)
+		var split *splitter
+		if t.opts.Workers == 2 {
+			split = new(splitter)
+		}
+		g, err := newLossGraph(t.arch, batch, t.theta, t.cfg.EntCoef, t.cfg.VFCoef, t.cfg.ClipRangeVF > 0, split)
 		if err != nil {
 			return nil, err
 		}
