@@ -5,8 +5,6 @@ package sgemm
 // Assembly reports whether an assembly micro-kernel is in use.
 const Assembly = false
 
-const avx512 = false
-
 // Kernel names the micro-kernel in use: "go" on this build.
 func Kernel() string { return "go" }
 
