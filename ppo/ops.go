@@ -466,6 +466,13 @@ func (op rowScale) String() string        { return "RowScale" }
 
 func rowScaleApply[T scalar](out, x, g []T) {
 	n := len(x) / len(g)
+	if x32, ok := any(x).([]float32); ok {
+		out32 := any(out).([]float32)
+		for r, gv := range any(g).([]float32) {
+			nn.Scale(out32[r*n:r*n+n], x32[r*n:r*n+n], gv)
+		}
+		return
+	}
 	for r, gv := range g {
 		for j, v := range x[r*n : r*n+n] {
 			out[r*n+j] = v * gv
@@ -489,10 +496,7 @@ func (op scaleBy) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, err
 		if !ok {
 			return nil, fmt.Errorf("ppo: scaleBy: factor %T", vals[1].Data())
 		}
-		out := prealloc.Data().([]float32)
-		for i, v := range x {
-			out[i] = v * g
-		}
+		nn.Scale(prealloc.Data().([]float32), x, g)
 	case []float64:
 		g, ok := vals[1].Data().(float64)
 		if !ok {

@@ -51,7 +51,7 @@ func TestAdamAssemblyMatchesGo(t *testing.T) {
 
 func clone(x []float32) []float32 { return append([]float32(nil), x...) }
 
-// TestElemAssemblyMatchesGo holds Add, Mul and TanhGrad (AVX2 where the
+// TestElemAssemblyMatchesGo holds Add, Mul, TanhGrad and Scale (AVX2 where the
 // CPU has it, Go for the tail) against elemGo bit for bit, in place and
 // not, on lengths around the 8-lane edge and special values.
 func TestElemAssemblyMatchesGo(t *testing.T) {
@@ -67,7 +67,8 @@ func TestElemAssemblyMatchesGo(t *testing.T) {
 				x[i] = []float32{0, float32(math.Copysign(0, -1)), 1e-41, 3e30, 1, -1, float32(math.Inf(1))}[i/7%7]
 			}
 		}
-		for op, f := range []func(z, x, y []float32){Add, Mul, TanhGrad} {
+		scale := func(z, x, y []float32) { Scale(z, x, y[0]) }
+		for op, f := range []func(z, x, y []float32){Add, Mul, TanhGrad, scale} {
 			for _, inPlace := range []bool{false, true} {
 				z, want := make([]float32, n), make([]float32, n)
 				xs := x
@@ -75,7 +76,13 @@ func TestElemAssemblyMatchesGo(t *testing.T) {
 					xs = clone(x)
 					z = xs
 				}
-				elemGo(op, want, x, y)
+				if op == elemScale {
+					for i, v := range x {
+						want[i] = v * y[0]
+					}
+				} else {
+					elemGo(op, want, x, y)
+				}
 				f(z, xs, y)
 				for i := range z {
 					if math.Float32bits(z[i]) != math.Float32bits(want[i]) {

@@ -14,10 +14,24 @@ func Mul(z, x, y []float32) { elem(elemMul, z, x, y) }
 // TanhGrad writes g·(1 − y·y) into dx (see Add).
 func TanhGrad(dx, y, g []float32) { elem(elemTanhGrad, dx, y, g) }
 
+// Scale writes x·c into z (see Add).
+func Scale(z, x []float32, c float32) {
+	z = z[:len(x)]
+	n := len(x) / 8
+	if elemAsm && n > 0 {
+		elem8AVX(elemScale, &z[0], &x[0], &c, n)
+		z, x = z[8*n:], x[8*n:]
+	}
+	for i, v := range x {
+		z[i] = v * c
+	}
+}
+
 const (
 	elemAdd = iota
 	elemMul
 	elemTanhGrad
+	elemScale // y points to one factor
 )
 
 func elem(op int, z, x, y []float32) {

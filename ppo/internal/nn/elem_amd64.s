@@ -4,8 +4,8 @@
 
 // func elem8AVX(op int, z, x, y *float32, n int)
 // Eight elements per iteration: op 0 z = x + y, op 1 z = x·y, op 2 z =
-// y·(1 − x·x) (x the tanh output, y the upstream gradient), each
-// operation rounded (no fused multiply-add).
+// y·(1 − x·x) (x the tanh output, y the upstream gradient), op 3 z = x·c
+// (y points to c), each operation rounded (no fused multiply-add).
 TEXT ·elem8AVX(SB), NOSPLIT, $0-40
 	MOVQ op+0(FP), AX
 	MOVQ z+8(FP), DI
@@ -14,7 +14,9 @@ TEXT ·elem8AVX(SB), NOSPLIT, $0-40
 	MOVQ n+32(FP), CX
 	CMPQ AX, $1
 	JEQ  mul
-	JGT  tanhgrad
+	CMPQ AX, $2
+	JEQ  tanhgrad
+	JGT  scale
 
 add:
 	VMOVUPS (SI), Y0
@@ -56,5 +58,18 @@ tgloop:
 	ADDQ         $32, DI
 	DECQ         CX
 	JNE          tgloop
+	VZEROUPPER
+	RET
+
+scale:
+	VBROADCASTSS (DX), Y1
+
+scloop:
+	VMULPS  (SI), Y1, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNE     scloop
 	VZEROUPPER
 	RET
