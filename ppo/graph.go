@@ -42,7 +42,7 @@ type lossGraph[T scalar] struct {
 	arch  *nn.Arch
 	batch int
 	clipV bool
-	split *splitter // the actor's row-wise ops shared with a helper goroutine; nil: serial
+	split *splitter // the actor's backward products shared with a helper goroutine; nil: serial
 
 	actor  graphHalf
 	critic graphHalf
@@ -121,12 +121,13 @@ func bindParams[T scalar](h *graphHalf, a *nn.Arch, net int, theta []T) {
 	}
 }
 
-// mlp applies the net's linear layers with tanh between them.
-func mlp(x *G.Node, params []*G.Node) (*G.Node, error) {
+// mlp applies the net's linear layers with tanh between them; the
+// products of the backward pass share their rows through split.
+func mlp(x *G.Node, params []*G.Node, split *splitter) (*G.Node, error) {
 	h := x
 	n := len(params) / 2
 	for l := range n {
-		z, err := G.ApplyOp(matMul{noGradA: l == 0, buf: new(outBuf)}, h, params[2*l])
+		z, err := G.ApplyOp(matMul{noGradA: l == 0, buf: new(outBuf), gradSplit: split}, h, params[2*l])
 		if err != nil {
 			return nil, err
 		}
@@ -173,15 +174,15 @@ func (lg *lossGraph[T]) buildActor(theta []T, entCoef T) (err error) {
 	}()
 	must := func(n *G.Node, e error) *G.Node { return G.Must(n, e) }
 
-	logits := must(mlp(obs, h.params))
+	logits := must(mlp(obs, h.params, lg.split))
 	// Log-probabilities of every choice, per action dimension.
 	// The entropy's exp(log p) is what the log-softmax gradient needs
 	// too: the two ops share it through ec.
 	ec := new(expCache)
-	logpAll := must(G.ApplyOp(catLogSoftmax{nvec: a.Nvec, buf: new(outBuf), exp: ec, split: lg.split}, logits))
+	logpAll := must(G.ApplyOp(catLogSoftmax{nvec: a.Nvec, buf: new(outBuf), exp: ec}, logits))
 	// log π(a|s) = Σ_d log p_d(a_d); −mean(H) = Σ_{b,d,k} p·log p / B.
 	logp := must(G.ApplyOp(rowDot{buf: new(outBuf)}, logpAll, onehot))
-	plogp := must(G.ApplyOp(sumProd{}, must(G.ApplyOp(elemOp{fn: nn.Exp, buf: new(outBuf), exp: ec, split: lg.split}, logpAll)), logpAll))
+	plogp := must(G.ApplyOp(sumProd{}, must(G.ApplyOp(elemOp{fn: nn.Exp, buf: new(outBuf), exp: ec}, logpAll)), logpAll))
 	ent := must(G.Div(plogp, G.NewConstant(T(B))))
 	ratio := must(G.Exp(must(G.Sub(logp, oldLogp))))
 	s1 := must(G.HadamardProd(adv, ratio))
@@ -212,7 +213,7 @@ func (lg *lossGraph[T]) buildCritic(theta []T, vfCoef T) (err error) {
 	}()
 	must := func(n *G.Node, e error) *G.Node { return G.Must(n, e) }
 
-	v := must(G.Sum(must(mlp(obs, h.params)), 1)) // [B,1] → [B] without a reshape (see catLogSoftmax)
+	v := must(G.Sum(must(mlp(obs, h.params, nil)), 1)) // [B,1] → [B] without a reshape (see catLogSoftmax)
 	pred := v
 	if lg.clipV {
 		vlo := input(g, "vclip_lo", lg.vlo, B)

@@ -27,10 +27,9 @@ import (
 // then overwrite (a wrong gradient that TestLossGradientFiniteDifference
 // catches). Its gradient is catLogSoftmaxDiff.
 type catLogSoftmax struct {
-	nvec  []int
-	buf   *outBuf
-	exp   *expCache // handed to the gradient; nil: none
-	split *splitter // rows shared with a helper (float32); nil: none
+	nvec []int
+	buf  *outBuf
+	exp  *expCache // handed to the gradient; nil: none
 }
 
 func (op catLogSoftmax) Arity() int { return 1 }
@@ -49,13 +48,7 @@ func (op catLogSoftmax) Do(vals ...G.Value) (G.Value, error) {
 func (op catLogSoftmax) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
 	switch x := vals[0].Data().(type) {
 	case []float32:
-		y, width := prealloc.Data().([]float32), 0
-		for _, k := range op.nvec {
-			width += k
-		}
-		op.split.run(len(x)/width, func(lo, hi int) {
-			nn.LogSoftmaxRows(y[lo*width:hi*width], x[lo*width:hi*width], op.nvec)
-		})
+		nn.LogSoftmaxRows(prealloc.Data().([]float32), x, op.nvec)
 	case []float64:
 		nn.LogSoftmaxRows(prealloc.Data().([]float64), x, op.nvec)
 	default:
@@ -199,30 +192,27 @@ func (c *expCache) of(y []float32) []float64 {
 }
 
 // expInto writes float32(exp(x)) into y, keeping x and the float64
-// exponentials (element ranges shared through s).
-func (c *expCache) expInto(y, x []float32, s *splitter) {
+// exponentials.
+func (c *expCache) expInto(y, x []float32) {
 	if cap(c.x) < len(x) {
 		c.x, c.e = make([]float32, len(x)), make([]float64, len(x))
 	}
 	c.x, c.e = c.x[:len(x)], c.e[:len(x)]
-	s.run(len(x), func(lo, hi int) {
-		copy(c.x[lo:hi], x[lo:hi])
-		for i, v := range x[lo:hi] {
-			e := math.Exp(float64(v))
-			c.e[lo+i] = e
-			y[lo+i] = float32(e)
-		}
-	})
+	copy(c.x, x)
+	for i, v := range x {
+		e := math.Exp(float64(v))
+		c.e[i] = e
+		y[i] = float32(e)
+	}
 }
 
 // elemOp is tanh or exp, element-wise, evaluated through float64 math.Exp
 // (gorgonia's float32 versions go through a slow software exp). Its
 // gradient is elemDiff, computed from the output: tanh′ = 1 − y², exp′ = y.
 type elemOp struct {
-	fn    int
-	buf   *outBuf
-	exp   *expCache // for Exp on float32: keeps its float64 results; nil: none
-	split *splitter // elements shared with a helper (Exp on float32 with a cache); nil: none
+	fn  int
+	buf *outBuf
+	exp *expCache // for Exp on float32: keeps its float64 results; nil: none
 }
 
 func (op elemOp) name() string { return [...]string{"Tanh", "Exp"}[op.fn] }
@@ -242,7 +232,7 @@ func (op elemOp) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, erro
 	switch x := vals[0].Data().(type) {
 	case []float32:
 		if op.fn == nn.Exp && op.exp != nil {
-			op.exp.expInto(prealloc.Data().([]float32), x, op.split)
+			op.exp.expInto(prealloc.Data().([]float32), x)
 			break
 		}
 		nn.ElemApply(prealloc.Data().([]float32), x, op.fn)
@@ -623,6 +613,8 @@ type matMul struct {
 	buf            *outBuf
 	transA, transB bool
 	noGradA        bool
+	split          *splitter // rows of C shared with a helper (float32); nil: none
+	gradSplit      *splitter // the split of the gradient products
 }
 
 func (op matMul) Arity() int { return 2 }
@@ -676,7 +668,19 @@ func (op matMul) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, erro
 	lda, ldb := a.Shape()[1], b.Shape()[1]
 	switch ad := a.Data().(type) {
 	case []float32:
-		sgemm.Gemm(op.transA, op.transB, m, n, k, 1, ad, lda, b.Data().([]float32), ldb, 0, prealloc.Data().([]float32), n)
+		bd, cd := b.Data().([]float32), prealloc.Data().([]float32)
+		// Rows of C in groups of six (the kernels' tile height): each
+		// element is the same sum whichever call computes it.
+		op.split.run((m+5)/6, func(lo, hi int) {
+			r0, r1 := 6*lo, min(m, 6*hi)
+			var as []float32
+			if op.transA {
+				as = ad[r0:] // op(A) row r is column r of A
+			} else {
+				as = ad[r0*lda:]
+			}
+			sgemm.Gemm(op.transA, op.transB, r1-r0, n, k, 1, as, lda, bd, ldb, 0, cd[r0*n:], n)
+		})
 	case []float64:
 		tA, tB := blas.NoTrans, blas.NoTrans
 		if op.transA {
@@ -706,11 +710,11 @@ func (op matMul) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) 
 	if op.transA || op.transB {
 		return nil, fmt.Errorf("ppo: matMul: only the plain product is differentiable")
 	}
-	db, err := G.ApplyOp(matMul{transA: true, buf: op.buf.sibling()}, inputs[0], grad)
+	db, err := G.ApplyOp(matMul{transA: true, buf: op.buf.sibling(), split: op.gradSplit}, inputs[0], grad)
 	if err != nil || op.noGradA {
 		return G.Nodes{nil, db}, err
 	}
-	da, err := G.ApplyOp(matMul{transB: true, buf: op.buf.sibling()}, grad, inputs[1])
+	da, err := G.ApplyOp(matMul{transB: true, buf: op.buf.sibling(), split: op.gradSplit}, grad, inputs[1])
 	return G.Nodes{da, db}, err
 }
 

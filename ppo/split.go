@@ -2,14 +2,16 @@ package ppo
 
 import "sync/atomic"
 
-// splitter shares a row-wise op of the actor half with one helper
-// goroutine when the update runs with two workers: the critic half is
-// shorter than the actor's, and without sharing the second core idles
-// once it is done. Rows are claimed in chunks from a counter by the
-// calling goroutine and the helper; each row is computed exactly as it
-// would be serially (the ops split are row- or element-wise, with no
-// reduction across rows), so the result does not depend on who computed
-// which chunk. A nil *splitter runs everything on the caller.
+// splitter shares the actor's backward matrix products (∂X of the upper
+// layers and ∂W of the first, the products that run after the critic
+// half has usually finished) with one helper goroutine when the update
+// runs with two workers: the critic half is shorter than the actor's,
+// and without sharing the second core idles for the rest of the actor's
+// backward pass. Groups of six rows of C are claimed in chunks from a
+// counter by the calling goroutine and the helper; every element is the
+// same sum over k whichever call computes it, so the result does not
+// depend on who computed which chunk. A nil *splitter runs everything on
+// the caller.
 type splitter struct{}
 
 // splitChunks is how many pieces a split op is cut into.
