@@ -42,7 +42,6 @@ type lossGraph[T scalar] struct {
 	arch  *nn.Arch
 	batch int
 	clipV bool
-	split *splitter // the actor's backward products shared with a helper goroutine; nil: serial
 
 	actor  graphHalf
 	critic graphHalf
@@ -77,11 +76,11 @@ func (h *graphHalf) finish(loss *G.Node) {
 	h.vm = G.NewTapeMachine(h.g)
 }
 
-func newLossGraph[T scalar](a *nn.Arch, batch int, theta []T, entCoef, vfCoef float64, clipV bool, split *splitter) (*lossGraph[T], error) {
+func newLossGraph[T scalar](a *nn.Arch, batch int, theta []T, entCoef, vfCoef float64, clipV bool) (*lossGraph[T], error) {
 	if len(theta) != a.Size {
 		return nil, fmt.Errorf("ppo: parameter vector has %d entries, want %d", len(theta), a.Size)
 	}
-	lg := &lossGraph[T]{arch: a, batch: batch, clipV: clipV, split: split}
+	lg := &lossGraph[T]{arch: a, batch: batch, clipV: clipV}
 	B := batch
 	mk := func(n int) []T { return make([]T, n) }
 	lg.aObs, lg.onehot, lg.oldLogp, lg.adv, lg.lo, lg.hi = mk(B*a.Obs), mk(B*a.Logits), mk(B), mk(B), mk(B), mk(B)
@@ -121,13 +120,12 @@ func bindParams[T scalar](h *graphHalf, a *nn.Arch, net int, theta []T) {
 	}
 }
 
-// mlp applies the net's linear layers with tanh between them; the
-// products of the backward pass share their rows through split.
-func mlp(x *G.Node, params []*G.Node, split *splitter) (*G.Node, error) {
+// mlp applies the net's linear layers with tanh between them.
+func mlp(x *G.Node, params []*G.Node) (*G.Node, error) {
 	h := x
 	n := len(params) / 2
 	for l := range n {
-		z, err := G.ApplyOp(matMul{noGradA: l == 0, buf: new(outBuf), gradSplit: split}, h, params[2*l])
+		z, err := G.ApplyOp(matMul{noGradA: l == 0, buf: new(outBuf)}, h, params[2*l])
 		if err != nil {
 			return nil, err
 		}
@@ -174,7 +172,7 @@ func (lg *lossGraph[T]) buildActor(theta []T, entCoef T) (err error) {
 	}()
 	must := func(n *G.Node, e error) *G.Node { return G.Must(n, e) }
 
-	logits := must(mlp(obs, h.params, lg.split))
+	logits := must(mlp(obs, h.params))
 	// Log-probabilities of every choice, per action dimension.
 	// The entropy's exp(log p) is what the log-softmax gradient needs
 	// too: the two ops share it through ec.
@@ -213,7 +211,7 @@ func (lg *lossGraph[T]) buildCritic(theta []T, vfCoef T) (err error) {
 	}()
 	must := func(n *G.Node, e error) *G.Node { return G.Must(n, e) }
 
-	v := must(G.Sum(must(mlp(obs, h.params, nil)), 1)) // [B,1] → [B] without a reshape (see catLogSoftmax)
+	v := must(G.Sum(must(mlp(obs, h.params)), 1)) // [B,1] → [B] without a reshape (see catLogSoftmax)
 	pred := v
 	if lg.clipV {
 		vlo := input(g, "vclip_lo", lg.vlo, B)

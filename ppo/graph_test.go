@@ -62,7 +62,7 @@ func TestLossGradientFiniteDifference(t *testing.T) {
 				theta[i] = r.NormFloat64() * 0.5
 			}
 			const B = 7
-			lg, err := newLossGraph(a, B, theta, 0.05, 0.5, tc.clip, nil)
+			lg, err := newLossGraph(a, B, theta, 0.05, 0.5, tc.clip)
 			if err != nil {
 				t.Fatal(err)
 			}

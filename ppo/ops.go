@@ -613,8 +613,6 @@ type matMul struct {
 	buf            *outBuf
 	transA, transB bool
 	noGradA        bool
-	split          *splitter // rows of C shared with a helper (float32); nil: none
-	gradSplit      *splitter // the split of the gradient products
 }
 
 func (op matMul) Arity() int { return 2 }
@@ -668,19 +666,7 @@ func (op matMul) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, erro
 	lda, ldb := a.Shape()[1], b.Shape()[1]
 	switch ad := a.Data().(type) {
 	case []float32:
-		bd, cd := b.Data().([]float32), prealloc.Data().([]float32)
-		// Rows of C in groups of six (the kernels' tile height): each
-		// element is the same sum whichever call computes it.
-		op.split.run((m+5)/6, func(lo, hi int) {
-			r0, r1 := 6*lo, min(m, 6*hi)
-			var as []float32
-			if op.transA {
-				as = ad[r0:] // op(A) row r is column r of A
-			} else {
-				as = ad[r0*lda:]
-			}
-			sgemm.Gemm(op.transA, op.transB, r1-r0, n, k, 1, as, lda, bd, ldb, 0, cd[r0*n:], n)
-		})
+		sgemm.Gemm(op.transA, op.transB, m, n, k, 1, ad, lda, b.Data().([]float32), ldb, 0, prealloc.Data().([]float32), n)
 	case []float64:
 		tA, tB := blas.NoTrans, blas.NoTrans
 		if op.transA {
@@ -710,11 +696,11 @@ func (op matMul) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) 
 	if op.transA || op.transB {
 		return nil, fmt.Errorf("ppo: matMul: only the plain product is differentiable")
 	}
-	db, err := G.ApplyOp(matMul{transA: true, buf: op.buf.sibling(), split: op.gradSplit}, inputs[0], grad)
+	db, err := G.ApplyOp(matMul{transA: true, buf: op.buf.sibling()}, inputs[0], grad)
 	if err != nil || op.noGradA {
 		return G.Nodes{nil, db}, err
 	}
-	da, err := G.ApplyOp(matMul{transB: true, buf: op.buf.sibling(), split: op.gradSplit}, grad, inputs[1])
+	da, err := G.ApplyOp(matMul{transB: true, buf: op.buf.sibling()}, grad, inputs[1])
 	return G.Nodes{da, db}, err
 }
 

@@ -90,7 +90,7 @@ func testPolicyMatchesGraph(t *testing.T, critic []int) {
 		theta[i] += float32(r.NormFloat64() * 0.1)
 	}
 	const B = 9
-	lg, err := newLossGraph(a, B, theta, 0.05, 0.5, true, new(splitter))
+	lg, err := newLossGraph(a, B, theta, 0.05, 0.5, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,11 +18,7 @@ func (t *Trainer) graph(batch, slot int) (*lossGraph[float32], error) {
 		t.graphs[batch] = pair
 	}
 	if pair[slot] == nil {
-		var split *splitter
-		if t.opts.Workers == 2 {
-			split = new(splitter)
-		}
-		g, err := newLossGraph(t.arch, batch, t.theta, t.cfg.EntCoef, t.cfg.VFCoef, t.cfg.ClipRangeVF > 0, split)
+		g, err := newLossGraph(t.arch, batch, t.theta, t.cfg.EntCoef, t.cfg.VFCoef, t.cfg.ClipRangeVF > 0)
 		if err != nil {
 			return nil, err
 		}
