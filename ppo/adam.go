@@ -62,14 +62,15 @@ func (a *adam) begin(lr float64) adamStep {
 // disjoint ranges may be applied on different goroutines in any order
 // with the same result as one pass.
 func (a *adam) apply(s adamStep, theta, grad []float32, lo, hi int) {
-	mv, vv, th := a.m[lo:hi], a.v[lo:hi], theta[lo:hi]
-	for i, g := range grad[lo:hi] {
-		m := mv[i] + s.w1*(g-mv[i])
-		v := vv[i]*s.b2 + s.w2*(g*g)
-		mv[i], vv[i] = m, v
-		denom := float32(math.Sqrt(float64(v)))/s.bc2s + s.eps
-		th[i] += (-s.stepSize * m) / denom
-	}
+	a.applyScaled(s, 1, theta, grad, lo, hi)
+}
+
+// applyScaled is apply after scaling grad[lo:hi] by c in place (global-norm
+// clipping), in one pass over the range (nn.Adam: c·g rounded, then the
+// step, as scaleGrad followed by apply computes it).
+func (a *adam) applyScaled(s adamStep, c float32, theta, grad []float32, lo, hi int) {
+	sc := nn.AdamScalars{Scale: c, StepSize: s.stepSize, W1: s.w1, B2: s.b2, W2: s.w2, BC2S: s.bc2s, Eps: s.eps}
+	nn.Adam(theta[lo:hi], grad[lo:hi], a.m[lo:hi], a.v[lo:hi], &sc)
 }
 
 // clipGradNorm scales grad so that its global L2 norm is at most maxNorm,

@@ -39,12 +39,22 @@
 // reused TapeMachine (graph.go); its inputs and parameters are views of
 // the trainer's buffers. A few gorgonia ops are replaced by this package's
 // own ops with symbolic gradients (ops.go): the matrix product (through
-// internal/sgemm, an AVX2 kernel about 6× faster than gonum's Sgemm here,
-// and without the unused gradient of the observation batch), tanh and exp
-// (float64 math.Exp rather than a software float32 exp), the bias add, and
-// the per-dimension log-softmax (gorgonia's spawns a goroutine per row and
-// its reshapes alias memory that in-place ops then overwrite). The full
-// loss gradient is checked against finite differences in float64
+// internal/sgemm: AVX-512 or AVX2+FMA kernels chosen at run time that read
+// the operands in place, and without the unused gradient of the
+// observation batch), tanh and exp (float64 math.Exp rather than a
+// software float32 exp), the bias add, the per-dimension log-softmax
+// (gorgonia's spawns a goroutine per row and its reshapes alias memory
+// that in-place ops then overwrite), and log π(a|s) and Σ p·log p as
+// fused sums of products (rowDot, sumProd) whose gradients skip the
+// broadcasts gorgonia's Sum materialised. Element-wise work (bias add,
+// column sums, the tanh and exp gradients, Adam fused with the clipping
+// scale over each net's flat range) runs through internal/nn's vector
+// kernels (eight float32 lanes; tanh eight float64 lanes with AVX-512). Every replacement performs the float operations of the
+// code it replaced in the same order (vector lanes are independent
+// elements; reductions keep their sequential order), so training gives
+// the same bits as before on a machine of the same kind
+// (TestTrainGolden pins them; the purego build tag selects plain Go). The
+// full loss gradient is checked against finite differences in float64
 // (TestLossGradientFiniteDifference). Scalars outside the graph — GAE,
 // returns, advantage normalisation, norms, the Adam bias corrections — are
 // float64. The Trainer's policy.Policy views the trainer's weights and

@@ -179,8 +179,8 @@ func (lg *lossGraph[T]) buildActor(theta []T, entCoef T) (err error) {
 	ec := new(expCache)
 	logpAll := must(G.ApplyOp(catLogSoftmax{nvec: a.Nvec, buf: new(outBuf), exp: ec}, logits))
 	// log π(a|s) = Σ_d log p_d(a_d); −mean(H) = Σ_{b,d,k} p·log p / B.
-	logp := must(G.Sum(must(G.HadamardProd(logpAll, onehot)), 1))
-	plogp := must(G.Sum(must(G.HadamardProd(must(G.ApplyOp(elemOp{fn: nn.Exp, buf: new(outBuf), exp: ec}, logpAll)), logpAll))))
+	logp := must(G.ApplyOp(rowDot{buf: new(outBuf)}, logpAll, onehot))
+	plogp := must(G.ApplyOp(sumProd{}, must(G.ApplyOp(elemOp{fn: nn.Exp, buf: new(outBuf), exp: ec}, logpAll)), logpAll))
 	ent := must(G.Div(plogp, G.NewConstant(T(B))))
 	ratio := must(G.Exp(must(G.Sub(logp, oldLogp))))
 	s1 := must(G.HadamardProd(adv, ratio))

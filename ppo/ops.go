@@ -290,6 +290,15 @@ func (op elemDiff) Hashcode() uint32      { return hashOp(op) }
 func (op elemDiff) String() string        { return "Fast" + elemOp{fn: op.fn}.name() + "Diff" }
 
 func elemGrad[T scalar](dx, y, g []T, fn int) {
+	if y32, ok := any(y).([]float32); ok {
+		dx32, g32 := any(dx).([]float32), any(g).([]float32)
+		if fn == nn.Exp {
+			nn.Mul(dx32, g32, y32)
+		} else {
+			nn.TanhGrad(dx32, y32, g32)
+		}
+		return
+	}
 	if fn == nn.Exp {
 		for i := range dx {
 			dx[i] = g[i] * y[i]
@@ -300,6 +309,204 @@ func elemGrad[T scalar](dx, y, g []T, fn int) {
 		dx[i] = g[i] * (1 - y[i]*y[i])
 	}
 }
+
+// rowDot is Σ_j y[b, j]·w[b, j] per row of two [B, n] matrices (log π(a|s)
+// from the log-probabilities and the one-hot actions), and sumProd is
+// Σ_{b,j} e[b, j]·y[b, j] over all elements (Σ p·log p). They compute what
+// gorgonia's Sum of its HadamardProd did, bit for bit: each product
+// rounded to the element type, then summed from zero in index order (its
+// SumF32 loop, per row for Σ over axis 1). Their gradients skip the
+// broadcast that Sum's gradient materialised and the product that
+// followed it: ∂/∂y of rowDot is w[b, j]·g[b] (rowScale), those of
+// sumProd are y·g and e·g (scaleBy), the same products gorgonia formed.
+// Only y gets rowDot's gradient (w is data).
+type rowDot struct{ buf *outBuf }
+
+// sumProd: see rowDot.
+type sumProd struct{}
+
+// rowScale is x[b, j]·g[b]; scaleBy is x·g for a scalar g.
+type rowScale struct{ buf *outBuf }
+
+// scaleBy: see rowScale.
+type scaleBy struct{ buf *outBuf }
+
+func matType(d int) G.TensorType { return G.TensorType{Dims: d, Of: hm.TypeVariable('a')} }
+
+func (op rowDot) Arity() int    { return 2 }
+func (op rowDot) Type() hm.Type { return hm.NewFnType(matType(2), matType(2), matType(1)) }
+func (op rowDot) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	s, err := shapeOf(in[0])
+	if err != nil {
+		return nil, err
+	}
+	return tensor.Shape{s[0]}, nil
+}
+func (op rowDot) Do(vals ...G.Value) (G.Value, error) {
+	x := vals[0].(tensor.Tensor)
+	return op.UsePreallocDo(op.buf.get(x.Dtype(), x.Shape()[0]), vals...)
+}
+func (op rowDot) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
+	if !vals[0].Shape().Eq(vals[1].Shape()) {
+		return nil, fmt.Errorf("ppo: rowDot: shapes %v and %v differ", vals[0].Shape(), vals[1].Shape())
+	}
+	switch y := vals[0].Data().(type) {
+	case []float32:
+		rowDotApply(prealloc.Data().([]float32), y, vals[1].Data().([]float32))
+	case []float64:
+		rowDotApply(prealloc.Data().([]float64), y, vals[1].Data().([]float64))
+	default:
+		return nil, fmt.Errorf("ppo: rowDot: unsupported input %T", y)
+	}
+	return prealloc, nil
+}
+func (op rowDot) ReturnsPtr() bool      { return false }
+func (op rowDot) CallsExtern() bool     { return false }
+func (op rowDot) OverwritesInput() int  { return -1 }
+func (op rowDot) WriteHash(h hash.Hash) { fmt.Fprint(h, "rowDot") }
+func (op rowDot) Hashcode() uint32      { return hashOp(op) }
+func (op rowDot) String() string        { return "RowDot" }
+func (op rowDot) DiffWRT(int) []bool    { return []bool{true, false} }
+func (op rowDot) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
+	dy, err := G.ApplyOp(rowScale{buf: op.buf.sibling()}, inputs[1], grad)
+	return G.Nodes{dy, nil}, err
+}
+
+func rowDotApply[T scalar](out, y, w []T) {
+	n := len(y) / len(out)
+	for r := range out {
+		var s T
+		for j, v := range y[r*n : r*n+n] {
+			s += T(v * w[r*n+j])
+		}
+		out[r] = s
+	}
+}
+
+func (op sumProd) Arity() int { return 2 }
+func (op sumProd) Type() hm.Type {
+	return hm.NewFnType(matType(2), matType(2), hm.TypeVariable('a'))
+}
+func (op sumProd) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	return tensor.ScalarShape(), nil
+}
+func (op sumProd) Do(vals ...G.Value) (G.Value, error) {
+	if !vals[0].Shape().Eq(vals[1].Shape()) {
+		return nil, fmt.Errorf("ppo: sumProd: shapes %v and %v differ", vals[0].Shape(), vals[1].Shape())
+	}
+	switch e := vals[0].Data().(type) {
+	case []float32:
+		return G.NewF32(sumProdApply(e, vals[1].Data().([]float32))), nil
+	case []float64:
+		return G.NewF64(sumProdApply(e, vals[1].Data().([]float64))), nil
+	}
+	return nil, fmt.Errorf("ppo: sumProd: unsupported input %T", vals[0].Data())
+}
+func (op sumProd) ReturnsPtr() bool      { return false }
+func (op sumProd) CallsExtern() bool     { return false }
+func (op sumProd) OverwritesInput() int  { return -1 }
+func (op sumProd) WriteHash(h hash.Hash) { fmt.Fprint(h, "sumProd") }
+func (op sumProd) Hashcode() uint32      { return hashOp(op) }
+func (op sumProd) String() string        { return "SumProd" }
+func (op sumProd) DiffWRT(int) []bool    { return []bool{true, true} }
+func (op sumProd) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) {
+	de, err := G.ApplyOp(scaleBy{buf: new(outBuf)}, inputs[1], grad)
+	if err != nil {
+		return nil, err
+	}
+	dy, err := G.ApplyOp(scaleBy{buf: new(outBuf)}, inputs[0], grad)
+	return G.Nodes{de, dy}, err
+}
+
+func sumProdApply[T scalar](e, y []T) T {
+	y = y[:len(e)]
+	var s T
+	for i, v := range e {
+		s += T(v * y[i])
+	}
+	return s
+}
+
+func (op rowScale) Arity() int    { return 2 }
+func (op rowScale) Type() hm.Type { return hm.NewFnType(matType(2), matType(1), matType(2)) }
+func (op rowScale) InferShape(in ...G.DimSizer) (tensor.Shape, error) {
+	return shapeOf(in[0])
+}
+func (op rowScale) Do(vals ...G.Value) (G.Value, error) {
+	x := vals[0].(tensor.Tensor)
+	return op.UsePreallocDo(op.buf.get(x.Dtype(), x.Shape()...), vals...)
+}
+func (op rowScale) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
+	switch x := vals[0].Data().(type) {
+	case []float32:
+		rowScaleApply(prealloc.Data().([]float32), x, vals[1].Data().([]float32))
+	case []float64:
+		rowScaleApply(prealloc.Data().([]float64), x, vals[1].Data().([]float64))
+	default:
+		return nil, fmt.Errorf("ppo: rowScale: unsupported input %T", x)
+	}
+	return prealloc, nil
+}
+func (op rowScale) ReturnsPtr() bool      { return false }
+func (op rowScale) CallsExtern() bool     { return false }
+func (op rowScale) OverwritesInput() int  { return -1 }
+func (op rowScale) WriteHash(h hash.Hash) { fmt.Fprint(h, "rowScale") }
+func (op rowScale) Hashcode() uint32      { return hashOp(op) }
+func (op rowScale) String() string        { return "RowScale" }
+
+func rowScaleApply[T scalar](out, x, g []T) {
+	n := len(x) / len(g)
+	if x32, ok := any(x).([]float32); ok {
+		out32 := any(out).([]float32)
+		for r, gv := range any(g).([]float32) {
+			nn.Scale(out32[r*n:r*n+n], x32[r*n:r*n+n], gv)
+		}
+		return
+	}
+	for r, gv := range g {
+		for j, v := range x[r*n : r*n+n] {
+			out[r*n+j] = v * gv
+		}
+	}
+}
+
+func (op scaleBy) Arity() int { return 2 }
+func (op scaleBy) Type() hm.Type {
+	return hm.NewFnType(matType(2), hm.TypeVariable('a'), matType(2))
+}
+func (op scaleBy) InferShape(in ...G.DimSizer) (tensor.Shape, error) { return shapeOf(in[0]) }
+func (op scaleBy) Do(vals ...G.Value) (G.Value, error) {
+	x := vals[0].(tensor.Tensor)
+	return op.UsePreallocDo(op.buf.get(x.Dtype(), x.Shape()...), vals...)
+}
+func (op scaleBy) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
+	switch x := vals[0].Data().(type) {
+	case []float32:
+		g, ok := vals[1].Data().(float32)
+		if !ok {
+			return nil, fmt.Errorf("ppo: scaleBy: factor %T", vals[1].Data())
+		}
+		nn.Scale(prealloc.Data().([]float32), x, g)
+	case []float64:
+		g, ok := vals[1].Data().(float64)
+		if !ok {
+			return nil, fmt.Errorf("ppo: scaleBy: factor %T", vals[1].Data())
+		}
+		out := prealloc.Data().([]float64)
+		for i, v := range x {
+			out[i] = v * g
+		}
+	default:
+		return nil, fmt.Errorf("ppo: scaleBy: unsupported input %T", x)
+	}
+	return prealloc, nil
+}
+func (op scaleBy) ReturnsPtr() bool      { return false }
+func (op scaleBy) CallsExtern() bool     { return false }
+func (op scaleBy) OverwritesInput() int  { return -1 }
+func (op scaleBy) WriteHash(h hash.Hash) { fmt.Fprint(h, "scaleBy") }
+func (op scaleBy) Hashcode() uint32      { return hashOp(op) }
+func (op scaleBy) String() string        { return "ScaleBy" }
 
 // addBias adds a [1, n] bias to every row of a [B, n] matrix; its
 // gradient is the upstream gradient for the matrix and the column sums
@@ -383,6 +590,13 @@ func (op colSum) String() string        { return "ColSum" }
 func colSumApply[T scalar](s, x []T) {
 	clear(s)
 	n := len(s)
+	if x32, ok := any(x).([]float32); ok {
+		s32 := any(s).([]float32)
+		for r := 0; r+n <= len(x32); r += n {
+			nn.Add(s32, s32, x32[r:r+n]) // s + row, column by column
+		}
+		return
+	}
 	for r := 0; r+n <= len(x); r += n {
 		for j := range s {
 			s[j] += x[r+j]

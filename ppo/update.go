@@ -193,16 +193,18 @@ func (t *Trainer) netSums(net int) {
 }
 
 // applyStep clips (scales by c when scale) and applies the Adam step to
-// the parameters of one net.
+// the parameters of one net, in one pass over the net's range of the flat
+// vector (a net's parameters are contiguous: actor [0, Split), critic
+// [Split, Size)).
 func (t *Trainer) applyStep(net int, c float32, scale bool, s adamStep) {
-	for _, i := range t.netParams[net] {
-		p := t.arch.Params[i]
-		lo, hi := p.Off, p.Off+p.Len()
-		if scale {
-			scaleGrad(t.grad[lo:hi], c)
-		}
-		t.opt.apply(s, t.theta, t.grad, lo, hi)
+	lo, hi := 0, t.arch.Split
+	if net == nn.CriticNet {
+		lo, hi = t.arch.Split, t.arch.Size
 	}
+	if !scale {
+		c = 1 // g·1 = g: the gradient is left as it is
+	}
+	t.opt.applyScaled(s, c, t.theta, t.grad, lo, hi)
 }
 
 // criticWorker is the goroutine that runs the critic's share of every

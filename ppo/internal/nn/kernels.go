@@ -94,9 +94,17 @@ func ElemApply[T Scalar](y, x []T, fn int) {
 	}
 }
 
-// BiasApply writes x + b into y, b added to every row of x.
+// BiasApply writes x + b into y, b added to every row of x (float32 rows
+// through Add).
 func BiasApply[T Scalar](y, x, b []T) {
 	n := len(b)
+	if x32, ok := any(x).([]float32); ok {
+		y32, b32 := any(y).([]float32), any(b).([]float32)
+		for r := 0; r+n <= len(x32); r += n {
+			Add(y32[r:r+n], x32[r:r+n], b32)
+		}
+		return
+	}
 	for r := 0; r+n <= len(x); r += n {
 		for j, v := range b {
 			y[r+j] = x[r+j] + v

@@ -1,3 +1,5 @@
+//go:build amd64 && !purego
+
 #include "textflag.h"
 
 // Offsets of the constants in tanhConsts (32 bytes each).
@@ -61,5 +63,51 @@ loop:
 	ADDQ      $16, DI
 	DECQ      CX
 	JNZ       loop
+	VZEROUPPER
+	RET
+
+// func tanh8AVX512(y, x *float32, n int, c *[13][4]float64)
+// tanh4AVX eight lanes at a time (Z registers, AVX-512F): the same
+// operations in the same order, each constant broadcast from its first
+// lane (.BCST), so the bits are the same.
+TEXT ·tanh8AVX512(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ c+24(FP), R8
+	VBROADCASTSD LO(R8), Z14
+	VBROADCASTSD HI(R8), Z15
+
+loop8:
+	VCVTPS2PD (SI), Z0
+	VMAXPD    Z0, Z14, Z0 // t = max(−9, x), x when NaN
+	VMINPD    Z0, Z15, Z0 // t = min(9, t), t when NaN
+	VMULPD    Z0, Z0, Z1  // t2
+	VMULPD.BCST P5(R8), Z1, Z2
+	VADDPD.BCST P4(R8), Z2, Z2
+	VMULPD    Z1, Z2, Z2
+	VADDPD.BCST P3(R8), Z2, Z2
+	VMULPD    Z1, Z2, Z2
+	VADDPD.BCST P2(R8), Z2, Z2
+	VMULPD    Z1, Z2, Z2
+	VADDPD.BCST P1(R8), Z2, Z2
+	VMULPD    Z1, Z2, Z2
+	VADDPD.BCST P0(R8), Z2, Z2  // p
+	VMULPD.BCST Q4(R8), Z1, Z3
+	VADDPD.BCST Q3(R8), Z3, Z3
+	VMULPD    Z1, Z3, Z3
+	VADDPD.BCST Q2(R8), Z3, Z3
+	VMULPD    Z1, Z3, Z3
+	VADDPD.BCST Q1(R8), Z3, Z3
+	VMULPD    Z1, Z3, Z3
+	VADDPD.BCST Q0(R8), Z3, Z3  // q
+	VMULPD    Z2, Z0, Z2      // t·p
+	VDIVPD    Z3, Z2, Z2      // (t·p)/q
+	VCVTPD2PS Z2, Y2
+	VMOVUPS   Y2, (DI)
+	ADDQ      $32, SI
+	ADDQ      $32, DI
+	DECQ      CX
+	JNZ       loop8
 	VZEROUPPER
 	RET

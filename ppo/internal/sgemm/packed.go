@@ -77,21 +77,24 @@ func MulPacked(m int, a []float32, lda int, b *Packed, c []float32, ldc int) {
 	}
 }
 
-// mulTiles runs the 6×16 micro-kernel over the m (a multiple of 6) rows.
+// mulTiles runs the micro-kernels over the m (a multiple of 6) rows,
+// reading A in place and the packed panels two at a time (a Packed
+// always has an even number of panels).
 func mulTiles(m int, a []float32, lda int, b *Packed, c []float32, ldc int) {
 	n, k := b.n, b.k
-	pa := pool.Get().(*[]float32)
-	defer pool.Put(pa)
-	ap := grow(pa, m*k)
-	packA(ap, false, m, k, a, lda)
-	var tile [mr * nr]float32
-	for j0 := 0; j0 < n; j0 += nr {
-		jn := min(nr, n-j0)
-		bpanel := b.data[j0*k : (j0+nr)*k]
+	var buf [mr * 2 * nr]float32
+	const w = 2 * nr
+	for j0 := 0; j0 < n; j0 += w {
+		jn := min(w, n-j0)
+		bpanel := b.data[j0*k:]
 		for i0 := 0; i0 < m; i0 += mr {
-			kernel(k, ap[i0*k:(i0+mr)*k], bpanel, &tile)
+			if jn == w {
+				tile(w, k, a[i0*lda:], lda, 1, bpanel, nr, nr*k, c[i0*ldc+j0:], ldc)
+				continue
+			}
+			tile(w, k, a[i0*lda:], lda, 1, bpanel, nr, nr*k, buf[:], w)
 			for i := range mr {
-				copy(c[(i0+i)*ldc+j0:(i0+i)*ldc+j0+jn], tile[i*nr:i*nr+jn])
+				copy(c[(i0+i)*ldc+j0:(i0+i)*ldc+j0+jn], buf[i*w:i*w+jn])
 			}
 		}
 	}

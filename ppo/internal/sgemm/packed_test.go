@@ -12,13 +12,8 @@ import (
 // edges, both B layouts and both kernels.
 func TestMulPackedMatchesGemm(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
-	saved := Assembly
-	defer setAssembly(saved)
-	for _, asm := range []bool{false, true} {
-		if asm && !saved {
-			continue
-		}
-		setAssembly(asm)
+	for _, kern := range kernels() {
+		restore := setKernel(kern)
 		for _, nk := range [][2]int{{1, 1}, {1, 64}, {16, 3}, {17, 5}, {45, 64}, {64, 181}, {65, 7}, {130, 33}, {5, 0}} {
 			n, k := nk[0], nk[1]
 			for _, transB := range []bool{false, true} {
@@ -40,7 +35,7 @@ func TestMulPackedMatchesGemm(t *testing.T) {
 					for i := range m {
 						for j := range n {
 							if g, w := got[i*ldc+j], want[i*ldc+j]; math.Float32bits(g) != math.Float32bits(w) {
-								t.Fatalf("asm=%v transB=%v %d×%d×%d: c[%d,%d] = %v, Gemm gives %v", asm, transB, m, n, k, i, j, g, w)
+								t.Fatalf("%s transB=%v %d×%d×%d: c[%d,%d] = %v, Gemm gives %v", kern, transB, m, n, k, i, j, g, w)
 							}
 						}
 						for j := n; j < ldc && i*ldc+j < len(got); j++ {
@@ -52,6 +47,7 @@ func TestMulPackedMatchesGemm(t *testing.T) {
 				}
 			}
 		}
+		restore()
 	}
 }
 

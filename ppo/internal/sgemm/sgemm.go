@@ -52,27 +52,78 @@ func Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
 		return
 	}
 
-	mp, np := (m+mr-1)/mr, (n+nr-1)/nr
-	pa, pb := pool.Get().(*[]float32), pool.Get().(*[]float32)
-	defer pool.Put(pa)
-	defer pool.Put(pb)
-	ap := grow(pa, mp*mr*k)
-	bp := grow(pb, np*nr*k)
-	packA(ap, transA, m, k, a, lda)
-	packB(bp, transB, n, k, b, ldb)
+	gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
 
-	var tile [mr * nr]float32
-	for jp := range np {
+// gemm is Gemm after the checks, for k > 0 and α ≠ 0. The micro-kernels
+// read op(A) in place (element (i, l) at a[i·ars + l·acs]); only a last
+// group of fewer than 6 rows is packed, zero-padded. op(B) is read in
+// place where B is not transposed and a 16-column panel is full, and
+// packed otherwise (Bᵀ, the last ragged panel). Whole tiles of C with
+// α = 1, β = 0 are written in place; the others go through a tile buffer.
+// None of this changes what is summed or in which order: every element
+// of C is Σ_l op(A)[i][l]·op(B)[l][j] accumulated from zero in l order by
+// the kernel's arithmetic, whatever the layout it was read from.
+func gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	ars, acs := lda, 1
+	if transA {
+		ars, acs = 1, lda
+	}
+	np := (n + nr - 1) / nr
+	first := 0 // the first packed panel of op(B); the ones before it are read in place
+	if !transB {
+		first = n / nr
+	}
+	pb := pool.Get().(*[]float32)
+	defer pool.Put(pb)
+	var bp []float32
+	if first < np {
+		bp = grow(pb, (np-first)*nr*k)
+		if transB {
+			packB(bp, true, n, k, b, ldb)
+		} else {
+			packB(bp, false, n-first*nr, k, b[first*nr:], ldb)
+		}
+	}
+	var edge []float32 // the last rows of op(A) if fewer than 6, packed
+	full := m / mr * mr
+	if full < m {
+		pe := pool.Get().(*[]float32)
+		defer pool.Put(pe)
+		edge = grow(pe, mr*k)
+		if transA {
+			packA(edge, true, m-full, k, a[full:], lda)
+		} else {
+			packA(edge, false, m-full, k, a[full*lda:], lda)
+		}
+	}
+
+	var buf [mr * 2 * nr]float32
+	for jp := 0; jp < np; {
+		w := nr
+		if jp+1 < np && (jp+1 < first || jp >= first) { // two panels of one layout: a 32-column tile
+			w = 2 * nr
+		}
 		j0 := jp * nr
-		jn := min(nr, n-j0)
-		bpanel := bp[jp*nr*k : (jp+1)*nr*k]
-		for ip := range mp {
-			i0 := ip * mr
+		jn := min(w, n-j0)
+		bs, bls, bps := b[j0:], ldb, nr
+		if jp >= first {
+			bs, bls, bps = bp[(jp-first)*nr*k:], nr, nr*k
+		}
+		for i0 := 0; i0 < m; i0 += mr {
+			as, rs, cs := a[i0*ars:], ars, acs
+			if i0 == full {
+				as, rs, cs = edge, 1, mr
+			}
 			in := min(mr, m-i0)
-			kernel(k, ap[ip*mr*k:(ip+1)*mr*k], bpanel, &tile)
+			if in == mr && jn == w && alpha == 1 && beta == 0 {
+				tile(w, k, as, rs, cs, bs, bls, bps, c[i0*ldc+j0:], ldc)
+				continue
+			}
+			tile(w, k, as, rs, cs, bs, bls, bps, buf[:], w)
 			for i := range in {
 				row := c[(i0+i)*ldc+j0 : (i0+i)*ldc+j0+jn]
-				t := tile[i*nr : i*nr+jn]
+				t := buf[i*w : i*w+jn]
 				switch {
 				case beta == 0 && alpha == 1:
 					copy(row, t)
@@ -87,6 +138,7 @@ func Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
 				}
 			}
 		}
+		jp += w / nr
 	}
 }
 
@@ -173,17 +225,22 @@ func packB(dst []float32, trans bool, n, k int, b []float32, ldb int) {
 	}
 }
 
-// kernelGo computes the 6×16 tile Σ_l a[l][0:6] ⊗ b[l][0:16].
-func kernelGo(k int, a, b []float32, c *[mr * nr]float32) {
-	*c = [mr * nr]float32{}
+// kernelGo computes the 6×16 tile c[i·ldc + j] = Σ_l a[i·ars + l·acs]·
+// b[l·bls + j], each element summed from zero in l order with a separate
+// multiply and add (two roundings).
+func kernelGo(k int, a []float32, ars, acs int, b []float32, bls int, c []float32, ldc int) {
+	var t [mr * nr]float32
 	for l := range k {
-		av := a[l*mr : l*mr+mr]
-		bv := b[l*nr : l*nr+nr]
-		for i, x := range av {
-			row := c[i*nr : i*nr+nr]
+		bv := b[l*bls : l*bls+nr]
+		for i := range mr {
+			x := a[i*ars+l*acs]
+			row := t[i*nr : i*nr+nr]
 			for j, y := range bv {
 				row[j] += x * y
 			}
 		}
+	}
+	for i := range mr {
+		copy(c[i*ldc:i*ldc+nr], t[i*nr:i*nr+nr])
 	}
 }

@@ -44,12 +44,8 @@ func randSlice(r *rand.Rand, n int) []float32 {
 
 func TestGemmMatchesNaive(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, asm := range []bool{false, true} {
-		if asm && !Assembly {
-			continue
-		}
-		saved := Assembly
-		setAssembly(asm)
+	for _, kern := range kernels() {
+		restore := setKernel(kern)
 		for _, sz := range [][3]int{{1, 1, 1}, {6, 16, 1}, {7, 17, 3}, {256, 64, 181}, {181, 64, 256}, {5, 45, 64}, {13, 1, 64}, {3, 3, 0}} {
 			m, n, k := sz[0], sz[1], sz[2]
 			for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
@@ -76,7 +72,7 @@ func TestGemmMatchesNaive(t *testing.T) {
 						for j := range n {
 							g, w := c[i*ldc+j], want[i*ldc+j]
 							if math.Abs(float64(g-w)) > 1e-4*math.Sqrt(float64(k)+1)*(1+math.Abs(float64(w))) {
-								t.Fatalf("asm=%v %v %dx%dx%d α=%v β=%v: c[%d,%d] = %v, want %v", asm, tr, m, n, k, ab[0], ab[1], i, j, g, w)
+								t.Fatalf("%s %v %dx%dx%d α=%v β=%v: c[%d,%d] = %v, want %v", kern, tr, m, n, k, ab[0], ab[1], i, j, g, w)
 							}
 						}
 						for j := n; j < ldc && i*ldc+j < len(c); j++ { // padding untouched
@@ -88,7 +84,7 @@ func TestGemmMatchesNaive(t *testing.T) {
 				}
 			}
 		}
-		setAssembly(saved)
+		restore()
 	}
 }
 
@@ -107,7 +103,7 @@ func TestGemmDeterministic(t *testing.T) {
 }
 
 // BenchmarkSgemm runs the eight products of one actor forward+backward at
-// B = 256, obs 181 (45 MFLOP per op, doubled for both nets).
+// B = 256, obs 181, twice (45 MFLOP per op, GFLOP/s reported).
 func BenchmarkSgemm(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	const B = 256
@@ -143,6 +139,8 @@ func BenchmarkSgemm(b *testing.B) {
 					g(true, false, 181, 64, B, 1, x, 181, dh1, 64, 0, dw1, 64)
 				}
 			}
+			flops := 2 * 2 * B * float64(181*64+64*64+64*45+64*45+64*45+64*64+64*64+181*64)
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
 }
