@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -34,6 +35,7 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 	fs.IntVar(&cfg.Workers, "workers", 0, "goroutines stepping one vector (0: GOMAXPROCS)")
 	scenario := fs.String("scenario", "", "default scenario of created environments: a physics preset ("+strings.Join(env.Scenarios(), " or ")+") or a scenario file (eval calibrate -out writes one); default realistic")
 	maxConns := fs.Int("max-conns", 256, "open client connections at most; further ones wait in the kernel's accept queue")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (diagnostics)")
 	if err := command.Parse(fs, "usage: serve env [flags]\nserves the simulator as remote Gymnasium environments over HTTP/1.1 and h2c", args, o); err != nil {
 		return err
 	}
@@ -60,6 +62,17 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 	s, err := envserver.New(cfg)
 	if err != nil {
 		return command.Usagef("serve env: %v", err)
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -104,6 +117,7 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 	if err := srv.Shutdown(shctx); err != nil {
 		srv.Close() //nolint:errcheck // cut what did not finish in time
 	}
+	s.CloseStreams() // upgraded connections, which Shutdown does not track
 	<-served
 	return nil
 }
