@@ -292,7 +292,7 @@ func TestStreamLifetime(t *testing.T) {
 // and a body of the announced length) and never panics or hangs.
 func FuzzStream(f *testing.F) {
 	create := []byte(`{"profile":"etl","num_envs":2,"steps":3}`)
-	act := AppendInt64s(nil, make([]int64, 2*4))
+	act := AppendInt64s(nil, make([]int64, 2*9)) // 2 ETL envs of 9 tasks
 	frame := func(op byte, id uint64, p []byte) []byte {
 		return append(AppendFrameHeader(nil, FrameHeader{Op: op, ID: id, N: uint32(len(p))}), p...)
 	}
