@@ -5,7 +5,7 @@ import numpy as np
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ._protocol import ServerError, connect, decode, encode_actions
+from ._protocol import OP_CLOSE, OP_RESET, OP_STEP, ServerError, connect, decode, encode_actions
 
 _SEED_HIGH = 2**63 - 1
 _EPISODE_KEYS = ("episode_return", "episode_length")
@@ -30,7 +30,7 @@ class _Remote:
         self._conn, self._server = connect(addr)
         self._id = None
         try:
-            self.meta = self._conn.json("POST", "/v1/envs", request)
+            self.meta = self._conn.create(request)
         except BaseException:
             self._shutdown()
             raise
@@ -91,31 +91,32 @@ class _Remote:
                 info["_" + k] = mask
         return info
 
-    def _post(self, verb, body, ctype, kinds):
+    def _post(self, op, body, kinds):
         if self._id is None:
             raise ServerError(410, "closed", "streamscale_env: the environment is closed")
-        secs = decode(self._conn.request("POST", f"/v1/envs/{self._id}/{verb}", body, ctype))
+        secs = decode(self._conn.call(op, self._id, body))
         if [k for k, _ in secs] != kinds:
+            verb = "reset" if op == OP_RESET else "step"
             raise ValueError(f"streamscale_env: {verb} response has sections {b''.join(k for k, _ in secs)!r}, "
                              f"want {b''.join(kinds)!r}")
         return secs
 
     def _reset_remote(self, seed, vector):
         kinds = [b"f", *_INFO_KINDS] if vector else [b"f", b"j"]
-        return self._post("reset", f'{{"seed":{int(seed)}}}'.encode(), "application/json", kinds)
+        return self._post(OP_RESET, f'{{"seed":{int(seed)}}}'.encode(), kinds)
 
     def _step_remote(self, actions, n, vector):
         a = np.asarray(actions)
         if a.size != n * self._ntasks:
             raise ValueError(f"streamscale_env: action has {a.size} entries, want {n * self._ntasks}")
         kinds = [b"f", b"d", b"b", b"f", *_INFO_KINDS] if vector else [b"f", b"d", b"b", b"j"]
-        return self._post("step", encode_actions(a), "application/octet-stream", kinds)
+        return self._post(OP_STEP, encode_actions(a), kinds)
 
     def _shutdown(self):
         try:
             if self._id is not None:
                 try:
-                    self._conn.request("DELETE", f"/v1/envs/{self._id}")
+                    self._conn.call(OP_CLOSE, self._id)
                 except (ServerError, OSError):
                     pass  # already freed, or the server is gone
                 self._id = None
