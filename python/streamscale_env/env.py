@@ -1,5 +1,7 @@
 """Gymnasium environments over a ``serve env`` server."""
 
+import itertools
+
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import VectorEnv
@@ -43,11 +45,15 @@ class _Remote:
         self._flat = self.meta["flat_size"]
         self._ntasks = len(self.meta["spaces"]["nvec"])
         self._nvec = np.array(self.meta["spaces"]["nvec"], dtype=np.int64)
-        self._layout = self.meta.get("info_layout")
-        if request.get("num_envs") and self._layout is None:
+        self._layout = lay = self.meta.get("info_layout")
+        if request.get("num_envs") and lay is None:
             self._shutdown()
             raise RuntimeError(f"streamscale_env: the server at {self._conn.addr} sends no info_layout for a vector "
                                "(an older serve env); rebuild it")
+        if lay is not None:
+            # A vector's info keys, in the single env's order, and their masks.
+            keys = [*lay["int64"], *lay["float64"], *lay["bool"], *lay["per_task"]]
+            self._mask_keys = ["_" + k for k in keys if k not in _EPISODE_KEYS]
         return obs_space, act_space
 
     def _split(self, flat, n=None):
@@ -73,22 +79,14 @@ class _Remote:
         single env's key order; plus episode_return and episode_length."""
         (_, f), (_, ints), (_, b), (_, per_task) = secs
         lay = self._layout
-        f = f.reshape(len(lay["float64"]), n)
-        ints = ints.reshape(len(lay["int64"]), n)
-        b = b.view(np.bool_).reshape(len(lay["bool"]), n)
-        mask = np.ones(n, dtype=np.bool_)
-        info = {}
-        for r, k in enumerate(lay["int64"]):
-            info[k] = ints[r].view(np.uint64) if k in lay["uint64"] else ints[r]
-        for r, k in enumerate(lay["float64"]):
-            info[k] = f[r]
-        for r, k in enumerate(lay["bool"]):
-            info[k] = b[r]
+        info = dict(zip(lay["int64"], ints.reshape(len(lay["int64"]), n)))
+        for k in lay["uint64"]:
+            info[k] = info[k].view(np.uint64)
+        info.update(zip(lay["float64"], f.reshape(len(lay["float64"]), n)))
+        info.update(zip(lay["bool"], b.view(np.bool_).reshape(len(lay["bool"]), n)))
         (k,) = lay["per_task"]
         info[k] = per_task.reshape(n, self._ntasks)
-        for k in list(info):
-            if k not in _EPISODE_KEYS:
-                info["_" + k] = mask
+        info.update(zip(self._mask_keys, itertools.repeat(np.ones(n, dtype=np.bool_))))
         return info
 
     def _post(self, op, body, kinds):
