@@ -35,8 +35,12 @@ for r in $(seq 1 "$repeats"); do
     [ "$side" = before ] && tree="$tmp/before"
     echo "== repeat $r $side ($(uptime | sed 's/.*load/load/'))"
     (cd serve/cli && STREAMSCALE_ENV_BIN="$tmp/serve-$side" "$tmp/cli.test" -test.run '^$' \
-      -test.bench EnvServeCPU -test.benchtime "${seconds}s" 2>&1 | grep -E '^Benchmark|SKIP' || true)
+      -test.bench EnvServeCPU -test.benchtime "${seconds}s" 2>&1 | grep -E 'Benchmark|server/inproc|SKIP' || true)
     (cd "$tree/python" && STREAMSCALE_ENV_BIN="$tmp/serve-$side" PYTHONPATH="$peers:." /usr/bin/python3 \
       examples/speed.py --seconds "$seconds" --repeats 1 --modes sb3,gym)
+    if [ "$side" = after ]; then  # the new client on loopback TCP too (before had only TCP)
+      (cd python && STREAMSCALE_ENV_BIN="$tmp/serve-after" PYTHONPATH="$peers:." /usr/bin/python3 \
+        examples/speed.py --seconds "$seconds" --repeats 1 --modes sb3 --tcp)
+    fi
   done
 done

@@ -101,8 +101,13 @@ class Connection:
 
     def __init__(self, addr, timeout=120.0, stream=False):
         addr = addr.removeprefix("http://").rstrip("/")
-        host, _, port = addr.rpartition(":")
-        self.addr, self._host, self._port, self._timeout = addr, host, int(port), timeout
+        self.addr, self._timeout = addr, timeout
+        self._unix = addr.removeprefix("unix:") if addr.startswith("unix:") else None
+        if self._unix is not None:
+            self._host_header = "localhost"
+        else:
+            host, _, port = addr.rpartition(":")
+            self._host, self._port, self._host_header = host, int(port), addr
         self._sock = None
         self._rest = b""  # bytes read past the last response (none in practice)
         # bound: environments were created over this connection. serve env
@@ -118,11 +123,21 @@ class Connection:
         if self.bound and self._opened:
             raise ConnectionError(f"streamscale_env: the connection to serve env at {self.addr} was closed, and the "
                                   "environments created over it were freed with it; create new environments")
-        self._sock = socket.create_connection((self._host, self._port), timeout=self._timeout)
+        if self._unix is not None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.settimeout(self._timeout)
+                sock.connect(self._unix)
+            except BaseException:
+                sock.close()
+                raise
+            self._sock = sock
+        else:
+            self._sock = socket.create_connection((self._host, self._port), timeout=self._timeout)
+            # One small request per step: do not let Nagle's algorithm
+            # hold a segment back waiting for a delayed ACK.
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._opened = True
-        # One small request per step: do not let Nagle's algorithm
-        # hold a segment back waiting for a delayed ACK.
-        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._rest = b""
         self.stream = False
         if self._want_stream:
@@ -130,7 +145,7 @@ class Connection:
 
     def _upgrade(self):
         try:
-            self._sock.sendall(f"GET /v1/stream HTTP/1.1\r\nHost: {self.addr}\r\nConnection: Upgrade\r\n"
+            self._sock.sendall(f"GET /v1/stream HTTP/1.1\r\nHost: {self._host_header}\r\nConnection: Upgrade\r\n"
                                f"Upgrade: {STREAM_PROTOCOL}\r\n\r\n".encode("ascii"))
             status, _, headers = self._response(upgrade=True)
         except _Stale:
@@ -221,7 +236,7 @@ class Connection:
         return status, view[_REPLY.size:need]
 
     def request(self, method, path, body=None, ctype="application/json"):
-        head = f"{method} {path} HTTP/1.1\r\nHost: {self.addr}\r\n"
+        head = f"{method} {path} HTTP/1.1\r\nHost: {self._host_header}\r\n"
         if body is not None:
             head += f"Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
         msg = (head + "\r\n").encode("ascii")
@@ -429,11 +444,18 @@ def server_binary():
 
 
 class LocalServer:
-    """A ``serve env`` process on a free loopback port, the program
-    server_binary() finds. stop() ends it (its process group)."""
+    """A ``serve env`` process, the program server_binary() finds, on a
+    Unix socket in a fresh temporary directory (``unix=True``, the default
+    where the platform has them: a round trip costs less than over
+    loopback TCP) or a free loopback port. stop() ends it (its process
+    group) and removes the directory."""
 
-    def __init__(self, extra_args=(), start_timeout=120.0):
-        cmd = [server_binary(), "env", "-addr", "127.0.0.1:0", *extra_args]
+    def __init__(self, extra_args=(), start_timeout=120.0, unix=None):
+        if unix is None:
+            unix = hasattr(socket, "AF_UNIX") and os.name == "posix"
+        self._dir = tempfile.mkdtemp(prefix="streamscale_env-") if unix else None
+        listen = f"unix:{os.path.join(self._dir, 'env.sock')}" if unix else "127.0.0.1:0"
+        cmd = [server_binary(), "env", "-addr", listen, *extra_args]
         # In a checkout the server finds ../shared/data/traces beside it
         # (traces.DefaultDir; $STREAMSCALE_TRACES overrides).
         self.proc = subprocess.Popen(cmd, cwd=repo_root(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -442,12 +464,14 @@ class LocalServer:
         reader = threading.Thread(target=lambda: line.__setitem__(0, self.proc.stdout.readline()), daemon=True)
         reader.start()
         reader.join(start_timeout)
-        if not line[0] or not line[0].startswith("http://"):
+        if not line[0] or not line[0].startswith(("http://", "unix:")):
+            self._kill()
+            err = self.proc.stderr.read()[-2000:]
             self.stop()
-            raise RuntimeError(f"streamscale_env: {' '.join(cmd)} did not print its address: {self.proc.stderr.read()[-2000:]}")
+            raise RuntimeError(f"streamscale_env: {' '.join(cmd)} did not print its address: {err}")
         self.addr = line[0].strip().removeprefix("http://")
 
-    def stop(self):
+    def _kill(self):
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
@@ -458,9 +482,15 @@ class LocalServer:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+
+    def stop(self):
+        self._kill()
         for f in (self.proc.stdout, self.proc.stderr):
             if f:
                 f.close()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
 
 
 def connect(addr):

@@ -21,12 +21,12 @@ import (
 
 // runEnv serves the simulator as remote Gymnasium environments
 // (package envserver). It prints the listening address on stdout (one
-// line, "http://HOST:PORT"), so that a client starting it with -addr
-// 127.0.0.1:0 learns the port.
+// line, "http://HOST:PORT", or "unix:PATH" for -addr unix:PATH), so that
+// a client starting it with -addr 127.0.0.1:0 learns the port.
 func runEnv(ctx context.Context, args []string, o command.IO) error {
 	fs := command.NewFlagSet("serve env")
 	var cfg envserver.Config
-	addr := fs.String("addr", "127.0.0.1:8090", "listen address (host:port; port 0 picks a free one, printed on stdout)")
+	addr := fs.String("addr", "127.0.0.1:8090", "listen address: host:port (port 0 picks a free one, printed on stdout), or unix:PATH for a Unix socket at PATH (local clients only; a round trip costs less than over loopback TCP)")
 	fs.IntVar(&cfg.MaxEnvs, "max-envs", envserver.DefaultMaxEnvs, fmt.Sprintf("simulator environments alive in total (a vector of N counts N), 1..%d", envserver.MaxEnvsLimit))
 	fs.IntVar(&cfg.MaxEnvsPerConn, "max-envs-per-conn", 0, fmt.Sprintf("environments alive per client connection (0: min(%d, -max-envs)); an env is freed when its connection closes", envserver.DefaultMaxEnvsPerConn))
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", envserver.DefaultIdleTimeout, "free an instance no request touched for this long, and close a connection idle this long (freeing its envs)")
@@ -74,10 +74,18 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	ln, err := net.Listen("tcp", *addr)
+	network, laddr, shown := "tcp", *addr, "http://"
+	if path, ok := strings.CutPrefix(*addr, "unix:"); ok {
+		if path == "" {
+			return command.Usagef("serve env: -addr unix: names no path")
+		}
+		network, laddr, shown = "unix", path, "unix:"
+	}
+	ln, err := net.Listen(network, laddr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	// A Unix listener removes its socket file when closed.
 	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil && !ap.Addr().Unmap().IsLoopback() {
 		fmt.Fprintf(o.Stderr, "serve: note: listening on %s, which is not a loopback address\n", ap)
 	}
@@ -102,10 +110,10 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 	go s.Run(sctx)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(netutil.LimitListener(ln, *maxConns)) }()
-	fmt.Fprintf(o.Stdout, "http://%s\n", ln.Addr())
+	fmt.Fprintf(o.Stdout, "%s%s\n", shown, ln.Addr())
 	st := s.Stats()
-	fmt.Fprintf(o.Stderr, "serve: env: listening on http://%s (HTTP/1.1 and h2c; at most %d envs, %d per connection, idle timeout %v)\n",
-		ln.Addr(), st.MaxEnvs, st.MaxEnvsPerConn, cfg.IdleTimeout)
+	fmt.Fprintf(o.Stderr, "serve: env: listening on %s%s (HTTP/1.1 and h2c, frames after an upgrade; at most %d envs, %d per connection, idle timeout %v)\n",
+		shown, ln.Addr(), st.MaxEnvs, st.MaxEnvsPerConn, cfg.IdleTimeout)
 	select {
 	case <-ctx.Done():
 	case err := <-served:

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,7 +30,8 @@ const benchEnvs = 16
 // against the same vector stepped in process. The server runs as a child
 // process (this test binary as `serve env`, or $STREAMSCALE_ENV_BIN, an
 // older build for a before/after), stepped by a Go client over the frame
-// protocol (stream) or plain HTTP (http); its CPU is read from
+// protocol over loopback TCP (stream) or a Unix socket (unix), or plain
+// HTTP over TCP (http); its CPU is read from
 // /proc/<pid>/stat (Linux only), the in-process one from getrusage
 // around each local step. Each iteration is one remote and one local
 // vector step of 16 ETL envs (realistic physics, taxi-train, placements
@@ -37,19 +39,19 @@ const benchEnvs = 16
 // same load. Metrics: server-µs/env-step and inproc-µs/env-step (CPU),
 // their ratio, and remote env-steps/s of wall time.
 func BenchmarkEnvServeCPU(b *testing.B) {
-	for _, transport := range []string{"stream", "http"} {
+	for _, transport := range []string{"stream", "unix", "http"} {
 		b.Run(transport, func(b *testing.B) { benchServeCPU(b, transport) })
 	}
 }
 
 func benchServeCPU(b *testing.B, transport string) {
-	addr, pid := startServeEnv(b)
+	addr, pid := startServeEnv(b, transport == "unix")
 	if _, err := procCPU(pid); err != nil {
 		b.Skipf("no per-process CPU time: %v", err)
 	}
 	var c benchClient
 	var err error
-	if transport == "stream" {
+	if transport != "http" {
 		c, err = dialFrames(addr)
 	} else {
 		c, err = dialHTTP(addr)
@@ -157,9 +159,14 @@ func localVec(b *testing.B, tasks int) (*env.VecEnv, [][]env.Action) {
 }
 
 // startServeEnv starts `serve env` as a child process on a free loopback
-// port, stopped when b ends; it returns its address and pid.
-func startServeEnv(b *testing.B) (string, int) {
-	args := []string{"env", "-addr", "127.0.0.1:0", "-max-envs-per-conn", "32"}
+// port or a Unix socket, stopped when b ends; it returns its address
+// ("unix:PATH" for a socket) and pid.
+func startServeEnv(b *testing.B, unix bool) (string, int) {
+	listen := "127.0.0.1:0"
+	if unix {
+		listen = "unix:" + filepath.Join(b.TempDir(), "env.sock")
+	}
+	args := []string{"env", "-addr", listen, "-max-envs-per-conn", "32"}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), reexecEnv+"=1")
 	if bin := os.Getenv("STREAMSCALE_ENV_BIN"); bin != "" {
@@ -184,7 +191,10 @@ func startServeEnv(b *testing.B) (string, int) {
 		}
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "http://") {
+	switch {
+	case unix && line == "":
+		b.Skipf("serve env -addr %s printed no address (a build without Unix sockets?)", listen)
+	case err != nil || !strings.HasPrefix(line, "http://") && !strings.HasPrefix(line, "unix:"):
 		b.Fatalf("serve env printed %q: %v", line, err)
 	}
 	go io.Copy(io.Discard, stdout) //nolint:errcheck // drain until it exits
@@ -232,7 +242,11 @@ type frameClient struct {
 }
 
 func dialFrames(addr string) (*frameClient, error) {
-	nc, err := net.Dial("tcp", addr)
+	network, host := "tcp", addr
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		network, host, addr = "unix", path, "localhost"
+	}
+	nc, err := net.Dial(network, host)
 	if err != nil {
 		return nil, err
 	}

@@ -170,6 +170,29 @@ class RemoteEnvTest(unittest.TestCase):
                 vec.close()
         self.assertEqual(run("stream"), run("http"))
 
+    def test_unix_and_tcp_servers_agree(self):
+        """The suite's server is on a Unix socket (LocalServer's default);
+        one on loopback TCP gives the same episode."""
+        self.assertTrue(self.addr.startswith("unix:"), self.addr)
+        tcp = LocalServer(unix=False)
+        try:
+            self.assertFalse(tcp.addr.startswith("unix:"))
+            out = []
+            for addr in (self.addr, tcp.addr):
+                env = StreamscaleEnv(profile="etl", addr=addr)
+                try:
+                    obs, _ = env.reset(seed=4)
+                    rows = [flat(obs)]
+                    for k in range(5):
+                        obs, r, *_ = env.step(np.full(env.action_space.shape[0], k % 5))
+                        rows += [flat(obs), np.array([r], dtype=np.float32)]
+                    out.append(np.concatenate(rows).tobytes())
+                finally:
+                    env.close()
+            self.assertEqual(out[0], out[1])
+        finally:
+            tcp.stop()
+
     def test_same_seed_same_bytes(self):
         def run(seed):
             env = StreamscaleEnv(profile="etl", addr=self.addr)
