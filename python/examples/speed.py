@@ -10,7 +10,11 @@ average is printed with each repeat).
     gym     streamscale_env.StreamscaleVectorEnv (Gymnasium's VectorEnv, one round trip)
 
     PYTHONPATH=../shared/peers/python /usr/bin/python3 python/examples/speed.py \
-        [--profile etl] [--seconds 10] [--repeats 3] [--modes dummy,sb3,gym] [--out speed.json]
+        [--profile etl] [--seconds 10] [--repeats 3] [--modes dummy,sb3,gym] [--tcp] [--out speed.json]
+
+The server it starts listens on a Unix socket (LocalServer's default),
+or on loopback TCP with --tcp; $STREAMSCALE_ENV_ADDR names a running one
+instead. $STREAMSCALE_ENV_TRANSPORT=http steps over HTTP, not frames.
 """
 
 import argparse
@@ -83,10 +87,11 @@ def main():
     ap.add_argument("--seconds", type=float, default=10.0, help="per repeat (default 10)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--modes", default="dummy,sb3,gym")
+    ap.add_argument("--tcp", action="store_true", help="start the server on loopback TCP, not a Unix socket")
     ap.add_argument("--out", help="also write the measurements as JSON here")
     args = ap.parse_args()
     addr = os.environ.get("STREAMSCALE_ENV_ADDR")
-    server = None if addr else LocalServer(["-max-envs-per-conn", "32"])
+    server = None if addr else LocalServer(["-max-envs-per-conn", "32"], unix=False if args.tcp else None)
     addr = addr or server.addr
     rows = []
     try:
@@ -109,11 +114,11 @@ def main():
                 row = {"mode": mode, "repeat": rep, "vector_steps": n, "seconds": round(dt, 3),
                        "env_steps_per_s": round(N * n / dt), "client_cpu_us_per_vector_step": round(1e6 * cpu / n),
                        "server_cpu_us_per_vector_step": round(1e6 * (s1 - s0) / n) if s0 is not None and s1 is not None else None,
-                       "load1": l0}
+                       "load1": l0, "addr": addr.split(":")[0] if addr.startswith("unix:") else "tcp"}
                 rows.append(row)
                 print(f"{mode:5s} repeat {rep}: {row['env_steps_per_s']:>7,} env steps/s ({1e3 * dt / n:.2f} ms per vector "
                       f"step of {N}; client CPU {row['client_cpu_us_per_vector_step']} µs, server CPU "
-                      f"{row['server_cpu_us_per_vector_step']} µs; load {l0})", flush=True)
+                      f"{row['server_cpu_us_per_vector_step']} µs; {row['addr']}; load {l0})", flush=True)
     finally:
         if server:
             server.stop()

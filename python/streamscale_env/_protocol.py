@@ -3,6 +3,14 @@
 A binary body is a sequence of sections: kind (1 byte) | n (uint32 LE) |
 n elements LE, kind ``f`` float32, ``d`` float64, ``i`` int64, ``b`` bool
 byte, ``j`` JSON (n bytes). JSON carries metadata only.
+
+The bodies travel either as HTTP/1.1 requests (POST /v1/envs, …) or, the
+fast path, as frames over a connection upgraded with GET /v1/stream
+(Upgrade: streamscale-env.v1): request op (1 byte: C create, R reset,
+S step, D close) | id (uint64 LE) | n (uint32 LE) | n payload bytes, and
+response status (uint16 LE, the HTTP status) | n (uint32 LE) | n bytes:
+the same bodies, no HTTP headers, one send and usually one receive per
+step. See docs/python-env.md.
 """
 
 import hashlib
@@ -21,6 +29,11 @@ import numpy as np
 
 _DTYPES = {b"f": np.dtype("<f4"), b"d": np.dtype("<f8"), b"i": np.dtype("<i8"), b"b": np.dtype("u1"), b"j": np.dtype("u1")}
 _HEADER = struct.Struct("<cI")
+_FRAME = struct.Struct("<cQI")  # request frame header: op, id, payload bytes
+_REPLY = struct.Struct("<HI")  # response frame header: status, payload bytes
+STREAM_PROTOCOL = "streamscale-env.v1"
+OP_CREATE, OP_RESET, OP_STEP, OP_CLOSE = b"C", b"R", b"S", b"D"
+_TRANSPORTS = ("stream", "http")
 
 
 class ServerError(RuntimeError):
@@ -69,6 +82,11 @@ class Connection:
     """One keep-alive HTTP/1.1 connection to a server at ``addr``
     ("host:port" or "http://host:port").
 
+    With ``stream=True`` the connection is upgraded to the frame protocol
+    when it opens (GET /v1/stream), and call() sends frames; a server
+    without it (404, 426) leaves the connection HTTP and call() maps each
+    operation to its HTTP route. request() and json() speak HTTP only.
+
     A minimal HTTP/1.1 client on a raw socket (standard library): each
     request goes out in one send (headers and body together), the response
     is read with recv_into into one buffer of its own, whose views the
@@ -79,11 +97,17 @@ class Connection:
     through the email package)."""
 
     _MAX_HEAD = 64 << 10
+    _MAX_FRAME = 1 << 30
 
-    def __init__(self, addr, timeout=120.0):
+    def __init__(self, addr, timeout=120.0, stream=False):
         addr = addr.removeprefix("http://").rstrip("/")
-        host, _, port = addr.rpartition(":")
-        self.addr, self._host, self._port, self._timeout = addr, host, int(port), timeout
+        self.addr, self._timeout = addr, timeout
+        self._unix = addr.removeprefix("unix:") if addr.startswith("unix:") else None
+        if self._unix is not None:
+            self._host_header = "localhost"
+        else:
+            host, _, port = addr.rpartition(":")
+            self._host, self._port, self._host_header = host, int(port), addr
         self._sock = None
         self._rest = b""  # bytes read past the last response (none in practice)
         # bound: environments were created over this connection. serve env
@@ -91,9 +115,128 @@ class Connection:
         # a bound connection is never silently replaced by a new one.
         self.bound = False
         self._opened = False
+        self._want_stream = stream
+        self.stream = False  # the open connection speaks frames
+        self._guess = 1 << 12  # receive buffer of the next frame: the last one's size
+
+    def _dial(self):
+        if self.bound and self._opened:
+            raise ConnectionError(f"streamscale_env: the connection to serve env at {self.addr} was closed, and the "
+                                  "environments created over it were freed with it; create new environments")
+        if self._unix is not None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.settimeout(self._timeout)
+                sock.connect(self._unix)
+            except BaseException:
+                sock.close()
+                raise
+            self._sock = sock
+        else:
+            self._sock = socket.create_connection((self._host, self._port), timeout=self._timeout)
+            # One small request per step: do not let Nagle's algorithm
+            # hold a segment back waiting for a delayed ACK.
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._opened = True
+        self._rest = b""
+        self.stream = False
+        if self._want_stream:
+            self._upgrade()
+
+    def _upgrade(self):
+        try:
+            self._sock.sendall(f"GET /v1/stream HTTP/1.1\r\nHost: {self._host_header}\r\nConnection: Upgrade\r\n"
+                               f"Upgrade: {STREAM_PROTOCOL}\r\n\r\n".encode("ascii"))
+            status, _, headers = self._response(upgrade=True)
+        except _Stale:
+            self.close()
+            raise ConnectionError(f"streamscale_env: {self.addr} closed the connection without answering the upgrade") from None
+        except BaseException:
+            self.close()
+            raise
+        if status == 101:
+            if headers.get("upgrade", "").lower() != STREAM_PROTOCOL or self._rest:
+                self.close()
+                raise ConnectionError(f"streamscale_env: {self.addr} upgraded to {headers.get('upgrade', '')[:60]!r}, "
+                                      f"not {STREAM_PROTOCOL}")
+            self.stream = True
+        elif self._sock is None:
+            raise ConnectionError(f"streamscale_env: {self.addr} refused the upgrade ({status}) and closed the connection")
+        else:
+            self._want_stream = False  # a serve env without frames: HTTP on this connection
+
+    def call(self, op, id=0, body=b""):
+        """One operation (OP_CREATE with a JSON body, OP_RESET with JSON,
+        OP_STEP with the binary action, OP_CLOSE): the response body, or
+        ServerError. Over frames when the connection is upgraded."""
+        if self._sock is None and self._want_stream:
+            self._dial()
+        if not self.stream:
+            return self._call_http(op, id, body)
+        msg = _FRAME.pack(op, id, len(body)) + body
+        for attempt in (0, 1):
+            if self._sock is None:
+                self._dial()
+                if not self.stream:
+                    return self._call_http(op, id, body)
+            try:
+                self._sock.sendall(msg)
+                status, data = self._frame()
+                break
+            except (_Stale, BrokenPipeError, ConnectionResetError):
+                # Closed while idle (the server's idle timeout): reconnect
+                # once, unless bound (then _dial raises).
+                self.close()
+                if attempt:
+                    raise ConnectionError(f"streamscale_env: {self.addr} closed the connection without answering") from None
+            except BaseException:
+                self.close()
+                raise
+        if status != 200:
+            _raise_error(status, data)
+        return data
+
+    def _call_http(self, op, id, body):
+        if op == OP_CREATE:
+            return self.request("POST", "/v1/envs", body)
+        if op == OP_RESET:
+            return self.request("POST", f"/v1/envs/{id}/reset", body)
+        if op == OP_STEP:
+            return self.request("POST", f"/v1/envs/{id}/step", body, "application/octet-stream")
+        if op == OP_CLOSE:
+            return self.request("DELETE", f"/v1/envs/{id}")
+        raise ValueError(f"streamscale_env: unknown operation {op!r}")
+
+    def _frame(self):
+        """Reads one response frame: (status, body as a memoryview of a
+        buffer of its own). Usually one recv_into: the buffer is sized
+        as the last response was."""
+        buf = bytearray(self._guess)
+        view = memoryview(buf)
+        have, need = 0, _REPLY.size
+        while have < need:
+            k = self._sock.recv_into(view[have:])
+            if not k:
+                if have == 0:
+                    raise _Stale()
+                raise ConnectionError(f"streamscale_env: {self.addr} closed the connection in the middle of a response")
+            have += k
+            if need == _REPLY.size and have >= need:
+                status, n = _REPLY.unpack_from(buf)
+                if n > self._MAX_FRAME:
+                    raise ConnectionError(f"streamscale_env: response frame of {n} bytes, over {self._MAX_FRAME}")
+                need += n
+                if need > len(buf):
+                    grown = bytearray(need)
+                    grown[:have] = view[:have]
+                    buf, view = grown, memoryview(grown)
+        if have > need:
+            raise ConnectionError(f"streamscale_env: {self.addr} sent {have - need} bytes past the response frame")
+        self._guess = max(need, 64)
+        return status, view[_REPLY.size:need]
 
     def request(self, method, path, body=None, ctype="application/json"):
-        head = f"{method} {path} HTTP/1.1\r\nHost: {self.addr}\r\n"
+        head = f"{method} {path} HTTP/1.1\r\nHost: {self._host_header}\r\n"
         if body is not None:
             head += f"Content-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
         msg = (head + "\r\n").encode("ascii")
@@ -101,18 +244,12 @@ class Connection:
             msg += body
         for attempt in (0, 1):
             if self._sock is None:
-                if self.bound and self._opened:
-                    raise ConnectionError(f"streamscale_env: the connection to serve env at {self.addr} was closed, and the "
-                                          "environments created over it were freed with it; create new environments")
-                self._sock = socket.create_connection((self._host, self._port), timeout=self._timeout)
-                self._opened = True
-                # One small request per step: do not let Nagle's algorithm
-                # hold a segment back waiting for a delayed ACK.
-                self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                self._rest = b""
+                self._dial()
+            if self.stream:
+                raise RuntimeError("streamscale_env: request() on a connection upgraded to frames; use call()")
             try:
                 self._sock.sendall(msg)
-                status, data = self._response()
+                status, data, _ = self._response()
                 break
             except (_Stale, BrokenPipeError, ConnectionResetError):
                 # The server closed an idle keep-alive connection before
@@ -125,11 +262,7 @@ class Connection:
                 self.close()  # the connection's state is unknown
                 raise
         if status != 200:
-            try:
-                e = json.loads(data)
-                raise ServerError(status, e.get("code", "?"), e.get("error", ""))
-            except ValueError:
-                raise ServerError(status, "?", bytes(data[:200]).decode("utf-8", "replace")) from None
+            _raise_error(status, data)
         return data
 
     def _recv(self):
@@ -138,8 +271,9 @@ class Connection:
             raise ConnectionError(f"streamscale_env: {self.addr} closed the connection in the middle of a response")
         return b
 
-    def _response(self):
-        """Reads one response: (status, body as a bytearray)."""
+    def _response(self, upgrade=False):
+        """Reads one response: (status, body as a bytearray, headers). With
+        upgrade, a 101 response ends at its header."""
         buf = self._rest
         while True:
             end = buf.find(b"\r\n\r\n")
@@ -162,6 +296,9 @@ class Connection:
             name, _, value = line.partition(":")
             headers[name.strip().lower()] = value.strip()
         rest = buf[end + 4:]
+        if upgrade and status == 101:
+            self._rest = rest
+            return status, bytearray(), headers
         if "chunked" in headers.get("transfer-encoding", "").lower():
             body, rest = self._chunked(rest)
         elif "content-length" in headers:
@@ -188,7 +325,7 @@ class Connection:
         self._rest = rest
         if headers.get("connection", "").lower() == "close":
             self.close()
-        return status, body
+        return status, body, headers
 
     def _chunked(self, buf):
         body = bytearray()
@@ -211,6 +348,10 @@ class Connection:
             body += buf[:size]
             buf = buf[size + 2:]
 
+    def create(self, request):
+        """Creates envs: the parsed JSON create response."""
+        return json.loads(bytes(self.call(OP_CREATE, 0, json.dumps(request).encode())))
+
     def json(self, method, path, obj=None):
         body = None if obj is None else json.dumps(obj).encode()
         return json.loads(self.request(method, path, body))
@@ -219,6 +360,15 @@ class Connection:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
+
+
+def _raise_error(status, data):
+    try:
+        e = json.loads(bytes(data))
+        code, msg = e.get("code", "?"), e.get("error", "")
+    except (ValueError, AttributeError):
+        raise ServerError(status, "?", bytes(data[:200]).decode("utf-8", "replace")) from None
+    raise ServerError(status, code, msg)
 
 
 def _is_repo(d):
@@ -294,11 +444,18 @@ def server_binary():
 
 
 class LocalServer:
-    """A ``serve env`` process on a free loopback port, the program
-    server_binary() finds. stop() ends it (its process group)."""
+    """A ``serve env`` process, the program server_binary() finds, on a
+    Unix socket in a fresh temporary directory (``unix=True``, the default
+    where the platform has them: a round trip costs less than over
+    loopback TCP) or a free loopback port. stop() ends it (its process
+    group) and removes the directory."""
 
-    def __init__(self, extra_args=(), start_timeout=120.0):
-        cmd = [server_binary(), "env", "-addr", "127.0.0.1:0", *extra_args]
+    def __init__(self, extra_args=(), start_timeout=120.0, unix=None):
+        if unix is None:
+            unix = hasattr(socket, "AF_UNIX") and os.name == "posix"
+        self._dir = tempfile.mkdtemp(prefix="streamscale_env-") if unix else None
+        listen = f"unix:{os.path.join(self._dir, 'env.sock')}" if unix else "127.0.0.1:0"
+        cmd = [server_binary(), "env", "-addr", listen, *extra_args]
         # In a checkout the server finds ../shared/data/traces beside it
         # (traces.DefaultDir; $STREAMSCALE_TRACES overrides).
         self.proc = subprocess.Popen(cmd, cwd=repo_root(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -307,12 +464,14 @@ class LocalServer:
         reader = threading.Thread(target=lambda: line.__setitem__(0, self.proc.stdout.readline()), daemon=True)
         reader.start()
         reader.join(start_timeout)
-        if not line[0] or not line[0].startswith("http://"):
+        if not line[0] or not line[0].startswith(("http://", "unix:")):
+            self._kill()
+            err = self.proc.stderr.read()[-2000:]
             self.stop()
-            raise RuntimeError(f"streamscale_env: {' '.join(cmd)} did not print its address: {self.proc.stderr.read()[-2000:]}")
+            raise RuntimeError(f"streamscale_env: {' '.join(cmd)} did not print its address: {err}")
         self.addr = line[0].strip().removeprefix("http://")
 
-    def stop(self):
+    def _kill(self):
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
@@ -323,18 +482,29 @@ class LocalServer:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+
+    def stop(self):
+        self._kill()
         for f in (self.proc.stdout, self.proc.stderr):
             if f:
                 f.close()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
 
 
 def connect(addr):
     """Returns (Connection, LocalServer or None): addr, else
-    $STREAMSCALE_ENV_ADDR, else a server started here."""
+    $STREAMSCALE_ENV_ADDR, else a server started here. The connection
+    speaks frames ($STREAMSCALE_ENV_TRANSPORT "stream", the default) or
+    plain HTTP ("http")."""
+    transport = os.environ.get("STREAMSCALE_ENV_TRANSPORT") or "stream"
+    if transport not in _TRANSPORTS:
+        raise ValueError(f"streamscale_env: STREAMSCALE_ENV_TRANSPORT={transport!r}, want one of {', '.join(_TRANSPORTS)}")
     addr = addr or os.environ.get("STREAMSCALE_ENV_ADDR")
     server = None
     if not addr:
         server = LocalServer()
         addr = server.addr
-    return Connection(addr), server
+    return Connection(addr, stream=transport == "stream"), server
 

@@ -1,11 +1,13 @@
 """Gymnasium environments over a ``serve env`` server."""
 
+import itertools
+
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ._protocol import ServerError, connect, decode, encode_actions
+from ._protocol import OP_CLOSE, OP_RESET, OP_STEP, ServerError, connect, decode, encode_actions
 
 _SEED_HIGH = 2**63 - 1
 _EPISODE_KEYS = ("episode_return", "episode_length")
@@ -30,7 +32,7 @@ class _Remote:
         self._conn, self._server = connect(addr)
         self._id = None
         try:
-            self.meta = self._conn.json("POST", "/v1/envs", request)
+            self.meta = self._conn.create(request)
         except BaseException:
             self._shutdown()
             raise
@@ -43,11 +45,15 @@ class _Remote:
         self._flat = self.meta["flat_size"]
         self._ntasks = len(self.meta["spaces"]["nvec"])
         self._nvec = np.array(self.meta["spaces"]["nvec"], dtype=np.int64)
-        self._layout = self.meta.get("info_layout")
-        if request.get("num_envs") and self._layout is None:
+        self._layout = lay = self.meta.get("info_layout")
+        if request.get("num_envs") and lay is None:
             self._shutdown()
             raise RuntimeError(f"streamscale_env: the server at {self._conn.addr} sends no info_layout for a vector "
                                "(an older serve env); rebuild it")
+        if lay is not None:
+            # A vector's info keys, in the single env's order, and their masks.
+            keys = [*lay["int64"], *lay["float64"], *lay["bool"], *lay["per_task"]]
+            self._mask_keys = ["_" + k for k in keys if k not in _EPISODE_KEYS]
         return obs_space, act_space
 
     def _split(self, flat, n=None):
@@ -73,49 +79,42 @@ class _Remote:
         single env's key order; plus episode_return and episode_length."""
         (_, f), (_, ints), (_, b), (_, per_task) = secs
         lay = self._layout
-        f = f.reshape(len(lay["float64"]), n)
-        ints = ints.reshape(len(lay["int64"]), n)
-        b = b.view(np.bool_).reshape(len(lay["bool"]), n)
-        mask = np.ones(n, dtype=np.bool_)
-        info = {}
-        for r, k in enumerate(lay["int64"]):
-            info[k] = ints[r].view(np.uint64) if k in lay["uint64"] else ints[r]
-        for r, k in enumerate(lay["float64"]):
-            info[k] = f[r]
-        for r, k in enumerate(lay["bool"]):
-            info[k] = b[r]
+        info = dict(zip(lay["int64"], ints.reshape(len(lay["int64"]), n)))
+        for k in lay["uint64"]:
+            info[k] = info[k].view(np.uint64)
+        info.update(zip(lay["float64"], f.reshape(len(lay["float64"]), n)))
+        info.update(zip(lay["bool"], b.view(np.bool_).reshape(len(lay["bool"]), n)))
         (k,) = lay["per_task"]
         info[k] = per_task.reshape(n, self._ntasks)
-        for k in list(info):
-            if k not in _EPISODE_KEYS:
-                info["_" + k] = mask
+        info.update(zip(self._mask_keys, itertools.repeat(np.ones(n, dtype=np.bool_))))
         return info
 
-    def _post(self, verb, body, ctype, kinds):
+    def _post(self, op, body, kinds):
         if self._id is None:
             raise ServerError(410, "closed", "streamscale_env: the environment is closed")
-        secs = decode(self._conn.request("POST", f"/v1/envs/{self._id}/{verb}", body, ctype))
+        secs = decode(self._conn.call(op, self._id, body))
         if [k for k, _ in secs] != kinds:
+            verb = "reset" if op == OP_RESET else "step"
             raise ValueError(f"streamscale_env: {verb} response has sections {b''.join(k for k, _ in secs)!r}, "
                              f"want {b''.join(kinds)!r}")
         return secs
 
     def _reset_remote(self, seed, vector):
         kinds = [b"f", *_INFO_KINDS] if vector else [b"f", b"j"]
-        return self._post("reset", f'{{"seed":{int(seed)}}}'.encode(), "application/json", kinds)
+        return self._post(OP_RESET, f'{{"seed":{int(seed)}}}'.encode(), kinds)
 
     def _step_remote(self, actions, n, vector):
         a = np.asarray(actions)
         if a.size != n * self._ntasks:
             raise ValueError(f"streamscale_env: action has {a.size} entries, want {n * self._ntasks}")
         kinds = [b"f", b"d", b"b", b"f", *_INFO_KINDS] if vector else [b"f", b"d", b"b", b"j"]
-        return self._post("step", encode_actions(a), "application/octet-stream", kinds)
+        return self._post(OP_STEP, encode_actions(a), kinds)
 
     def _shutdown(self):
         try:
             if self._id is not None:
                 try:
-                    self._conn.request("DELETE", f"/v1/envs/{self._id}")
+                    self._conn.call(OP_CLOSE, self._id)
                 except (ServerError, OSError):
                     pass  # already freed, or the server is gone
                 self._id = None

@@ -98,9 +98,8 @@ class VecEnv(_SB3VecEnv):
         actions, self._actions = self._actions, None
         obs, rew, term, trunc, info = self.venv.step(actions)
         dones = term | trunc
-        infos = _per_env(info, self.num_envs)
-        for d, tl in zip(infos, (trunc & ~term).tolist()):
-            d["TimeLimit.truncated"] = tl  # on every step, as DummyVecEnv sets it
+        # TimeLimit.truncated on every step, as DummyVecEnv sets it.
+        infos = _per_env(info, self.num_envs, ("TimeLimit.truncated", trunc & ~term))
         if dones.any():
             finals = info["final_observation"]
             r, ln = info["episode"]["r"], info["episode"]["l"]
@@ -135,8 +134,15 @@ class VecEnv(_SB3VecEnv):
 _SKIP = ("final_observation", "episode")
 
 
-def _per_env(info, n):
+def _per_env(info, n, extra=None):
     """Gymnasium's vector info (a dict of arrays with "_key" masks) as a
-    list of n dicts of Python values, the single env's form."""
-    cols = [(k, v.tolist()) for k, v in info.items() if not k.startswith("_") and k not in _SKIP]
-    return [{k: v[i] for k, v in cols} for i in range(n)]
+    list of n dicts of Python values, the single env's form; extra, a
+    (key, array) pair, adds one more key."""
+    keys = [k for k in info if not k.startswith("_") and k not in _SKIP]
+    cols = [info[k].tolist() for k in keys]
+    if extra is not None:
+        keys.append(extra[0])
+        cols.append(extra[1].tolist())
+    if not keys:
+        return [{} for _ in range(n)]
+    return [dict(zip(keys, row)) for row in zip(*cols)]

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -20,12 +21,12 @@ import (
 
 // runEnv serves the simulator as remote Gymnasium environments
 // (package envserver). It prints the listening address on stdout (one
-// line, "http://HOST:PORT"), so that a client starting it with -addr
-// 127.0.0.1:0 learns the port.
+// line, "http://HOST:PORT", or "unix:PATH" for -addr unix:PATH), so that
+// a client starting it with -addr 127.0.0.1:0 learns the port.
 func runEnv(ctx context.Context, args []string, o command.IO) error {
 	fs := command.NewFlagSet("serve env")
 	var cfg envserver.Config
-	addr := fs.String("addr", "127.0.0.1:8090", "listen address (host:port; port 0 picks a free one, printed on stdout)")
+	addr := fs.String("addr", "127.0.0.1:8090", "listen address: host:port (port 0 picks a free one, printed on stdout), or unix:PATH for a Unix socket at PATH (local clients only; a round trip costs less than over loopback TCP)")
 	fs.IntVar(&cfg.MaxEnvs, "max-envs", envserver.DefaultMaxEnvs, fmt.Sprintf("simulator environments alive in total (a vector of N counts N), 1..%d", envserver.MaxEnvsLimit))
 	fs.IntVar(&cfg.MaxEnvsPerConn, "max-envs-per-conn", 0, fmt.Sprintf("environments alive per client connection (0: min(%d, -max-envs)); an env is freed when its connection closes", envserver.DefaultMaxEnvsPerConn))
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", envserver.DefaultIdleTimeout, "free an instance no request touched for this long, and close a connection idle this long (freeing its envs)")
@@ -34,6 +35,7 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 	fs.IntVar(&cfg.Workers, "workers", 0, "goroutines stepping one vector (0: GOMAXPROCS)")
 	scenario := fs.String("scenario", "", "default scenario of created environments: a physics preset ("+strings.Join(env.Scenarios(), " or ")+") or a scenario file (eval calibrate -out writes one); default realistic")
 	maxConns := fs.Int("max-conns", 256, "open client connections at most; further ones wait in the kernel's accept queue")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (diagnostics)")
 	if err := command.Parse(fs, "usage: serve env [flags]\nserves the simulator as remote Gymnasium environments over HTTP/1.1 and h2c", args, o); err != nil {
 		return err
 	}
@@ -61,10 +63,29 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 	if err != nil {
 		return command.Usagef("serve env: %v", err)
 	}
-	ln, err := net.Listen("tcp", *addr)
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	network, laddr, shown := "tcp", *addr, "http://"
+	if path, ok := strings.CutPrefix(*addr, "unix:"); ok {
+		if path == "" {
+			return command.Usagef("serve env: -addr unix: names no path")
+		}
+		network, laddr, shown = "unix", path, "unix:"
+	}
+	ln, err := net.Listen(network, laddr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	// A Unix listener removes its socket file when closed.
 	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil && !ap.Addr().Unmap().IsLoopback() {
 		fmt.Fprintf(o.Stderr, "serve: note: listening on %s, which is not a loopback address\n", ap)
 	}
@@ -89,10 +110,10 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 	go s.Run(sctx)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(netutil.LimitListener(ln, *maxConns)) }()
-	fmt.Fprintf(o.Stdout, "http://%s\n", ln.Addr())
+	fmt.Fprintf(o.Stdout, "%s%s\n", shown, ln.Addr())
 	st := s.Stats()
-	fmt.Fprintf(o.Stderr, "serve: env: listening on http://%s (HTTP/1.1 and h2c; at most %d envs, %d per connection, idle timeout %v)\n",
-		ln.Addr(), st.MaxEnvs, st.MaxEnvsPerConn, cfg.IdleTimeout)
+	fmt.Fprintf(o.Stderr, "serve: env: listening on %s%s (HTTP/1.1 and h2c, frames after an upgrade; at most %d envs, %d per connection, idle timeout %v)\n",
+		shown, ln.Addr(), st.MaxEnvs, st.MaxEnvsPerConn, cfg.IdleTimeout)
 	select {
 	case <-ctx.Done():
 	case err := <-served:
@@ -104,6 +125,7 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 	if err := srv.Shutdown(shctx); err != nil {
 		srv.Close() //nolint:errcheck // cut what did not finish in time
 	}
+	s.CloseStreams() // upgraded connections, which Shutdown does not track
 	<-served
 	return nil
 }

@@ -10,6 +10,7 @@
 //	POST   /v1/envs/{id}/reset  JSON ResetRequest {"seed": s} → binary
 //	POST   /v1/envs/{id}/step   binary action → binary
 //	DELETE /v1/envs/{id}        → JSON {"closed": id}
+//	GET    /v1/stream           Upgrade: streamscale-env.v1 → 101, then frames (below)
 //
 // Observations and actions travel in a binary encoding; JSON carries only
 // metadata. A binary body is a sequence of sections, each
@@ -55,6 +56,31 @@
 // observations; the next step resets that env and ignores its action) or
 // same-step on request (the ended env restarts inside the step; the final
 // observation is only among the final observations).
+//
+// # Frames (the fast path)
+//
+// GET /v1/stream with "Connection: Upgrade" and "Upgrade:
+// streamscale-env.v1" (StreamProtocol; the version is in the token, and
+// a request without it gets 426 upgrade_required naming it) answers 101
+// Switching Protocols and turns the HTTP/1.1 connection into a stream of
+// frames, one response per request, in order:
+//
+//	request:  op (1 byte) | id (uint64 LE) | n (uint32 LE) | n payload bytes
+//	response: status (uint16 LE) | n (uint32 LE) | n body bytes
+//
+// op is 'C' create (id 0, JSON CreateRequest → JSON CreateResponse), 'R'
+// reset (JSON ResetRequest → binary), 'S' step (binary action → binary)
+// or 'D' close (no payload → JSON {"closed": id}); bodies, statuses and
+// error JSON are exactly those of the HTTP routes, so a client decodes
+// one format. A step is then one read and one writev on each side, with
+// no request line, headers or per-request net/http work. The connection
+// keeps its number: envs created over it before the upgrade stay its
+// own, and all go when it closes (or idles IdleTimeout between frames).
+// A bad frame gets its error response and the stream goes on (nothing
+// changed), except one whose payload exceeds its limit by more than the
+// 256 KiB a stream reads to skip it: that is answered and the stream
+// closed. http.Server.Shutdown does not track upgraded connections;
+// Server.CloseStreams ends them.
 //
 // # Transport
 //

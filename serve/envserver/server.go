@@ -86,6 +86,9 @@ type Server struct {
 	byNet   map[net.Conn]uint64 // their numbers by net.Conn (ConnState)
 	connSeq uint64              // last connection number given
 	alive   int                 // simulator envs alive
+	streams map[uint64]net.Conn // connections upgraded to the frame protocol
+	closing bool                // CloseStreams was called: no new streams
+	wg      sync.WaitGroup      // stream loops running
 
 	traceMu sync.Mutex
 	traces  map[traceKey]*traces.Trace
@@ -127,7 +130,8 @@ func New(cfg Config) (*Server, error) {
 	case cfg.MaxJSONBytes < 1024:
 		return nil, fmt.Errorf("envserver: max JSON body %d bytes, want ≥ 1024", cfg.MaxJSONBytes)
 	}
-	return &Server{cfg: cfg, conns: map[uint64]*conn{}, byNet: map[net.Conn]uint64{}, traces: map[traceKey]*traces.Trace{}}, nil
+	return &Server{cfg: cfg, conns: map[uint64]*conn{}, byNet: map[net.Conn]uint64{}, streams: map[uint64]net.Conn{},
+		traces: map[traceKey]*traces.Trace{}}, nil
 }
 
 // conn is one client connection and the instances created over it: their
@@ -137,6 +141,7 @@ type conn struct {
 	nextID uint64               // last instance id given on this connection
 	envs   map[uint64]*instance // alive instances by id
 	alive  int                  // simulator envs alive
+	stream bool                 // upgraded to the frame protocol (stream.go)
 }
 
 type connKey struct{}
@@ -164,7 +169,9 @@ func (s *Server) ConnContext(ctx context.Context, nc net.Conn) context.Context {
 
 // ConnState is the http.Server.ConnState hook: when a connection closes
 // (or is hijacked) it frees every instance created over it, waiting for
-// a request in progress on one to finish.
+// a request in progress on one to finish. A connection hijacked by the
+// upgrade to the frame protocol keeps its instances until its stream
+// ends.
 func (s *Server) ConnState(nc net.Conn, st http.ConnState) {
 	if st != http.StateClosed && st != http.StateHijacked {
 		return
@@ -176,8 +183,23 @@ func (s *Server) ConnState(nc net.Conn, st http.ConnState) {
 		return
 	}
 	delete(s.byNet, nc)
+	if c := s.conns[num]; c != nil && c.stream && st == http.StateHijacked {
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.dropConn(num)
+}
+
+// dropConn forgets connection num and frees its instances.
+func (s *Server) dropConn(num uint64) {
+	s.mu.Lock()
 	c := s.conns[num]
 	delete(s.conns, num)
+	if c == nil {
+		s.mu.Unlock()
+		return
+	}
 	ins := make([]*instance, 0, len(c.envs))
 	for _, in := range c.envs {
 		ins = append(ins, in)
@@ -282,6 +304,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/envs/{id}/reset", s.withEnv(s.reset))
 	mux.HandleFunc("POST /v1/envs/{id}/step", s.withEnv(s.step))
 	mux.HandleFunc("DELETE /v1/envs/{id}", s.closeEnv)
+	mux.HandleFunc("GET /v1/stream", s.upgrade)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: no route %s %s", ErrBadRequest, r.Method, r.URL.Path), http.StatusNotFound, "route_not_found")
 	})
@@ -338,29 +361,40 @@ type ResetRequest struct {
 }
 
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
-	var req CreateRequest
-	if err := s.decodeJSON(w, r, &req); err != nil {
-		writeErr(w, err)
-		return
-	}
-	n := max(req.NumEnvs, 1)
-	owner := connOf(r)
-	if err := s.room(owner, n); err != nil {
-		writeErr(w, err)
-		return
-	}
-	in, resp, err := s.build(req)
+	body, err := s.readJSON(r)
 	if err != nil {
 		writeErr(w, err)
 		return
+	}
+	resp, err := s.createOp(connOf(r), body)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// createOp creates the instance the JSON body describes, owned by
+// connection owner (both transports).
+func (s *Server) createOp(owner uint64, body []byte) (CreateResponse, error) {
+	var req CreateRequest
+	if err := decodeStrict(orEmpty(body), &req); err != nil {
+		return CreateResponse{}, err
+	}
+	n := max(req.NumEnvs, 1)
+	if err := s.room(owner, n); err != nil {
+		return CreateResponse{}, err
+	}
+	in, resp, err := s.build(req)
+	if err != nil {
+		return CreateResponse{}, err
 	}
 	in.last.Store(s.cfg.Now().UnixNano())
 	s.mu.Lock()
 	c, err := s.roomLocked(owner, n)
 	if err != nil {
 		s.mu.Unlock()
-		writeErr(w, err)
-		return
+		return CreateResponse{}, err
 	}
 	c.nextID++
 	in.id, in.owner = c.nextID, c
@@ -369,7 +403,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	s.alive += n
 	s.mu.Unlock()
 	resp.ID = in.id
-	writeJSON(w, http.StatusOK, resp)
+	return resp, nil
 }
 
 func (s *Server) room(owner uint64, n int) error {
@@ -553,10 +587,15 @@ func (s *Server) lookup(r *http.Request) (*instance, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: env id %q is not a number", ErrUnknownEnv, raw)
 	}
+	return s.acquire(connOf(r), id)
+}
+
+// acquire returns instance id of connection owner, locked, or an error.
+func (s *Server) acquire(owner, id uint64) (*instance, error) {
 	s.mu.Lock()
 	var in *instance
 	var next uint64
-	if c := s.conns[connOf(r)]; c != nil {
+	if c := s.conns[owner]; c != nil {
 		in, next = c.envs[id], c.nextID
 	}
 	s.mu.Unlock()
@@ -597,17 +636,24 @@ func (s *Server) closeEnv(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, s.closeOp(in))
+}
+
+// closeOp frees the locked instance in and unlocks it; it returns the
+// response {"closed": id}.
+func (s *Server) closeOp(in *instance) map[string]uint64 {
 	s.mu.Lock()
 	s.removeLocked(in)
 	s.mu.Unlock()
 	in.release()
 	in.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]uint64{"closed": in.id})
+	return map[string]uint64{"closed": in.id}
 }
 
-func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+// readJSON reads a JSON request body (at most MaxJSONBytes).
+func (s *Server) readJSON(r *http.Request) ([]byte, error) {
 	if r.ContentLength > s.cfg.MaxJSONBytes {
-		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, r.ContentLength, s.cfg.MaxJSONBytes)
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, r.ContentLength, s.cfg.MaxJSONBytes)
 	}
 	// A LimitReader, not http.MaxBytesReader: that one makes net/http
 	// close the connection, which would free the connection's envs for
@@ -615,27 +661,46 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any) error
 	// of an unread body remain.)
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxJSONBytes+1))
 	if err != nil {
-		return fmt.Errorf("%w: reading body: %v", ErrBadRequest, err)
+		return nil, fmt.Errorf("%w: reading body: %v", ErrBadRequest, err)
 	}
 	if int64(len(body)) > s.cfg.MaxJSONBytes {
-		return fmt.Errorf("%w: over %d bytes", ErrTooLarge, s.cfg.MaxJSONBytes)
+		return nil, fmt.Errorf("%w: over %d bytes", ErrTooLarge, s.cfg.MaxJSONBytes)
 	}
+	return body, nil
+}
+
+// orEmpty is body, or {} for an empty one.
+func orEmpty(body []byte) []byte {
 	if len(body) == 0 {
-		body = []byte("{}")
+		return []byte("{}")
 	}
-	return decodeStrict(body, v)
+	return body
 }
 
 func (s *Server) reset(w http.ResponseWriter, r *http.Request, in *instance) error {
-	var req ResetRequest
-	if err := s.decodeJSON(w, r, &req); err != nil {
+	body, err := s.readJSON(r)
+	if err != nil {
 		return err
+	}
+	out, err := s.resetOp(in, body)
+	if err != nil {
+		return err
+	}
+	return writeBinary(w, out)
+}
+
+// resetOp resets the locked instance in as the JSON body asks and returns
+// the binary response (valid until in's next request).
+func (s *Server) resetOp(in *instance, body []byte) ([]byte, error) {
+	var req ResetRequest
+	if err := decodeStrict(orEmpty(body), &req); err != nil {
+		return nil, err
 	}
 	b := in.out[:0]
 	if in.vector {
 		obs, err := in.v.Reset(req.Seed)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		b = appendHeader(b, KindFloat32, in.n*in.flat)
 		for _, o := range obs {
@@ -648,27 +713,30 @@ func (s *Server) reset(w http.ResponseWriter, r *http.Request, in *instance) err
 		for i := range in.n {
 			_, info, err := in.v.Env(i).Reset(env.VecSeed(req.Seed, i, 0))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			in.infos = append(in.infos, info)
 		}
 		in.out = appendVecInfo(b, in.infos, nil, nil, nil, len(in.spaces.Nvec))
 		in.reset = true
-		return writeBinary(w, in.out)
+		return in.out, nil
 	}
 	obs, info, err := in.e.Reset(req.Seed)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	b = appendObs(appendHeader(b, KindFloat32, in.flat), obs)
 	in.js = appendInfo(in.js[:0], &info)
 	in.out = AppendJSON(b, in.js)
 	in.reset = true
-	return writeBinary(w, in.out)
+	return in.out, nil
 }
 
+// stepSize is the exact size of a step body of instance in, bytes.
+func (in *instance) stepSize() int64 { return int64(headerLen + 8*in.n*len(in.spaces.Nvec)) }
+
 func (s *Server) step(w http.ResponseWriter, r *http.Request, in *instance) error {
-	want := int64(headerLen + 8*in.n*len(in.spaces.Nvec))
+	want := in.stepSize()
 	if r.ContentLength > want {
 		return fmt.Errorf("%w: step body of %d bytes, want %d", ErrTooLarge, r.ContentLength, want)
 	}
@@ -677,12 +745,23 @@ func (s *Server) step(w http.ResponseWriter, r *http.Request, in *instance) erro
 	if err != nil {
 		return err
 	}
-	in.choices, err = DecodeActions(body, in.n, in.spaces.Nvec, in.choices)
+	out, err := s.stepOp(in, body)
 	if err != nil {
 		return err
 	}
+	return writeBinary(w, out)
+}
+
+// stepOp steps the locked instance in with the binary action body and
+// returns the binary response (valid until in's next request).
+func (s *Server) stepOp(in *instance, body []byte) ([]byte, error) {
+	var err error
+	in.choices, err = DecodeActions(body, in.n, in.spaces.Nvec, in.choices)
+	if err != nil {
+		return nil, err
+	}
 	if !in.reset {
-		return fmt.Errorf("%w: env %d: step before reset", errNotReset, in.id)
+		return nil, fmt.Errorf("%w: env %d: step before reset", errNotReset, in.id)
 	}
 	nt := len(in.spaces.Nvec)
 	b := in.out[:0]
@@ -690,26 +769,26 @@ func (s *Server) step(w http.ResponseWriter, r *http.Request, in *instance) erro
 		sr, err := in.e.Step(env.Action{Choices: in.choices})
 		switch {
 		case errors.Is(err, env.ErrEpisodeOver):
-			return fmt.Errorf("%w: env %d truncated at step %d; reset it", errEpisodeOver, in.id, in.e.StepIndex())
+			return nil, fmt.Errorf("%w: env %d truncated at step %d; reset it", errEpisodeOver, in.id, in.e.StepIndex())
 		case err != nil:
-			return fmt.Errorf("%w: %v", ErrBadAction, err)
+			return nil, fmt.Errorf("%w: %v", ErrBadAction, err)
 		}
 		b = appendObs(appendHeader(b, KindFloat32, in.flat), sr.Obs)
 		b = AppendFloat64s(b, []float64{sr.Reward})
 		b = AppendBools(b, []bool{sr.Terminated, sr.Truncated})
 		in.js = appendInfo(in.js[:0], &sr.Info)
 		in.out = AppendJSON(b, in.js)
-		return writeBinary(w, in.out)
+		return in.out, nil
 	}
 	for i := range in.acts {
 		in.acts[i] = env.Action{Choices: in.choices[i*nt : (i+1)*nt]}
 	}
 	res, err := in.v.Step(in.acts)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrBadAction, err)
+		return nil, fmt.Errorf("%w: %v", ErrBadAction, err)
 	}
 	in.out = appendVecStep(b, res, in.ended(res), in.flat, nt)
-	return writeBinary(w, in.out)
+	return in.out, nil
 }
 
 // appendVecStep appends a vector step's response: observations, rewards,
@@ -830,8 +909,14 @@ func writeError(w http.ResponseWriter, err error, status int, code string) {
 	writeJSON(w, status, map[string]string{"error": err.Error(), "code": code})
 }
 
-// writeErr maps err to its status and code.
+// writeErr writes err with its status and code.
 func writeErr(w http.ResponseWriter, err error) {
+	status, code := errStatus(err)
+	writeError(w, err, status, code)
+}
+
+// errStatus maps err to its HTTP status and code.
+func errStatus(err error) (int, string) {
 	for _, m := range []struct {
 		target error
 		status int
@@ -848,9 +933,8 @@ func writeErr(w http.ResponseWriter, err error) {
 		{errNotReset, http.StatusConflict, "not_reset"},
 	} {
 		if errors.Is(err, m.target) {
-			writeError(w, err, m.status, m.code)
-			return
+			return m.status, m.code
 		}
 	}
-	writeError(w, err, http.StatusInternalServerError, "internal")
+	return http.StatusInternalServerError, "internal"
 }

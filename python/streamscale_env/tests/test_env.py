@@ -10,6 +10,7 @@ import json
 import os
 import time
 import unittest
+import unittest.mock
 import warnings
 
 import gymnasium as gym
@@ -140,6 +141,57 @@ class RemoteEnvTest(unittest.TestCase):
                     self.assertFalse(term)
                     self.assertEqual(info["reward_total"], r)
                 env.close()
+
+    def test_transports_give_the_same_bytes(self):
+        """The frame protocol (the default) and plain HTTP give the same
+        observations, rewards and infos, single and vector."""
+        def run(transport):
+            with unittest.mock.patch.dict(os.environ, {"STREAMSCALE_ENV_TRANSPORT": transport}):
+                env = StreamscaleEnv(profile="etl", addr=self.addr, steps=6)
+                vec = StreamscaleVectorEnv(num_envs=3, profile="pred", addr=self.addr, steps=4)
+            try:
+                self.assertEqual(env._conn.stream, transport == "stream")
+                self.assertEqual(vec._conn.stream, transport == "stream")
+                env.action_space.seed(5)
+                vec.action_space.seed(5)
+                obs, info = env.reset(seed=2)
+                vobs, vinfo = vec.reset(seed=2)
+                out = [flat(obs), json.dumps(info).encode(), *(vobs[k].tobytes() for k in vobs)]
+                for _ in range(6):
+                    obs, r, term, trunc, info = env.step(env.action_space.sample())
+                    vobs, vr, vterm, vtrunc, vinfo = vec.step(vec.action_space.sample())
+                    out += [flat(obs), np.float64(r).tobytes(), json.dumps(info).encode(), vr.tobytes(),
+                            vterm.tobytes(), vtrunc.tobytes(), vinfo["reward_total"].tobytes(), *(vobs[k].tobytes() for k in vobs)]
+                    if term or trunc:
+                        obs, info = env.reset(seed=3)
+                return b"".join(o if isinstance(o, bytes) else o.tobytes() for o in out)
+            finally:
+                env.close()
+                vec.close()
+        self.assertEqual(run("stream"), run("http"))
+
+    def test_unix_and_tcp_servers_agree(self):
+        """The suite's server is on a Unix socket (LocalServer's default);
+        one on loopback TCP gives the same episode."""
+        self.assertTrue(self.addr.startswith("unix:"), self.addr)
+        tcp = LocalServer(unix=False)
+        try:
+            self.assertFalse(tcp.addr.startswith("unix:"))
+            out = []
+            for addr in (self.addr, tcp.addr):
+                env = StreamscaleEnv(profile="etl", addr=addr)
+                try:
+                    obs, _ = env.reset(seed=4)
+                    rows = [flat(obs)]
+                    for k in range(5):
+                        obs, r, *_ = env.step(np.full(env.action_space.shape[0], k % 5))
+                        rows += [flat(obs), np.array([r], dtype=np.float32)]
+                    out.append(np.concatenate(rows).tobytes())
+                finally:
+                    env.close()
+            self.assertEqual(out[0], out[1])
+        finally:
+            tcp.stop()
 
     def test_same_seed_same_bytes(self):
         def run(seed):

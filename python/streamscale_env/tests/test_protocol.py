@@ -1,8 +1,9 @@
-"""The client's HTTP/1.1 framing and section decoding, against a scripted
-socket server (no serve env needed)."""
+"""The client's HTTP/1.1 framing, frame protocol and section decoding,
+against scripted socket servers (no serve env needed)."""
 
 import os
 import socket
+import struct
 import tempfile
 import threading
 import unittest
@@ -158,6 +159,140 @@ class BoundConnectionTest(unittest.TestCase):
         finally:
             conn.close()
             srv.close()
+
+
+UPGRADED = b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: streamscale-env.v1\r\n\r\n"
+
+
+def reply(status, body):
+    return struct.pack("<HI", status, len(body)) + body
+
+
+class FrameServer:
+    """A loopback server that answers the upgrade with ``greeting``, then
+    each request frame with the next scripted reply: bytes, ("cut",
+    bytes) to send and close the connection, or None to close it. It
+    records the frames (op, id, payload)."""
+
+    def __init__(self, script, greeting=UPGRADED):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.addr = "127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.script, self.greeting, self.frames, self.upgrades = list(script), greeting, [], []
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def read(self, c, buf, n):
+        while len(buf) < n:
+            b = c.recv(65536)
+            if not b:
+                return None, buf
+            buf += b
+        return buf[:n], buf[n:]
+
+    def serve(self):
+        while self.script:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return  # closed by the test
+            with c:
+                buf = b""
+                while b"\r\n\r\n" not in buf:
+                    b = c.recv(65536)
+                    if not b:
+                        break
+                    buf += b
+                head, _, buf = buf.partition(b"\r\n\r\n")
+                self.upgrades.append(head)
+                c.sendall(self.greeting)
+                while self.script:
+                    hdr, buf = self.read(c, buf, 13)
+                    if hdr is None:
+                        break
+                    op, id_, n = struct.unpack("<cQI", hdr)
+                    payload, buf = self.read(c, buf, n)
+                    self.frames.append((op, id_, payload))
+                    r = self.script.pop(0)
+                    if r is None:
+                        break
+                    if isinstance(r, tuple):
+                        c.sendall(r[1])
+                        break
+                    c.sendall(r)
+
+    def close(self):
+        self.sock.close()
+
+
+class FrameConnectionTest(unittest.TestCase):
+    def test_frames(self):
+        big = bytes(range(256)) * 300  # more than the first receive buffer
+        srv = FrameServer([reply(200, b"ok"), reply(200, big), reply(200, b""),
+                           reply(409, b'{"error":"envserver: not reset","code":"not_reset"}'), reply(200, b"after")])
+        conn = Connection(srv.addr, timeout=10, stream=True)
+        try:
+            self.assertEqual(bytes(conn.call(_protocol.OP_CREATE, 0, b'{"profile":"etl"}')), b"ok")
+            self.assertTrue(conn.stream)
+            self.assertEqual(bytes(conn.call(_protocol.OP_STEP, 7, b"i\x00\x00\x00\x00")), big)
+            self.assertEqual(bytes(conn.call(_protocol.OP_CLOSE, 7)), b"")
+            with self.assertRaises(ServerError) as cm:
+                conn.call(_protocol.OP_RESET, 7, b"{}")
+            self.assertEqual((cm.exception.status, cm.exception.code), (409, "not_reset"))
+            self.assertEqual(bytes(conn.call(_protocol.OP_RESET, 7, b"{}")), b"after")  # the stream goes on
+        finally:
+            conn.close()
+            srv.close()
+        self.assertIn(b"Upgrade: streamscale-env.v1", srv.upgrades[0])
+        self.assertEqual(srv.frames[:3], [(b"C", 0, b'{"profile":"etl"}'), (b"S", 7, b"i\x00\x00\x00\x00"), (b"D", 7, b"")])
+        self.assertEqual(len(srv.upgrades), 1)
+
+    def test_bad_frames(self):
+        """A cut, oversized or overlong response frame, or an upgrade to
+        another protocol, is a ConnectionError, never a hang."""
+        for script, greeting in (([("cut", reply(200, b"abcdef")[:7])], UPGRADED),
+                                 ([struct.pack("<HI", 200, (1 << 30) + 1)], UPGRADED),
+                                 ([reply(200, b"ab") + b"extra"], UPGRADED),
+                                 ([reply(200, b"x")], UPGRADED.replace(b"streamscale-env.v1", b"websocket"))):
+            with self.subTest(script=script, greeting=greeting):
+                srv = FrameServer(script, greeting)
+                conn = Connection(srv.addr, timeout=10, stream=True)
+                try:
+                    with self.assertRaises(ConnectionError):
+                        conn.call(_protocol.OP_STEP, 1, b"")
+                finally:
+                    conn.close()
+                    srv.close()
+
+    def test_bound_stream_is_not_replaced(self):
+        srv = FrameServer([reply(200, b"1"), None, reply(200, b"2")])
+        conn = Connection(srv.addr, timeout=10, stream=True)
+        try:
+            self.assertEqual(bytes(conn.call(_protocol.OP_CREATE, 0, b"{}")), b"1")
+            conn.bound = True
+            with self.assertRaises(ConnectionError) as cm:
+                conn.call(_protocol.OP_STEP, 1, b"")
+            self.assertIn("freed", str(cm.exception))
+        finally:
+            conn.close()
+            srv.close()
+
+    def test_http_fallback(self):
+        """A serve env without frames answers the upgrade 404: the client
+        stays on HTTP, the operation goes to its route."""
+        body = b'{"error":"envserver: bad request: no route GET /v1/stream","code":"route_not_found"}'
+        srv = Scripted([b"HTTP/1.1 404 Not Found\r\nContent-Length: %d\r\n\r\n" % len(body) + body, ok(b"stepped")])
+        conn = Connection(srv.addr, timeout=10, stream=True)
+        try:
+            self.assertEqual(bytes(conn.call(_protocol.OP_STEP, 3, b"i\x00\x00\x00\x00")), b"stepped")
+            self.assertFalse(conn.stream)
+        finally:
+            conn.close()
+            srv.close()
+        self.assertTrue(srv.requests[1].startswith(b"POST /v1/envs/3/step HTTP/1.1"))
+
+    def test_transport_variable(self):
+        with mock.patch.dict(os.environ, {"STREAMSCALE_ENV_TRANSPORT": "grpc"}), self.assertRaises(ValueError):
+            _protocol.connect("127.0.0.1:1")
 
 
 class ServerBinaryTest(unittest.TestCase):

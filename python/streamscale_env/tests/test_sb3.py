@@ -155,6 +155,42 @@ class SB3VecEnvTest(unittest.TestCase):
         finally:
             v.close()
 
+    def test_sb3_checks(self):
+        """SB3's own checks of the contract: its env checker on the single
+        env, check_for_correct_spaces, and the VecCheckNan, VecNormalize
+        and VecFrameStack wrappers stepping the adapter through episode
+        ends (they read obs dicts, dones and terminal_observation)."""
+        from stable_baselines3.common.env_checker import check_env as sb3_check_env
+        from stable_baselines3.common.utils import check_for_correct_spaces
+        from stable_baselines3.common.vec_env import VecCheckNan, VecFrameStack, VecNormalize
+        single = StreamscaleEnv(profile="etl", addr=self.addr)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # its advice on Box bounds and image spaces
+                sb3_check_env(single, warn=True, skip_render_check=True)
+        finally:
+            single.close()
+        v = VecEnv(num_envs=3, steps=4, addr=self.addr)
+        try:
+            check_for_correct_spaces(v, v.observation_space, v.action_space)
+            w = VecFrameStack(VecNormalize(VecCheckNan(v, raise_exception=True, check_inf=True)), n_stack=2)
+            w.seed(3)
+            obs = w.reset()
+            tasks, feats = v.observation_space["task"].shape
+            self.assertEqual(obs["task"].shape, (3, tasks, 2 * feats))  # stacked on the last axis
+            rng = np.random.default_rng(3)
+            ended = 0
+            for _ in range(9):
+                obs, rew, done, infos = w.step(rng.integers(0, 5, size=(3, v.action_space.shape[0])))
+                self.assertTrue(np.isfinite(rew).all())
+                for i in np.flatnonzero(done):
+                    ended += 1
+                    self.assertIn("terminal_observation", infos[i])
+                    self.assertEqual(infos[i]["episode"]["l"], 4)
+            self.assertEqual(ended, 6)  # two episodes of 4 steps per env in 9 steps
+        finally:
+            v.close()
+
     def test_ppo_learns_a_few_steps(self):
         """SB3's PPO runs on the adapter (a smoke test: 2 updates)."""
         import torch
