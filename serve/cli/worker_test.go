@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"streamscale/internal/command"
+)
+
+// startPlanner runs `serve planner` with args in the background and
+// returns its address and its exit status (delivered when ctx ends or
+// the run does).
+func startPlanner(t *testing.T, ctx context.Context, args ...string) (string, <-chan int) {
+	t.Helper()
+	var out, errb syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Main(ctx, append([]string{"planner", "-addr", "127.0.0.1:0"}, args...), command.IO{Stdout: &out, Stderr: &errb})
+	}()
+	for {
+		for _, line := range strings.Split(errb.String(), "\n") {
+			if a, ok := strings.CutPrefix(line, "serve: planner listening on "); ok {
+				return a, code
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no listening line: %s", errb.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestWorkerWrongToken: a worker whose token the planner refuses says so
+// — naming the planner and the refusal — on every try, backs off, and
+// after -join-tries exits with status 1 and the cause. (It used to exit 0
+// at once without a line, and under a supervisor that restarts it, retry
+// silently forever.)
+func TestWorkerWrongToken(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pctx, stopPlanner := context.WithCancel(ctx)
+	defer stopPlanner()
+	addr, _ := startPlanner(t, pctx, "-workers", "1", "-duration", "1s", "-token", "0123456789abcdef")
+	begin := time.Now()
+	code, _, errOut := run(t, ctx, []string{"worker", "-planner", addr, "-token", "not-the-planners", "-join-tries", "3", "-join-backoff", "20ms"}, nil)
+	took := time.Since(begin)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, errOut)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("join 1 of 3 failed: planner %s refused this worker: wrong token; retrying in 20ms", addr),
+		fmt.Sprintf("join 2 of 3 failed: planner %s refused this worker: wrong token; retrying in 40ms", addr),
+		fmt.Sprintf("3 joins of planner %s failed, the last: planner %s refused this worker: wrong token", addr, addr),
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if took < 60*time.Millisecond {
+		t.Errorf("three tries took %v: no backoff of 20 ms + 40 ms", took)
+	}
+}
