@@ -91,6 +91,19 @@ func serveWorker(t *testing.T, ctx context.Context, w *Worker) <-chan error {
 	return res
 }
 
+// recv receives from ch or fails the test after 10 s.
+func recv[T any](t *testing.T, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s", what)
+	}
+	var zero T
+	return zero
+}
+
 func waitServe(t *testing.T, res <-chan error) error {
 	t.Helper()
 	select {
@@ -127,7 +140,7 @@ func TestPlannerDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := serveWorker(t, ctx, w)
-	<-placed
+	recv(t, "placement", (<-chan struct{})(placed))
 	stop()
 	err = waitServe(t, res)
 	if err == nil || !strings.Contains(err.Error(), "lost the planner "+addr) || !strings.Contains(err.Error(), "2 joins failed") {
@@ -196,7 +209,7 @@ func TestRejoinAsNewMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := serveWorker(t, ctx, w)
-	if h := <-hellos; h.ID != 4 {
+	if h := recv(t, "hello", (<-chan wire.Hello)(hellos)); h.ID != 4 {
 		t.Fatalf("first hello asks for %d, want 4", h.ID)
 	}
 	waitFor(t, "the first placement", func() bool { return w.Epoch() == 1 })
@@ -205,7 +218,7 @@ func TestRejoinAsNewMember(t *testing.T) {
 	}
 	waitFor(t, "the counts", func() bool { return len(w.StateOf(1)) == 3 })
 	close(dismiss)
-	if h := <-hellos; h.ID != wire.NoID {
+	if h := recv(t, "second hello (a rejoin)", (<-chan wire.Hello)(hellos)); h.ID != wire.NoID {
 		t.Fatalf("the rejoin asks for ID %d, want none (a fresh one)", h.ID)
 	}
 	waitFor(t, "the new membership", func() bool { return w.ID() == 7 && w.Epoch() == 1 })
