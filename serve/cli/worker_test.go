@@ -64,3 +64,38 @@ func TestWorkerWrongToken(t *testing.T) {
 		t.Errorf("three tries took %v: no backoff of 20 ms + 40 ms", took)
 	}
 }
+
+// TestWorkerPlannerStops: the planner is interrupted in the middle of its
+// run (its context ends, as on Ctrl-C). Its workers are not told the run is
+// over, so each says it lost the planner, tries to join again, and exits
+// with status 1 naming the planner. (They used to exit 0 without a line.)
+func TestWorkerPlannerStops(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pctx, stopPlanner := context.WithCancel(ctx)
+	defer stopPlanner()
+	addr, pcode := startPlanner(t, pctx, "-workers", "1", "-rate", "100", "-duration", "20s", "-token", "0123456789abcdef")
+	var errb syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- Main(ctx, []string{"worker", "-planner", addr, "-token", "0123456789abcdef", "-join-tries", "2", "-join-backoff", "10ms"}, command.IO{Stderr: &errb})
+	}()
+	for !strings.Contains(errb.String(), "joined planner "+addr) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the worker did not join: %s", errb.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	stopPlanner()
+	<-pcode
+	select {
+	case c := <-code:
+		out := errb.String()
+		if c != 1 || !strings.Contains(out, "lost the planner "+addr) || !strings.Contains(out, "then 2 joins failed") {
+			t.Fatalf("exit %d, want 1 with the planner lost and 2 joins failed; stderr:\n%s", c, out)
+		}
+	case <-ctx.Done():
+		t.Fatalf("the worker did not exit: %s", errb.String())
+	}
+}

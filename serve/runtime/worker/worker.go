@@ -246,7 +246,7 @@ type Stats struct {
 	Migrations     uint64
 	Snapshots      uint64 // checkpoint snapshots taken
 	Restores       uint64 // checkpoints restored (failovers)
-	Discarded      uint64 // requests discarded by restores (the planner replays their inputs)
+	Discarded      uint64 // requests discarded by restores and rejoins (the planner replays their inputs)
 	Stale          uint64 // records stamped before the last restore, dropped
 	LateBarriers   uint64 // barriers of checkpoints finished or discarded here, ignored
 	Rejoins        uint64 // sessions started again as a new member (declared dead, or the planner's stream lost)
