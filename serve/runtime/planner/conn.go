@@ -187,6 +187,13 @@ func (p *Planner) sendLoop(ctx context.Context, c *conn, s *transport.Stream) bo
 		case <-o.kick:
 		case <-tick.C():
 		}
+		if ctx.Err() != nil {
+			// The stream is ending (the planner shuts down, or the core
+			// closed it): in a shutdown the core may still find the
+			// member's stream ended and dismiss it, but it was not
+			// declared dead and must not be told so.
+			return false
+		}
 		p.mu.Lock()
 		if o.open {
 			o.buf = o.bw.Finish(o.buf)

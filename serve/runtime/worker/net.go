@@ -145,7 +145,7 @@ func (w *Worker) sessions(ctx context.Context, addr string) error {
 			case wire.ByeDead:
 				w.notef("planner %s: %s; rejoining as a new member (its state and frames discarded)", w.cfg.Planner, b.Text)
 				w.rejoin()
-				lost = nil
+				lost = fmt.Errorf("declared dead by the planner %s (%s)", w.cfg.Planner, b.Text)
 				continue
 			default:
 				end.err = fmt.Errorf("planner %s refused this worker: %s", w.cfg.Planner, b.Text)
@@ -156,7 +156,7 @@ func (w *Worker) sessions(ctx context.Context, addr string) error {
 			// died, or a partition cut the link (the planner then declares
 			// this worker dead and fails it over). Join again, as a new
 			// member.
-			lost = end.err
+			lost = fmt.Errorf("lost the planner %s (%w)", w.cfg.Planner, end.err)
 			w.notef("lost the planner %s: %v; rejoining as a new member (its state and frames discarded)", w.cfg.Planner, end.err)
 			w.rejoin()
 			continue
@@ -164,7 +164,7 @@ func (w *Worker) sessions(ctx context.Context, addr string) error {
 		failed++
 		if failed >= w.cfg.JoinTries {
 			if lost != nil {
-				return fmt.Errorf("worker: lost the planner %s (%v), then %d joins failed, the last: %w", w.cfg.Planner, lost, failed, end.err)
+				return fmt.Errorf("worker: %v, then %d joins failed, the last: %w", lost, failed, end.err)
 			}
 			return fmt.Errorf("worker: %d joins of planner %s failed, the last: %w", failed, w.cfg.Planner, end.err)
 		}
