@@ -55,6 +55,9 @@ func runWorker(ctx context.Context, args []string, o command.IO) error {
 	fs.DurationVar(&cfg.Report, "report", time.Second, "metrics report interval")
 	perOp := fs.String("alloc", "", "initial allocation per operator, comma-separated millicores (overrides -millicores)")
 	procBudget := fs.Int("process-budget", 0, "CPU budget of the whole worker process, millicores, enforced by the kernel: the process (transport, decoding, dispatch and operators) runs in a CPU cgroup with this CFS quota per 100 ms, as under a container CPU limit (0: none; needs a writable CPU cgroup, i.e. root)")
+	fs.IntVar(&cfg.JoinTries, "join-tries", 10, "joins of the planner that may fail in a row (unreachable, token refused, no welcome) before the worker exits with an error")
+	fs.DurationVar(&cfg.JoinBackoff, "join-backoff", 100*time.Millisecond, "wait after the first failed join, doubled after each further one (at most 5s)")
+	fs.DurationVar(&cfg.JoinTimeout, "join-timeout", 5*time.Second, "bound on one join, dial to welcome")
 	enforce := fs.String("cpu-enforce", "inprocess", "CPU allocation enforcement: inprocess (package cfs) or kernel (each task in a 'serve taskhost' process under a CPU cgroup's CFS quota; needs a writable CPU cgroup, i.e. root, and an app whose operators keep no keyed state)")
 	if err := command.Parse(fs, "usage: serve worker -planner HOST:PORT [flags]\nruns one stream-processing worker of the planner/worker runtime", args, o); err != nil {
 		return err
@@ -73,6 +76,10 @@ func runWorker(ctx context.Context, args []string, o command.IO) error {
 		return command.Usagef("serve worker: -check %v and -flush %v must be > 0, -interval %v ≥ 0", cfg.Check, cfg.Flush, *interval)
 	case cfg.MaxInFlight < 1:
 		return command.Usagef("serve worker: -max-in-flight %d, want ≥ 1", cfg.MaxInFlight)
+	case cfg.JoinTries < 1:
+		return command.Usagef("serve worker: -join-tries %d, want ≥ 1", cfg.JoinTries)
+	case cfg.JoinBackoff <= 0 || cfg.JoinTimeout <= 0:
+		return command.Usagef("serve worker: -join-backoff %v and -join-timeout %v must be > 0", cfg.JoinBackoff, cfg.JoinTimeout)
 	case cfg.Millicores < 1 || cfg.Millicores > wire.MaxMillicores:
 		return command.Usagef("serve worker: -millicores %d, want 1..%d", cfg.Millicores, wire.MaxMillicores)
 	case cfg.Budget < 0 || cfg.Budget > wire.MaxMillicores:
@@ -111,6 +118,7 @@ func runWorker(ctx context.Context, args []string, o command.IO) error {
 	if *verbose {
 		cfg.Log = o.Stderr
 	}
+	cfg.Notices = o.Stderr
 	if o.Getenv != nil && o.Env("GOGC") == "" {
 		// A worker's live heap is its state; at GOGC=100 collections land
 		// in migration pauses (BenchmarkMigrationPause: a few ms without

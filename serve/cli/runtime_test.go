@@ -179,6 +179,8 @@ func TestRuntimeUsage(t *testing.T) {
 		{"worker"},
 		{"worker", "-planner", "x:1", "-slots", "0"},
 		{"worker", "-planner", "x:1", "-app", "nope"},
+		{"worker", "-planner", "x:1", "-join-tries", "0"},
+		{"worker", "-planner", "x:1", "-join-backoff", "0s"},
 		{"local", "-workers", "0"},
 		{"local", "-scale-at", "5s"},
 		{"local", "-scale-at", "5s:0"},

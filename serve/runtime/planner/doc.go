@@ -35,6 +35,21 @@
 // (horizontal), and may stop the replay. Requests are decoded strictly and
 // checked whole before anything changes.
 //
+// # Membership
+//
+// A worker's stream opens with its Hello (the shared token checked); a
+// worker asking for no ID gets one no member has held in the run, live or
+// dead, so a worker that rejoins after being declared dead (a partition
+// that healed) is a new member; one asking for a live member's ID is
+// refused, and a hello from a live member's address (that worker, come
+// back on a new stream) makes the old member's stream count as cut — dead
+// at the next tick — and is refused until then. The planner ends every
+// stream it lets go with a Bye saying why (wire.Bye): refused (the reason
+// in its text, never the token), dead (declared dead: what was still
+// queued for it is dropped), left (scaled in), done (the run ended
+// normally; Serve then waits up to a second for the streams to close). A
+// worker exits on done and left, and rejoins on dead (package worker).
+//
 // # Ingress and latency
 //
 // The load generator is open-loop: input i has an intended send time fixed

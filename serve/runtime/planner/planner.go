@@ -513,6 +513,7 @@ func (p *Planner) run(ctx context.Context, addr string, ready func(string)) (Res
 	if ctx.Err() != nil {
 		return res, ctx.Err()
 	}
+	p.farewell(ctx)
 	return res, nil
 }
 
@@ -621,6 +622,7 @@ func (p *Planner) perform(a core.Action) {
 		p.refused++
 		p.logf("%v", a.Err)
 		if c := p.conns[a.Conn]; c != nil && !c.bound {
+			c.refusal = a.Err
 			c.cancel()
 		}
 	case core.ScaleWorkers:
@@ -673,12 +675,18 @@ func (p *Planner) perform(a core.Action) {
 }
 
 // closeMember ends member id's stream conn and takes it off the routes.
+// The worker is told why (dismiss): dead (it rejoins as a new member) or
+// scaled in (it exits).
 func (p *Planner) closeMember(id uint32, serial uint64) {
 	c := p.byID[id]
 	if c == nil || c.serial != serial {
 		return
 	}
-	c.cancel()
+	if p.core.IsDead(id) {
+		p.dismiss(c, wire.ByeDead, fmt.Sprintf("worker %d declared dead (missed heartbeats or its stream ended); its key groups failed over", id))
+	} else {
+		p.dismiss(c, wire.ByeLeft, fmt.Sprintf("worker %d scaled in", id))
+	}
 	delete(p.byID, id)
 	for o := range p.route {
 		for g := range p.route[o] {

@@ -30,6 +30,9 @@ type inproc struct {
 	cfg     worker.Config
 	mu      sync.Mutex
 	ws      []*inprocWorker
+	// fault, if set, may replace worker i's planner address and listener
+	// (a partition's proxy and gate: partition_test.go).
+	fault func(i int, planner string, ln net.Listener) (string, net.Listener)
 }
 
 type inprocWorker struct {
@@ -62,13 +65,16 @@ func (p *inproc) Scale(_ context.Context, n int) ([]string, error) {
 }
 
 func (p *inproc) start(i int) *inprocWorker {
-	cfg := p.cfg
-	cfg.ID, cfg.App, cfg.Planner = uint32(i), p.app, p.planner
-	w, err := worker.New(cfg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	cfg := p.cfg
+	cfg.ID, cfg.App, cfg.Planner = uint32(i), p.app, p.planner
+	if p.fault != nil {
+		cfg.Planner, ln = p.fault(i, p.planner, ln)
+	}
+	w, err := worker.New(cfg)
 	if err != nil {
 		p.t.Fatal(err)
 	}

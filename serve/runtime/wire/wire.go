@@ -47,10 +47,11 @@ const (
 	KindRestore                      // Restore: planner → worker, the next placement restores a checkpoint
 	KindBarrier                      // Barrier: a checkpoint's barrier, in-band (planner → worker in the ingress, worker → worker after a snapshot)
 	KindAbort                        // Abort: planner → worker, a checkpoint in progress is discarded
+	KindBye                          // Bye: planner → worker, the last frame of its stream, saying why it ends
 	kindMax
 )
 
-var kindNames = [...]string{"", "hello", "heartbeat", "batch", "metrics", "alloc", "placement", "state", "mark", "end", "done", "migrated", "checkpoint", "snapshot", "snapshot-done", "restore", "barrier", "abort"}
+var kindNames = [...]string{"", "hello", "heartbeat", "batch", "metrics", "alloc", "placement", "state", "mark", "end", "done", "migrated", "checkpoint", "snapshot", "snapshot-done", "restore", "barrier", "abort", "bye"}
 
 func (k Kind) String() string {
 	if k > 0 && k < kindMax {

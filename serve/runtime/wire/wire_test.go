@@ -42,6 +42,7 @@ func sample() []interface{ Append([]byte) []byte } {
 		&Barrier{ID: 3, Cut: 1000, Epoch: 4, From: NoID, Op: NoOp, Members: []uint32{0, 2, 5}},
 		&Barrier{ID: 3, Cut: 1000, Epoch: 4, From: 2, Op: 1},
 		&Abort{ID: 3},
+		&Bye{Reason: ByeDead, Text: "worker 3 missed 10 heartbeats"},
 	}
 }
 
@@ -94,6 +95,9 @@ func decode(k Kind, p []byte) (any, error) {
 		return &m, err
 	case KindAbort:
 		m, err := DecodeAbort(p)
+		return &m, err
+	case KindBye:
+		m, err := DecodeBye(p)
 		return &m, err
 	}
 	return nil, errors.New("unknown")
@@ -206,6 +210,8 @@ func TestBadPayloads(t *testing.T) {
 		"member repeated":                    &Barrier{ID: 1, From: NoID, Op: NoOp, Members: []uint32{1, 1}},
 		"member NoID":                        &Barrier{ID: 1, From: NoID, Op: NoOp, Members: []uint32{1, NoID}},
 		"abort of checkpoint 0":              &Abort{},
+		"bye without a reason":               &Bye{},
+		"bye of an unknown reason":           &Bye{Reason: byeMax},
 	} {
 		f := m.Append(nil)
 		if _, err := decode(Kind(f[4]), f[5:]); !errors.Is(err, ErrMalformed) {
@@ -233,6 +239,7 @@ func FuzzDecode(f *testing.F) {
 	forged[4+1+8+8+8+4+2] = 0xff // the member count
 	f.Add(forged)
 	f.Add((&Abort{}).Append(nil))
+	f.Add((&Bye{Reason: byeMax, Text: "x"}).Append(nil))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for len(b) > 0 {
 			k, p, rest, err := SplitFrame(b)
@@ -305,5 +312,17 @@ func TestStateWriter(t *testing.T) {
 	b = w.Finish(b)
 	if !bytes.Equal(b, want.Append(nil)) {
 		t.Fatal("StateWriter and State.Append differ")
+	}
+}
+
+func TestByeKeepsTextShort(t *testing.T) {
+	long := bytes.Repeat([]byte("x"), 2*MaxAddr)
+	f := (&Bye{Reason: ByeRefused, Text: string(long)}).Append(nil)
+	m, err := DecodeBye(f[5:])
+	if err != nil || len(m.Text) != MaxAddr || m.Reason != ByeRefused {
+		t.Fatalf("bye with a %d-byte text: %q (%d bytes), %v", len(long), m.Reason, len(m.Text), err)
+	}
+	if ByeDead.String() != "dead" || ByeReason(9).String() != "bye(9)" {
+		t.Fatalf("names %q %q", ByeDead, ByeReason(9))
 	}
 }

@@ -81,6 +81,34 @@
 // worker a group it does not own is refused as a whole (see package
 // planner, "Checkpoints").
 //
+// # Membership: joins, goodbyes and rejoins
+//
+// The worker's listener lives as long as Serve; its membership is a
+// session: a join (dial, Hello, the planner's welcome), then the slots,
+// the age check, the migrations, the monitor, the beats and the senders,
+// all of which end with the session. The planner ends a member's stream
+// with a Bye saying why (wire.Bye): done (the run is over) and left
+// (scaled in) end Serve with nil; dead (the planner declared this worker
+// dead — it missed heartbeats, say behind a partition that has since
+// healed — and failed its key groups over) starts a new session as a new
+// member. So does a stream that breaks or ends without a Bye: the planner
+// died, or the link did (the planner declares the member dead, and, if it
+// has not yet, a hello from the member's address makes it). A new member
+// holds nothing of the old one: rejoin drops every request held, the
+// keyed state, the completion weights, the placement, the peers and the
+// membership, resets the tasks' allocations, and the hello asks for no ID,
+// so the planner gives one no member held (package planner/core); frames
+// of the old epochs still on their way are refused, by the peers (not a
+// member) and here (a peer stream opened in an earlier session applies no
+// frame: each is applied under peerMu's read lock with the session
+// checked, and rejoin holds the write lock). A join that fails — the
+// planner unreachable, the hello refused (a wrong token: the Bye says
+// so), no welcome within Config.JoinTimeout — is logged to Config.Notices
+// with its cause and retried after a backoff (Config.JoinBackoff,
+// doubling, at most 5 s); after Config.JoinTries in a row Serve returns an
+// error naming the planner, the cause, and the stream lost before them if
+// one was.
+//
 // # Concurrency
 //
 // One mutex guards the queues, the placement and the counters; it is never

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"streamscale/serve/runtime/transport"
 	"streamscale/serve/runtime/wire"
 )
@@ -79,7 +77,8 @@ func (p *peer) frame(f func([]byte) []byte) {
 }
 
 // Run serves peers, joins the planner and runs until ctx is done or the
-// planner's stream ends. ready, if not nil, receives the listen address.
+// planner ends the run (see Serve). ready, if not nil, receives the listen
+// address.
 func (w *Worker) Run(ctx context.Context, ready func(addr string)) error {
 	ln, err := transport.Listen(w.cfg.Addr, w.cfg.Public)
 	if err != nil {
@@ -88,21 +87,123 @@ func (w *Worker) Run(ctx context.Context, ready func(addr string)) error {
 	return w.Serve(ctx, ln, ready)
 }
 
-// Serve is Run on a listener the caller opened.
+// Serve is Run on a listener the caller opened. It serves peers on ln
+// for the worker's whole life and joins the planner as a member, once per
+// session (session); it returns nil when ctx ends, when the planner says
+// the run is over, or when the planner scales it in. It starts a new
+// session, as a new member, after the planner declared it dead or when it
+// lost the planner's stream, and returns an error naming the planner and
+// the cause after Config.JoinTries failed joins in a row (the planner
+// unreachable, the token refused, no welcome).
 func (w *Worker) Serve(ctx context.Context, ln net.Listener, ready func(addr string)) error {
 	addr := ln.Addr().String()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	lerr := make(chan error, 1)
+	go func() {
+		lerr <- transport.Serve(ctx, ln, w.handlePeer, w.cfg.Log)
+		cancel()
+	}()
+	if ready != nil {
+		ready(addr)
+	}
+	err := w.sessions(ctx, addr)
+	cancel()
+	if lerr := <-lerr; err == nil && lerr != nil && ctx.Err() == nil {
+		err = fmt.Errorf("worker: %w", lerr)
+	}
+	return err
+}
+
+// sessionEnd is how a session ended: joined says the planner welcomed
+// the worker; bye is the planner's Bye, if it sent one, else err says why
+// the join failed or the stream ended.
+type sessionEnd struct {
+	joined bool
+	bye    *wire.Bye
+	err    error
+}
+
+// sessions runs sessions until the run is over (see Serve).
+func (w *Worker) sessions(ctx context.Context, addr string) error {
+	failed := 0 // joins failed in a row
+	backoff := w.cfg.JoinBackoff
+	var lost error // why the last session ended, if the planner went away
+	for {
+		end := w.session(ctx, addr)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if end.joined {
+			failed, backoff = 0, w.cfg.JoinBackoff
+		}
+		if b := end.bye; b != nil {
+			switch b.Reason {
+			case wire.ByeDone, wire.ByeLeft:
+				w.notef("planner %s: %s; stopping", w.cfg.Planner, b.Text)
+				return nil
+			case wire.ByeDead:
+				w.notef("planner %s: %s; rejoining as a new member (its state and frames discarded)", w.cfg.Planner, b.Text)
+				w.rejoin()
+				lost = fmt.Errorf("declared dead by the planner %s (%s)", w.cfg.Planner, b.Text)
+				continue
+			default:
+				end.err = fmt.Errorf("planner %s refused this worker: %s", w.cfg.Planner, b.Text)
+			}
+		}
+		if end.joined {
+			// The stream broke or ended without a goodbye: the planner
+			// died, or a partition cut the link (the planner then declares
+			// this worker dead and fails it over). Join again, as a new
+			// member.
+			lost = fmt.Errorf("lost the planner %s (%w)", w.cfg.Planner, end.err)
+			w.notef("lost the planner %s: %v; rejoining as a new member (its state and frames discarded)", w.cfg.Planner, end.err)
+			w.rejoin()
+			continue
+		}
+		failed++
+		if failed >= w.cfg.JoinTries {
+			if lost != nil {
+				return fmt.Errorf("worker: %v, then %d joins failed, the last: %w", lost, failed, end.err)
+			}
+			return fmt.Errorf("worker: %d joins of planner %s failed, the last: %w", failed, w.cfg.Planner, end.err)
+		}
+		w.notef("join %d of %d failed: %v; retrying in %v", failed, w.cfg.JoinTries, end.err, backoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxJoinBackoff)
+	}
+}
+
+// maxJoinBackoff caps the wait between two joins.
+const maxJoinBackoff = 5 * time.Second
+
+// session joins the planner and runs as a member until the planner's
+// stream ends: the slots, the age check, the migrations, the monitor, the
+// beats and the senders run for the session only, and have all ended when
+// it returns.
+func (w *Worker) session(ctx context.Context, addr string) sessionEnd {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	client := transport.NewClient()
 	defer client.CloseIdle()
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return transport.Serve(gctx, ln, w.handlePeer, w.cfg.Log) })
-	g.Go(func() error { w.checkAges(gctx); return nil })
-	for range w.cfg.Slots {
-		g.Go(func() error { w.runSlot(); return nil })
+	s, bye, err := w.join(ctx, client, addr)
+	if err != nil || bye != nil {
+		return sessionEnd{bye: bye, err: err}
 	}
-	g.Go(func() error {
-		<-gctx.Done()
+	defer s.Close()
+	w.mu.Lock()
+	wg := w.sess
+	w.mu.Unlock()
+	wg.Go(func() { w.checkAges(ctx) })
+	for range w.cfg.Slots {
+		wg.Go(w.runSlot)
+	}
+	wg.Go(func() {
+		<-ctx.Done()
 		w.mu.Lock()
 		w.closing = true
 		w.work.Broadcast()
@@ -115,78 +216,95 @@ func (w *Worker) Serve(ctx context.Context, ln net.Listener, ready func(addr str
 			}
 		}
 		w.mu.Unlock()
-		return nil
 	})
-	g.Go(func() error { w.runMigrations(gctx, client); return nil })
-	g.Go(func() error { w.monitor(gctx); return nil })
-	if ready != nil {
-		ready(addr)
-	}
-	g.Go(func() error {
-		err := w.plannerLink(gctx, client, addr)
-		cancel()
-		if gctx.Err() != nil && ctx.Err() != nil {
-			return nil
-		}
-		return err
-	})
-	err := g.Wait()
-	if errors.Is(err, context.Canceled) {
-		err = nil
-	}
-	return err
+	wg.Go(func() { w.runMigrations(ctx, client) })
+	wg.Go(func() { w.monitor(ctx) })
+	wg.Go(func() { w.sendLoop(ctx, w.planner, func() (*transport.Stream, error) { return s, nil }, true) })
+	wg.Go(func() { w.beatLoop(ctx, s) })
+	end := w.plannerLink(ctx, client, s)
+	end.joined = true
+	cancel()
+	s.Close()
+	wg.Wait()
+	return end
 }
 
-// plannerLink dials the planner, says hello and reads its frames; a sender
-// goroutine writes heartbeats, metrics, completions and reports.
-func (w *Worker) plannerLink(ctx context.Context, client *transport.Client, addr string) error {
-	var s *transport.Stream
-	var err error
-	for try := 0; ; try++ {
-		s, err = client.Dial(ctx, w.cfg.Planner)
-		if err == nil {
-			break
+// join dials the planner, says hello and reads its answer: the welcome
+// (the stream is returned), or a Bye (refused, or the run is over), or an
+// error. Config.JoinTimeout bounds it.
+func (w *Worker) join(ctx context.Context, client *transport.Client, addr string) (*transport.Stream, *wire.Bye, error) {
+	dctx, stop := context.WithCancel(ctx)
+	timer := time.AfterFunc(w.cfg.JoinTimeout, stop)
+	fail := func(err error) (*transport.Stream, *wire.Bye, error) {
+		if !timer.Stop() {
+			err = fmt.Errorf("no welcome within %v (%w)", w.cfg.JoinTimeout, err)
 		}
-		if try >= 50 || ctx.Err() != nil {
-			return fmt.Errorf("worker: planner %s: %w", w.cfg.Planner, err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(100 * time.Millisecond):
-		}
+		stop()
+		return nil, nil, err
 	}
-	defer s.Close()
-	h := wire.Hello{ID: w.cfg.ID, Addr: addr, Token: w.cfg.Token}
-	if err := s.Write(h.Append(nil)); err != nil {
-		return fmt.Errorf("worker: planner hello: %w", err)
-	}
-	k, p, buf, err := wire.ReadFrame(s.R, nil)
+	s, err := client.Dial(dctx, w.cfg.Planner)
 	if err != nil {
-		return fmt.Errorf("worker: planner welcome: %w", err)
+		return fail(err)
 	}
-	if k != wire.KindHello {
-		return fmt.Errorf("worker: planner answered %v, want hello", k)
+	w.mu.Lock()
+	h := wire.Hello{ID: w.id, Addr: addr, Token: w.cfg.Token}
+	w.mu.Unlock()
+	if err := s.Write(h.Append(nil)); err != nil {
+		s.Close()
+		return fail(fmt.Errorf("hello: %w", err))
+	}
+	k, p, _, err := wire.ReadFrame(s.R, nil)
+	switch {
+	case errors.Is(err, io.EOF):
+		err = errors.New("the planner ended the stream without a welcome")
+	case err == nil && k == wire.KindBye:
+		var b wire.Bye
+		if b, err = wire.DecodeBye(p); err == nil {
+			s.Close()
+			timer.Stop()
+			stop()
+			return nil, &b, nil
+		}
+	case err == nil && k != wire.KindHello:
+		err = fmt.Errorf("the planner answered %v, want hello", k)
+	}
+	if err != nil {
+		s.Close()
+		return fail(fmt.Errorf("welcome: %w", err))
 	}
 	welcome, err := wire.DecodeHello(p)
 	if err != nil || welcome.ID == wire.NoID || welcome.Token != w.cfg.Token {
-		return fmt.Errorf("worker: planner welcome refused (id %d, %v)", welcome.ID, err)
+		s.Close()
+		return fail(fmt.Errorf("welcome refused (id %d, %v)", welcome.ID, err))
 	}
+	if !timer.Stop() {
+		s.Close()
+		return fail(errors.New("welcome too late"))
+	}
+	// dctx now lives as long as the session's ctx: stop is its cancel.
+	context.AfterFunc(ctx, stop)
 	w.mu.Lock()
 	w.id = welcome.ID
+	w.idNow.Store(welcome.ID)
 	w.mu.Unlock()
-	w.logf("joined planner %s", w.cfg.Planner)
-	go w.sendLoop(ctx, w.planner, func() (*transport.Stream, error) { return s, nil }, true)
-	go w.beatLoop(ctx, s)
+	w.notef("joined planner %s", w.cfg.Planner)
+	return s, nil, nil
+}
+
+// plannerLink reads the planner's frames until its stream ends: with a
+// Bye, or an error (io.EOF without a Bye counts as one).
+func (w *Worker) plannerLink(ctx context.Context, client *transport.Client, s *transport.Stream) sessionEnd {
 	var recs []wire.Record
 	var rs *restoring // a restore being received
+	var buf []byte
 	for {
-		k, p, buf, err = wire.ReadFrame(s.R, buf)
+		k, p, nb, err := wire.ReadFrame(s.R, buf)
+		buf = nb
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, io.EOF) {
-				return nil
+			if errors.Is(err, io.EOF) {
+				err = errors.New("the planner ended the stream without a goodbye")
 			}
-			return fmt.Errorf("worker: planner stream: %w", err)
+			return sessionEnd{err: fmt.Errorf("planner stream: %w", err)}
 		}
 		switch k {
 		case wire.KindPlacement:
@@ -208,12 +326,12 @@ func (w *Worker) plannerLink(ctx context.Context, client *transport.Client, addr
 			select {
 			case w.placeCh <- placeReq{pl, installed, restore}:
 			case <-ctx.Done():
-				return nil
+				return sessionEnd{err: ctx.Err()}
 			}
 			select {
 			case <-installed:
 			case <-ctx.Done():
-				return nil
+				return sessionEnd{err: ctx.Err()}
 			}
 		case wire.KindAlloc:
 			a, err := wire.DecodeAlloc(p)
@@ -278,6 +396,13 @@ func (w *Worker) plannerLink(ctx context.Context, client *transport.Client, addr
 				}
 				w.refuse("planner", err)
 			}
+		case wire.KindBye:
+			b, err := wire.DecodeBye(p)
+			if err != nil {
+				w.refuse("planner", err)
+				continue
+			}
+			return sessionEnd{bye: &b}
 		default:
 			w.refuse("planner", fmt.Errorf("worker: unexpected %v from the planner", k))
 		}
@@ -422,7 +547,7 @@ func (w *Worker) beatLoop(ctx context.Context, s *transport.Stream) {
 			return
 		case <-t.C:
 		}
-		hb := wire.Heartbeat{From: w.id, Epoch: w.epochNow.Load()}
+		hb := wire.Heartbeat{From: w.idNow.Load(), Epoch: w.epochNow.Load()}
 		b = hb.Append(b[:0])
 		p.wmu.Lock()
 		err := s.Write(b)
@@ -489,7 +614,7 @@ func (w *Worker) ensurePeers(ctx context.Context, client *transport.Client) {
 		}
 		p := newPeer(id, w.members[id])
 		w.peers[id] = p
-		go w.sendLoop(ctx, p, w.dialPeer(ctx, client, p), false)
+		w.sess.Go(func() { w.sendLoop(ctx, p, w.dialPeer(ctx, client, p), false) })
 	}
 }
 
@@ -528,6 +653,7 @@ func (w *Worker) handlePeer(ctx context.Context, s *transport.Stream) {
 		w.refuse(fmt.Sprintf("peer %d", h.ID), errors.New("worker: wrong token"))
 		return
 	}
+	inc := w.inc.Load() // the session this stream belongs to
 	// A new member may dial before this worker has its placement: wait a
 	// little for the membership to include it.
 	deadline := time.Now().Add(w.cfg.JoinWait)
@@ -548,7 +674,14 @@ func (w *Worker) handlePeer(ctx context.Context, s *transport.Stream) {
 			}
 			return
 		}
+		w.peerMu.RLock()
+		if w.inc.Load() != inc {
+			w.peerMu.RUnlock()
+			w.refuse(fmt.Sprintf("peer %d", from), errors.New("worker: a stream of this worker's previous membership"))
+			return
+		}
 		if !w.isMember(from) {
+			w.peerMu.RUnlock()
 			w.refuse(fmt.Sprintf("peer %d", from), errors.New("worker: no longer a member"))
 			return
 		}
@@ -583,6 +716,7 @@ func (w *Worker) handlePeer(ctx context.Context, s *transport.Stream) {
 		default:
 			err = fmt.Errorf("worker: unexpected %v from a peer", k)
 		}
+		w.peerMu.RUnlock()
 		if err != nil {
 			w.refuse(fmt.Sprintf("peer %d", from), err)
 		}

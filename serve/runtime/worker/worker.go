@@ -71,8 +71,22 @@ type Config struct {
 	// membership waits for a placement that includes it before it is
 	// refused (default 2 s).
 	JoinWait time.Duration
+	// JoinTries is how many joins of the planner in a row may fail —
+	// the planner unreachable, the hello refused (a wrong token), no
+	// welcome within JoinTimeout — before Serve gives up with an error
+	// naming the planner and the last cause (default 10). JoinBackoff is
+	// the wait after the first failed join, doubled after each further
+	// one up to 5 s (default 100 ms); JoinTimeout bounds one join, dial to
+	// welcome (default 5 s). Every failed join is logged.
+	JoinTries                int
+	JoinBackoff, JoinTimeout time.Duration
 	// Log receives one line per notable event (nil: discarded).
 	Log io.Writer
+	// Notices receives the lines about the worker's membership — a failed
+	// join and its cause, the planner's stream lost, a rejoin, the
+	// planner's goodbye — which an operator needs even when Log is off
+	// (nil: Log).
+	Notices io.Writer
 	// Hosts, if set, runs each task's operator work in a TaskHost made
 	// for it (operator index, initial millicores) instead of under the
 	// in-process cfs.Quota: package kcfs's child process under the
@@ -120,8 +134,16 @@ func (c *Config) fill() error {
 	def(&c.Heartbeat, 200*time.Millisecond)
 	def(&c.MigrationTimeout, 10*time.Second)
 	def(&c.JoinWait, 2*time.Second)
+	if c.JoinTries == 0 {
+		c.JoinTries = 10
+	}
+	def(&c.JoinBackoff, 100*time.Millisecond)
+	def(&c.JoinTimeout, 5*time.Second)
 	if c.Log == nil {
 		c.Log = io.Discard
+	}
+	if c.Notices == nil {
+		c.Notices = c.Log
 	}
 	switch {
 	case c.Slots < 1:
@@ -130,6 +152,8 @@ func (c *Config) fill() error {
 		return fmt.Errorf("worker: batch %d, want ≥ 1", c.Batch)
 	case c.Check < 0 || c.Flush < 0 || c.Report < 0 || c.Heartbeat < 0:
 		return fmt.Errorf("worker: negative interval")
+	case c.JoinTries < 1 || c.JoinBackoff < 0 || c.JoinTimeout < 0:
+		return fmt.Errorf("worker: %d join tries, backoff %v, join timeout %v; want ≥ 1 tries and no negative duration", c.JoinTries, c.JoinBackoff, c.JoinTimeout)
 	case c.MaxInFlight < 1:
 		return fmt.Errorf("worker: max in flight %d, want ≥ 1", c.MaxInFlight)
 	case c.Millicores < 1 || c.Millicores > wire.MaxMillicores:
@@ -222,9 +246,10 @@ type Stats struct {
 	Migrations     uint64
 	Snapshots      uint64 // checkpoint snapshots taken
 	Restores       uint64 // checkpoints restored (failovers)
-	Discarded      uint64 // requests discarded by restores (the planner replays their inputs)
+	Discarded      uint64 // requests discarded by restores and rejoins (the planner replays their inputs)
 	Stale          uint64 // records stamped before the last restore, dropped
 	LateBarriers   uint64 // barriers of checkpoints finished or discarded here, ignored
+	Rejoins        uint64 // sessions started again as a new member (declared dead, or the planner's stream lost)
 }
 
 // Worker is one worker. Create it with New, run it with Run.
@@ -252,6 +277,7 @@ type Worker struct {
 	tasks    []*task
 	rr       int
 	id       uint32
+	idNow    atomic.Uint32 // id, for readers without mu (logf, beatLoop)
 	epoch    uint64
 	epochNow atomic.Uint64 // epoch, for readers without mu (beatLoop)
 	// ageIdle: checkAges found no record queued or parked and stopped
@@ -287,6 +313,14 @@ type Worker struct {
 	barDone uint64
 	barCut  uint64
 	parkedN int // records parked, over all tasks
+	// The session (net.go): sess counts its goroutines (the peer senders
+	// too); inc numbers the sessions. A peer stream applies each frame
+	// under peerMu's read lock, and only while inc is the one it was
+	// opened in: rejoin holds the write lock, so no frame of a stream of
+	// an earlier membership applies to the new one.
+	sess   *sync.WaitGroup
+	inc    atomic.Uint64
+	peerMu sync.RWMutex
 }
 
 // New returns a worker or an error for a bad configuration.
@@ -373,7 +407,76 @@ func New(cfg Config) (*Worker, error) {
 		w.tasks = append(w.tasks, t)
 	}
 	w.planner = newPeer(wire.NoID, cfg.Planner)
+	w.idNow.Store(cfg.ID)
+	w.sess = &sync.WaitGroup{}
 	return w, nil
+}
+
+// rejoin makes the worker a newcomer for its next session (no session
+// goroutine runs): every request it holds, its keyed state, its completion
+// weights, its placement, peers and membership are dropped, its tasks'
+// allocations are the initial ones again, and it asks the planner for a
+// fresh ID. Nothing of the old membership reaches the new one: the
+// planner has failed its key groups over (or will, once it declares the
+// old member dead), and the frames of the old epochs still on their way
+// are refused (their streams belong to an earlier session) or dropped
+// (stamped before the new member's first epoch).
+func (w *Worker) rejoin() {
+	w.peerMu.Lock()
+	defer w.peerMu.Unlock()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var dropped uint64
+	for o, t := range w.tasks {
+		dropped += uint64(t.len())
+		clear(t.q)
+		t.q, t.head = t.q[:0], 0
+		for g := range t.state {
+			t.state[g] = map[uint64][]byte{}
+		}
+		t.running = false
+		t.c = taskCounters{}
+		t.stateKeys, t.stateBytes = 0, 0
+		t.impl = w.cfg.App.Operators[o].New()
+		mc := w.cfg.Millicores
+		if w.cfg.Alloc != nil {
+			mc = w.cfg.Alloc[o]
+		}
+		t.quota.Set(mc)
+	}
+	for _, h := range w.holds {
+		dropped += uint64(len(h.fromOld) + len(h.direct))
+	}
+	dropped += uint64(w.resetBarrier())
+	dropped += uint64(w.futureN)
+	w.barDone, w.barCut = 0, 0
+	clear(w.holds)
+	clear(w.done)
+	w.future, w.futureN = nil, 0
+	w.inFlight = 0
+	clear(w.marks)
+	clear(w.ends)
+	clear(w.dests)
+	clear(w.edges)
+	for _, p := range w.peers {
+		if !p.removed {
+			p.removed = true
+			close(p.stop)
+		}
+	}
+	clear(w.peers)
+	w.members, w.prevMem = map[uint32]string{}, map[uint32]string{}
+	w.owners = nil
+	w.epoch, w.floor = 0, 0
+	w.epochNow.Store(0)
+	w.id = wire.NoID
+	w.idNow.Store(wire.NoID)
+	w.planner = newPeer(wire.NoID, w.cfg.Planner)
+	w.closing, w.paused = false, false
+	w.sess = &sync.WaitGroup{}
+	w.inc.Add(1)
+	w.stats.Discarded += dropped
+	w.stats.Rejoins++
 }
 
 // ID returns the worker's ID (wire.NoID before the planner assigned one).
@@ -427,8 +530,18 @@ func (w *Worker) StateOf(op int) map[uint64][]byte {
 	return out
 }
 
-func (w *Worker) logf(format string, args ...any) {
-	fmt.Fprintf(w.cfg.Log, "worker %d: "+format+"\n", append([]any{w.id}, args...)...)
+func (w *Worker) logf(format string, args ...any) { w.linef(w.cfg.Log, format, args...) }
+
+// notef writes a line about the membership to Config.Notices.
+func (w *Worker) notef(format string, args ...any) { w.linef(w.cfg.Notices, format, args...) }
+
+func (w *Worker) linef(to io.Writer, format string, args ...any) {
+	id := w.idNow.Load()
+	if id == wire.NoID {
+		fmt.Fprintf(to, "worker: "+format+"\n", args...)
+		return
+	}
+	fmt.Fprintf(to, "worker %d: "+format+"\n", append([]any{id}, args...)...)
 }
 
 // now is the time since the worker started, ns (the monotonic clock: a

@@ -485,6 +485,13 @@ func (c *Core) IsAlive(id uint32) bool {
 	return m != nil && !m.dead
 }
 
+// IsDead reports whether id is a member declared dead (not replaced
+// since): the shell tells a worker it dismisses why.
+func (c *Core) IsDead(id uint32) bool {
+	m := c.det.members[id]
+	return m != nil && m.dead
+}
+
 // LoadStart is when the load started (StartLoad), on the shell's clock.
 func (c *Core) LoadStart() time.Duration { return c.loadStart }
 

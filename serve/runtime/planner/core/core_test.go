@@ -1,10 +1,12 @@
 package core
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -53,14 +55,14 @@ func TestDetector(t *testing.T) {
 	ms := time.Millisecond
 	d := newDetector(100*ms, 10*ms, 3)
 	for id := range uint32(3) {
-		if _, err := d.join(uint64(id+1), id, "a", 0, wire.NoID); err != nil {
+		if _, err := d.join(uint64(id+1), id, fmt.Sprintf("a%d", id), 0, wire.NoID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := d.join(9, 1, "b", 0, wire.NoID); err == nil {
+	if _, err := d.join(9, 1, "x", 0, wire.NoID); err == nil {
 		t.Fatal("a live ID joined twice")
 	}
-	if m, err := d.join(10, wire.NoID, "c", 0, wire.NoID); err != nil || m.id != 3 {
+	if m, err := d.join(10, wire.NoID, "y", 0, wire.NoID); err != nil || m.id != 3 {
 		t.Fatalf("any ID: %v, %v; want 3", m, err)
 	}
 	var now time.Duration
@@ -96,6 +98,46 @@ func TestDetector(t *testing.T) {
 	}
 	if got := d.live(); len(got) != 2 || got[0] != 0 || got[1] != 1 {
 		t.Fatalf("live %v, want [0 1]", got)
+	}
+}
+
+// TestDetectorRejoin: a worker asking for no ID gets one no member ever
+// held, live or dead, so a dead worker that rejoins is a new member; a
+// hello from a live member's address cuts that member (dead at the next
+// check) and is refused, and the retry after the check is admitted.
+func TestDetectorRejoin(t *testing.T) {
+	ms := time.Millisecond
+	d := newDetector(100*ms, 10*ms, 3)
+	for id := range uint32(3) {
+		if _, err := d.join(uint64(id+1), wire.NoID, fmt.Sprintf("a%d", id), 0, wire.NoID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.ended(2) // worker 1's stream
+	if dead := d.check(10 * ms); !slices.Equal(dead, []uint32{1}) {
+		t.Fatalf("dead %v, want [1]", dead)
+	}
+	m, err := d.join(4, wire.NoID, "a1", 10*ms, wire.NoID)
+	if err != nil || m.id != 3 {
+		t.Fatalf("worker 1 rejoining: %v, %v; want the fresh ID 3", m, err)
+	}
+	// Worker 2 lost its stream; the planner has not noticed yet.
+	if _, err := d.join(5, wire.NoID, "a2", 20*ms, wire.NoID); err == nil {
+		t.Fatal("a hello from live member 2's address was admitted beside it")
+	}
+	if got := d.live(); !slices.Equal(got, []uint32{0, 2, 3}) {
+		t.Fatalf("live %v before the check, want [0 2 3]", got)
+	}
+	if dead := d.check(30 * ms); !slices.Equal(dead, []uint32{2}) {
+		t.Fatalf("dead %v, want [2]: its address rejoined", dead)
+	}
+	if m, err := d.join(6, wire.NoID, "a2", 40*ms, wire.NoID); err != nil || m.id != 4 {
+		t.Fatalf("worker 2 retrying: %v, %v; want the fresh ID 4", m, err)
+	}
+	// An ID asked for explicitly may still be a dead one's (a provider
+	// restarting worker 1 under its own ID).
+	if m, err := d.join(7, 1, "b1", 40*ms, wire.NoID); err != nil || m.id != 1 {
+		t.Fatalf("worker 1 restarted as 1: %v, %v", m, err)
 	}
 }
 

@@ -46,17 +46,31 @@ func newDetector(heartbeat, tick time.Duration, miss int) detector {
 	return detector{heartbeat: heartbeat, tick: tick, miss: miss, members: map[uint32]*member{}, conns: map[uint64]uint32{}}
 }
 
-// join admits stream conn as a member: under id, or the lowest ID no live
-// member holds when id is NoID. A live member's ID is refused.
+// join admits stream conn as a member: under id, or when id is NoID the
+// lowest ID no member holds, live or dead. A live member's ID is refused.
+// A dead worker that rejoins asking for no ID (package worker does after a
+// partition) so becomes a new member under a fresh ID: nothing addressed to
+// its old ID — a peer's straggler, a frame of its old epoch — can be taken
+// for the new member's. A hello from the address of another live member is
+// that worker come back after losing its stream (the planner has not
+// noticed yet): the old member's stream counts as cut, so it is dead at the
+// next tick and failed over, and the hello is refused until then (the
+// worker retries).
 func (d *detector) join(conn uint64, id uint32, addr string, now time.Duration, noID uint32) (*member, error) {
 	if id == noID {
 		id = 0
-		for d.members[id] != nil && !d.members[id].dead {
+		for d.members[id] != nil {
 			id++
 		}
 	}
 	if old := d.members[id]; old != nil && !old.dead {
 		return nil, fmt.Errorf("refused worker %d at %s: that ID is live", id, addr)
+	}
+	if addr != "" {
+		for _, oid := range d.ids(func(m *member) bool { return !m.dead && m.addr == addr }) {
+			d.members[oid].cut = true
+			return nil, fmt.Errorf("refused a worker at %s: member %d has that address; its stream counts as ended (a rejoin replaces it once it is declared dead; retry)", addr, oid)
+		}
 	}
 	if old := d.members[id]; old != nil {
 		delete(d.conns, old.conn)
