@@ -49,11 +49,11 @@ type entry struct {
 	choiceKey   []byte
 	choiceNames [][]byte // a residual policy's choices, JSON-quoted
 	nchoices    int      // choices per dimension: len(deltas), or a residual policy's
-	rows      int // rows of a probabilities evaluation: 1 + Σ(nvec−1)
-	base      *policy.Policy
-	pool      sync.Pool // *policy.Policy clones: a Policy is not safe for concurrent use
-	comb      combiner  // merges concurrent single deterministic requests
-	v2        v2Model   // Open Inference Protocol view
+	rows        int      // rows of a probabilities evaluation: 1 + Σ(nvec−1)
+	base        *policy.Policy
+	pool        sync.Pool // *policy.Policy clones: a Policy is not safe for concurrent use
+	comb        combiner  // merges concurrent single deterministic requests
+	v2          v2Model   // Open Inference Protocol view
 }
 
 // policy returns a clone of the policy for one request's exclusive use;
