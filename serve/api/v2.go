@@ -19,7 +19,10 @@ import (
 // shape), FP32 or FP64 and checked against the Box's bounds as on v1, and
 // its outputs are action (INT64 [batch, len(nvec)], the per-dimension
 // argmax) and value (FP32 [batch, 1], the critic's value; the policy's
-// float32 value exactly). Health answers are a status with an empty body
+// float32 value exactly). A residual policy also reads rule_targets
+// (FP32 or FP64 [batch, tasks], the base rule's targets in millicores,
+// doc.go) and also outputs targets (FP64 [batch, tasks], millicores, the
+// corrected targets). Health answers are a status with an empty body
 // (200 true, 400 false: the protocol's "4xx indicates false"); errors are
 // {"error": "api: …"} with 400 for any malformed or mismatched request,
 // 404 for an unknown model or version, 413, 415 and 503 as on v1.
