@@ -5,13 +5,18 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"streamscale/agents"
+	"streamscale/agents/rulespec"
 	"streamscale/env"
+	"streamscale/eval/internal/policytest"
 	"streamscale/eval/runner"
 	"streamscale/serve/client"
+	"streamscale/traces"
 )
 
 // TestEndpointInProcess: the in-process endpoint lists the directory's
@@ -76,3 +81,73 @@ func (n name) String() string                          { return string(n) }
 func (n name) Horizontal() bool                        { return false }
 func (n name) Config(b env.Config) (env.Config, error) { return b, nil }
 func (n name) Build(env.Config) (agents.Actor, error)  { return agents.Actor{}, errors.New("not built") }
+
+// TestBuildLiveResidual: a residual policy is served by the in-process
+// endpoint (which once refused it at load), and the live controller built
+// for ppo:DIR runs its base rule, for no metric lag as the live
+// observation has none, and applies the endpoint's targets (the
+// follow-biased policy's: the rule's).
+func TestBuildLiveResidual(t *testing.T) {
+	const rule = "threshold:measured:target=0.7:tol=0.1:window=10"
+	tr := &traces.Trace{Name: "steps", Scale: 1}
+	for i := range 20 {
+		tr.Counts = append(tr.Counts, float64(1000+400*(i%5)))
+	}
+	sc, err := env.EdgeConfig("pred", 101, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Physics.MetricLagSteps = 2
+	dir := t.TempDir()
+	if err := policytest.WriteFollowResidual(dir, "pred", sc, rule); err != nil {
+		t.Fatal(err)
+	}
+	e, err := StartEndpoint(context.Background(), dir, "", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	c, err := BuildLive(context.Background(), name("ppo:"+filepath.Join(dir, "pred")), sc, e.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := rulespec.Parse(rule)
+	lsc := sc
+	lsc.Physics.MetricLagSteps = 0
+	ref, err := spec.New(lsc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := env.New(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, _, err := sim.Reset(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Reset(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := ref.Reset(1); err != nil {
+		t.Fatal(err)
+	}
+	for step := range 12 {
+		a, err := c.Act(obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ref.Act(obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(a.Targets, want.Targets) {
+			t.Fatalf("step %d: targets %v, the rule's %v", step, a.Targets, want.Targets)
+		}
+		sr, err := sim.Step(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs = sr.Obs
+	}
+}

@@ -307,16 +307,18 @@ func PolicyEndpointDir(spec, policies string) string {
 }
 
 // BuildLive builds controller f for a live run on scenario sc: in
-// process, or for PPO a live.Remote asking the policy endpoint at apiURL.
+// process, or for PPO a live.Remote asking the policy endpoint at apiURL
+// (which, for a residual policy, runs the policy's base rule in process
+// and sends its targets with every request).
 //
 // The live observation has no metric lag (it reports the window that has
 // just ended), whatever the scenario's physics say, so an in-process
-// controller that compensates the lag (threshold:measured) is built for
-// none.
+// controller that compensates the lag (threshold:measured), a residual
+// policy's base rule included, is built for none.
 func BuildLive(ctx context.Context, f runner.Factory, sc env.Config, apiURL string) (agents.Controller, error) {
+	lsc := sc
+	lsc.Physics.MetricLagSteps = 0
 	if !IsPPO(f.String()) {
-		lsc := sc
-		lsc.Physics.MetricLagSteps = 0
 		a, err := f.Build(lsc)
 		if err != nil {
 			return nil, fmt.Errorf("%w %s: %w", ErrController, f, err)
@@ -330,7 +332,7 @@ func BuildLive(ctx context.Context, f runner.Factory, sc env.Config, apiURL stri
 	if d, ok := strings.CutPrefix(f.String(), "ppo:"); ok {
 		name = filepath.Base(d)
 	}
-	r, err := live.NewRemote(ctx, apiURL, name, sc)
+	r, err := live.NewRemote(ctx, apiURL, name, lsc) // a residual policy's base rule runs here, for no lag too
 	if err != nil {
 		return nil, fmt.Errorf("%w %s: %w", ErrController, f, err)
 	}

@@ -65,12 +65,23 @@ func TestActDoesNotAllocate(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops items under -race; allocation counts are meaningless")
 	}
-	s := newTestServer(t, "", "")
-	for _, extra := range []map[string]any{nil, {"sample": true, "seed": 3}, {"probabilities": true}} {
-		run := handlerLoop(t, s, "/v1/policies/etl/act", actBody(t, "etl", extra))
+	s := newTestServer(t, residualDir(t, 0), "")
+	rt := []float64{900, 1000, 1100, 1200, 1300, 1400}
+	for _, c := range []struct {
+		policy string
+		extra  map[string]any
+	}{
+		{"etl", nil}, {"etl", map[string]any{"sample": true, "seed": 3}}, {"etl", map[string]any{"probabilities": true}},
+		{"res", map[string]any{"rule_targets": rt}}, {"res", map[string]any{"rule_targets": rt, "probabilities": true}},
+	} {
+		profile := c.policy
+		if profile == "res" {
+			profile = "pred"
+		}
+		run := handlerLoop(t, s, "/v1/policies/"+c.policy+"/act", actBody(t, profile, c.extra))
 		run()
 		if n := testing.AllocsPerRun(200, run); n != 0 {
-			t.Errorf("%v: %v allocations per request", extra, n)
+			t.Errorf("%s %v: %v allocations per request", c.policy, c.extra, n)
 		}
 	}
 }

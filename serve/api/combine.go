@@ -48,7 +48,7 @@ type combiner struct {
 // job is one request's place in the queue; it lives in the request's
 // scratch.
 type job struct {
-	obs    []float64 // the observation, lay.size values
+	obs    []float64 // the policy's input, e.in values
 	action []int     // out: len(nvec) choices
 	value  float64   // out
 	err    error     // out
@@ -60,7 +60,7 @@ type job struct {
 // combiner; the action and value land in sc as infer would leave them.
 func (e *entry) actCombined(sc *scratch) error {
 	j := &sc.job
-	j.obs = sc.req.obs[:e.lay.size]
+	j.obs = e.inputs(sc)[:e.in]
 	j.action = grow(j.action, len(e.nvec))
 	j.err, j.lead = nil, false
 	c := &e.comb
@@ -105,7 +105,7 @@ func (e *entry) actCombined(sc *scratch) error {
 // pass runs one batched deterministic Step over the jobs.
 func (e *entry) pass(batch []*job) {
 	c := &e.comb
-	n, size, dims := len(batch), e.lay.size, len(e.nvec)
+	n, size, dims := len(batch), e.in, len(e.nvec)
 	c.obs = grow(c.obs, n*size)
 	c.actions = grow(c.actions, n*dims)
 	c.values = grow(c.values, n)

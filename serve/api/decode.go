@@ -24,7 +24,19 @@ type layout struct {
 	off       [numKeys]int // offset of each key in the flat vector
 	n         [numKeys]int // values of each key; -1: the policy has no such key
 	low, high []float64    // flat bounds, size entries each
+	// rule is the number of base-rule targets (rule_targets) an
+	// observation of a residual policy comes with, one per task; 0 for
+	// any other policy, which refuses them.
+	rule int
 }
+
+// ruleTargetsKey is the request field (and the v2 input) carrying a
+// residual policy's base-rule targets; maxRuleTarget bounds them
+// (millicores, as residual.Info's allocation bounds).
+const (
+	ruleTargetsKey = "rule_targets"
+	maxRuleTarget  = 1e9
+)
 
 // actRequest is a decoded act or batch request. Its slices are reused
 // from request to request (see scratch), so decoding does not allocate once
@@ -35,6 +47,8 @@ type actRequest struct {
 	sample        bool      // sample actions (else per-dimension argmax)
 	seed          uint64    // seed of the sampling stream
 	probabilities bool      // report per-dimension action probabilities
+	rule          []float64 // n·lay.rule base-rule targets (millicores), observation-major
+	ruleRows      int       // rows of rule_targets decoded
 
 	key []byte // scratch for decoding escaped keys
 }
@@ -48,11 +62,14 @@ type actRequest struct {
 // It never panics and never reads beyond body.
 func decodeAct(body []byte, lay *layout, batch bool, maxBatch int, req *actRequest) *reqError {
 	d := decoder{b: body, lay: lay, req: req, batch: batch, max: maxBatch}
-	req.n, req.sample, req.seed, req.probabilities = 0, false, 0, false
+	req.n, req.sample, req.seed, req.probabilities, req.ruleRows = 0, false, 0, false, 0
 	if err := d.request(); err != nil {
 		return err
 	}
-	return checkBounds(req, lay, batch)
+	if err := checkBounds(req, lay, batch); err != nil {
+		return err
+	}
+	return checkRuleTargets(req, lay, batch)
 }
 
 // decoder is a single-pass JSON scanner specialised to the request schema:
@@ -134,7 +151,7 @@ func (d *decoder) request() *reqError {
 		return d.typeError("body", "a JSON object")
 	}
 	d.i++
-	var seen struct{ obs, det, sample, seed, probs bool }
+	var seen struct{ obs, det, sample, seed, probs, rule bool }
 	var det bool
 	obsKey := "observation"
 	if d.batch {
@@ -182,6 +199,15 @@ func (d *decoder) request() *reqError {
 			}
 			seen.seed = true
 			return d.seed()
+		case ruleTargetsKey:
+			if seen.rule {
+				return dup(ruleTargetsKey)
+			}
+			seen.rule = true
+			if d.lay.rule == 0 {
+				return newError(kindBadRequest, ruleTargetsKey, "rule_targets applies only to a residual policy; this policy is not one")
+			}
+			return d.ruleTargets()
 		}
 		return unknown("", key)
 	})
@@ -194,6 +220,9 @@ func (d *decoder) request() *reqError {
 	}
 	if !seen.obs {
 		return newError(kindBadRequest, obsKey, "%s is missing", obsKey)
+	}
+	if d.lay.rule > 0 && !seen.rule {
+		return newError(kindBadRequest, ruleTargetsKey, "rule_targets is missing: this residual policy needs its base rule's target per task (millicores)")
 	}
 	switch {
 	case seen.det && seen.sample && det == d.req.sample:
@@ -570,8 +599,14 @@ func (d *decoder) observation(r int) *reqError {
 // vector parses an array of numbers into dst (key k of observation r),
 // which must be filled exactly.
 func (d *decoder) vector(dst []float64, r, k int) *reqError {
+	return d.numbers(dst, func() string { return d.obsField(r) + "." + keyNames[k] })
+}
+
+// numbers parses an array of numbers into dst, which it must fill
+// exactly; field names the array in errors (called only on one).
+func (d *decoder) numbers(dst []float64, field func() string) *reqError {
 	if d.i >= len(d.b) || d.b[d.i] != '[' {
-		return d.typeError(d.obsField(r)+"."+keyNames[k], "an array of numbers")
+		return d.typeError(field(), "an array of numbers")
 	}
 	d.i++
 	d.ws()
@@ -586,11 +621,11 @@ func (d *decoder) vector(dst []float64, r, k int) *reqError {
 				return err
 			}
 			if tok == nil {
-				return d.typeError(elemField(d.obsField(r), k, n), "a number")
+				return d.typeError(field()+"["+strconv.Itoa(n)+"]", "a number")
 			}
 			v, ok := float(tok)
 			if !ok {
-				f := elemField(d.obsField(r), k, n)
+				f := field() + "[" + strconv.Itoa(n) + "]"
 				return newError(kindInvalid, f, "%s = %.40s is outside the range of float64", f, tok)
 			}
 			if n < len(dst) {
@@ -613,14 +648,86 @@ func (d *decoder) vector(dst []float64, r, k int) *reqError {
 		}
 	}
 	if n != len(dst) {
-		f := d.obsField(r) + "." + keyNames[k]
+		f := field()
 		return newError(kindInvalid, f, "%s has %d values, want %d", f, n, len(dst))
 	}
 	return nil
 }
 
+// ruleTargets parses rule_targets: an array of lay.rule numbers, or in a
+// batch an array of such arrays, one per observation (at most max).
+func (d *decoder) ruleTargets() *reqError {
+	w := d.lay.rule
+	row := func(r int) []float64 {
+		need := (r + 1) * w
+		if cap(d.req.rule) < need {
+			d.req.rule = append(d.req.rule[:cap(d.req.rule)], make([]float64, need-cap(d.req.rule))...)
+		}
+		d.req.rule = d.req.rule[:need]
+		return d.req.rule[r*w : need]
+	}
+	if !d.batch {
+		d.req.ruleRows = 1
+		return d.numbers(row(0), func() string { return ruleTargetsKey })
+	}
+	if d.i >= len(d.b) || d.b[d.i] != '[' {
+		return d.typeError(ruleTargetsKey, "an array of arrays of numbers, one per observation")
+	}
+	d.i++
+	d.ws()
+	if d.i < len(d.b) && d.b[d.i] == ']' {
+		d.i++
+		return nil // the row count is checked against the observations'
+	}
+	for r := 0; ; r++ {
+		if r >= d.max {
+			return newError(kindBatchTooLarge, ruleTargetsKey, "rule_targets has more than %d rows", d.max)
+		}
+		d.ws()
+		d.req.ruleRows = r + 1
+		if err := d.numbers(row(r), func() string { return ruleTargetsKey + "[" + strconv.Itoa(r) + "]" }); err != nil {
+			return err
+		}
+		d.ws()
+		if d.i >= len(d.b) {
+			return d.syntax("',' or ']'")
+		}
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return nil
+		default:
+			return d.syntax("',' or ']'")
+		}
+	}
+}
+
 func elemField(field string, k, i int) string {
 	return field + "." + keyNames[k] + "[" + strconv.Itoa(i) + "]"
+}
+
+// checkRuleTargets reports rule_targets whose rows do not match the
+// observations, or the first target outside [0, maxRuleTarget].
+func checkRuleTargets(req *actRequest, lay *layout, batch bool) *reqError {
+	if lay.rule == 0 {
+		return nil
+	}
+	if req.ruleRows != req.n {
+		return newError(kindInvalid, ruleTargetsKey, "rule_targets has %d rows for %d observations", req.ruleRows, req.n)
+	}
+	for i, v := range req.rule[:req.n*lay.rule] {
+		if v >= 0 && v <= maxRuleTarget {
+			continue
+		}
+		f := ruleTargetsKey + "[" + strconv.Itoa(i) + "]"
+		if batch {
+			f = ruleTargetsKey + "[" + strconv.Itoa(i/lay.rule) + "][" + strconv.Itoa(i%lay.rule) + "]"
+		}
+		return newError(kindInvalid, f, "%s = %v millicores is outside [0, %v]", f, v, maxRuleTarget)
+	}
+	return nil
 }
 
 // checkBounds reports the first value outside its declared [low, high].

@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -150,12 +151,13 @@ func TestDecodeActValues(t *testing.T) {
 
 // reference is the request decoded by encoding/json.
 type reference struct {
-	Observation   *refObs  `json:"observation"`
-	Observations  []refObs `json:"observations"`
-	Deterministic *bool    `json:"deterministic"`
-	Sample        *bool    `json:"sample"`
-	Seed          *uint64  `json:"seed"`
-	Probabilities *bool    `json:"probabilities"`
+	Observation   *refObs         `json:"observation"`
+	Observations  []refObs        `json:"observations"`
+	Deterministic *bool           `json:"deterministic"`
+	Sample        *bool           `json:"sample"`
+	Seed          *uint64         `json:"seed"`
+	Probabilities *bool           `json:"probabilities"`
+	RuleTargets   json.RawMessage `json:"rule_targets"`
 }
 
 type refObs struct {
@@ -164,68 +166,172 @@ type refObs struct {
 	Task   []float64 `json:"task"`
 }
 
+// residualLayout is smallLayout for a residual policy of 2 tasks.
+func residualLayout() *layout {
+	lay := smallLayout()
+	lay.rule = 2
+	return lay
+}
+
+// TestDecodeRuleTargets: a residual policy's request needs rule_targets
+// (one array, or in a batch one per observation), finite and in
+// [0, maxRuleTarget]; a plain policy's refuses them.
+func TestDecodeRuleTargets(t *testing.T) {
+	cases := []struct {
+		body  string
+		batch bool
+		plain bool    // decode against smallLayout, not residualLayout
+		kind  errKind // numKinds: accepted
+		field string
+	}{
+		{body: `{"rule_targets":[0,1e9],"observation":` + okObs + `}`, kind: numKinds},
+		{body: `{"observations":[` + okObs + `,` + okObs + `],"rule_targets":[[1,2],[3,4.5]]}`, batch: true, kind: numKinds},
+		{body: `{"observation":` + okObs + `}`, kind: kindBadRequest, field: "rule_targets"},
+		{body: `{"observation":` + okObs + `,"rule_targets":[1,2]}`, plain: true, kind: kindBadRequest, field: "rule_targets"},
+		{body: `{"observation":` + okObs + `,"rule_targets":[1,2],"rule_targets":[1,2]}`, kind: kindBadRequest, field: "rule_targets"},
+		{body: `{"observation":` + okObs + `,"rule_targets":null}`, kind: kindBadRequest, field: "rule_targets"},
+		{body: `{"observation":` + okObs + `,"rule_targets":[1,"NaN"]}`, kind: kindBadRequest, field: "rule_targets[1]"},
+		{body: `{"observation":` + okObs + `,"rule_targets":[1,NaN]}`, kind: kindBadJSON},
+		{body: `{"observation":` + okObs + `,"rule_targets":[[1,2]]}`, kind: kindBadRequest, field: "rule_targets[0]"},
+		{body: `{"observations":[` + okObs + `],"rule_targets":[1,2]}`, batch: true, kind: kindBadRequest, field: "rule_targets[0]"},
+		{body: `{"observation":` + okObs + `,"rule_targets":[1]}`, kind: kindInvalid, field: "rule_targets"},
+		{body: `{"observation":` + okObs + `,"rule_targets":[1,2,3]}`, kind: kindInvalid, field: "rule_targets"},
+		{body: `{"observation":` + okObs + `,"rule_targets":[1,1e999]}`, kind: kindInvalid, field: "rule_targets[1]"},
+		{body: `{"observation":` + okObs + `,"rule_targets":[-0.5,1]}`, kind: kindInvalid, field: "rule_targets[0]"},
+		{body: `{"observation":` + okObs + `,"rule_targets":[1,1.5e9]}`, kind: kindInvalid, field: "rule_targets[1]"},
+		{body: `{"observations":[` + okObs + `,` + okObs + `],"rule_targets":[[1,2]]}`, batch: true, kind: kindInvalid, field: "rule_targets"},
+		{body: `{"observations":[` + okObs + `],"rule_targets":[]}`, batch: true, kind: kindInvalid, field: "rule_targets"},
+		{body: `{"observations":[` + okObs + `],"rule_targets":[[1,2],[3,4]]}`, batch: true, kind: kindInvalid, field: "rule_targets"},
+		{body: `{"observations":[` + okObs + `,` + okObs + `],"rule_targets":[[1,2],[3,-4]]}`, batch: true, kind: kindInvalid, field: "rule_targets[1][1]"},
+		{body: `{"observations":[` + okObs + `],"rule_targets":[[1,2],[1,2],[1,2],[1,2],[1,2]]}`, batch: true, kind: kindBatchTooLarge, field: "rule_targets"},
+	}
+	var req actRequest
+	for _, c := range cases {
+		lay := residualLayout()
+		if c.plain {
+			lay = smallLayout()
+		}
+		err := decodeAct([]byte(c.body), lay, c.batch, 4, &req)
+		switch {
+		case c.kind == numKinds && err != nil:
+			t.Errorf("%s: %v", c.body, err)
+		case c.kind == numKinds:
+		case err == nil:
+			t.Errorf("%s: accepted, want %s", c.body, kindNames[c.kind])
+		case err.Kind != c.kind || err.Field != c.field:
+			t.Errorf("%s: %s field %q (%v), want %s field %q", c.body, kindNames[err.Kind], err.Field, err, kindNames[c.kind], c.field)
+		}
+	}
+	if err := decodeAct([]byte(`{"observations":[`+okObs+`,`+okObs+`],"rule_targets":[[1,2],[3,4.5]]}`), residualLayout(), true, 4, &req); err != nil || !slices.Equal(req.rule[:4], []float64{1, 2, 3, 4.5}) {
+		t.Errorf("rule targets %v (%v)", req.rule, err)
+	}
+}
+
 // FuzzDecodeAct holds the decoder against encoding/json: it never panics,
 // every refusal is a 400, 413 or 422 with the package prefix, and whatever
 // it accepts encoding/json (with DisallowUnknownFields) accepts too, with
-// the same numbers, bit for bit, and the same options.
+// the same numbers, bit for bit, and the same options. Every body is
+// decoded for a plain policy (which refuses rule_targets) and for a
+// residual one (which needs them).
 func FuzzDecodeAct(f *testing.F) {
 	f.Add([]byte(`{"observation":`+okObs+`}`), false)
 	f.Add([]byte(`{"observation":`+okObs+`,"sample":true,"seed":7,"probabilities":true}`), false)
 	f.Add([]byte(`{"observations":[`+okObs+`,`+okObs+`],"deterministic":false,"seed":1}`), true)
 	f.Add([]byte(`{"observation":{"app":[1e308,-2.5e-3],"server":[3,4],"task":[5,6,"NaN"]}}`), false)
 	f.Add([]byte(`{"obs\u0065rvation":{"\u0061pp":[1,2],"server":[3,4],"task":[5,6,7]}}`), false)
-	lay := smallLayout()
-	for i := range lay.low {
-		lay.low[i], lay.high[i] = math.Inf(-1), math.Inf(1)
+	f.Add([]byte(`{"observation":`+okObs+`,"rule_targets":[500,1e3]}`), false)
+	f.Add([]byte(`{"rule_targets":[[1,2],[3,4]],"observations":[`+okObs+`,`+okObs+`]}`), true)
+	plain, res := smallLayout(), residualLayout()
+	for _, lay := range []*layout{plain, res} {
+		for i := range lay.low {
+			lay.low[i], lay.high[i] = math.Inf(-1), math.Inf(1)
+		}
 	}
 	var req actRequest
 	f.Fuzz(func(t *testing.T, body []byte, batch bool) {
-		err := decodeAct(body, lay, batch, 4, &req)
-		if err != nil {
-			if s := err.Status(); s != 400 && s != 413 && s != 422 {
-				t.Fatalf("status %d: %v", s, err)
-			}
-			if !strings.HasPrefix(err.Msg, "api: ") {
-				t.Fatalf("message %q", err.Msg)
-			}
-			return
-		}
-		var ref reference
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&ref); err != nil {
-			t.Fatalf("accepted, encoding/json: %v", err)
-		}
-		if dec.More() {
-			t.Fatalf("accepted, encoding/json sees more data")
-		}
-		obs := ref.Observations
-		if !batch {
-			if ref.Observation == nil || ref.Observations != nil {
-				t.Fatalf("accepted without a single observation")
-			}
-			obs = []refObs{*ref.Observation}
-		}
-		if len(obs) != req.n {
-			t.Fatalf("%d observations, encoding/json %d", req.n, len(obs))
-		}
-		for r, o := range obs {
-			var flat []float64
-			flat = append(append(append(flat, o.App...), o.Server...), o.Task...)
-			for i, v := range flat {
-				if math.Float64bits(v) != math.Float64bits(req.obs[r*lay.size+i]) {
-					t.Fatalf("observation %d value %d: %v, encoding/json %v", r, i, req.obs[r*lay.size+i], v)
-				}
-			}
-		}
-		sample := (ref.Sample != nil && *ref.Sample) || (ref.Deterministic != nil && !*ref.Deterministic)
-		if sample != req.sample || (ref.Seed != nil) != sample || (sample && *ref.Seed != req.seed) {
-			t.Fatalf("options %+v, decoded sample %v seed %d", ref, req.sample, req.seed)
-		}
-		if (ref.Probabilities != nil && *ref.Probabilities) != req.probabilities {
-			t.Fatalf("probabilities %v", req.probabilities)
+		for _, lay := range []*layout{plain, res} {
+			fuzzDecodeAct(t, body, batch, lay, &req)
 		}
 	})
+}
+
+func fuzzDecodeAct(t *testing.T, body []byte, batch bool, lay *layout, req *actRequest) {
+	err := decodeAct(body, lay, batch, 4, req)
+	if err != nil {
+		if s := err.Status(); s != 400 && s != 413 && s != 422 {
+			t.Fatalf("status %d: %v", s, err)
+		}
+		if !strings.HasPrefix(err.Msg, "api: ") {
+			t.Fatalf("message %q", err.Msg)
+		}
+		return
+	}
+	var ref reference
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ref); err != nil {
+		t.Fatalf("accepted, encoding/json: %v", err)
+	}
+	if dec.More() {
+		t.Fatalf("accepted, encoding/json sees more data")
+	}
+	obs := ref.Observations
+	if !batch {
+		if ref.Observation == nil || ref.Observations != nil {
+			t.Fatalf("accepted without a single observation")
+		}
+		obs = []refObs{*ref.Observation}
+	}
+	if len(obs) != req.n {
+		t.Fatalf("%d observations, encoding/json %d", req.n, len(obs))
+	}
+	for r, o := range obs {
+		var flat []float64
+		flat = append(append(append(flat, o.App...), o.Server...), o.Task...)
+		for i, v := range flat {
+			if math.Float64bits(v) != math.Float64bits(req.obs[r*lay.size+i]) {
+				t.Fatalf("observation %d value %d: %v, encoding/json %v", r, i, req.obs[r*lay.size+i], v)
+			}
+		}
+	}
+	sample := (ref.Sample != nil && *ref.Sample) || (ref.Deterministic != nil && !*ref.Deterministic)
+	if sample != req.sample || (ref.Seed != nil) != sample || (sample && *ref.Seed != req.seed) {
+		t.Fatalf("options %+v, decoded sample %v seed %d", ref, req.sample, req.seed)
+	}
+	if (ref.Probabilities != nil && *ref.Probabilities) != req.probabilities {
+		t.Fatalf("probabilities %v", req.probabilities)
+	}
+	if lay.rule == 0 {
+		if ref.RuleTargets != nil {
+			t.Fatalf("a plain policy accepted rule_targets %s", ref.RuleTargets)
+		}
+		return
+	}
+	var rows [][]float64
+	if batch {
+		if err := json.Unmarshal(ref.RuleTargets, &rows); err != nil {
+			t.Fatalf("accepted rule_targets %s: %v", ref.RuleTargets, err)
+		}
+	} else {
+		var row []float64
+		if err := json.Unmarshal(ref.RuleTargets, &row); err != nil {
+			t.Fatalf("accepted rule_targets %s: %v", ref.RuleTargets, err)
+		}
+		rows = [][]float64{row}
+	}
+	if len(rows) != req.n {
+		t.Fatalf("%d rows of rule targets for %d observations", len(rows), req.n)
+	}
+	for r, row := range rows {
+		if len(row) != lay.rule {
+			t.Fatalf("row %d of rule targets has %d values", r, len(row))
+		}
+		for i, v := range row {
+			if math.Float64bits(v) != math.Float64bits(req.rule[r*lay.rule+i]) || !(v >= 0 && v <= maxRuleTarget) {
+				t.Fatalf("rule target %d of row %d: %v, encoding/json %v", i, r, req.rule[r*lay.rule+i], v)
+			}
+		}
+	}
 }
 
 // TestFloatMatchesStrconv holds the decoder's number conversion to

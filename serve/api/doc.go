@@ -22,8 +22,8 @@
 //	GET  /readyz                        200 once every policy loaded and passed its self-test, 503 before and while draining (Drain)
 //	GET  /metrics                       Prometheus exposition (client_golang, private registry, Go and process collectors)
 //	GET  /openapi.json                  the OpenAPI 3 document of these routes (openapi.json, embedded)
-//	GET  /v1/policies                   name, version (weights SHA-256), profile, observation layout, nvec, deltas (or target utilizations)
-//	POST /v1/policies/{name}/act        one observation → action, deltas (or target_utilization), value[, probabilities]
+//	GET  /v1/policies                   name, version (weights SHA-256), profile, observation layout, nvec, deltas (or target utilizations, or a residual policy's choices and residual record)
+//	POST /v1/policies/{name}/act        one observation[, rule_targets] → action, deltas (or target_utilization, or choices and targets), value[, probabilities]
 //	POST /v1/policies/{name}/act/batch  up to Config.MaxBatch observations, results in the same order
 //	POST /admin/reload                  re-read the directory (bearer token; absent without Config.AdminToken)
 //
@@ -32,7 +32,7 @@
 //	GET  /v2/health/ready                      200 as /readyz, else 400 (the protocol's "4xx is false"), empty body
 //	GET  /v2/models/{name}[/versions/{v}]      model metadata: name, versions (weights SHA-256), platform, input and output tensors
 //	GET  /v2/models/{name}[/versions/{v}]/ready  200, 400 before the load or while draining, 404 for an unknown model or version
-//	POST /v2/models/{name}[/versions/{v}]/infer  inputs app, server, task (FP32, [batch, …Box shape]) → action (INT64), value (FP32)
+//	POST /v2/models/{name}[/versions/{v}]/infer  inputs app, server, task (FP32, [batch, …Box shape])[, rule_targets] → action (INT64), value (FP32)[, targets (FP64)]
 //
 // The v2 routes are described in v2.go; their errors are {"error": …}
 // only, and a value that does not fit the policy is a 400 there (422 on v1).
@@ -64,6 +64,28 @@
 //	404 unknown policy or route; 405 (with Allow) for a route's wrong method
 //	401 admin route without the token; 503 before the first load
 //	500 a recovered panic (never expected) or a failed reload
+//
+// # Residual policies
+//
+// A residual policy (agents/residual; its card's Residual) corrects the
+// targets of a base rule (e.g. threshold:measured:…) instead of acting on
+// the action space: per task one of follow, x0.85, x1.15, x1.35 or hold.
+// The rule keeps memory (a scale-down window, the allocations it has
+// shown), which a stateless endpoint cannot hold, so the client runs the
+// rule (the spec GET /v1/policies gives as residual.base, built for its
+// scenario and Reset per episode) and sends its targets with every
+// observation as "rule_targets": one finite number per task in
+// [0, 1e9] millicores (in a batch, one such array per observation; on
+// the v2 route, an input tensor rule_targets [batch, tasks]). The server
+// appends residual.AppendFeatures of them to the flat observation, runs
+// the policy, and answers the choices by name ("choices" in place of
+// "deltas") and the corrected targets ("targets", millicores:
+// residual.Apply, clipped to the card's [min_cpu, max_cpu]; the v2 output
+// targets, FP64). A residual policy's request without rule_targets is a
+// 400, and so is one for any other policy that carries them; a wrong
+// length or a target out of range is a 422 (400 on v2), as for an
+// observation vector. The v1 answer equals what policy.NewResidualController
+// does in the simulator for the same observation and rule state.
 //
 // # Inference
 //

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"streamscale/agents/residual"
 	"streamscale/ppo/policy"
 	"streamscale/rng"
 )
@@ -20,6 +21,8 @@ type scratch struct {
 	actions       []int
 	values, logps []float64
 	probs         []float64 // n·Σnvec probabilities, when asked
+	in            []float64 // a residual policy's inputs: each observation and its features
+	targets       []float64 // a residual policy's corrected targets, n·tasks millicores
 
 	// probabilities evaluation: e.rows copies of one observation
 	evObs                  []float64
@@ -45,12 +48,55 @@ func errNonFinite(policy string, i int, v float64) error {
 
 // run answers the decoded request: deterministic single observations
 // without probabilities go through the combiner, everything else runs
-// directly.
+// directly; a residual policy's choices then correct the rule targets.
 func (e *entry) run(sc *scratch) error {
+	var err error
 	if sc.req.n == 1 && !sc.req.sample && !sc.req.probabilities {
-		return e.actCombined(sc)
+		err = e.actCombined(sc)
+	} else {
+		err = e.infer(sc)
 	}
-	return e.infer(sc)
+	if err != nil {
+		return err
+	}
+	return e.correct(sc)
+}
+
+// inputs returns the policy's input for the decoded request: the flat
+// observations, or for a residual policy each observation followed by
+// residual.AppendFeatures of its rule targets (built in sc.in).
+func (e *entry) inputs(sc *scratch) []float64 {
+	n, size := sc.req.n, e.lay.size
+	if e.res == nil {
+		return sc.req.obs[:n*size]
+	}
+	w, to := e.lay.rule, e.lay.off[keyTask]
+	sc.in = sc.in[:0]
+	for r := range n {
+		row := sc.req.obs[r*size : (r+1)*size]
+		sc.in = append(sc.in, row...)
+		sc.in = residual.AppendFeatures(sc.in, sc.req.rule[r*w:(r+1)*w], row[to:to+e.lay.n[keyTask]], e.res.MaxCPU)
+	}
+	return sc.in
+}
+
+// correct writes a residual policy's targets (residual.Apply of the
+// chosen corrections to the rule targets) into sc.targets; it leaves
+// them empty for any other policy.
+func (e *entry) correct(sc *scratch) error {
+	sc.targets = sc.targets[:0]
+	if e.res == nil {
+		return nil
+	}
+	n, size, w, to := sc.req.n, e.lay.size, e.lay.rule, e.lay.off[keyTask]
+	sc.targets = grow(sc.targets, n*w)
+	for r := range n {
+		task := sc.req.obs[r*size+to : r*size+to+e.lay.n[keyTask]]
+		if err := residual.Apply(sc.targets[r*w:(r+1)*w], sc.actions[r*w:(r+1)*w], sc.req.rule[r*w:(r+1)*w], task, e.res.MinCPU, e.res.MaxCPU); err != nil {
+			return fmt.Errorf("api: policy %s: %w", e.name, err)
+		}
+	}
+	return nil
 }
 
 func grow[T any](s []T, n int) []T {
@@ -77,9 +123,10 @@ func (e *entry) infer(sc *scratch) error {
 		rng.Reseed(&sc.pcg, sc.req.seed, rng.PPOAction) // policy.Controller's stream, without allocating
 		sampler = sc.rng
 	}
+	in := e.inputs(sc)
 	p := e.policy()
 	defer e.put(p)
-	if err := p.Step(sc.req.obs[:n*e.lay.size], !sc.req.sample, sampler, sc.actions, sc.values, sc.logps); err != nil {
+	if err := p.Step(in, !sc.req.sample, sampler, sc.actions, sc.values, sc.logps); err != nil {
 		return err
 	}
 	for i, v := range sc.values {
@@ -96,7 +143,7 @@ func (e *entry) infer(sc *scratch) error {
 	}
 	sc.probs = grow(sc.probs, n*width)
 	for i := range n {
-		obs := sc.req.obs[i*e.lay.size : (i+1)*e.lay.size]
+		obs := in[i*e.in : (i+1)*e.in]
 		if err := e.probabilities(p, sc, obs, sc.actions[i*dims:(i+1)*dims], sc.probs[i*width:(i+1)*width]); err != nil {
 			return err
 		}
@@ -120,7 +167,7 @@ func (e *entry) infer(sc *scratch) error {
 // One Evaluate call over 1 + Σ(nvec−1) copies of obs gives every term,
 // computed by the policy's own numerics.
 func (e *entry) probabilities(p *policy.Policy, sc *scratch, obs []float64, act []int, dst []float64) error {
-	rows, size, dims := e.rows, e.lay.size, len(e.nvec)
+	rows, size, dims := e.rows, e.in, len(e.nvec)
 	sc.evObs = grow(sc.evObs, rows*size)
 	sc.evAct = grow(sc.evAct, rows*dims)
 	sc.evLogp = grow(sc.evLogp, rows)
@@ -166,7 +213,7 @@ func (e *entry) probabilities(p *policy.Policy, sc *scratch, obs []float64, act 
 // appendResult appends the JSON object of observation i's result without
 // its closing brace: {"action":[…],"deltas":[…],"value":v[,"probabilities":[[…],…]]
 // ("target_utilization" in place of "deltas" for a target-utilization
-// action set)
+// action set; "choices":["follow",…],"targets":[…] for a residual policy)
 func (e *entry) appendResult(b []byte, sc *scratch, i int) []byte {
 	dims := len(e.nvec)
 	act := sc.actions[i*dims : (i+1)*dims]
@@ -182,7 +229,20 @@ func (e *entry) appendResult(b []byte, sc *scratch, i int) []byte {
 		if d > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendFloat(b, e.deltas[a], 'g', -1, 64)
+		if e.res != nil {
+			b = append(b, e.choiceNames[a]...)
+		} else {
+			b = strconv.AppendFloat(b, e.deltas[a], 'g', -1, 64)
+		}
+	}
+	if e.res != nil {
+		b = append(b, `],"targets":[`...)
+		for k, t := range sc.targets[i*dims : (i+1)*dims] {
+			if k > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendFloat(b, t, 'g', -1, 64)
+		}
 	}
 	b = append(b, `],"value":`...)
 	b = strconv.AppendFloat(b, sc.values[i], 'g', -1, 64)

@@ -9,8 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 
+	"streamscale/agents/residual"
+	"streamscale/agents/rulespec"
 	"streamscale/env"
 	"streamscale/internal/command"
 	"streamscale/policyset"
@@ -36,16 +39,21 @@ type entry struct {
 	version string // hex SHA-256 of the weights
 	card    *policy.Card
 	lay     layout
+	in      int            // values of the policy's input: lay.size, and a residual policy's features
+	res     *residual.Info // the card's Residual; nil for a policy whose choices are the action space's
 	nvec    []int
 	deltas  []float64 // millicores of each choice (or its target utilization)
 	// choiceKey opens the answer's per-task choice values: "deltas", or
-	// "target_utilization" for a target-utilization action set.
-	choiceKey []byte
-	rows      int // rows of a probabilities evaluation: 1 + Σ(nvec−1)
-	base      *policy.Policy
-	pool      sync.Pool // *policy.Policy clones: a Policy is not safe for concurrent use
-	comb      combiner  // merges concurrent single deterministic requests
-	v2        v2Model   // Open Inference Protocol view
+	// "target_utilization" for a target-utilization action set, or
+	// "choices" (named, choiceNames) for a residual policy.
+	choiceKey   []byte
+	choiceNames [][]byte // a residual policy's choices, JSON-quoted
+	nchoices    int      // choices per dimension: len(deltas), or a residual policy's
+	rows        int      // rows of a probabilities evaluation: 1 + Σ(nvec−1)
+	base        *policy.Policy
+	pool        sync.Pool // *policy.Policy clones: a Policy is not safe for concurrent use
+	comb        combiner  // merges concurrent single deterministic requests
+	v2          v2Model   // Open Inference Protocol view
 }
 
 // policy returns a clone of the policy for one request's exclusive use;
@@ -156,8 +164,29 @@ func newEntry(name string, p *policy.Policy, card *policy.Card) (*entry, error) 
 		e.lay.low = append(e.lay.low, box.Low...)
 		e.lay.high = append(e.lay.high, box.High...)
 	}
-	if e.lay.size != p.ObsSize() {
-		return nil, fmt.Errorf("api: policy %s: layout has %d values, policy expects %d", name, e.lay.size, p.ObsSize())
+	e.in, e.nchoices = e.lay.size, len(e.deltas)
+	if r := card.Residual; r != nil {
+		// A residual policy (agents/residual): the client runs the base
+		// rule and sends its targets; the policy reads the observation
+		// followed by residual.AppendFeatures of them and corrects them.
+		n := len(e.nvec)
+		if err := r.Check(n); err != nil {
+			return nil, fmt.Errorf("api: policy %s: %w", name, err)
+		}
+		if _, err := rulespec.Parse(r.Base); err != nil {
+			return nil, fmt.Errorf("api: policy %s: base rule: %w", name, err)
+		}
+		if e.lay.n[keyTask] != n*env.TaskFeatures {
+			return nil, fmt.Errorf("api: policy %s: residual policy of %d tasks observes %d task values, want %d", name, n, e.lay.n[keyTask], n*env.TaskFeatures)
+		}
+		e.res, e.lay.rule, e.in, e.nchoices = r, n, e.lay.size+r.Features, len(r.Choices)
+		e.choiceKey, e.deltas = []byte(`],"choices":[`), nil
+		for _, c := range r.Choices {
+			e.choiceNames = append(e.choiceNames, strconv.AppendQuote(nil, c))
+		}
+	}
+	if e.in != p.ObsSize() {
+		return nil, fmt.Errorf("api: policy %s: layout has %d values (residual features included), policy expects %d", name, e.in, p.ObsSize())
 	}
 	for i := range e.lay.low {
 		if !(e.lay.low[i] <= e.lay.high[i]) {
@@ -166,8 +195,8 @@ func newEntry(name string, p *policy.Policy, card *policy.Card) (*entry, error) 
 	}
 	e.rows = 1
 	for d, n := range e.nvec {
-		if n != len(e.deltas) {
-			return nil, fmt.Errorf("api: policy %s: action dimension %d has %d choices but the card gives %d choice values", name, d, n, len(e.deltas))
+		if n != e.nchoices {
+			return nil, fmt.Errorf("api: policy %s: action dimension %d has %d choices but the card gives %d choice values", name, d, n, e.nchoices)
 		}
 		e.rows += n - 1
 	}
@@ -184,7 +213,10 @@ func newEntry(name string, p *policy.Policy, card *policy.Card) (*entry, error) 
 // selfTest runs the policy on the middle of its observation box in every
 // mode (deterministic alone, as the combiner runs it, and with
 // probabilities; sampled with and without) and checks that the outputs
-// are in range, finite, consistent and repeatable.
+// are in range, finite, consistent and repeatable. A residual policy is
+// tested with rule targets at the middle of its allocation bounds and at
+// 0 (the least a client may send), and its corrected targets must lie
+// within the bounds.
 func (e *entry) selfTest() error {
 	sc := newScratch()
 	sc.req.n = 1
@@ -192,18 +224,44 @@ func (e *entry) selfTest() error {
 	for i := range sc.req.obs {
 		sc.req.obs[i] = e.lay.low[i]/2 + e.lay.high[i]/2
 	}
+	rules := [][]float64{nil}
+	if e.res != nil {
+		mid, zero := make([]float64, e.lay.rule), make([]float64, e.lay.rule)
+		for k := range mid {
+			mid[k] = e.res.MinCPU/2 + e.res.MaxCPU/2
+		}
+		rules = [][]float64{mid, zero}
+	}
+	for _, rule := range rules {
+		sc.req.rule, sc.req.ruleRows = rule, 1
+		if err := e.selfTestOne(sc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *entry) selfTestOne(sc *scratch) error {
 	for _, sample := range []bool{false, true} {
 		sc.req.sample, sc.req.seed, sc.req.probabilities = sample, 1, true
 		if err := e.infer(sc); err != nil {
 			return err
 		}
-		act, v := slices.Clone(sc.actions), sc.values[0]
+		if err := e.correct(sc); err != nil {
+			return err
+		}
+		act, v, tg := slices.Clone(sc.actions), sc.values[0], slices.Clone(sc.targets)
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("value is %v", v)
 		}
 		for d, a := range act {
 			if a < 0 || a >= e.nvec[d] {
 				return fmt.Errorf("action %d is %d, want [0, %d)", d, a, e.nvec[d])
+			}
+		}
+		for k, t := range tg {
+			if !(t >= e.res.MinCPU && t <= e.res.MaxCPU) {
+				return fmt.Errorf("target %d is %v millicores, want [%v, %v]", k, t, e.res.MinCPU, e.res.MaxCPU)
 			}
 		}
 		off := 0
@@ -221,8 +279,8 @@ func (e *entry) selfTest() error {
 		if err := e.run(sc); err != nil {
 			return err
 		}
-		if !slices.Equal(act, sc.actions) || v != sc.values[0] {
-			return fmt.Errorf("actions %v value %v, then %v %v for the same input", act, v, sc.actions, sc.values[0])
+		if !slices.Equal(act, sc.actions) || v != sc.values[0] || !slices.Equal(tg, sc.targets) {
+			return fmt.Errorf("actions %v value %v targets %v, then %v %v %v for the same input", act, v, tg, sc.actions, sc.values[0], sc.targets)
 		}
 	}
 	return nil
@@ -237,7 +295,11 @@ type policyInfo struct {
 	Env         string          `json:"env"`
 	Observation observationInfo `json:"observation"`
 	Action      actionInfo      `json:"action"`
-	Training    trainingInfo    `json:"training"`
+	// Residual, for a residual policy, is its card's record: the base
+	// rule (rulespec) whose targets a request carries as rule_targets,
+	// the choices, and the allocation bounds the targets are clipped to.
+	Residual *residual.Info `json:"residual,omitempty"`
+	Training trainingInfo   `json:"training"`
 }
 
 type observationInfo struct {
@@ -248,8 +310,9 @@ type observationInfo struct {
 
 type actionInfo struct {
 	Nvec              []int     `json:"nvec"`
-	DeltaMillicores   []float64 `json:"delta_millicores,omitempty"`   // absent for a target-utilization policy
+	DeltaMillicores   []float64 `json:"delta_millicores,omitempty"`   // absent for a target-utilization or residual policy
 	TargetUtilization []float64 `json:"target_utilization,omitempty"` // in place of the deltas (env.Config.ActionUtilization)
+	Choices           []string  `json:"choices,omitempty"`            // a residual policy's, in place of both
 }
 
 type trainingInfo struct {
@@ -270,10 +333,14 @@ func policyList(reg *registry) ([]byte, error) {
 	for _, name := range reg.names {
 		e := reg.byName[name]
 		c := e.card
+		act := actionInfo{Nvec: e.nvec, DeltaMillicores: c.Spaces.DeltaMillicores, TargetUtilization: c.Spaces.TargetUtilization}
+		if e.res != nil {
+			act = actionInfo{Nvec: e.nvec, Choices: e.res.Choices}
+		}
 		out.Policies = append(out.Policies, policyInfo{
 			Name: name, Set: e.set, Version: e.version, Profile: c.Profile, Env: c.Env,
 			Observation: observationInfo{Keys: c.Spaces.Keys, Size: e.lay.size, Boxes: c.Spaces.Observation},
-			Action:      actionInfo{Nvec: e.nvec, DeltaMillicores: c.Spaces.DeltaMillicores, TargetUtilization: c.Spaces.TargetUtilization},
+			Action:      act, Residual: e.res,
 			Training: trainingInfo{
 				Name: c.Name, Seed: c.Seed, Transitions: c.Transitions, GradientSteps: c.GradientSteps,
 				BestDevReward: c.BestDevReward, ConfigHash: c.ConfigHash, Hidden: e.base.Hidden(),

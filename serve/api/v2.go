@@ -19,7 +19,10 @@ import (
 // shape), FP32 or FP64 and checked against the Box's bounds as on v1, and
 // its outputs are action (INT64 [batch, len(nvec)], the per-dimension
 // argmax) and value (FP32 [batch, 1], the critic's value; the policy's
-// float32 value exactly). Health answers are a status with an empty body
+// float32 value exactly). A residual policy also reads rule_targets
+// (FP32 or FP64 [batch, tasks], the base rule's targets in millicores,
+// doc.go) and also outputs targets (FP64 [batch, tasks], millicores, the
+// corrected targets). Health answers are a status with an empty body
 // (200 true, 400 false: the protocol's "4xx indicates false"); errors are
 // {"error": "api: …"} with 400 for any malformed or mismatched request,
 // 404 for an unknown model or version, 413, 415 and 503 as on v1.
@@ -30,15 +33,18 @@ import (
 // v2Platform is the platform of every model's metadata.
 const v2Platform = "streamscale_ppo"
 
-// Output tensor names.
+// Output tensor names: every model's action and value, and a residual
+// policy's corrected targets (FP64 [batch, tasks], millicores).
 const (
-	v2Action = "action"
-	v2Value  = "value"
+	v2Action  = "action"
+	v2Value   = "value"
+	v2Targets = "targets"
 )
 
 // v2Model is a policy's protocol view, built once at load.
 type v2Model struct {
 	shapes [numKeys][]int // each observation part's Box shape; nil if the policy has no such part
+	rule   int            // a residual policy's tasks: its rule_targets input is FP64 [batch, rule]; 0 for any other
 	meta   []byte         // body of GET /v2/models/{name}
 }
 
@@ -66,6 +72,11 @@ func (e *entry) initV2() error {
 		meta.Inputs = append(meta.Inputs, v2Tensor{keyNames[k], "FP32", append([]int{-1}, shape...)})
 	}
 	meta.Outputs = []v2Tensor{{v2Action, "INT64", []int{-1, len(e.nvec)}}, {v2Value, "FP32", []int{-1, 1}}}
+	if e.res != nil {
+		e.v2.rule = e.lay.rule
+		meta.Inputs = append(meta.Inputs, v2Tensor{ruleTargetsKey, "FP64", []int{-1, e.lay.rule}})
+		meta.Outputs = append(meta.Outputs, v2Tensor{v2Targets, "FP64", []int{-1, e.lay.rule}})
+	}
 	b, err := json.Marshal(meta)
 	if err != nil {
 		return fmt.Errorf("model metadata: %w", err)
@@ -185,7 +196,11 @@ func (s *Server) v2Infer(c *gin.Context) {
 		s.failV2(c, rerr)
 		return
 	}
-	if err := e.infer(sc); err != nil {
+	err := e.infer(sc)
+	if err == nil {
+		err = e.correct(sc)
+	}
+	if err != nil {
 		s.logf("%v", err)
 		s.failV2(c, newError(kindInternal, "", "model %s failed on this input", e.name))
 		return
@@ -195,7 +210,8 @@ func (s *Server) v2Infer(c *gin.Context) {
 }
 
 // appendInfer appends the inference response: the requested outputs in
-// the requested order (all, action then value, when none were named).
+// the requested order (all, action then value then a residual policy's
+// targets, when none were named).
 func (e *entry) appendInfer(b []byte, sc *scratch, req *inferRequest) []byte {
 	n, dims := sc.req.n, len(e.nvec)
 	b = append(b, `{"model_name":`...)
@@ -210,7 +226,10 @@ func (e *entry) appendInfer(b []byte, sc *scratch, req *inferRequest) []byte {
 	b = append(b, `,"outputs":[`...)
 	outs := req.outputs
 	if len(outs) == 0 {
-		outs = []string{v2Action, v2Value}
+		outs = v2Outputs[:2]
+		if e.res != nil {
+			outs = v2Outputs
+		}
 	}
 	for i, o := range outs {
 		if i > 0 {
@@ -239,13 +258,31 @@ func (e *entry) appendInfer(b []byte, sc *scratch, req *inferRequest) []byte {
 				}
 				b = strconv.AppendFloat(b, v, 'g', -1, 32)
 			}
+		case v2Targets:
+			b = append(b, `{"name":"targets","datatype":"FP64","shape":[`...)
+			b = strconv.AppendInt(b, int64(n), 10)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, int64(dims), 10)
+			b = append(b, `],"data":[`...)
+			for j, t := range sc.targets[:n*dims] {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendFloat(b, t, 'g', -1, 64)
+			}
 		}
 		b = append(b, "]}"...)
 	}
 	return append(b, "]}"...)
 }
 
-// v2Outputs are the output names a request may ask for.
-var v2Outputs = []string{v2Action, v2Value}
+// v2Outputs are the output names a request may ask for: the first two of
+// any model, all of a residual policy's.
+var v2Outputs = []string{v2Action, v2Value, v2Targets}
 
-func validOutput(name string) bool { return slices.Contains(v2Outputs, name) }
+func validOutput(m *v2Model, name string) bool {
+	if m.rule == 0 {
+		return slices.Contains(v2Outputs[:2], name)
+	}
+	return slices.Contains(v2Outputs, name)
+}

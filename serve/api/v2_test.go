@@ -316,7 +316,9 @@ func TestV2InferRefuses(t *testing.T) {
 // FuzzDecodeInfer: decodeInfer never panics; what it refuses gets a 400
 // or 413 with an "api: " message; what it accepts is valid JSON to
 // encoding/json, has 1 to maxBatch observations within the bounds, and
-// decodes the same when re-encoded flat by encoding/json.
+// decodes the same when re-encoded flat by encoding/json. Every body is
+// decoded for a plain model and for a residual one (whose rule_targets
+// input must be in [0, maxRuleTarget]).
 func FuzzDecodeInfer(f *testing.F) {
 	in := func(name string, n int, data string) string {
 		return `{"name":"` + name + `","shape":[1,` + string(rune('0'+n)) + `],"datatype":"FP32","data":` + data + `}`
@@ -329,54 +331,76 @@ func FuzzDecodeInfer(f *testing.F) {
 	f.Add([]byte(`{"inp\u0075ts":[],"id":"\ud800"}`))
 	f.Add([]byte(`{"inputs":[{"data":[[1],[2,3]]}]}`))
 	f.Add([]byte(`{"inputs":[{"data":[1e999]}]}`))
-	lay := smallLayout()
+	f.Add([]byte(`{"inputs":[` + in("app", 2, "[1,2]") + `,` + in("server", 2, "[3,4]") + `,` + in("task", 3, "[5,6,7]") + `,` + in("rule_targets", 2, "[500,1e3]") + `],"outputs":[{"name":"targets"}]}`))
+	plain, res := smallLayout(), residualLayout()
 	m := &v2Model{shapes: [numKeys][]int{{2}, {2}, {3}}}
+	mr := &v2Model{shapes: m.shapes, rule: res.rule}
 	var req actRequest
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, err := decodeInfer(body, lay, m, 4, &req)
-		if err != nil {
-			if s := err.Status(); s != 400 && s != 413 && s != 422 {
-				t.Fatalf("status %d: %v", s, err)
-			}
-			if !strings.HasPrefix(err.Msg, "api: ") {
-				t.Fatalf("message %q", err.Msg)
-			}
-			return
-		}
-		if !json.Valid(body) {
-			t.Fatalf("accepted what encoding/json calls invalid: %q", body)
-		}
-		if req.n < 1 || req.n > 4 || len(req.obs) < req.n*lay.size {
-			t.Fatalf("accepted %d observations", req.n)
-		}
-		obs := slices.Clone(req.obs[:req.n*lay.size])
-		for i, v := range obs {
-			if !(v >= lay.low[i%lay.size] && v <= lay.high[i%lay.size]) {
-				t.Fatalf("value %d = %v outside its bounds", i, v)
-			}
-		}
-		// Re-encode flat and decode again.
-		var ins []map[string]any
-		for k := range numKeys {
-			var data []float64
-			for r := range req.n {
-				data = append(data, obs[r*lay.size+lay.off[k]:r*lay.size+lay.off[k]+lay.n[k]]...)
-			}
-			ins = append(ins, map[string]any{"name": keyNames[k], "shape": []int{req.n, lay.n[k]}, "datatype": "FP64", "data": data})
-		}
-		again := map[string]any{"inputs": ins}
-		if got.id != nil {
-			again["id"] = *got.id
-		}
-		b, jerr := json.Marshal(again)
-		if jerr != nil {
-			t.Fatal(jerr)
-		}
-		if _, err := decodeInfer(b, lay, m, 4, &req); err != nil {
-			t.Fatalf("re-encoded request refused: %v", err)
-		}
-		if !slices.Equal(req.obs[:req.n*lay.size], obs) {
-			t.Fatalf("re-encoded request decodes to %v, first %v", req.obs, obs)
-		}
+		fuzzDecodeInfer(t, body, plain, m, &req)
+		fuzzDecodeInfer(t, body, res, mr, &req)
 	})
+}
+
+func fuzzDecodeInfer(t *testing.T, body []byte, lay *layout, m *v2Model, req *actRequest) {
+	got, err := decodeInfer(body, lay, m, 4, req)
+	if err != nil {
+		if s := err.Status(); s != 400 && s != 413 && s != 422 {
+			t.Fatalf("status %d: %v", s, err)
+		}
+		if !strings.HasPrefix(err.Msg, "api: ") {
+			t.Fatalf("message %q", err.Msg)
+		}
+		return
+	}
+	if !json.Valid(body) {
+		t.Fatalf("accepted what encoding/json calls invalid: %q", body)
+	}
+	if req.n < 1 || req.n > 4 || len(req.obs) < req.n*lay.size {
+		t.Fatalf("accepted %d observations", req.n)
+	}
+	obs := slices.Clone(req.obs[:req.n*lay.size])
+	for i, v := range obs {
+		if !(v >= lay.low[i%lay.size] && v <= lay.high[i%lay.size]) {
+			t.Fatalf("value %d = %v outside its bounds", i, v)
+		}
+	}
+	var rule []float64
+	if m.rule > 0 {
+		if req.ruleRows != req.n || len(req.rule) != req.n*m.rule {
+			t.Fatalf("%d rows of %d rule targets for %d observations", req.ruleRows, len(req.rule), req.n)
+		}
+		rule = slices.Clone(req.rule)
+		for i, v := range rule {
+			if !(v >= 0 && v <= maxRuleTarget) {
+				t.Fatalf("rule target %d = %v accepted", i, v)
+			}
+		}
+	}
+	// Re-encode flat and decode again.
+	var ins []map[string]any
+	for k := range numKeys {
+		var data []float64
+		for r := range req.n {
+			data = append(data, obs[r*lay.size+lay.off[k]:r*lay.size+lay.off[k]+lay.n[k]]...)
+		}
+		ins = append(ins, map[string]any{"name": keyNames[k], "shape": []int{req.n, lay.n[k]}, "datatype": "FP64", "data": data})
+	}
+	if m.rule > 0 {
+		ins = append(ins, map[string]any{"name": ruleTargetsKey, "shape": []int{req.n, m.rule}, "datatype": "FP64", "data": rule})
+	}
+	again := map[string]any{"inputs": ins}
+	if got.id != nil {
+		again["id"] = *got.id
+	}
+	b, jerr := json.Marshal(again)
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	if _, err := decodeInfer(b, lay, m, 4, req); err != nil {
+		t.Fatalf("re-encoded request refused: %v", err)
+	}
+	if !slices.Equal(req.obs[:req.n*lay.size], obs) || !slices.Equal(req.rule[:len(rule)], rule) {
+		t.Fatalf("re-encoded request decodes to %v %v, first %v %v", req.obs, req.rule, obs, rule)
+	}
 }

@@ -41,12 +41,15 @@ const maxNest = 4
 // FP32 or FP64, a shape other than [batch, …Box shape], inputs of
 // different batch sizes, data of another length (or nesting) than the
 // shape's, numbers that overflow, values outside their Box, and unknown or
-// repeated outputs; more than maxBatch observations is a 413. It never
-// panics and changes nothing but req.
+// repeated outputs; more than maxBatch observations is a 413. A residual
+// policy (m.rule > 0) also reads rule_targets, FP32 or FP64 [batch,
+// tasks] in [0, maxRuleTarget] millicores, and may be asked for the
+// targets output; any other refuses both. It never panics and changes
+// nothing but req.
 func decodeInfer(body []byte, lay *layout, m *v2Model, maxBatch int, req *actRequest) (*inferRequest, *reqError) {
 	d := &v2decoder{dec: json.NewDecoder(bytes.NewReader(body))}
 	d.dec.UseNumber()
-	req.n, req.sample, req.seed, req.probabilities = 0, false, 0, false
+	req.n, req.sample, req.seed, req.probabilities, req.ruleRows = 0, false, 0, false, 0
 	out := &inferRequest{}
 	var inputs []*v2Input
 	seenInputs := false
@@ -72,8 +75,8 @@ func decodeInfer(body []byte, lay *layout, m *v2Model, maxBatch int, req *actReq
 				if err != nil {
 					return err
 				}
-				if !validOutput(name) {
-					return newError(kindBadRequest, at+".name", "%s.name %.64q is not an output of the model (%s, %s)", at, name, v2Action, v2Value)
+				if !validOutput(m, name) {
+					return newError(kindBadRequest, at+".name", "%s.name %.64q is not an output of the model (%s)", at, name, outputNames(m))
 				}
 				if slices.Contains(out.outputs, name) {
 					return newError(kindBadRequest, at+".name", "%s.name: output %q is requested twice", at, name)
@@ -100,6 +103,7 @@ func decodeInfer(body []byte, lay *layout, m *v2Model, maxBatch int, req *actReq
 // them, observation-major, into req.obs.
 func (d *v2decoder) observations(inputs []*v2Input, lay *layout, m *v2Model, maxBatch int, req *actRequest) *reqError {
 	var byKey [numKeys]*v2Input
+	var rule *v2Input // rule_targets, for a residual policy
 	for i, in := range inputs {
 		at := "inputs[" + strconv.Itoa(i) + "]"
 		for j, k := range []string{"name", "shape", "datatype", "data"} {
@@ -108,17 +112,25 @@ func (d *v2decoder) observations(inputs []*v2Input, lay *layout, m *v2Model, max
 			}
 		}
 		k := slices.Index(keyNames[:], in.name)
-		if k < 0 || m.shapes[k] == nil {
+		var want []int
+		switch {
+		case in.name == ruleTargetsKey && m.rule > 0:
+			if rule != nil {
+				return newError(kindBadRequest, at+".name", "%s.name: input %q is given twice", at, in.name)
+			}
+			rule, want = in, []int{m.rule}
+		case in.name == ruleTargetsKey:
+			return newError(kindBadRequest, at+".name", "%s.name: input rule_targets applies only to a residual policy; this model is not one (it reads %s)", at, inputNames(m))
+		case k < 0 || m.shapes[k] == nil:
 			return newError(kindBadRequest, at+".name", "%s.name %.64q is not an input of the model (%s)", at, in.name, inputNames(m))
-		}
-		if byKey[k] != nil {
+		case byKey[k] != nil:
 			return newError(kindBadRequest, at+".name", "%s.name: input %q is given twice", at, in.name)
+		default:
+			byKey[k], want = in, m.shapes[k]
 		}
-		byKey[k] = in
 		if in.datatype != "FP32" && in.datatype != "FP64" {
 			return newError(kindBadRequest, at+".datatype", "%s.datatype %.16q: input %s is FP32 (FP64 accepted)", at, in.datatype, in.name)
 		}
-		want := m.shapes[k]
 		if len(in.shape) != 1+len(want) || !slices.Equal(in.shape[1:], want) {
 			return newError(kindBadRequest, at+".shape", "%s.shape %v: input %s has shape [batch, %s]", at, in.shape, in.name, dims(want))
 		}
@@ -134,7 +146,10 @@ func (d *v2decoder) observations(inputs []*v2Input, lay *layout, m *v2Model, max
 		} else if n != req.n {
 			return newError(kindBadRequest, at+".shape", "%s.shape %v: batch size %d, an earlier input has %d", at, in.shape, n, req.n)
 		}
-		size := n * lay.n[k]
+		size := n
+		for _, w := range want {
+			size *= w
+		}
 		flat := len(in.dataDims) == 1 && in.dataDims[0] == size
 		if !flat && !slices.Equal(in.dataDims, in.shape) {
 			return newError(kindInvalid, at+".data", "%s.data has %s values, shape %v needs %d (flat, row-major) or nesting %v", at, dims(in.dataDims), in.shape, size, in.shape)
@@ -144,6 +159,9 @@ func (d *v2decoder) observations(inputs []*v2Input, lay *layout, m *v2Model, max
 		if m.shapes[k] != nil && byKey[k] == nil {
 			return newError(kindBadRequest, "inputs", "input %s is missing (the model reads %s)", keyNames[k], inputNames(m))
 		}
+	}
+	if m.rule > 0 && rule == nil {
+		return newError(kindBadRequest, "inputs", "input rule_targets is missing: this residual policy needs its base rule's target per task (millicores; the model reads %s)", inputNames(m))
 	}
 	req.obs = grow(req.obs, req.n*lay.size)
 	for k, in := range byKey {
@@ -162,7 +180,25 @@ func (d *v2decoder) observations(inputs []*v2Input, lay *layout, m *v2Model, max
 			}
 		}
 	}
+	if rule == nil {
+		return nil
+	}
+	req.rule = append(req.rule[:0], rule.data...)
+	req.ruleRows = req.n
+	for i, v := range req.rule {
+		if !(v >= 0 && v <= maxRuleTarget) {
+			at := "inputs[" + strconv.Itoa(slices.Index(inputs, rule)) + "].data[" + strconv.Itoa(i) + "]"
+			return newError(kindInvalid, at, "%s = %v millicores (observation %d, rule_targets[%d]) is outside [0, %v]", at, v, i/m.rule, i%m.rule, maxRuleTarget)
+		}
+	}
 	return nil
+}
+
+func outputNames(m *v2Model) string {
+	if m.rule == 0 {
+		return v2Action + ", " + v2Value
+	}
+	return v2Action + ", " + v2Value + ", " + v2Targets
 }
 
 func inputNames(m *v2Model) string {
@@ -174,6 +210,9 @@ func inputNames(m *v2Model) string {
 			}
 			b = append(b, keyNames[k]...)
 		}
+	}
+	if m.rule > 0 {
+		b = append(b, ", "+ruleTargetsKey...)
 	}
 	return string(b)
 }

@@ -108,8 +108,24 @@ type Policy struct {
 		Nvec              []int     `json:"nvec"`
 		DeltaMillicores   []float64 `json:"delta_millicores"`             // per choice index
 		TargetUtilization []float64 `json:"target_utilization,omitempty"` // per choice index, in place of the deltas (0 holds)
+		Choices           []string  `json:"choices,omitempty"`            // a residual policy's choice names, in place of both
 	} `json:"action"`
+	// Residual is set for a residual policy: its requests must carry the
+	// targets of the base rule Residual.Base (Options.RuleTargets).
+	Residual *Residual       `json:"residual,omitempty"`
 	Training json.RawMessage `json:"training"` // the artifact card's provenance
+}
+
+// Residual describes a residual policy (agents/residual.Info as served):
+// the base rule's spec (agents/rulespec), the choices by index, the
+// residual features per observation and the allocation bounds
+// (millicores) its targets are clipped to.
+type Residual struct {
+	Base     string   `json:"base"`
+	Choices  []string `json:"choices"`
+	Features int      `json:"features"`
+	MinCPU   float64  `json:"min_cpu"`
+	MaxCPU   float64  `json:"max_cpu"`
 }
 
 // Options choose how actions are picked.
@@ -120,6 +136,10 @@ type Options struct {
 	Seed   uint64
 	// Probabilities asks for each dimension's action distribution.
 	Probabilities bool
+	// RuleTargets, for a residual policy (Policy.Residual), are the base
+	// rule's targets for the observation, millicores per task; Act sends
+	// them as rule_targets. Nil for any other policy. ActBatch takes none.
+	RuleTargets []float64
 }
 
 // Result is the policy's answer for one observation.
@@ -132,6 +152,11 @@ type Result struct {
 	Value             float64     `json:"value"`         // critic's value estimate
 	Probabilities     [][]float64 `json:"probabilities"` // per task, per choice (when asked)
 	Version           string      `json:"version"`       // weights SHA-256 of the policy that answered
+	// Choices and Targets are a residual policy's answer, in place of
+	// Deltas: the correction per task by name, and the allocation target
+	// per task (millicores) to apply.
+	Choices []string  `json:"choices,omitempty"`
+	Targets []float64 `json:"targets,omitempty"`
 }
 
 // Policies lists the served policies.
@@ -157,6 +182,7 @@ type request struct {
 	Sample        bool      `json:"sample,omitempty"`
 	Seed          *uint64   `json:"seed,omitempty"`
 	Probabilities bool      `json:"probabilities,omitempty"`
+	RuleTargets   []float64 `json:"rule_targets,omitempty"`
 }
 
 func (o Options) request() request {
@@ -171,6 +197,7 @@ func (o Options) request() request {
 func (c *Client) Act(ctx context.Context, name string, obs env.Observation, opts Options) (Result, error) {
 	r := opts.request()
 	r.Observation = &wireObs{obs.App, obs.Server, obs.Task}
+	r.RuleTargets = opts.RuleTargets
 	var out Result
 	err := c.do(ctx, http.MethodPost, "/v1/policies/"+url.PathEscape(name)+"/act", r, &out)
 	return out, err
@@ -179,6 +206,9 @@ func (c *Client) Act(ctx context.Context, name string, obs env.Observation, opts
 // ActBatch asks policy name for the actions on every observation, in
 // order. Sampled, the seeded stream runs through them in order.
 func (c *Client) ActBatch(ctx context.Context, name string, obs []env.Observation, opts Options) ([]Result, error) {
+	if opts.RuleTargets != nil {
+		return nil, errors.New("client: ActBatch takes no RuleTargets (ask a residual policy one observation at a time with Act)")
+	}
 	r := opts.request()
 	r.Observations = make([]wireObs, len(obs))
 	for i, o := range obs {

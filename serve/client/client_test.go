@@ -132,3 +132,49 @@ func TestClientErrors(t *testing.T) {
 		t.Error("ftp base URL accepted")
 	}
 }
+
+// TestClientResidual: a residual policy is listed with its base rule; Act
+// sends the rule targets and gets the corrected targets back (the
+// follow-biased policy's are the rule's); without them the server
+// refuses the request naming rule_targets.
+func TestClientResidual(t *testing.T) {
+	dir := t.TempDir()
+	const rule = "threshold:measured:target=0.7:tol=0.1:window=10"
+	if _, err := fixture.WriteResidual(dir, "res", "pred", rule, 16, 3, 40); err != nil {
+		t.Fatal(err)
+	}
+	s, err := api.New(api.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	c, err := client.New(srv.URL, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	pols, err := c.Policies(ctx)
+	if err != nil || len(pols) != 1 || pols[0].Residual == nil || pols[0].Residual.Base != rule || len(pols[0].Action.Choices) != 5 {
+		t.Fatalf("policies %+v (%v)", pols, err)
+	}
+	o, err := fixture.Observation("pred")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := []float64{900, 1000, 1100, 1200, 1300, 1400}
+	r, err := c.Act(ctx, "res", o, client.Options{RuleTargets: rt})
+	if err != nil || !slices.Equal(r.Targets, rt) || len(r.Choices) != 6 || r.Choices[0] != "follow" {
+		t.Fatalf("act %+v (%v)", r, err)
+	}
+	var e *client.Error
+	if _, err := c.Act(ctx, "res", o, client.Options{}); !errors.As(err, &e) || e.StatusCode != 400 || e.Field != "rule_targets" {
+		t.Errorf("without rule targets: %v", err)
+	}
+	if _, err := c.ActBatch(ctx, "res", []env.Observation{o}, client.Options{RuleTargets: rt}); err == nil {
+		t.Error("ActBatch took rule targets")
+	}
+}
