@@ -133,7 +133,7 @@ func (ph *physicsRun) serviceFactorFast() float64 {
 	if ph.svcTable == nil {
 		return 1
 	}
-	return ph.svcTable[ph.svc.Uint64()>>52]
+	return ph.svcTable[ph.svcSrc.Uint64()>>52]
 }
 
 // hopFactor draws a hop's factor (mean 1) for the fast core
@@ -146,10 +146,10 @@ func (ph *physicsRun) hopFactor() float64 {
 		return 1
 	}
 	if ph.hopSpread <= 1 {
-		return hopFactorFrom(ph.hopSpread, ph.svc.Uint64(), 0)
+		return hopFactorFrom(ph.hopSpread, ph.svcSrc.Uint64(), 0)
 	}
-	a := ph.svc.Uint64()
-	return hopFactorFrom(ph.hopSpread, a, ph.svc.Uint64())
+	a := ph.svcSrc.Uint64()
+	return hopFactorFrom(ph.hopSpread, a, ph.svcSrc.Uint64())
 }
 
 // hopFactorFrom is a hop's factor under spread s from one or two uniform
