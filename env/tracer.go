@@ -71,6 +71,9 @@ type tracer struct {
 	// (tracerSub / Physics.StepSeconds): a time since the step's start
 	// times it is the substep's index.
 	subPerSec float64
+	// endPeriod is the index of the CFS period the step being traced
+	// ends in (quotaLeft).
+	endPeriod float64
 	// sibH is, per stage, the hop drawn for the message gather traces
 	// (its siblings share it, Physics.HopSpread); −1: not drawn yet.
 	// lastHop is the hop drawn at the stage the last wait (or gather)
@@ -243,6 +246,10 @@ func (t *tracer) step(f *fluid, t0 float64) {
 	const frac = 1.0 / tracerSub // a substep's share of the step
 	dt := ph.stepLen * frac      // its length, seconds
 	t.subPerSec = tracerSub / ph.stepLen
+	if P := ph.cfsPeriod; P > 0 {
+		end := t0 + ph.stepLen
+		t.endPeriod = math.Ceil(end/P-1e-9) - 1
+	}
 	P := ph.cfsPeriod
 	clear(t.arr)
 	// The substeps in which a CFS period starts.
@@ -285,28 +292,35 @@ func (t *tracer) step(f *fluid, t0 float64) {
 		row, qrow := t.vs[i*(tracerSub+1):(i+1)*(tracerSub+1)], t.qs[i*(tracerSub+1):(i+1)*(tracerSub+1)]
 		wsum := 0.0
 		sdk := math.Sqrt(t.c2[i]+cs2) * c.work
+		// The replica's parameters in locals: the loop's stores could
+		// alias them for the compiler.
+		work, quota := c.work, c.quota
+		active := work > 0 && !math.IsInf(work, 1)
+		step := dt * c.speed // served per substep at full speed
+		out, outW := s.out, s.outW
+		in = in[:tracerSub]
 		for j := 0; j < tracerSub; j++ {
 			if periodStart[j] {
 				used = 0
 			}
-			row[j], qrow[j] = v, c.quota-used
+			row[j], qrow[j] = v, quota-used
 			wsum += v
 			x := v
-			if a := in[j]; a > 0 && c.work > 0 && !math.IsInf(c.work, 1) {
-				x += a*c.work + math.Sqrt(a)*sdk*ph.svc.NormFloat64()
+			if a := in[j]; a > 0 && active {
+				x += a*work + math.Sqrt(a)*sdk*ph.svc.NormFloat64()
 			}
 			x = max(x, 0)
-			capacity := min(dt*c.speed, c.quota-used)
+			capacity := min(step, quota-used)
 			served := min(x, capacity)
 			v = x - served
 			used += served
 			if d := served * perWork; d > 0 {
-				for jj, o := range s.out {
-					t.arr[o*tracerSub+j] += d * s.outW[jj]
+				for jj, o := range out {
+					t.arr[o*tracerSub+j] += d * outW[jj]
 				}
 			}
 		}
-		row[tracerSub], qrow[tracerSub] = v, c.quota-used
+		row[tracerSub], qrow[tracerSub] = v, quota-used
 		t.v[i], t.used[i] = v, used
 		t.wbar[i] = 0
 		if c.speed > 0 {
@@ -329,18 +343,42 @@ func (t *tracer) step(f *fluid, t0 float64) {
 	u1, u2 := ph.arr.Float64(), ph.arr.Float64()
 	const phi = 0.6180339887498949
 	sum := 0.0
+	maxHops := 4 * len(f.stages)
+	svcTab := ph.svcTable
 	for e := range t.lat {
 		q := (float64(e) + u1) / tracerEvents
 		start := u2 + float64(e)*phi
 		start = (start - math.Floor(start)) * ph.stepLen
 		i := f.sources[pick(t.src, &q)]
 		at := start
-		for hop := 0; hop < 4*len(f.stages); hop++ {
+		for hop := 0; hop < maxHops; hop++ {
 			s := &f.stages[i]
 			if i < t.nrep {
-				own := t.cpu[i].work * ph.serviceFactorFast()
-				t.lastHop = t.drawHop(i)
-				at += t.wait(i, t0, at, own, t.lastHop)
+				// serviceFactorFast and wait, written out (see
+				// gatherChain).
+				fac := 1.0
+				if svcTab != nil {
+					fac = svcTab[ph.svcSrc.Uint64()>>52]
+				}
+				c := &t.cpu[i]
+				own := c.work * fac
+				h := t.drawHop(i)
+				t.lastHop = h
+				if !(c.speed > 0) || math.IsInf(c.work, 1) {
+					at += 1e6
+				} else {
+					j := min(int(max(at, 0)*t.subPerSec), tracerSub)
+					base := i * (tracerSub + 1)
+					work := t.vs[base+j] + own
+					if math.IsInf(c.quota, 1) {
+						at += work/c.speed + h
+					} else {
+						abs := t0 + at
+						left := t.quotaLeft(base, j, abs, t0, P, c.quota)
+						toEnd := P - (abs - P*math.Floor(abs/P))
+						at += cfsDelay(work, left, toEnd, P, c.speed, c.quota) + h
+					}
+				}
 			} else {
 				at += s.service + s.delay
 			}
@@ -722,11 +760,8 @@ func (t *tracer) wait(r int, t0, at, own, hop float64) float64 {
 // Physics.StepSeconds, more of the sampled events run past the step's end
 // and the stale value would throttle them for up to a period).
 func (t *tracer) quotaLeft(base, j int, abs, t0, P, quota float64) float64 {
-	if j == tracerSub {
-		end := t0 + t.ph.stepLen
-		if math.Floor(abs/P+1e-9) > math.Ceil(end/P-1e-9)-1 {
-			return quota
-		}
+	if j == tracerSub && math.Floor(abs/P+1e-9) > t.endPeriod {
+		return quota
 	}
 	return max(t.qs[base+j], 0)
 }
