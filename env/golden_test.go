@@ -12,21 +12,33 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files in testdata/golden")
 
 // TestGoldenTrajectories pins short trajectories of both profiles, in both
-// simulator cores, under a fixed action schedule. Any change to the
+// simulator cores, under a fixed action schedule, and of the fast core
+// under the realistic physics (the tracer's latencies, CFS, noise and
+// lag) with and without spread hops end to end. Any change to the
 // physics, the reward or the observation shows up as a diff; rerun with
 // -update after an intended change and review the diff.
 func TestGoldenTrajectories(t *testing.T) {
+	realistic, err := ScenarioPhysics(ScenarioRealistic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hops := realistic
+	hops.HopMS, hops.HopSpread, hops.HopsEndToEnd = 10, 1, true
 	for _, tc := range []struct {
 		name    string
 		profile string
 		mode    Mode
-	}{{"pred_fluid", "pred", Fluid}, {"etl_fluid", "etl", Fluid}, {"pred_perevent", "pred", PerEvent}} {
+		physics Physics
+	}{{"pred_fluid", "pred", Fluid, Physics{}}, {"etl_fluid", "etl", Fluid, Physics{}}, {"pred_perevent", "pred", PerEvent, Physics{}},
+		{"etl_realistic", "etl", Fluid, realistic}, {"pred_realistic", "pred", Fluid, realistic},
+		{"etl_hops", "etl", Fluid, hops}, {"pred_hops", "pred", Fluid, hops}} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := EdgeConfig(tc.profile, 7, diurnal(90))
 			if err != nil {
 				t.Fatal(err)
 			}
 			cfg.Mode = tc.mode
+			cfg.Physics = tc.physics
 			if tc.mode == PerEvent {
 				// Keep the per-event core cheap: a twentieth of the rate,
 				// twenty times the demand.

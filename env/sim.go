@@ -566,6 +566,16 @@ func (f *fluid) depart(s *stage, p piece, ds, de float64) {
 	if s.spread > 0 {
 		as, ae, os, oe = batchTimes(as, ae, os, oe, s.spread)
 	}
+	if len(s.out) == 1 {
+		// One successor (most stages): nothing stays live across the
+		// call.
+		if x := s.outW[0]; x == 1 {
+			f.deliver(s.out[0], piece{w: w, as: as, ae: ae, os: os, oe: oe})
+		} else if x > 0 {
+			f.deliver(s.out[0], piece{w: w * x, as: as, ae: ae, os: os, oe: oe})
+		}
+		return
+	}
 	for j, o := range s.out {
 		if x := s.outW[j]; x == 1 {
 			f.deliver(o, piece{w: w, as: as, ae: ae, os: os, oe: oe})

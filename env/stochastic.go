@@ -21,7 +21,7 @@ type physicsRun struct {
 	speed                   []float64 // per server: capacity factor of the step (jitter), 1 without
 	arrC2                   float64   // squared coefficient of variation of inter-arrival times
 	svcSigma, svcMu         float64   // log-normal parameters of the service factor (mean 1)
-	svcTable                []float64 // the service factor's quantiles at (i + ½)/len, for fast draws
+	svcTable                []float64 // the service factor's quantiles at (i + ½)/len, for the tracer's fast draws (tracer.step, factor)
 	jitSigma, jitMu         float64   // log-normal parameters of the capacity factor (mean 1)
 	arrivalsRandom, tracing bool
 	cfsPeriod               float64 // seconds; 0: processor sharing
@@ -126,16 +126,6 @@ func (ph *physicsRun) serviceFactor() float64 {
 	return math.Exp(ph.svcMu + ph.svcSigma*ph.svc.NormFloat64())
 }
 
-// serviceFactorFast draws the factor from 4,096 equiprobable quantiles of
-// the same log-normal (the tracer's many draws; the discretization moves
-// its p95 by less than 0.1%).
-func (ph *physicsRun) serviceFactorFast() float64 {
-	if ph.svcTable == nil {
-		return 1
-	}
-	return ph.svcTable[ph.svc.Uint64()>>52]
-}
-
 // hopFactor draws a hop's factor (mean 1) for the fast core
 // (hopFactorFrom); 1 when hops are fixed (no draw). It draws from the
 // service stream, which a snapshot carries, so a restored Env continues
@@ -146,10 +136,10 @@ func (ph *physicsRun) hopFactor() float64 {
 		return 1
 	}
 	if ph.hopSpread <= 1 {
-		return hopFactorFrom(ph.hopSpread, ph.svc.Uint64(), 0)
+		return hopFactorFrom(ph.hopSpread, ph.svcSrc.Uint64(), 0)
 	}
-	a := ph.svc.Uint64()
-	return hopFactorFrom(ph.hopSpread, a, ph.svc.Uint64())
+	a := ph.svcSrc.Uint64()
+	return hopFactorFrom(ph.hopSpread, a, ph.svcSrc.Uint64())
 }
 
 // hopFactorFrom is a hop's factor under spread s from one or two uniform

@@ -71,6 +71,9 @@ type tracer struct {
 	// (tracerSub / Physics.StepSeconds): a time since the step's start
 	// times it is the substep's index.
 	subPerSec float64
+	// endPeriod is the index of the CFS period the step being traced
+	// ends in (quotaLeft).
+	endPeriod float64
 	// sibH is, per stage, the hop drawn for the message gather traces
 	// (its siblings share it, Physics.HopSpread); −1: not drawn yet.
 	// lastHop is the hop drawn at the stage the last wait (or gather)
@@ -83,12 +86,13 @@ type tracer struct {
 	// gather).
 	fanN             []int
 	fanJoin          []int
-	fanChain         []bool // per fork stage: every stage up to the join has one successor
+	fanChain         []bool    // per fork stage: every stage up to the join has one successor
+	chain            [][]int32 // per fork stage with fanChain: the stages gatherChain visits, the join last
 	sibA, sibW, sibF []float64
 	sumTab           [][]float64 // per fork stage with n > 2: quantiles of the sum of n − 2 service factors
 	sumCV            float64     // the service CV sumTab was built for
 	bits             uint64      // unused 12-bit service-factor indices of one draw
-	nbits            int
+	left             int         // indices left in bits
 	nrep             int
 	p95              float64
 	mean             float64
@@ -102,7 +106,7 @@ func newTracer(f *fluid, ph *physicsRun, nrep int) *tracer {
 		vs: make([]float64, nrep*(tracerSub+1)), qs: make([]float64, nrep*(tracerSub+1)), wbar: make([]float64, nrep),
 		c2: make([]float64, n), arr: make([]float64, n*tracerSub), num: make([]float64, n), den: make([]float64, n), gain: make([]float64, n),
 		cum: make([][]float64, n), lat: make([]float64, tracerEvents),
-		fanN: make([]int, n), fanJoin: make([]int, n), fanChain: make([]bool, n), sumTab: make([][]float64, n), sumCV: -1,
+		fanN: make([]int, n), fanJoin: make([]int, n), fanChain: make([]bool, n), chain: make([][]int32, n), sumTab: make([][]float64, n), sumCV: -1,
 		sibA: make([]float64, n), sibW: make([]float64, n), sibF: make([]float64, n), sibH: make([]float64, n),
 	}
 	for k, fork := range f.joinOf {
@@ -117,6 +121,9 @@ func newTracer(f *fluid, ph *physicsRun, nrep int) *tracer {
 					chain = len(f.stages[j].out) == 1
 				}
 				t.fanChain[i] = chain
+				if chain {
+					t.chain[i] = chainStages(f, i, k)
+				}
 			}
 		}
 	}
@@ -192,7 +199,7 @@ func pick(c []float64, u *float64) int {
 // step's latencies. t0 is the step's start (absolute seconds).
 func (t *tracer) step(f *fluid, t0 float64) {
 	ph := t.ph
-	t.nbits = 0
+	t.left = 0
 	if ph.p.ServiceCV != t.sumCV {
 		t.buildSums() // the episode's physics changed (Config.Randomize)
 	}
@@ -239,6 +246,10 @@ func (t *tracer) step(f *fluid, t0 float64) {
 	const frac = 1.0 / tracerSub // a substep's share of the step
 	dt := ph.stepLen * frac      // its length, seconds
 	t.subPerSec = tracerSub / ph.stepLen
+	if P := ph.cfsPeriod; P > 0 {
+		end := t0 + ph.stepLen
+		t.endPeriod = math.Ceil(end/P-1e-9) - 1
+	}
 	P := ph.cfsPeriod
 	clear(t.arr)
 	// The substeps in which a CFS period starts.
@@ -281,28 +292,35 @@ func (t *tracer) step(f *fluid, t0 float64) {
 		row, qrow := t.vs[i*(tracerSub+1):(i+1)*(tracerSub+1)], t.qs[i*(tracerSub+1):(i+1)*(tracerSub+1)]
 		wsum := 0.0
 		sdk := math.Sqrt(t.c2[i]+cs2) * c.work
+		// The replica's parameters in locals: the loop's stores could
+		// alias them for the compiler.
+		work, quota := c.work, c.quota
+		active := work > 0 && !math.IsInf(work, 1)
+		step := dt * c.speed // served per substep at full speed
+		out, outW := s.out, s.outW
+		in = in[:tracerSub]
 		for j := 0; j < tracerSub; j++ {
 			if periodStart[j] {
 				used = 0
 			}
-			row[j], qrow[j] = v, c.quota-used
+			row[j], qrow[j] = v, quota-used
 			wsum += v
 			x := v
-			if a := in[j]; a > 0 && c.work > 0 && !math.IsInf(c.work, 1) {
-				x += a*c.work + math.Sqrt(a)*sdk*ph.svc.NormFloat64()
+			if a := in[j]; a > 0 && active {
+				x += a*work + math.Sqrt(a)*sdk*ph.svc.NormFloat64()
 			}
 			x = max(x, 0)
-			capacity := min(dt*c.speed, c.quota-used)
+			capacity := min(step, quota-used)
 			served := min(x, capacity)
 			v = x - served
 			used += served
 			if d := served * perWork; d > 0 {
-				for jj, o := range s.out {
-					t.arr[o*tracerSub+j] += d * s.outW[jj]
+				for jj, o := range out {
+					t.arr[o*tracerSub+j] += d * outW[jj]
 				}
 			}
 		}
-		row[tracerSub], qrow[tracerSub] = v, c.quota-used
+		row[tracerSub], qrow[tracerSub] = v, quota-used
 		t.v[i], t.used[i] = v, used
 		t.wbar[i] = 0
 		if c.speed > 0 {
@@ -325,18 +343,46 @@ func (t *tracer) step(f *fluid, t0 float64) {
 	u1, u2 := ph.arr.Float64(), ph.arr.Float64()
 	const phi = 0.6180339887498949
 	sum := 0.0
+	maxHops := 4 * len(f.stages)
+	svcTab := ph.svcTable
 	for e := range t.lat {
 		q := (float64(e) + u1) / tracerEvents
 		start := u2 + float64(e)*phi
 		start = (start - math.Floor(start)) * ph.stepLen
 		i := f.sources[pick(t.src, &q)]
 		at := start
-		for hop := 0; hop < 4*len(f.stages); hop++ {
+		for hop := 0; hop < maxHops; hop++ {
 			s := &f.stages[i]
 			if i < t.nrep {
-				own := t.cpu[i].work * ph.serviceFactorFast()
-				t.lastHop = t.drawHop(i)
-				at += t.wait(i, t0, at, own, t.lastHop)
+				// The event's service factor, drawn from 4,096
+				// equiprobable quantiles of the log-normal
+				// (physicsRun.svcTable: the tracer's many draws; the
+				// discretization moves its p95 by less than 0.1%) with
+				// the top 12 bits of one draw, and wait, written out
+				// (see gatherChain).
+				fac := 1.0
+				if svcTab != nil {
+					fac = svcTab[ph.svcSrc.Uint64()>>52]
+				}
+				c := &t.cpu[i]
+				own := c.work * fac
+				h := t.drawHop(i)
+				t.lastHop = h
+				if !(c.speed > 0) || math.IsInf(c.work, 1) {
+					at += 1e6
+				} else {
+					j := min(int(max(at, 0)*t.subPerSec), tracerSub)
+					base := i * (tracerSub + 1)
+					work := t.vs[base+j] + own
+					if math.IsInf(c.quota, 1) {
+						at += work/c.speed + h
+					} else {
+						abs := t0 + at
+						left := t.quotaLeft(base, j, abs, t0, P, c.quota)
+						toEnd := P - (abs - P*math.Floor(abs/P))
+						at += cfsDelay(work, left, toEnd, P, c.speed, c.quota) + h
+					}
+				}
 			} else {
 				at += s.service + s.delay
 			}
@@ -491,43 +537,111 @@ func (t *tracer) gather(f *fluid, i int, t0, at float64) (float64, int) {
 // (a stage faster than the one before it with nothing else queued) it can
 // fall short of the per-sibling FIFO by less than one sibling's work.
 func (t *tracer) gatherChain(f *fluid, i int, t0, at float64) (float64, int) {
+	// The draws (factor, index) and wait3 are written out in the loop:
+	// a call clobbers every register, and this loop is the tracer's
+	// hottest. The random bits stay in locals until the loop ends.
+	ph := t.ph
 	n := t.fanN[i]
-	join := t.fanJoin[i]
+	nf := float64(n)
 	a1, an := at, at
-	j := f.stages[i].out[0]
-	tab := t.sumTab[i]
-	for hop := 0; hop < 4*len(f.stages); hop++ {
-		s := &f.stages[j]
-		if j < t.nrep {
-			w := t.cpu[j].work
-			w1 := w * t.factor()
-			W, wn := w1, w1
-			if n > 1 {
-				wn = w * t.factor()
-				W += wn
-			}
-			if tab != nil {
-				W += w * tab[t.index()] // the n − 2 siblings between
-			} else if n > 2 {
-				W += w * float64(n-2)
-			}
-			h := t.drawHop(j) // the siblings share the stage's hop
-			t.lastHop = h
-			x1, xW, xn := t.wait3(j, t0, a1, w1, W, an, wn, h)
-			an = max(a1+xW, an+xn)
-			a1 += x1
-		} else {
+	tab, svcTab := t.sumTab[i], ph.svcTable
+	bits, left := t.bits, t.left
+	chain := t.chain[i]
+	for _, c := range chain {
+		j := int(c)
+		if j >= t.nrep {
+			s := &f.stages[j]
 			t.lastHop = 0
 			d1 := a1 + s.service
-			an = max(a1+float64(n)*s.service, an+s.service) + s.delay
+			an = max(a1+nf*s.service, an+s.service) + s.delay
 			a1 = d1 + s.delay
+			continue
 		}
+		cp := &t.cpu[j]
+		w := cp.work
+		f1 := 1.0 // factor()
+		if svcTab != nil {
+			if left == 0 {
+				bits, left = ph.svcSrc.Uint64(), 5
+			}
+			left--
+			f1, bits = svcTab[bits>>52], bits<<12
+		}
+		w1 := w * f1
+		W, wn := w1, w1
+		if n > 1 {
+			fn := 1.0 // factor()
+			if svcTab != nil {
+				if left == 0 {
+					bits, left = ph.svcSrc.Uint64(), 5
+				}
+				left--
+				fn, bits = svcTab[bits>>52], bits<<12
+			}
+			wn = w * fn
+			W += wn
+		}
+		if tab != nil {
+			// The n − 2 siblings between: tab[index()].
+			if left == 0 {
+				bits, left = ph.svcSrc.Uint64(), 5
+			}
+			left--
+			x := bits >> 52
+			bits <<= 12
+			W += w * tab[x]
+		} else if n > 2 {
+			W += w * float64(n-2)
+		}
+		h := t.drawHop(j) // the siblings share the stage's hop
+		t.lastHop = h
+		// wait3: the first sibling (own work w₁) and the run of all (W)
+		// arriving at a₁, the last (w_n) at a_n, sharing the lookups and
+		// the hop.
+		var x1, xW, xn float64
+		if !(cp.speed > 0) || math.IsInf(cp.work, 1) {
+			x1, xW, xn = 1e6, 1e6, 1e6
+		} else {
+			j1 := min(int(max(a1, 0)*t.subPerSec), tracerSub)
+			jn := min(int(max(an, 0)*t.subPerSec), tracerSub)
+			base := j * (tracerSub + 1)
+			v1, vn := t.vs[base+j1], t.vs[base+jn]
+			if math.IsInf(cp.quota, 1) {
+				x1, xW, xn = (v1+w1)/cp.speed+h, (v1+W)/cp.speed+h, (vn+wn)/cp.speed+h
+			} else {
+				P := ph.cfsPeriod
+				abs1, absn := t0+a1, t0+an
+				left1, leftn := t.quotaLeft(base, j1, abs1, t0, P, cp.quota), t.quotaLeft(base, jn, absn, t0, P, cp.quota)
+				toEnd1 := P - (abs1 - P*math.Floor(abs1/P))
+				toEndn := P - (absn - P*math.Floor(absn/P))
+				x1 = cfsDelay(v1+w1, left1, toEnd1, P, cp.speed, cp.quota) + h
+				xW = cfsDelay(v1+W, left1, toEnd1, P, cp.speed, cp.quota) + h
+				xn = cfsDelay(vn+wn, leftn, toEndn, P, cp.speed, cp.quota) + h
+			}
+		}
+		an = max(a1+xW, an+xn)
+		a1 += x1
+	}
+	t.bits, t.left = bits, left
+	return an, int(chain[len(chain)-1])
+}
+
+// chainStages lists the stages gatherChain visits from fork stage i to
+// the join task: its successors' chain, the join's stage last (or the
+// stage where the chain ends without reaching it), within gatherChain's
+// bound of 4·stages.
+func chainStages(f *fluid, i, join int) []int32 {
+	var c []int32
+	j := f.stages[i].out[0]
+	for hop := 0; hop < 4*len(f.stages); hop++ {
+		c = append(c, int32(j))
+		s := &f.stages[j]
 		if s.task == join || len(s.out) == 0 {
 			break
 		}
 		j = s.out[0]
 	}
-	return an, j
+	return c
 }
 
 // buildSums tabulates, for every fork stage with n > 2 siblings under
@@ -572,17 +686,22 @@ func (t *tracer) buildSums() {
 // emptied at every step, so a step's draws depend only on the stream's
 // state at its start).
 func (t *tracer) index() uint64 {
-	if t.nbits < 12 {
-		t.bits, t.nbits = t.ph.svc.Uint64(), 64
+	if t.left == 0 {
+		t.refill()
 	}
-	x := t.bits >> 52
-	t.bits <<= 12
-	t.nbits -= 12
-	return x
+	t.left--
+	x := t.bits
+	t.bits = x << 12
+	return x >> 52
 }
 
-// factor draws a service-time factor like physicsRun.serviceFactorFast,
-// its table index from index.
+// refill draws index's next 64 bits (out of line, so that index inlines).
+//
+//go:noinline
+func (t *tracer) refill() { t.bits, t.left = t.ph.svcSrc.Uint64(), 5 }
+
+// factor draws a service-time factor from physicsRun.svcTable as the
+// sample loop of step does, its table index from index.
 func (t *tracer) factor() float64 {
 	tab := t.ph.svcTable
 	if tab == nil {
@@ -596,7 +715,18 @@ func (t *tracer) factor() float64 {
 // Physics.HopSpread.
 func (t *tracer) drawHop(r int) float64 {
 	h := t.hop[r]
-	if h > 0 && t.ph.hopSpread > 0 {
+	if h > 0 {
+		h = t.spreadHop(h)
+	}
+	return h
+}
+
+// spreadHop is drawHop's mean hop h > 0 times its factor (out of line,
+// so that drawHop inlines).
+//
+//go:noinline
+func (t *tracer) spreadHop(h float64) float64 {
+	if t.ph.hopSpread > 0 {
 		h *= t.ph.hopFactor()
 	}
 	return h
@@ -634,39 +764,10 @@ func (t *tracer) wait(r int, t0, at, own, hop float64) float64 {
 // Physics.StepSeconds, more of the sampled events run past the step's end
 // and the stale value would throttle them for up to a period).
 func (t *tracer) quotaLeft(base, j int, abs, t0, P, quota float64) float64 {
-	if j == tracerSub {
-		end := t0 + t.ph.stepLen
-		if math.Floor(abs/P+1e-9) > math.Ceil(end/P-1e-9)-1 {
-			return quota
-		}
+	if j == tracerSub && math.Floor(abs/P+1e-9) > t.endPeriod {
+		return quota
 	}
 	return max(t.qs[base+j], 0)
-}
-
-// wait3 is wait for gatherChain at one replica: two amounts of own work
-// of events arriving together at at1 (the first sibling and the run of
-// all) and one of an event arriving at atn (the last sibling), sharing
-// the lookups and the hop h.
-func (t *tracer) wait3(r int, t0, at1, own1, own2, atn, ownn, h float64) (float64, float64, float64) {
-	c := &t.cpu[r]
-	if !(c.speed > 0) || math.IsInf(c.work, 1) {
-		return 1e6, 1e6, 1e6
-	}
-	j1 := min(int(max(at1, 0)*t.subPerSec), tracerSub)
-	jn := min(int(max(atn, 0)*t.subPerSec), tracerSub)
-	base := r * (tracerSub + 1)
-	v1, vn := t.vs[base+j1], t.vs[base+jn]
-	if math.IsInf(c.quota, 1) {
-		return (v1+own1)/c.speed + h, (v1+own2)/c.speed + h, (vn+ownn)/c.speed + h
-	}
-	P := t.ph.cfsPeriod
-	abs1, absn := t0+at1, t0+atn
-	left1, leftn := t.quotaLeft(base, j1, abs1, t0, P, c.quota), t.quotaLeft(base, jn, absn, t0, P, c.quota)
-	toEnd1 := P - (abs1 - P*math.Floor(abs1/P))
-	toEndn := P - (absn - P*math.Floor(absn/P))
-	return cfsDelay(v1+own1, left1, toEnd1, P, c.speed, c.quota) + h,
-		cfsDelay(v1+own2, left1, toEnd1, P, c.speed, c.quota) + h,
-		cfsDelay(vn+ownn, leftn, toEndn, P, c.speed, c.quota) + h
 }
 
 // cfsDelay is how long work (core-seconds) takes at speed (cores) with
