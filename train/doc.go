@@ -3,8 +3,8 @@
 //
 //	go run ./train -env cartpole -steps 100000 -seed 1 -json
 //	go run ./train -env streamscale -profile pred -seed 284572 -out runs/pred
-//	go run ./train -config configs/default.toml -profile etl -out runs/default/etl
-//	go run ./train -config configs/default.toml -seeds 1-5 -out runs/default-seeds
+//	go run ./train -config configs/residual.toml -profile etl -out runs/default/etl
+//	go run ./train -config configs/residual.toml -seeds 1-5 -out runs/default-seeds
 //
 // -config reads a recipe file (TOML; keys are the flag names, per-profile
 // tables [profiles.pred] and [profiles.etl]; configs/README.md): flags on

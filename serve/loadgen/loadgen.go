@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"streamscale/agents/rulespec"
+	"streamscale/env"
 	"streamscale/serve/internal/fixture"
 )
 
@@ -152,6 +154,9 @@ func RealBody(ctx context.Context, addr, policy string) ([]byte, error) {
 					Low []float64 `json:"low"`
 				} `json:"boxes"`
 			} `json:"observation"`
+			Residual *struct {
+				Base string `json:"base"`
+			} `json:"residual"`
 		} `json:"policies"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&list); err != nil {
@@ -175,9 +180,44 @@ func RealBody(ctx context.Context, addr, policy string) ([]byte, error) {
 		for k := range p.Observation.Boxes {
 			obs[k] = vecs[k]
 		}
-		return json.Marshal(map[string]any{"observation": obs, "deterministic": true})
+		body := map[string]any{"observation": obs, "deterministic": true}
+		if p.Residual != nil {
+			// A residual policy corrects its base rule's targets, which the
+			// client computes: the rule's first decision on this observation.
+			targets, err := ruleTargets(p.Residual.Base, p.Profile, o)
+			if err != nil {
+				return nil, fmt.Errorf("loadgen: policy %s: %w", policy, err)
+			}
+			body["rule_targets"] = targets
+		}
+		return json.Marshal(body)
 	}
 	return nil, fmt.Errorf("loadgen: server has no policy %q", policy)
+}
+
+// ruleTargets is the base rule's (rulespec) targets for obs, on the
+// profile's default scenario, from a fresh rule.
+func ruleTargets(base, profile string, obs env.Observation) ([]float64, error) {
+	rule, err := rulespec.Parse(base)
+	if err != nil {
+		return nil, err
+	}
+	e, err := fixture.Env(profile)
+	if err != nil {
+		return nil, err
+	}
+	c, err := rule.New(e.Config())
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Reset(0); err != nil {
+		return nil, err
+	}
+	a, err := c.Act(obs)
+	if err != nil {
+		return nil, err
+	}
+	return a.Targets, nil
 }
 
 // Run loads the server at cfg.Addr and reports what it measured. It stops

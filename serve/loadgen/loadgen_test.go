@@ -125,3 +125,34 @@ func TestRunErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestRunResidual: against a residual policy the load's body carries the
+// base rule's targets (the server refuses an act without them), and every
+// request succeeds.
+func TestRunResidual(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := fixture.WriteResidual(dir, "pred", "pred", "threshold:measured:target=0.7:tol=0.1:window=10", 16, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	s, err := api.New(api.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	body, err := RealBody(context.Background(), addr, "pred")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), `"rule_targets":[`) {
+		t.Fatalf("body without the rule's targets: %s", body)
+	}
+	res, err := Run(context.Background(), Config{Addr: addr, Policy: "pred", Duration: 200 * time.Millisecond, Warmup: -1, Concurrency: 1})
+	if err != nil || res.Errors != 0 || res.Requests == 0 {
+		t.Fatalf("%v %+v", err, res)
+	}
+}

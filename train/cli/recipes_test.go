@@ -51,7 +51,7 @@ type recipeCase struct {
 func recipeCases() []recipeCase {
 	both := []string{"pred", "etl"}
 	cs := []recipeCase{
-		{"default.toml", "../../policies/default", both, nil},
+		{"residual.toml", "../../policies/default", both, nil},
 		{"paper.toml", "../../policies/paper", both, nil},
 		{"calibrated.toml", "../../policies/calibrated", both, map[string]string{
 			// renamed from policies/calibrated-snapshots/ in 1a7b934
@@ -74,6 +74,7 @@ func recipeCases() []recipeCase {
 		{"longer", both, false}, {"longest-last", both, false}, {"paper-longer", []string{"pred"}, false},
 		{"target", both, false}, {"target-longest", both, false}, {"target-gae07-7x", both, false},
 		{"target-gae075-7x", both, false}, {"target-gae08-7x", both, false}, {"target-gae08-lr6e-4-7x", []string{"etl"}, false},
+		{"target-gae08-ep10-10x", both, false},
 	} {
 		c := recipeCase{recipe: "ablations/" + a.name + ".toml", cards: "testdata/cards/" + a.name, profiles: a.profiles}
 		if a.scen {
@@ -87,8 +88,9 @@ func recipeCases() []recipeCase {
 		name     string
 		profiles []string
 	}{
-		{"residual", both}, {"ablations/residual-longer", []string{"pred"}}, {"ablations/residual-lagrangian-010", []string{"pred"}},
-		{"ablations/residual-lagrangian-025", []string{"pred"}}, {"ablations/residual-intel", both},
+		{"ablations/residual-longer", []string{"pred"}}, {"ablations/residual-lagrangian-010", []string{"pred"}},
+		{"ablations/residual-lagrangian-025", []string{"pred"}}, {"ablations/residual-lagrangian-030", []string{"pred"}},
+		{"ablations/residual-lagrangian-035", []string{"pred"}}, {"ablations/residual-intel", both},
 	} {
 		cs = append(cs, recipeCase{recipe: a.name + ".toml", cards: "testdata/cards-2026-12-04/" + filepath.Base(a.name), profiles: a.profiles})
 	}
