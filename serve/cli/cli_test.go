@@ -506,6 +506,10 @@ func TestEnvCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Read the body to its end: a body closed unread makes the transport
+	// drop the connection, and with it the env (the test used to fail so
+	// under load).
+	io.Copy(io.Discard, resp.Body) //nolint:errcheck // the status is checked below
 	resp.Body.Close()
 	if resp.StatusCode != 200 && resp.StatusCode != 201 {
 		t.Fatalf("create: %d", resp.StatusCode)
