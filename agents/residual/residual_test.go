@@ -238,3 +238,33 @@ func TestInfoCheck(t *testing.T) {
 		t.Error("NewInfo's choices alias the package's")
 	}
 }
+
+// FuzzAdapterState: no input panics an Adapter's UnmarshalBinary, and an
+// accepted state round-trips.
+func FuzzAdapterState(f *testing.F) {
+	rule, err := rulespec.Parse(tuned)
+	if err != nil {
+		f.Fatal(err)
+	}
+	cfg, err := controllertest.Config("pred")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := residual.New(rule, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.UnmarshalBinary(b) != nil {
+			return
+		}
+		st, err := a.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b2, _ := residual.New(rule, cfg)
+		if err := b2.UnmarshalBinary(st); err != nil {
+			t.Fatalf("an accepted state's marshalling is refused: %v", err)
+		}
+	})
+}

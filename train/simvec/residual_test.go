@@ -173,3 +173,18 @@ func TestParseLagrangian(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseLagrangian: no spec panics, and an accepted one's String
+// parses to the same objective.
+func FuzzParseLagrangian(f *testing.F) {
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := ParseLagrangian(s)
+		if err != nil {
+			return
+		}
+		again, err := ParseLagrangian(l.String())
+		if err != nil || again != l {
+			t.Fatalf("%q → %+v → %q → %+v, %v", s, l, l.String(), again, err)
+		}
+	})
+}
