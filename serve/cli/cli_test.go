@@ -466,6 +466,7 @@ func TestEnvCommand(t *testing.T) {
 		{[]string{"env", "-max-envs", "4", "-max-envs-per-conn", "5"}, "-max-envs-per-conn 5, want 0..4"},
 		{[]string{"env", "-idle-timeout", "0s"}, "-idle-timeout 0s, want > 0"},
 		{[]string{"env", "-max-body", "10"}, "-max-body 10, want ≥ 1024"},
+		{[]string{"env", "-scenario", "/dev/zero"}, "not a regular file"},
 		{[]string{"env", "-max-conns", "0"}, "-max-conns 0, want ≥ 1"},
 		{[]string{"env", "-bogus"}, "flag provided but not defined: -bogus"},
 	} {

@@ -16,6 +16,7 @@ import (
 
 	"streamscale/env"
 	"streamscale/internal/command"
+	"streamscale/internal/regfile"
 	"streamscale/serve/envserver"
 )
 
@@ -52,7 +53,7 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 		return command.Usagef("serve env: -max-conns %d, want ≥ 1", *maxConns)
 	}
 	if *scenario != "" {
-		sc, err := env.ResolveScenario(*scenario, os.ReadFile)
+		sc, err := env.ResolveScenario(*scenario, regfile.Reader(env.MaxScenarioFile))
 		if err != nil {
 			return command.Usagef("serve env: -scenario: %v", err)
 		}

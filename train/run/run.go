@@ -17,6 +17,7 @@ import (
 	"streamscale/agents/rulespec"
 	"streamscale/env"
 	"streamscale/internal/command"
+	"streamscale/internal/regfile"
 	"streamscale/ppo"
 	"streamscale/ppo/policy"
 	"streamscale/train/progress"
@@ -270,7 +271,7 @@ func (o *Options) check() error {
 		if o.Scenario == "" {
 			o.Scenario = env.Scenarios()[0]
 		}
-		scen, err := env.ResolveScenario(o.Scenario, os.ReadFile)
+		scen, err := env.ResolveScenario(o.Scenario, regfile.Reader(env.MaxScenarioFile))
 		if err != nil {
 			return command.Usagef("train: -scenario: %v", err)
 		}
@@ -438,7 +439,7 @@ func prepare(o Options) (*setup, error) {
 		}
 		s.venv, s.spaces = v, CartPoleSpaces()
 	case "streamscale":
-		scen, err := env.ResolveScenario(o.Scenario, os.ReadFile)
+		scen, err := env.ResolveScenario(o.Scenario, regfile.Reader(env.MaxScenarioFile))
 		if err != nil {
 			return nil, command.Usagef("train: -scenario: %v", err)
 		}

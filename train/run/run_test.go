@@ -40,6 +40,8 @@ func TestOptionErrorsBeforeWork(t *testing.T) {
 		{Options{Env: "cartpole", Envs: 1}, true, "ppo: batch size 256 exceeds rollout size 32"},
 		{Options{Env: "cartpole", Out: filepath.Join(file, "sub")}, false, "output directory"},
 		{Options{Env: "cartpole", Out: filepath.Join(dir, "fresh"), Resume: true}, false, "-resume"},
+		{Options{Env: "streamscale", Profile: "pred", Scenario: "/dev/zero"}, true, "not a regular file"},
+		{Options{Env: "streamscale", Profile: "pred", Residual: "threshold:target=9"}, true, "-residual"},
 	} {
 		var out, errw bytes.Buffer
 		err := Run(context.Background(), tc.o, command.IO{Stdout: &out, Stderr: &errw})
