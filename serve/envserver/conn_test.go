@@ -183,3 +183,30 @@ func TestRefusedBodyKeepsConnection(t *testing.T) {
 		t.Fatalf("stats %+v, want 1 env on 1 connection", st)
 	}
 }
+
+// TestTraceCacheBounded: however many distinct traces clients ask for, the
+// server keeps at most MaxCachedTraces, the newest, and reuses a kept one.
+func TestTraceCacheBounded(t *testing.T) {
+	s, err := New(Config{TracesDir: t.TempDir(), Logf: func(string, ...any) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.trace("taxi", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := s.trace("taxi", 1, 0); again != first {
+		t.Fatal("a cached trace was loaded again")
+	}
+	for i := range MaxCachedTraces + 10 {
+		if _, err := s.trace("taxi", 1, uint64(i+1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(s.traces) != MaxCachedTraces || len(s.traceOrder) != MaxCachedTraces {
+		t.Fatalf("%d traces cached (%d in order), want %d", len(s.traces), len(s.traceOrder), MaxCachedTraces)
+	}
+	if _, ok := s.traces[traceKey{"taxi", 1, 0}]; ok {
+		t.Error("the oldest trace is still cached")
+	}
+}

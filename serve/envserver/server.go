@@ -90,9 +90,17 @@ type Server struct {
 	closing bool                // CloseStreams was called: no new streams
 	wg      sync.WaitGroup      // stream loops running
 
-	traceMu sync.Mutex
-	traces  map[traceKey]*traces.Trace
+	traceMu    sync.Mutex
+	traces     map[traceKey]*traces.Trace
+	traceOrder []traceKey // s.traces' keys, oldest first (MaxCachedTraces)
 }
+
+// MaxCachedTraces bounds the loaded traces the server keeps for reuse:
+// every distinct (trace, rate multiplier, trace seed) a client asks for is
+// a trace, so without a bound clients could grow the server's memory at
+// will. Beyond it the oldest is dropped from the cache (environments using
+// it keep it).
+const MaxCachedTraces = 64
 
 type traceKey struct {
 	name string
@@ -568,7 +576,12 @@ func (s *Server) trace(name string, mult float64, seed uint64) (*traces.Trace, e
 	if err != nil {
 		return nil, err
 	}
+	if len(s.traceOrder) >= MaxCachedTraces {
+		delete(s.traces, s.traceOrder[0])
+		s.traceOrder = s.traceOrder[1:]
+	}
 	s.traces[k] = t
+	s.traceOrder = append(s.traceOrder, k)
 	return t, nil
 }
 
