@@ -13,6 +13,7 @@ the same bodies, no HTTP headers, one send and usually one receive per
 step. See docs/python-env.md.
 """
 
+import collections
 import hashlib
 import json
 import os
@@ -460,16 +461,39 @@ class LocalServer:
         # (traces.DefaultDir; $STREAMSCALE_TRACES overrides).
         self.proc = subprocess.Popen(cmd, cwd=repo_root(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      start_new_session=True, text=True)
+        # The server's stderr is drained for its life (a pipe nobody reads
+        # blocks a chatty server once it fills); its tail is kept for errors.
+        self._stderr_tail = collections.deque(maxlen=50)
+        self._stderr_reader = threading.Thread(target=self._drain_stderr, daemon=True)
+        self._stderr_reader.start()
         line = [None]
         reader = threading.Thread(target=lambda: line.__setitem__(0, self.proc.stdout.readline()), daemon=True)
         reader.start()
         reader.join(start_timeout)
         if not line[0] or not line[0].startswith(("http://", "unix:")):
             self._kill()
-            err = self.proc.stderr.read()[-2000:]
+            self._stderr_reader.join(5)
+            err = "".join(self._stderr_tail)[-2000:]
             self.stop()
             raise RuntimeError(f"streamscale_env: {' '.join(cmd)} did not print its address: {err}")
         self.addr = line[0].strip().removeprefix("http://")
+        # Later stdout lines are drained too, for the same reason.
+        threading.Thread(target=self._drain, args=(self.proc.stdout,), daemon=True).start()
+
+    def _drain_stderr(self):
+        try:
+            for l in self.proc.stderr:
+                self._stderr_tail.append(l)
+        except (ValueError, OSError):  # closed by stop()
+            pass
+
+    @staticmethod
+    def _drain(f):
+        try:
+            for _ in f:
+                pass
+        except (ValueError, OSError):
+            pass
 
     def _kill(self):
         if self.proc.poll() is None:

@@ -333,6 +333,25 @@ class ServerBinaryTest(unittest.TestCase):
             self.assertIn("needs Go", str(cm.exception))
 
 
+class LocalServerTest(unittest.TestCase):
+    def test_chatty_stderr_does_not_block(self):
+        # A server that writes 1 MiB to stderr before its address: with the
+        # pipe undrained (64 KiB) it would block and never print it.
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "serve")
+            with open(fake, "w") as f:
+                f.write("#!/bin/sh\nhead -c 1048576 /dev/zero | tr '\\0' x >&2\necho http://127.0.0.1:1\n"
+                        "exec sleep 30\n")
+            os.chmod(fake, 0o755)
+            with mock.patch.dict(os.environ, {"STREAMSCALE_ENV_BIN": fake}):
+                srv = _protocol.LocalServer(start_timeout=20, unix=False)
+            try:
+                self.assertEqual(srv.addr, "127.0.0.1:1")
+            finally:
+                srv.stop()
+            self.assertIsNotNone(srv.proc.poll())
+
+
 class DecodeTest(unittest.TestCase):
     def test_round_trip_and_errors(self):
         body = bytearray(encode_actions([[1, 2], [3, 4]]) + b"d\x01\x00\x00\x00" + np.float64(2.5).tobytes()
