@@ -21,22 +21,22 @@ import (
 // per-key counts from the run's final checkpoint, or a visible failure.
 
 // stopper is the in-process provider with StopWorkers: it records the
-// members it was told to stop and stops exactly those.
+// members it was told to stop (by their slot, found by address) and stops
+// exactly those.
 type stopper struct {
 	*inproc
 	mu      sync.Mutex
 	stopped []uint32
 }
 
-func (s *stopper) StopWorkers(_ context.Context, ids []uint32) error {
-	s.mu.Lock()
-	s.stopped = append(s.stopped, ids...)
-	s.mu.Unlock()
+func (s *stopper) StopWorkers(_ context.Context, addrs []string) error {
 	s.inproc.mu.Lock()
 	defer s.inproc.mu.Unlock()
-	for _, id := range ids {
-		if int(id) < len(s.ws) {
-			w := s.ws[id]
+	for i, w := range s.ws {
+		if w != nil && slices.Contains(addrs, w.addr) {
+			s.mu.Lock()
+			s.stopped = append(s.stopped, uint32(i))
+			s.mu.Unlock()
 			w.cancel()
 			<-w.done
 		}

@@ -751,7 +751,7 @@ func (p *Planner) provide(ctx context.Context) {
 		p.mu.Unlock()
 		var err error
 		if st, ok := p.cfg.Provider.(provider.Stopper); ok && a.Stop != nil {
-			err = st.StopWorkers(ctx, a.Stop) // exactly the members the core drained
+			err = st.StopWorkers(ctx, a.StopAddrs) // exactly the members the core drained, by address
 		} else {
 			_, err = p.cfg.Provider.Scale(ctx, a.N)
 		}

@@ -18,12 +18,14 @@ type Provider interface {
 	Close() error
 }
 
-// A Stopper stops named workers: the members a scale-in drained, by worker
-// ID (the -id a worker runs with), and no other: not a live worker, and
-// not a dead one either (it stays dead). The planner calls StopWorkers instead of
-// Scale for a scale-in when its provider is a Stopper; otherwise Scale(n)
-// decides which workers go, which after an unrestarted failure may be a
-// live one.
+// A Stopper stops named workers: the members a scale-in drained, by the
+// address each listens on (the one its hello gives the planner, as
+// Workers lists it; a member ID changes when a worker rejoins after a
+// partition, its address does not), and no other: not a live worker, and
+// not a dead one either (it stays dead). The planner calls StopWorkers
+// instead of Scale for a scale-in when its provider is a Stopper;
+// otherwise Scale(n) decides which workers go, which after an unrestarted
+// failure may be a live one.
 type Stopper interface {
-	StopWorkers(ctx context.Context, ids []uint32) error
+	StopWorkers(ctx context.Context, addrs []string) error
 }

@@ -48,10 +48,13 @@ type Refuse struct {
 // ScaleWorkers asks the provider for N workers; the shell answers Scaled.
 // Provider calls are made one at a time, in order. Stop, if set, names
 // the members a scale-in drained: the provider stops exactly those (and
-// no other, live or dead), leaving N.
+// no other, live or dead), leaving N. StopAddrs are their addresses (their
+// hellos' Addr), in the same order: what a provider knows its workers by,
+// since a worker that rejoined is another member under a fresh ID.
 type ScaleWorkers struct {
-	N    int
-	Stop []uint32
+	N         int
+	Stop      []uint32
+	StopAddrs []string
 }
 
 // Routes is the ingress's routing table: the owner of every key group of
@@ -149,7 +152,7 @@ func Format(a Action) string {
 		return fmt.Sprintf("refuse conn%d: %v", a.Conn, a.Err)
 	case ScaleWorkers:
 		if a.Stop != nil {
-			return fmt.Sprintf("scale-workers %d stop %v", a.N, a.Stop)
+			return fmt.Sprintf("scale-workers %d stop %v at %v", a.N, a.Stop, a.StopAddrs)
 		}
 		return fmt.Sprintf("scale-workers %d", a.N)
 	case Routes:

@@ -72,7 +72,15 @@ func (c *Core) askProvider(n int) uint64 { return c.askStop(n, nil) }
 func (c *Core) askStop(n int, stop []uint32) uint64 {
 	c.asked++
 	c.asks = append(c.asks, c.asked)
-	c.emit(ScaleWorkers{N: n, Stop: slices.Clone(stop)})
+	var addrs []string
+	for _, id := range stop {
+		a := ""
+		if m := c.det.members[id]; m != nil {
+			a = m.addr
+		}
+		addrs = append(addrs, a)
+	}
+	c.emit(ScaleWorkers{N: n, Stop: slices.Clone(stop), StopAddrs: addrs})
 	return c.asked
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -104,17 +105,16 @@ func (p *Provider) Scale(ctx context.Context, n int) ([]string, error) {
 	return p.addrs(), nil
 }
 
-// StopWorkers implements provider.Stopper: it stops exactly the workers ids (by
-// -id; one that does not exist is skipped), the others untouched, dead
-// ones not restarted.
-func (p *Provider) StopWorkers(_ context.Context, ids []uint32) error {
+// StopWorkers implements provider.Stopper: it stops exactly the workers
+// listening on addrs (one that does not exist is skipped), the others
+// untouched, dead ones not restarted.
+func (p *Provider) StopWorkers(_ context.Context, addrs []string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, id := range ids {
-		if int64(id) < int64(len(p.procs)) && p.procs[id] != nil {
-			pr := p.procs[id]
-			p.procs[id] = nil
+	for i, pr := range p.procs {
+		if pr != nil && slices.Contains(addrs, pr.addr) {
+			p.procs[i] = nil
 			wg.Go(func() { p.stop(pr) })
 		}
 	}

@@ -85,13 +85,13 @@ func TestStopWorkersStopsExactlyThose(t *testing.T) {
 	if err := p.Kill(1); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.StopWorkers(ctx, []uint32{3, 9}); err != nil {
+	if err := p.StopWorkers(ctx, []string{p.procs[3].addr, "127.0.0.1:1"}); err != nil {
 		t.Fatal(err)
 	}
 	if !alivePid(p2) || alive(p.procs[1]) || len(p.procs) != 3 {
 		t.Fatalf("after StopWorkers([3]): worker 2 alive %v, worker 1 alive %v, %d slots; want true, false, 3", alivePid(p2), alive(p.procs[1]), len(p.procs))
 	}
-	if err := p.StopWorkers(ctx, []uint32{0}); err != nil {
+	if err := p.StopWorkers(ctx, []string{p.procs[0].addr}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := p.Workers(ctx); len(got) != 2 || p.procs[0] != nil {
