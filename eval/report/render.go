@@ -27,6 +27,7 @@ var Tables = map[string]table{
 	"paired-seeds-verdicts": pairedTable(SeedVerdictsTable),
 	"reproduction":          reproductionTable,
 	"values":                valuesTable,
+	"live-runs":             liveTable,
 }
 
 func decodePaired(b []byte) (paired.Summary, error) {

@@ -126,3 +126,21 @@ func TestValuesTable(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveTable renders a live summary's runs and refuses one without.
+func TestLiveTable(t *testing.T) {
+	js := `{"profile":"pred","trace":"taxi","intervals":20,"time_scale_s":0.25,"runs":[
+	{"controller":"threshold:measured","placement_seed":101,"violation_rate":0.0125,"mean_p95_ms":43.04,"mean_cpu_millicores":3870.4,
+	 "mean_throughput":3439.6,"mean_offered":3436.8,"dropped":0,"unfinished":2,"control_failures":1}]}`
+	got, err := Tables["live-runs"]([]byte(js), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "| pred / taxi | `threshold:measured` | 101 | 20 × 0.25 s | 1.25% | 43.0 | 3870 | 3439.6 / 3436.8 | 0 | 2 | 1 |\n"
+	if !strings.HasSuffix(string(got), want) {
+		t.Errorf("got\n%s\nwant a last row\n%s", got, want)
+	}
+	if _, err := Tables["live-runs"]([]byte(`{"runs":[]}`), nil); err == nil {
+		t.Error("a summary without runs rendered")
+	}
+}
