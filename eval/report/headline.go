@@ -62,7 +62,9 @@ func versus(c paired.Combination, name string) (paired.Versus, bool) {
 // HeadlineTable renders the headline of a paired summary: per cell, the
 // best controller, the best rule with its violation rate and mean CPU, and
 // each learned controller's paired difference from the best rule with its
-// CI and dominance verdict (paired.Dominates). Without a learned
+// CI and dominance verdict (paired.Dominates); for a controller of several
+// seeds, its seed-level figures (the IQM over seeds and its CI, which the
+// verdict judges). Without a learned
 // controller a cell has one row naming its best controller and best rule.
 func HeadlineTable(sum paired.Summary) []byte {
 	var b bytes.Buffer
@@ -85,8 +87,15 @@ func HeadlineTable(sum paired.Summary) []byte {
 				continue
 			}
 			rows++
-			pf("| %s / %s | %s | %s | `%s` | %s | %s | %s |\n", c.Profile, c.Trace, best, rule, name,
-				diff(v.Violation, " pp", 2), diff(v.CPU, "%", 1), v.Verdict)
+			label, vv, vu := "`"+name+"`", v.Violation, v.CPU
+			if sl := v.SeedLevel; sl != nil {
+				// Several seeds: the seed-level figures the verdict judges.
+				label = fmt.Sprintf("`%s` (IQM of %d seeds)", name, sl.Seeds)
+				vv = paired.Estimate{Mean: sl.Violation.IQM, CILow: sl.Violation.CILow, CIHigh: sl.Violation.CIHigh}
+				vu = paired.Estimate{Mean: sl.CPU.IQM, CILow: sl.CPU.CILow, CIHigh: sl.CPU.CIHigh}
+			}
+			pf("| %s / %s | %s | %s | %s | %s | %s | %s |\n", c.Profile, c.Trace, best, rule, label,
+				diff(vv, " pp", 2), diff(vu, "%", 1), v.Verdict)
 		}
 		if rows == 0 {
 			pf("| %s / %s | %s | %s | – | – | – | – |\n", c.Profile, c.Trace, best, rule)
@@ -145,8 +154,12 @@ func pctInterval(ci [2]paired.Num) string {
 // headlineNote is the sentence under the headline table saying how the
 // best controller and the verdicts are defined.
 func headlineNote(sum paired.Summary) string {
+	seeds := ""
+	if len(sum.Protocol.Seeded) > 0 {
+		seeds = " (a controller of several seeds: the interquartile mean over seeds of each seed's mean, its CI a bootstrap over seeds and placements)"
+	}
 	return fmt.Sprintf("Best: the least mean CPU among the controllers within a %s violation budget (else the fewest violations); "+
-		"the best rule is the best controller that is not learned. Δ: controller − best rule, paired over %d placements, mean [%g%% CI]. "+
+		"the best rule is the best controller that is not learned. Δ: controller − best rule, paired over %d placements, mean [%g%% CI]"+seeds+". "+
 		"Dominates: violations lower (CI below 0) with CPU at most +%s%%, or CPU lower (CI below 0) with violations at most +%s pp; dominated: the mirror.\n",
 		pct(paired.Num(sum.Protocol.ViolationBudget), 1), len(sum.Protocol.PlacementSeeds), 100*sum.Protocol.Level,
 		strconv.FormatFloat(paired.CPUMarginPct, 'f', -1, 64), strconv.FormatFloat(paired.ViolationMarginPP, 'f', -1, 64))
