@@ -129,7 +129,34 @@ func (w *Worker) sessions(ctx context.Context, addr string) error {
 	failed := 0 // joins failed in a row
 	backoff := w.cfg.JoinBackoff
 	var lost error // why the last session ended, if the planner went away
+	// resetPending: the planner went away without a goodbye; the state is
+	// discarded (rejoin) only once a planner answers again, so a worker
+	// whose planner died keeps what it computed (a test or an operator can
+	// still read it) rather than wiping it on the way out.
+	resetPending := false
 	for {
+		if resetPending {
+			if err := w.probePlanner(ctx); err != nil {
+				end := sessionEnd{err: err}
+				if ctx.Err() != nil {
+					return nil
+				}
+				failed++
+				if failed >= w.cfg.JoinTries {
+					return fmt.Errorf("worker: %v, then %d joins failed, the last: %w", lost, failed, end.err)
+				}
+				w.notef("join %d of %d failed: %v; retrying in %v", failed, w.cfg.JoinTries, end.err, backoff)
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(backoff):
+				}
+				backoff = min(2*backoff, maxJoinBackoff)
+				continue
+			}
+			w.rejoin()
+			resetPending = false
+		}
 		end := w.session(ctx, addr)
 		if ctx.Err() != nil {
 			return nil
@@ -157,8 +184,8 @@ func (w *Worker) sessions(ctx context.Context, addr string) error {
 			// this worker dead and fails it over). Join again, as a new
 			// member.
 			lost = fmt.Errorf("lost the planner %s (%w)", w.cfg.Planner, end.err)
-			w.notef("lost the planner %s: %v; rejoining as a new member (its state and frames discarded)", w.cfg.Planner, end.err)
-			w.rejoin()
+			w.notef("lost the planner %s: %v; rejoining as a new member (its state and frames discarded once the planner answers)", w.cfg.Planner, end.err)
+			resetPending = true
 			continue
 		}
 		failed++
@@ -176,6 +203,19 @@ func (w *Worker) sessions(ctx context.Context, addr string) error {
 		}
 		backoff = min(2*backoff, maxJoinBackoff)
 	}
+}
+
+// probePlanner dials the planner's address (TCP, within the join
+// timeout) and hangs up: whether a planner is there to rejoin.
+func (w *Worker) probePlanner(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.JoinTimeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", w.cfg.Planner)
+	if err != nil {
+		return fmt.Errorf("planner %s unreachable: %w", w.cfg.Planner, err)
+	}
+	return c.Close()
 }
 
 // maxJoinBackoff caps the wait between two joins.
