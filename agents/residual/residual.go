@@ -60,7 +60,7 @@ type Info struct {
 // NewInfo returns the Info of a residual policy over base for the
 // scenario sc.
 func NewInfo(base rulespec.Rule, sc env.Config) Info {
-	lo, hi := rulespec.CPUBounds(sc, 500, 10000)
+	lo, hi := rulespec.ScenarioBounds(sc)
 	return Info{Base: base.String(), Choices: append([]string(nil), Choices[:]...), Features: FeaturesPerTask * len(sc.App.Tasks), MinCPU: lo, MaxCPU: hi}
 }
 
@@ -141,7 +141,7 @@ func New(base rulespec.Rule, sc env.Config) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	lo, hi := rulespec.CPUBounds(sc, 500, 10000)
+	lo, hi := rulespec.ScenarioBounds(sc)
 	return &Adapter{base: c, minCPU: lo, maxCPU: hi}, nil
 }
 

@@ -117,7 +117,7 @@ func TestChoices(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := len(ref.Targets)
-	lo, hi := rulespec.CPUBounds(cfg, 500, 10000)
+	lo, hi := rulespec.ScenarioBounds(cfg)
 	for c := range 5 {
 		choices := make([]int, n)
 		for k := range choices {

@@ -179,6 +179,14 @@ func ParseFlink(arg string) (Rule, error) {
 	}}, nil
 }
 
+// ScenarioBounds returns the allocation bounds a rule uses in the
+// scenario: its MinCPU and MaxCPU, or the rules' defaults
+// (agents.DefaultThresholdConfig's) where it leaves them unset.
+func ScenarioBounds(sc env.Config) (lo, hi float64) {
+	d := agents.DefaultThresholdConfig()
+	return CPUBounds(sc, d.MinCPU, d.MaxCPU)
+}
+
 // CPUBounds returns the scenario's allocation bounds, each falling back
 // on the rule's default where the scenario leaves it unset.
 func CPUBounds(sc env.Config, lo, hi float64) (float64, float64) {

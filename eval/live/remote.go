@@ -92,7 +92,7 @@ func residualRule(name string, r *client.Residual, sc env.Config) (agents.Contro
 	if err := info.Check(len(sc.App.Tasks)); err != nil {
 		return nil, fmt.Errorf("live: policy %s: %w", name, err)
 	}
-	if lo, hi := rulespec.CPUBounds(sc, 500, 10000); lo != r.MinCPU || hi != r.MaxCPU {
+	if lo, hi := rulespec.ScenarioBounds(sc); lo != r.MinCPU || hi != r.MaxCPU {
 		return nil, fmt.Errorf("live: residual policy %s was trained with allocations in [%v, %v] millicores, the run's are [%v, %v]", name, r.MinCPU, r.MaxCPU, lo, hi)
 	}
 	spec, err := rulespec.Parse(r.Base)

@@ -240,20 +240,25 @@ func Tallies(sum Summary) []Tally {
 				if v.Controller != name {
 					continue
 				}
-				t.Cells++
-				switch v.Verdict {
-				case Dominates:
-					t.Dominates++
-				case Dominated:
-					t.Dominated++
-				default:
-					t.Neither++
-				}
+				t.count(v.Verdict)
 			}
 		}
 		out = append(out, t)
 	}
 	return out
+}
+
+// count adds one cell's verdict.
+func (t *Tally) count(verdict string) {
+	t.Cells++
+	switch verdict {
+	case Dominates:
+		t.Dominates++
+	case Dominated:
+		t.Dominated++
+	default:
+		t.Neither++
+	}
 }
 
 // RuleTallies returns, for every controller of several seeds, its Tally
@@ -269,15 +274,7 @@ func RuleTallies(sum Summary) []Tally {
 					if v.Controller != s.Controller || v.Rule != rule {
 						continue
 					}
-					t.Cells++
-					switch v.Verdict {
-					case Dominates:
-						t.Dominates++
-					case Dominated:
-						t.Dominated++
-					default:
-						t.Neither++
-					}
+					t.count(v.Verdict)
 				}
 			}
 			if t.Cells > 0 {

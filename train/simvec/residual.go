@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"golang.org/x/sync/errgroup"
-
 	"streamscale/agents/residual"
 	"streamscale/agents/rulespec"
 	"streamscale/env"
@@ -94,6 +92,7 @@ type Residual struct {
 	adapters []*residual.Adapter
 	obsSize  int
 	feat     int
+	maxCPU   []float64 // each environment's MaxCPU, the CPU cost's scale
 	obj      *Lagrangian
 	lambda   float64
 	viol     float64 // violating steps since the last dual update
@@ -107,11 +106,14 @@ var _ ppo.StatefulVecEnv = (*Residual)(nil)
 func NewResidual(v *Vec, base rulespec.Rule, obj *Lagrangian) (*Residual, error) {
 	r := &Residual{v: v, feat: residual.FeaturesPerTask * v.nTasks}
 	for i, e := range v.envs {
-		a, err := residual.New(base, e.Env(0).Config())
+		cfg := e.Env(0).Config()
+		a, err := residual.New(base, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("simvec: env %d: %w", i, err)
 		}
 		r.adapters = append(r.adapters, a)
+		_, hi := rulespec.ScenarioBounds(cfg)
+		r.maxCPU = append(r.maxCPU, hi)
 	}
 	for _, k := range v.nvec {
 		if k != len(residual.Choices) {
@@ -188,21 +190,7 @@ func (r *Residual) Step(actions []int, res *ppo.StepResult) error {
 		}
 		s.actions[i][0] = env.Action{Targets: a.Targets}
 	}
-	var g errgroup.Group
-	for w := range s.workers {
-		lo, hi := w*n/s.workers, (w+1)*n/s.workers
-		g.Go(func() error {
-			for i := lo; i < hi; i++ {
-				out, err := s.envs[i].Step(s.actions[i])
-				if err != nil {
-					return fmt.Errorf("simvec: env %d: %w", i, err)
-				}
-				s.results[i] = out
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	if err := s.stepAll(); err != nil {
 		return err
 	}
 	res.Episodes = res.Episodes[:0]
@@ -210,9 +198,7 @@ func (r *Residual) Step(actions []int, res *ppo.StepResult) error {
 		info := out.Infos[0]
 		res.Rewards[i] = out.Rewards[0]
 		if r.obj != nil {
-			cfg := s.envs[i].Env(0).Config()
-			_, maxCPU := rulespec.CPUBounds(cfg, 500, 10000)
-			res.Rewards[i] = -info.TotalCPU / (float64(d) * maxCPU)
+			res.Rewards[i] = -info.TotalCPU / (float64(d) * r.maxCPU[i])
 			if info.Violated {
 				res.Rewards[i] -= r.lambda
 			}

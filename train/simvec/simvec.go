@@ -121,21 +121,7 @@ func (s *Vec) Step(actions []int, r *ppo.StepResult) error {
 	for i := range s.actions {
 		copy(s.actions[i][0].Choices, actions[i*s.nTasks:(i+1)*s.nTasks])
 	}
-	var g errgroup.Group
-	for w := range s.workers {
-		lo, hi := w*n/s.workers, (w+1)*n/s.workers
-		g.Go(func() error {
-			for i := lo; i < hi; i++ {
-				res, err := s.envs[i].Step(s.actions[i])
-				if err != nil {
-					return fmt.Errorf("simvec: env %d: %w", i, err)
-				}
-				s.results[i] = res
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	if err := s.stepAll(); err != nil {
 		return err
 	}
 	r.Episodes = r.Episodes[:0]
@@ -151,6 +137,27 @@ func (s *Vec) Step(actions []int, r *ppo.StepResult) error {
 		}
 	}
 	return nil
+}
+
+// stepAll steps every environment with its s.actions entry, in parallel
+// over s.workers goroutines each owning a fixed range, into s.results.
+func (s *Vec) stepAll() error {
+	n := s.NumEnvs()
+	var g errgroup.Group
+	for w := range s.workers {
+		lo, hi := w*n/s.workers, (w+1)*n/s.workers
+		g.Go(func() error {
+			for i := lo; i < hi; i++ {
+				res, err := s.envs[i].Step(s.actions[i])
+				if err != nil {
+					return fmt.Errorf("simvec: env %d: %w", i, err)
+				}
+				s.results[i] = res
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // MarshalBinary implements ppo.StatefulVecEnv: each environment's state,

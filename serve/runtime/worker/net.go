@@ -135,29 +135,18 @@ func (w *Worker) sessions(ctx context.Context, addr string) error {
 	// still read it) rather than wiping it on the way out.
 	resetPending := false
 	for {
+		var end sessionEnd
 		if resetPending {
 			if err := w.probePlanner(ctx); err != nil {
-				end := sessionEnd{err: err}
-				if ctx.Err() != nil {
-					return nil
-				}
-				failed++
-				if failed >= w.cfg.JoinTries {
-					return fmt.Errorf("worker: %v, then %d joins failed, the last: %w", lost, failed, end.err)
-				}
-				w.notef("join %d of %d failed: %v; retrying in %v", failed, w.cfg.JoinTries, end.err, backoff)
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(backoff):
-				}
-				backoff = min(2*backoff, maxJoinBackoff)
-				continue
+				end.err = err // a failed join: the state is kept
+			} else {
+				w.rejoin()
+				resetPending = false
 			}
-			w.rejoin()
-			resetPending = false
 		}
-		end := w.session(ctx, addr)
+		if !resetPending {
+			end = w.session(ctx, addr)
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
