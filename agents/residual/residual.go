@@ -20,6 +20,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 
 	"streamscale/agents"
 	"streamscale/agents/rulespec"
@@ -42,6 +44,101 @@ var Scales = [4]float64{1, 0.85, 1.15, 1.35}
 // shown), the rule's intended relative move (0 when it holds).
 const FeaturesPerTask = 2
 
+// Context names the temporal features an Adapter appends per task after
+// the rule's FeaturesPerTask (Info.Context): memory the base rule's
+// target does not carry and a one-observation policy cannot form.
+// The paper (Table 1) gives the observation no such features; the issue
+// that asked for them names the load's trend and the pending allocation,
+// and an ablation (configs/ablations/residual-trend.toml) measures them.
+type Context string
+
+const (
+	// NoContext appends nothing (the default, and every card without a
+	// context field).
+	NoContext Context = ""
+	// Trend appends TrendFeatures per task from the Adapter's memory of
+	// the episode's observations: with x = TaskInputRate = log(1 + input
+	// events/s),
+	//   - the one-step change x_t − x_{t−1} (0 at the first observation);
+	//   - the trend f_t − s_t of two exponential moving averages of x
+	//     (f_t = f_{t−1} + ½·(x_t − f_{t−1}), s_t = s_{t−1} + 0.05·(x_t − s_{t−1}),
+	//     both x at the first observation): a MACD-style signal that a load
+	//     ramp is under way, smoothed over the trace's step-to-step noise;
+	//   - the pending move log(issued / shown): the target the Adapter
+	//     issued at the previous step over the allocation the observation
+	//     shows, which is not 0 while an actuation is in flight or the
+	//     allocation was clipped (0 before the first action).
+	// Each is clipped to [−2, 2], the range of the observation's other
+	// change features.
+	Trend Context = "trend"
+	// "stack:K" (K in [2, MaxStack]) appends, per task, StackFeatures
+	// values of each of the K−1 previous observations of the episode,
+	// newest first — TaskInputRate, TaskDemandPerCPU, TaskQueue and
+	// TaskCPU as the observation gave them — so the policy sees the last
+	// K observations of what sizes a task (frame stacking, as Mnih et al.,
+	// Nature 2015, stack Atari frames; here only the task's load and
+	// allocation, not the whole observation). At the start of an episode
+	// the missing observations repeat the first one.
+)
+
+// StackFeatures is the number of values per task and past observation a
+// "stack:K" context adds; MaxStack bounds K.
+const (
+	StackFeatures = 4
+	MaxStack      = 8
+)
+
+// stackColumns are the task features a "stack:K" context repeats.
+var stackColumns = [StackFeatures]int{env.TaskInputRate, env.TaskDemandPerCPU, env.TaskQueue, env.TaskCPU}
+
+// TrendFeatures is the number of values per task the Trend context adds.
+const TrendFeatures = 3
+
+// Trend's EWMA weights (fast and slow); see Trend.
+const (
+	trendFast = 0.5
+	trendSlow = 0.05
+)
+
+// ParseContext checks a context name (as -residual-context takes it):
+// "", "trend" or "stack:K".
+func ParseContext(s string) (Context, error) {
+	switch c := Context(s); c {
+	case NoContext, Trend:
+		return c, nil
+	}
+	if rest, ok := strings.CutPrefix(s, "stack:"); ok {
+		k, err := strconv.Atoi(rest)
+		if err == nil && k >= 2 && k <= MaxStack && strconv.Itoa(k) == rest {
+			return Context(s), nil
+		}
+		return "", fmt.Errorf("residual: context %q: want stack:K with K an integer in [2, %d]", s, MaxStack)
+	}
+	return "", fmt.Errorf("residual: unknown context %q (want \"\", %q or stack:K)", s, Trend)
+}
+
+// Stack is K of a "stack:K" context, 0 for any other.
+func (c Context) Stack() int {
+	if rest, ok := strings.CutPrefix(string(c), "stack:"); ok {
+		if k, err := strconv.Atoi(rest); err == nil && k >= 2 && k <= MaxStack {
+			return k
+		}
+	}
+	return 0
+}
+
+// PerTask is the number of observation values the Adapter appends per
+// task: FeaturesPerTask, plus the context's.
+func (c Context) PerTask() int {
+	switch {
+	case c == Trend:
+		return FeaturesPerTask + TrendFeatures
+	case c.Stack() > 0:
+		return FeaturesPerTask + StackFeatures*(c.Stack()-1)
+	}
+	return FeaturesPerTask
+}
+
 // Info is what a policy card records of a residual policy (policy.Card's
 // Residual): the base rule's spec (rulespec), the choices in index order
 // and the number of observation values appended after the flattened
@@ -49,24 +146,31 @@ const FeaturesPerTask = 2
 // MinCPU and MaxCPU are the allocation bounds of the scenario it was
 // trained on (millicores): TaskCPU = allocation / MaxCPU, and targets are
 // clipped to [MinCPU, MaxCPU].
+// Context is the temporal context appended after the rule's features
+// ("" for none).
 type Info struct {
 	Base     string   `json:"base"`
 	Choices  []string `json:"choices"`
 	Features int      `json:"features"`
 	MinCPU   float64  `json:"min_cpu"`
 	MaxCPU   float64  `json:"max_cpu"`
+	Context  Context  `json:"context,omitempty"`
 }
 
 // NewInfo returns the Info of a residual policy over base for the
-// scenario sc.
-func NewInfo(base rulespec.Rule, sc env.Config) Info {
+// scenario sc, with the temporal context ctx.
+func NewInfo(base rulespec.Rule, sc env.Config, ctx Context) Info {
 	lo, hi := rulespec.ScenarioBounds(sc)
-	return Info{Base: base.String(), Choices: append([]string(nil), Choices[:]...), Features: FeaturesPerTask * len(sc.App.Tasks), MinCPU: lo, MaxCPU: hi}
+	return Info{Base: base.String(), Choices: append([]string(nil), Choices[:]...), Features: ctx.PerTask() * len(sc.App.Tasks), MinCPU: lo, MaxCPU: hi, Context: ctx}
 }
 
 // Check reports whether the card's record is one this package can run:
-// the choices it knows, FeaturesPerTask per task of an n-task scenario.
+// the choices and context it knows, Context.PerTask values per task of an
+// n-task scenario.
 func (i Info) Check(n int) error {
+	if _, err := ParseContext(string(i.Context)); err != nil {
+		return err
+	}
 	if len(i.Choices) != len(Choices) {
 		return fmt.Errorf("residual: %d choices recorded, want %d", len(i.Choices), len(Choices))
 	}
@@ -75,8 +179,8 @@ func (i Info) Check(n int) error {
 			return fmt.Errorf("residual: choice %d is %q, want %q", k, c, Choices[k])
 		}
 	}
-	if i.Features != FeaturesPerTask*n {
-		return fmt.Errorf("residual: %d features recorded for %d tasks, want %d", i.Features, n, FeaturesPerTask*n)
+	if i.Features != i.Context.PerTask()*n {
+		return fmt.Errorf("residual: %d features recorded for %d tasks, want %d", i.Features, n, i.Context.PerTask()*n)
 	}
 	if !(i.MinCPU > 0 && i.MaxCPU >= i.MinCPU && i.MaxCPU <= 1e9) {
 		return fmt.Errorf("residual: allocation bounds [%v, %v] millicores invalid", i.MinCPU, i.MaxCPU)
@@ -127,27 +231,50 @@ func Apply(out []float64, choices []int, targets, task []float64, minCPU, maxCPU
 // concurrent use.
 type Adapter struct {
 	base   agents.Controller
+	ctx    Context
 	minCPU float64
 	maxCPU float64
 	n      int
 	target []float64 // the rule's targets for the last observation
 	task   []float64 // the last observation's task features
 	out    []float64
+	// Trend memory (ctx == Trend), one value per task: the last input
+	// rate, the two EWMAs, the targets last issued (issued is empty
+	// before the first Action of an episode), and the context values of
+	// the last observation.
+	rate, fast, slow, issued []float64
+	trend                    []float64
+	// Stack memory (ctx "stack:K", stack = K): the StackFeatures values of
+	// every task for the K−1 previous observations, newest first
+	// (observation-major: hist[j·n·StackFeatures:] is observation t−1−j);
+	// empty before the first observation of an episode.
+	stack int
+	hist  []float64
 }
 
-// New builds the base rule for the scenario.
+// New builds the base rule for the scenario, without temporal context.
 func New(base rulespec.Rule, sc env.Config) (*Adapter, error) {
+	return NewContext(base, sc, NoContext)
+}
+
+// NewContext builds the base rule for the scenario, with the temporal
+// context ctx.
+func NewContext(base rulespec.Rule, sc env.Config, ctx Context) (*Adapter, error) {
+	if _, err := ParseContext(string(ctx)); err != nil {
+		return nil, err
+	}
 	c, err := base.New(sc)
 	if err != nil {
 		return nil, err
 	}
 	lo, hi := rulespec.ScenarioBounds(sc)
-	return &Adapter{base: c, minCPU: lo, maxCPU: hi}, nil
+	return &Adapter{base: c, ctx: ctx, minCPU: lo, maxCPU: hi, stack: ctx.Stack()}, nil
 }
 
 // Reset starts a new episode of the base rule.
 func (a *Adapter) Reset(seed uint64) error {
 	a.n = 0
+	a.rate, a.fast, a.slow, a.issued, a.hist = a.rate[:0], a.fast[:0], a.slow[:0], a.issued[:0], a.hist[:0]
 	return a.base.Reset(seed)
 }
 
@@ -166,14 +293,85 @@ func (a *Adapter) Observe(obs env.Observation) error {
 	a.target = append(a.target[:0], act.Targets...)
 	a.task = append(a.task[:0], obs.Task...)
 	a.out = append(a.out[:0], act.Targets...)
+	switch {
+	case a.ctx == Trend:
+		a.observeTrend()
+	case a.stack > 0:
+		a.observeStack()
+	}
 	return nil
 }
 
-// AppendFeatures appends the FeaturesPerTask values of every task (task
-// by task) for the last observed step to dst (the package's
-// AppendFeatures).
+// observeStack advances the stack memory: the features are those of the
+// K−1 observations before a.task (the first one repeated at an episode's
+// start), kept in a.trend, and a.task becomes the newest of the history.
+func (a *Adapter) observeStack() {
+	row := a.n * StackFeatures
+	cur := make([]float64, 0, row)
+	for k := range a.n {
+		for _, c := range stackColumns {
+			cur = append(cur, a.task[k*env.TaskFeatures+c])
+		}
+	}
+	if len(a.hist) != (a.stack-1)*row {
+		a.hist = a.hist[:0]
+		for range a.stack - 1 {
+			a.hist = append(a.hist, cur...)
+		}
+	}
+	// Features, task by task: observation t−1 … t−K+1 of each.
+	a.trend = a.trend[:0]
+	for k := range a.n {
+		for j := range a.stack - 1 {
+			a.trend = append(a.trend, a.hist[j*row+k*StackFeatures:j*row+(k+1)*StackFeatures]...)
+		}
+	}
+	copy(a.hist[row:], a.hist[:len(a.hist)-row])
+	copy(a.hist[:row], cur)
+}
+
+// observeTrend advances the Trend memory by the observation in a.task
+// and writes its context values (see Trend).
+func (a *Adapter) observeTrend() {
+	first := len(a.rate) != a.n
+	if first {
+		a.rate, a.fast, a.slow = a.rate[:0], a.fast[:0], a.slow[:0]
+	}
+	a.trend = a.trend[:0]
+	for k := range a.n {
+		x := a.task[k*env.TaskFeatures+env.TaskInputRate]
+		if first {
+			a.rate, a.fast, a.slow = append(a.rate, x), append(a.fast, x), append(a.slow, x)
+		}
+		change := x - a.rate[k]
+		a.rate[k] = x
+		a.fast[k] += trendFast * (x - a.fast[k])
+		a.slow[k] += trendSlow * (x - a.slow[k])
+		pending := 0.0
+		if len(a.issued) == a.n {
+			if shown := a.task[k*env.TaskFeatures+env.TaskCPU] * a.maxCPU; shown > 0 && a.issued[k] > 0 {
+				pending = math.Log(a.issued[k] / shown)
+			}
+		}
+		a.trend = append(a.trend, clip2(change), clip2(a.fast[k]-a.slow[k]), clip2(pending))
+	}
+}
+
+func clip2(x float64) float64 { return min(max(x, -2), 2) }
+
+// AppendFeatures appends the Context.PerTask values of every task (task
+// by task) for the last observed step to dst: the package's
+// AppendFeatures, each task's followed by its context values.
 func (a *Adapter) AppendFeatures(dst []float64) []float64 {
-	return AppendFeatures(dst, a.target, a.task, a.maxCPU)
+	per := a.ctx.PerTask() - FeaturesPerTask
+	if per == 0 {
+		return AppendFeatures(dst, a.target, a.task, a.maxCPU)
+	}
+	for k := range a.n {
+		dst = AppendFeatures(dst, a.target[k:k+1], a.task[k*env.TaskFeatures:(k+1)*env.TaskFeatures], a.maxCPU)
+		dst = append(dst, a.trend[k*per:(k+1)*per]...)
+	}
+	return dst
 }
 
 // ErrNotObserved is returned by Action before the first Observe of an
@@ -190,12 +388,16 @@ func (a *Adapter) Action(choices []int) (env.Action, error) {
 	if err := Apply(a.out, choices, a.target, a.task, a.minCPU, a.maxCPU); err != nil {
 		return env.Action{}, err
 	}
+	if a.ctx == Trend {
+		a.issued = append(a.issued[:0], a.out...)
+	}
 	return env.Action{Targets: a.out}, nil
 }
 
 // MarshalBinary saves the episode state, for a training checkpoint: the
-// targets and task features of the last observation, then the base rule's
-// state. It fails for a rule that cannot save one.
+// targets and task features of the last observation, the Trend memory
+// (with that context), then the base rule's state. It fails for a rule
+// that cannot save one.
 func (a *Adapter) MarshalBinary() ([]byte, error) {
 	m, ok := a.base.(interface{ MarshalBinary() ([]byte, error) })
 	if !ok {
@@ -206,18 +408,38 @@ func (a *Adapter) MarshalBinary() ([]byte, error) {
 		return nil, err
 	}
 	out := binary.LittleEndian.AppendUint32(nil, uint32(a.n))
+	put := func(xs []float64) {
+		for _, x := range xs {
+			out = binary.LittleEndian.AppendUint64(out, math.Float64bits(x))
+		}
+	}
 	if a.n > 0 {
-		for _, xs := range [][]float64{a.target, a.task} {
-			for _, x := range xs {
-				out = binary.LittleEndian.AppendUint64(out, math.Float64bits(x))
+		put(a.target)
+		put(a.task)
+		if a.ctx == Trend {
+			has := byte(0)
+			if len(a.issued) == a.n {
+				has = 1
 			}
+			out = append(out, has)
+			put(a.rate)
+			put(a.fast)
+			put(a.slow)
+			put(a.trend)
+			if has == 1 {
+				put(a.issued)
+			}
+		}
+		if a.stack > 0 {
+			put(a.trend)
+			put(a.hist)
 		}
 	}
 	return append(out, rule...), nil
 }
 
 // UnmarshalBinary restores a state saved by MarshalBinary under the same
-// base rule.
+// base rule and context.
 func (a *Adapter) UnmarshalBinary(b []byte) error {
 	u, ok := a.base.(interface{ UnmarshalBinary([]byte) error })
 	if !ok {
@@ -227,21 +449,74 @@ func (a *Adapter) UnmarshalBinary(b []byte) error {
 		return errors.New("residual: state truncated")
 	}
 	n := int(binary.LittleEndian.Uint32(b))
-	per := 8 * (1 + env.TaskFeatures) // a target and a task row
-	if n > 64 || len(b) < 4+per*n {
-		return fmt.Errorf("residual: state of %d tasks in %d bytes", n, len(b))
+	if n > 64 {
+		return fmt.Errorf("residual: state of %d tasks", n)
 	}
-	if err := u.UnmarshalBinary(b[4+per*n:]); err != nil {
+	off := 4
+	get := func(k int) ([]float64, bool) {
+		if len(b)-off < 8*k {
+			return nil, false
+		}
+		xs := make([]float64, k)
+		for i := range xs {
+			xs[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[off+8*i:]))
+		}
+		off += 8 * k
+		return xs, true
+	}
+	bad := fmt.Errorf("residual: state of %d tasks in %d bytes", n, len(b))
+	var target, task, rate, fast, slow, trend, issued, hist []float64
+	if n > 0 {
+		var ok1, ok2 bool
+		target, ok1 = get(n)
+		task, ok2 = get(n * env.TaskFeatures)
+		if !ok1 || !ok2 {
+			return bad
+		}
+		if a.ctx == Trend {
+			if off >= len(b) || b[off] > 1 {
+				return bad
+			}
+			has := b[off] == 1
+			off++
+			var oks [5]bool
+			rate, oks[0] = get(n)
+			fast, oks[1] = get(n)
+			slow, oks[2] = get(n)
+			trend, oks[3] = get(n * TrendFeatures)
+			oks[4] = true
+			if has {
+				issued, oks[4] = get(n)
+			}
+			for _, ok := range oks {
+				if !ok {
+					return bad
+				}
+			}
+		}
+		if a.stack > 0 {
+			var ok1, ok2 bool
+			m := n * StackFeatures * (a.stack - 1)
+			trend, ok1 = get(m)
+			hist, ok2 = get(m)
+			if !ok1 || !ok2 {
+				return bad
+			}
+		}
+	}
+	if err := u.UnmarshalBinary(b[off:]); err != nil {
 		return err
 	}
-	vals := make([]float64, (1+env.TaskFeatures)*n)
-	for i := range vals {
-		vals[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[4+8*i:]))
-	}
 	a.n = n
-	a.target = append(a.target[:0], vals[:n]...)
-	a.task = append(a.task[:0], vals[n:]...)
-	a.out = append(a.out[:0], vals[:n]...)
+	a.target = append(a.target[:0], target...)
+	a.task = append(a.task[:0], task...)
+	a.out = append(a.out[:0], target...)
+	a.rate = append(a.rate[:0], rate...)
+	a.fast = append(a.fast[:0], fast...)
+	a.slow = append(a.slow[:0], slow...)
+	a.trend = append(a.trend[:0], trend...)
+	a.issued = append(a.issued[:0], issued...)
+	a.hist = append(a.hist[:0], hist...)
 	return nil
 }
 

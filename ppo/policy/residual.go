@@ -26,7 +26,7 @@ func NewResidualController(p *Policy, info *residual.Info, sc env.Config, determ
 	if err := info.Check(len(sc.App.Tasks)); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMismatch, err)
 	}
-	a, err := residual.New(rule, sc)
+	a, err := residual.NewContext(rule, sc, info.Context)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ func residualArtifact(t *testing.T, sc env.Config, follow float32) fstest.MapFS 
 		t.Fatal(err)
 	}
 	n := len(sc.App.Tasks)
-	info := residual.NewInfo(rule, sc)
+	info := residual.NewInfo(rule, sc, residual.NoContext)
 	nvec := make([]int, n)
 	for k := range nvec {
 		nvec[k] = len(residual.Choices)

@@ -173,6 +173,11 @@ func newEntry(name string, p *policy.Policy, card *policy.Card) (*entry, error) 
 		if err := r.Check(n); err != nil {
 			return nil, fmt.Errorf("api: policy %s: %w", name, err)
 		}
+		if r.Context != residual.NoContext {
+			// Its features need the episode's memory, which a stateless
+			// endpoint does not keep and the request does not carry.
+			return nil, fmt.Errorf("api: policy %s: residual context %q is not served (its features need the episode's memory; only context-free residual policies are)", name, r.Context)
+		}
 		if _, err := rulespec.Parse(r.Base); err != nil {
 			return nil, fmt.Errorf("api: policy %s: base rule: %w", name, err)
 		}

@@ -302,4 +302,16 @@ func TestResidualManifest(t *testing.T) {
 	if err := s2.Reload(); err == nil || !strings.Contains(err.Error(), "policy pred") || !strings.Contains(err.Error(), "base rule") {
 		t.Errorf("a residual policy over an unknown rule: %v", err)
 	}
+	// A policy with a temporal context: its features need the episode's
+	// memory, which the endpoint does not keep.
+	if _, err := fixture.WriteResidualContext(filepath.Join(dir, "default"), "pred", "pred", testRule, residual.Trend, 16, 6, 0); err != nil {
+		t.Fatal(err)
+	}
+	s3, err := New(Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s3.Reload(); err == nil || !strings.Contains(err.Error(), "policy pred") || !strings.Contains(err.Error(), "not served") {
+		t.Errorf("a residual policy with the trend context: %v", err)
+	}
 }

@@ -65,6 +65,7 @@ type Recipe struct {
 	Residual          *string           `toml:"residual" json:"residual,omitempty"`
 	Objective         *string           `toml:"objective" json:"objective,omitempty"`
 	FirstLogitBias    *float64          `toml:"first-logit-bias" json:"first-logit-bias,omitempty"`
+	ResidualContext   *string           `toml:"residual-context" json:"residual-context,omitempty"`
 	Profiles          map[string]Recipe `toml:"profiles" json:"-"`
 }
 
@@ -142,6 +143,7 @@ func (r Recipe) Flags() [][2]string {
 	str("residual", r.Residual)
 	str("objective", r.Objective)
 	flt("first-logit-bias", r.FirstLogitBias)
+	str("residual-context", r.ResidualContext)
 	return out
 }
 
@@ -151,7 +153,7 @@ var RecipeKeys = []string{
 	"env", "profile", "scenario", "randomize", "train-placements", "select", "action-utilization", "action-deltas",
 	"reward-span", "train-traces", "seed", "steps", "envs", "norm-obs", "norm-reward", "ent-coef", "clip-range-vf",
 	"gamma", "gae-lambda", "vf-coef", "learning-rate", "n-epochs", "batch-size", "net-arch", "critic-arch",
-	"residual", "objective", "first-logit-bias",
+	"residual", "objective", "first-logit-bias", "residual-context",
 }
 
 // RecipeFile is a recipe read from a file, with where it came from.
@@ -327,6 +329,9 @@ func (o Options) Resolved(cfg ppo.Config) Recipe {
 	if o.Residual != "" {
 		r.Residual = ptr(o.Residual)
 		r.FirstLogitBias = ptr(cfg.FirstLogitBias)
+		if o.ResidualContext != "" {
+			r.ResidualContext = ptr(o.ResidualContext)
+		}
 	}
 	if o.Objective != "" {
 		r.Objective = ptr(o.Objective)

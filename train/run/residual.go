@@ -41,7 +41,7 @@ func (s *setup) wrapResidual(scen env.Scenario) error {
 		l.Window = s.cfg.NumSteps
 		obj = &l
 	}
-	rv, err := simvec.NewResidual(v, s.o.residualRule, obj)
+	rv, err := simvec.NewResidual(v, s.o.residualRule, s.o.residualContext, obj)
 	if err != nil {
 		return fmt.Errorf("train: -residual: %w", err)
 	}
@@ -52,7 +52,7 @@ func (s *setup) wrapResidual(scen env.Scenario) error {
 		return err
 	}
 	s.venv = rv
-	s.residual = &residualSetup{cfg: cfg, info: residual.NewInfo(s.o.residualRule, cfg), vec: rv}
+	s.residual = &residualSetup{cfg: cfg, info: residual.NewInfo(s.o.residualRule, cfg, s.o.residualContext), vec: rv}
 	return nil
 }
 

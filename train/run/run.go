@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"streamscale/agents/residual"
 	"streamscale/agents/rulespec"
 	"streamscale/env"
 	"streamscale/internal/command"
@@ -120,9 +121,14 @@ type Options struct {
 	// FirstLogitBias, when not nil, is ppo.Config.FirstLogitBias
 	// (-first-logit-bias); residual runs default to 2.
 	FirstLogitBias *float64
+	// ResidualContext names the temporal features a residual policy
+	// observes beside the rule's (agents/residual.Context: "", "trend"
+	// or "stack:K"; -residual-context), recorded in the card.
+	ResidualContext string
 
-	residualRule rulespec.Rule
-	objective    *simvec.Lagrangian
+	residualRule    rulespec.Rule
+	residualContext residual.Context
+	objective       *simvec.Lagrangian
 
 	prefix string // starts every progress line (RunSeeds: "seed n: ")
 }
@@ -149,6 +155,7 @@ type Summary struct {
 	Select            string    `json:"select,omitempty"`               // "last" when the last iterate is shipped (-select last); absent: best development reward
 	Residual          string    `json:"residual,omitempty"`             // the base rule of a residual policy (-residual)
 	Objective         string    `json:"objective,omitempty"`            // the constrained objective (-objective)
+	ResidualContext   string    `json:"residual_context,omitempty"`     // a residual policy's temporal context (-residual-context)
 	Lambda            *float64  `json:"lagrangian_lambda,omitempty"`    // the Lagrange multiplier at the end (-objective lagrangian)
 	// PPO hyperparameters given on the command line (absent: the
 	// environment's default; the card's hyperparameters hold them all).
@@ -299,8 +306,8 @@ func (o *Options) check() error {
 // checkResidual parses -residual and -objective.
 func (o *Options) checkResidual() error {
 	if o.Residual == "" {
-		if o.Objective != "" || o.FirstLogitBias != nil {
-			return command.Usagef("train: -objective and -first-logit-bias apply only with -residual")
+		if o.Objective != "" || o.FirstLogitBias != nil || o.ResidualContext != "" {
+			return command.Usagef("train: -objective, -first-logit-bias and -residual-context apply only with -residual")
 		}
 		return nil
 	}
@@ -315,6 +322,11 @@ func (o *Options) checkResidual() error {
 		return command.Usagef("train: -residual: %v", err)
 	}
 	o.residualRule, o.Residual = rule, rule.String()
+	ctx, err := residual.ParseContext(o.ResidualContext)
+	if err != nil {
+		return command.Usagef("train: -residual-context: %v", err)
+	}
+	o.residualContext = ctx
 	if o.Objective != "" {
 		l, err := simvec.ParseLagrangian(o.Objective)
 		if err != nil {
@@ -725,7 +737,7 @@ func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall floa
 	sum.Recipe, sum.ConfigFile, sum.ConfigSHA256 = o.Resolved(r.s.cfg), o.ConfigFile, o.ConfigSHA256
 	r.diagnose(&sum)
 	if r.s.residual != nil {
-		sum.Residual, sum.Objective = o.Residual, o.Objective
+		sum.Residual, sum.Objective, sum.ResidualContext = o.Residual, o.Objective, o.ResidualContext
 		if o.objective != nil {
 			sum.Lambda = ptr(r.s.residual.vec.Lambda())
 		}

@@ -101,13 +101,14 @@ type Residual struct {
 
 var _ ppo.StatefulVecEnv = (*Residual)(nil)
 
-// NewResidual wraps v with residual choices over base; obj, if not nil,
+// NewResidual wraps v with residual choices over base, with the
+// temporal context ctx (agents/residual.Context); obj, if not nil,
 // is the constrained objective.
-func NewResidual(v *Vec, base rulespec.Rule, obj *Lagrangian) (*Residual, error) {
-	r := &Residual{v: v, feat: residual.FeaturesPerTask * v.nTasks}
+func NewResidual(v *Vec, base rulespec.Rule, ctx residual.Context, obj *Lagrangian) (*Residual, error) {
+	r := &Residual{v: v, feat: ctx.PerTask() * v.nTasks}
 	for i, e := range v.envs {
 		cfg := e.Env(0).Config()
-		a, err := residual.New(base, cfg)
+		a, err := residual.NewContext(base, cfg, ctx)
 		if err != nil {
 			return nil, fmt.Errorf("simvec: env %d: %w", i, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"streamscale/agents/residual"
 	"streamscale/agents/rulespec"
 	"streamscale/env"
 	"streamscale/ppo"
@@ -36,7 +37,7 @@ func residualVec(t *testing.T, obj *Lagrangian) *Residual {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewResidual(v, rule, obj)
+	r, err := NewResidual(v, rule, residual.NoContext, obj)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func WriteFollowResidual(dir, name string, sc env.Config, rule string) error {
 	if err != nil {
 		return fmt.Errorf("policytest: %w", err)
 	}
-	info := residual.NewInfo(spec, sc)
+	info := residual.NewInfo(spec, sc, residual.NoContext)
 	sp := sc.Spaces()
 	obs, h, logits := sp.FlatSize()+info.Features, 8, 0
 	for _, n := range sp.Nvec {
