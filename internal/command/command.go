@@ -24,6 +24,9 @@ import (
 // IO is what a command needs from its process.
 type IO struct {
 	Stdout, Stderr io.Writer
+	// Stdin is standard input (nil: none); only a command that says so
+	// reads it.
+	Stdin io.Reader
 	// Getenv reads the environment (nil: nothing is set).
 	Getenv func(string) string
 	// Terminal reports whether Stderr is a terminal (progress bars).
@@ -36,7 +39,7 @@ type Main func(ctx context.Context, args []string, io IO) int
 
 // Process returns the IO of this process: its stdout, stderr, environment.
 func Process() IO {
-	return IO{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Terminal: IsTerminal(os.Stderr)}
+	return IO{Stdout: os.Stdout, Stderr: os.Stderr, Stdin: os.Stdin, Getenv: os.Getenv, Terminal: IsTerminal(os.Stderr)}
 }
 
 // Env returns io.Getenv(key), or "" without a Getenv.

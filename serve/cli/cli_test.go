@@ -468,6 +468,7 @@ func TestEnvCommand(t *testing.T) {
 		{[]string{"env", "-max-body", "10"}, "-max-body 10, want ≥ 1024"},
 		{[]string{"env", "-scenario", "/dev/zero"}, "not a regular file"},
 		{[]string{"env", "-max-conns", "0"}, "-max-conns 0, want ≥ 1"},
+		{[]string{"env", "-exit-with-stdin"}, "-exit-with-stdin, but this run has no standard input"},
 		{[]string{"env", "-bogus"}, "flag provided but not defined: -bogus"},
 	} {
 		code, _, stderr := run(t, context.Background(), c.args, nil)
@@ -552,4 +553,40 @@ func envsAlive(t *testing.T, base string) int {
 		t.Fatal(err)
 	}
 	return st.Envs
+}
+
+// TestEnvExitWithStdin: with -exit-with-stdin, serve env shuts down
+// cleanly (exit 0) when its standard input ends — the parent that held
+// the pipe is gone — and not before.
+func TestEnvExitWithStdin(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pr.Close()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(context.Background(), []string{"env", "-addr", "127.0.0.1:0", "-traces", t.TempDir(), "-exit-with-stdin"},
+			command.IO{Stdout: &out, Stderr: &errb, Stdin: pr})
+	}()
+	for deadline := time.Now().Add(20 * time.Second); !strings.HasPrefix(out.String(), "http://"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no address printed; stderr %q", errb.String())
+		}
+	}
+	if _, err := pw.Write([]byte("ignored\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		t.Fatalf("exited (%d) while its standard input was open; stderr %q", code, errb.String())
+	case <-time.After(100 * time.Millisecond):
+	}
+	pw.Close()
+	select {
+	case code := <-done:
+		if code != 0 || !strings.Contains(errb.String(), "standard input ended") {
+			t.Errorf("exit %d, stderr %q; want 0 and the reason", code, errb.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve env still running 20 s after its standard input ended")
+	}
 }

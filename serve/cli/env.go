@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"net/http"
@@ -37,6 +38,7 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 	scenario := fs.String("scenario", "", "default scenario of created environments: a physics preset ("+strings.Join(env.Scenarios(), " or ")+") or a scenario file (eval calibrate -out writes one); default realistic")
 	maxConns := fs.Int("max-conns", 256, "open client connections at most; further ones wait in the kernel's accept queue")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file (diagnostics)")
+	withStdin := fs.Bool("exit-with-stdin", false, "shut down when standard input ends: a parent that starts serve env with a pipe it never writes as stdin (the Python client's LocalServer does) stops it by exiting, even when it is killed")
 	if err := command.Parse(fs, "usage: serve env [flags]\nserves the simulator as remote Gymnasium environments over HTTP/1.1 and h2c", args, o); err != nil {
 		return err
 	}
@@ -51,6 +53,8 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 		return command.Usagef("serve env: -max-body %d, want ≥ 1024", cfg.MaxJSONBytes)
 	case *maxConns < 1:
 		return command.Usagef("serve env: -max-conns %d, want ≥ 1", *maxConns)
+	case *withStdin && o.Stdin == nil:
+		return command.Usagef("serve env: -exit-with-stdin, but this run has no standard input")
 	}
 	if *scenario != "" {
 		sc, err := env.ResolveScenario(*scenario, regfile.Reader(env.MaxScenarioFile))
@@ -115,8 +119,21 @@ func runEnv(ctx context.Context, args []string, o command.IO) error {
 	st := s.Stats()
 	fmt.Fprintf(o.Stderr, "serve: env: listening on %s%s (HTTP/1.1 and h2c, frames after an upgrade; at most %d envs, %d per connection, idle timeout %v)\n",
 		shown, ln.Addr(), st.MaxEnvs, st.MaxEnvsPerConn, cfg.IdleTimeout)
+	// With -exit-with-stdin, the end of standard input is the parent's
+	// exit (nothing is ever written to it; whatever is, is discarded).
+	var stdinEnded <-chan struct{}
+	if *withStdin {
+		ended := make(chan struct{})
+		go func() {
+			io.Copy(io.Discard, o.Stdin) //nolint:errcheck // any end, EOF or error, is the parent gone
+			close(ended)
+		}()
+		stdinEnded = ended
+	}
 	select {
 	case <-ctx.Done():
+	case <-stdinEnded:
+		fmt.Fprintln(o.Stderr, "serve: standard input ended (-exit-with-stdin)")
 	case err := <-served:
 		return fmt.Errorf("serve: %w", err)
 	}
