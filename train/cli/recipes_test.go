@@ -94,6 +94,20 @@ func recipeCases() []recipeCase {
 	} {
 		cs = append(cs, recipeCase{recipe: a.name + ".toml", cards: "testdata/cards-2026-12-04/" + filepath.Base(a.name), profiles: a.profiles})
 	}
+	// Recipes of 2026-12-05: the default set before that day (seed 1's
+	// cards) and the screened context and base-rule ablations (one seed;
+	// docs/experiments/2026-12-05-residual-flink.md).
+	for _, a := range []struct {
+		name     string
+		profiles []string
+	}{
+		{"residual-threshold", both}, {"residual-trend", both}, {"residual-trend-lagrangian-025", []string{"pred"}},
+		{"residual-trend-lagrangian-028", []string{"pred"}}, {"residual-flink-trend", both},
+		{"residual-flink-trend-intel", []string{"pred"}}, {"residual-flink-stack4", both},
+		{"residual-flink-lagrangian-025", []string{"pred"}}, {"residual-flink-lagrangian-030", []string{"pred"}},
+	} {
+		cs = append(cs, recipeCase{recipe: "ablations/" + a.name + ".toml", cards: "testdata/cards-2026-12-05/" + a.name, profiles: a.profiles})
+	}
 	return cs
 }
 
@@ -311,7 +325,7 @@ func TestRecipeKeysAreFlags(t *testing.T) {
 	for _, k := range run.RecipeKeys {
 		v := "1"
 		switch k {
-		case "env", "profile", "scenario", "select", "train-traces", "learning-rate", "residual", "objective":
+		case "env", "profile", "scenario", "select", "train-traces", "learning-rate", "residual", "objective", "residual-context":
 			v = `"x"`
 		case "randomize", "norm-obs", "norm-reward":
 			v = "true"
