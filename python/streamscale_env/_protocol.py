@@ -186,7 +186,7 @@ class Connection:
                 raise ConnectionError(f"streamscale_env: {self.addr} upgraded to {headers.get('upgrade', '')[:60]!r}, "
                                       f"not {STREAM_PROTOCOL}")
             self.stream = True
-            if _KERNEL_TIMEOUTS and self._timeout is not None:
+            if _KERNEL_TIMEOUTS and self._timeout:  # None or 0 (non-blocking): keep Python's
                 self._blocking_with_kernel_timeouts()
         elif self._sock is None:
             raise ConnectionError(f"streamscale_env: {self.addr} refused the upgrade ({status}) and closed the connection")
