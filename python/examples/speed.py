@@ -8,6 +8,8 @@ average is printed with each repeat).
     dummy   SB3's DummyVecEnv over 16 single remote envs (16 round trips per step)
     sb3     streamscale_env.sb3.VecEnv (one round trip per step; needs SB3)
     gym     streamscale_env.StreamscaleVectorEnv (Gymnasium's VectorEnv, one round trip)
+    rtt     the bare round trip: a step frame naming no env, answered with an error at once
+            (no env work; its "env steps/s" is 16 per round trip, for scale only)
 
     PYTHONPATH=../shared/peers/python /usr/bin/python3 python/examples/speed.py \
         [--profile etl] [--seconds 10] [--repeats 3] [--modes dummy,sb3,gym] [--tcp] [--out speed.json]
@@ -25,7 +27,8 @@ import time
 
 import numpy as np
 
-from streamscale_env import LocalServer, StreamscaleEnv, StreamscaleVectorEnv
+from streamscale_env import LocalServer, ServerError, StreamscaleEnv, StreamscaleVectorEnv
+from streamscale_env._protocol import OP_STEP, connect
 
 N = 16
 
@@ -65,6 +68,15 @@ def _load():
 
 def make(mode, profile, addr):
     """An object with step(actions) over N envs, reset, close."""
+    if mode == "rtt":
+        conn, _ = connect(addr)
+
+        def rtt(_):
+            try:
+                conn.call(OP_STEP, 1 << 62, b"")
+            except ServerError:
+                pass
+        return rtt, conn.close, 1
     if mode == "gym":
         v = StreamscaleVectorEnv(num_envs=N, profile=profile, addr=addr)
         v.reset(seed=0)

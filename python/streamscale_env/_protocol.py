@@ -35,6 +35,11 @@ _REPLY = struct.Struct("<HI")  # response frame header: status, payload bytes
 STREAM_PROTOCOL = "streamscale-env.v1"
 OP_CREATE, OP_RESET, OP_STEP, OP_CLOSE = b"C", b"R", b"S", b"D"
 _TRANSPORTS = ("stream", "http")
+# Kernel receive/send timeouts (SO_RCVTIMEO, SO_SNDTIMEO) on an upgraded
+# connection, so that no poll() precedes each send and receive: Linux,
+# where struct timeval is two native longs.
+_KERNEL_TIMEOUTS = sys.platform.startswith("linux")
+_WAITALL = getattr(socket, "MSG_WAITALL", 0)
 
 
 class ServerError(RuntimeError):
@@ -73,6 +78,26 @@ def encode_actions(actions):
     """The step body: one int64 section."""
     a = np.ascontiguousarray(actions, dtype="<i8").ravel()
     return _HEADER.pack(b"i", a.size) + a.tobytes()
+
+
+class StepFrame:
+    """A reusable step request frame of instance ``id`` for ``n`` action
+    entries: header, section header and int64 payload in one bytearray,
+    refilled in place per step (no per-step encoding). ``frame`` is the
+    whole frame, ``body`` its payload (for the HTTP route)."""
+
+    def __init__(self, id, n):
+        self.n = n
+        self.frame = bytearray(_FRAME.size + _HEADER.size + 8 * n)
+        _FRAME.pack_into(self.frame, 0, OP_STEP, id, _HEADER.size + 8 * n)
+        _HEADER.pack_into(self.frame, _FRAME.size, b"i", n)
+        self.body = memoryview(self.frame)[_FRAME.size:]
+        self._actions = np.frombuffer(self.frame, dtype="<i8", count=n, offset=_FRAME.size + _HEADER.size)
+
+    def fill(self, actions):
+        """Writes actions (any shape of n entries; cast to int64 as
+        encode_actions does) into the frame."""
+        np.copyto(self._actions, np.asarray(actions).reshape(self.n), casting="unsafe")
 
 
 class _Stale(Exception):
@@ -161,20 +186,38 @@ class Connection:
                 raise ConnectionError(f"streamscale_env: {self.addr} upgraded to {headers.get('upgrade', '')[:60]!r}, "
                                       f"not {STREAM_PROTOCOL}")
             self.stream = True
+            if _KERNEL_TIMEOUTS and self._timeout:  # None or 0 (non-blocking): keep Python's
+                self._blocking_with_kernel_timeouts()
         elif self._sock is None:
             raise ConnectionError(f"streamscale_env: {self.addr} refused the upgrade ({status}) and closed the connection")
         else:
             self._want_stream = False  # a serve env without frames: HTTP on this connection
 
-    def call(self, op, id=0, body=b""):
+    def _blocking_with_kernel_timeouts(self):
+        """Makes the socket blocking, its timeout the kernel's: Python's
+        own timeout polls the socket before every send and receive (two
+        more system calls per step). A receive or send that times out
+        then fails with EAGAIN, which call() reports as TimeoutError."""
+        sec = int(self._timeout)
+        tv = struct.pack("@ll", sec, int((self._timeout - sec) * 1e6))
+        try:
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+            self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+        except OSError:
+            return  # keep Python's timeout
+        self._sock.settimeout(None)
+
+    def call(self, op, id=0, body=b"", frame=None):
         """One operation (OP_CREATE with a JSON body, OP_RESET with JSON,
         OP_STEP with the binary action, OP_CLOSE): the response body, or
-        ServerError. Over frames when the connection is upgraded."""
+        ServerError. Over frames when the connection is upgraded. frame,
+        if given, is the whole request frame (header and body, as
+        frame_of builds it; body is then its payload, for HTTP)."""
         if self._sock is None and self._want_stream:
             self._dial()
         if not self.stream:
             return self._call_http(op, id, body)
-        msg = _FRAME.pack(op, id, len(body)) + body
+        msg = frame if frame is not None else _FRAME.pack(op, id, len(body)) + body
         for attempt in (0, 1):
             if self._sock is None:
                 self._dial()
@@ -190,6 +233,9 @@ class Connection:
                 self.close()
                 if attempt:
                     raise ConnectionError(f"streamscale_env: {self.addr} closed the connection without answering") from None
+            except BlockingIOError:  # a kernel timeout (SO_RCVTIMEO, SO_SNDTIMEO) expired
+                self.close()
+                raise TimeoutError(f"streamscale_env: {self.addr} did not answer within {self._timeout} s") from None
             except BaseException:
                 self.close()
                 raise
@@ -211,12 +257,16 @@ class Connection:
     def _frame(self):
         """Reads one response frame: (status, body as a memoryview of a
         buffer of its own). Usually one recv_into: the buffer is sized
-        as the last response was."""
+        as the last response was; once the header is in, the rest is
+        asked for whole (MSG_WAITALL)."""
         buf = bytearray(self._guess)
         view = memoryview(buf)
         have, need = 0, _REPLY.size
         while have < need:
-            k = self._sock.recv_into(view[have:])
+            if need > _REPLY.size:
+                k = self._sock.recv_into(view[have:need], need - have, _WAITALL)
+            else:
+                k = self._sock.recv_into(view[have:])
             if not k:
                 if have == 0:
                     raise _Stale()

@@ -96,19 +96,25 @@ class VecEnv(_SB3VecEnv):
         if self._actions is None:
             raise RuntimeError("streamscale_env: step_wait() without step_async()")
         actions, self._actions = self._actions, None
-        obs, rew, term, trunc, info = self.venv.step(actions)
+        # The Gymnasium vector's step without its dict of info arrays: the
+        # per-env info dicts are built straight from the response.
+        v, n = self.venv, self.num_envs
+        secs = v._step_vec(actions)
+        flags = secs[2][1].view(np.bool_)
+        term, trunc, ended = flags[:n], flags[n:2 * n], flags[2 * n:]
         dones = term | trunc
         # TimeLimit.truncated on every step, as DummyVecEnv sets it.
-        infos = _per_env(info, self.num_envs, ("TimeLimit.truncated", trunc & ~term))
+        infos, ep_return, ep_length = v._info_dicts(secs[4:], n, ("TimeLimit.truncated", trunc & ~term))
         if dones.any():
-            finals = info["final_observation"]
-            r, ln = info["episode"]["r"], info["episode"]["l"]
+            idx = np.flatnonzero(ended).tolist()
+            finals = v._split(secs[3][1], len(idx))
+            fo = {i: {k: x[j] for k, x in finals.items()} for j, i in enumerate(idx)}
             t = round(time.time() - self._t0, 6)
-            for i in np.flatnonzero(dones):
+            for i in np.flatnonzero(dones).tolist():
                 d = infos[i]
-                d["terminal_observation"] = finals[i]
-                d["episode"] = {"r": float(r[i]), "l": int(ln[i]), "t": t}
-        return obs, rew.astype(np.float32), dones, infos
+                d["terminal_observation"] = fo.get(i)
+                d["episode"] = {"r": ep_return[i], "l": ep_length[i], "t": t}
+        return v._split(secs[0][1], n), secs[1][1].astype(np.float32), dones, infos
 
     def close(self):
         self.venv.close()

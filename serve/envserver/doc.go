@@ -72,8 +72,9 @@
 // reset (JSON ResetRequest → binary), 'S' step (binary action → binary)
 // or 'D' close (no payload → JSON {"closed": id}); bodies, statuses and
 // error JSON are exactly those of the HTTP routes, so a client decodes
-// one format. A step is then one read and one writev on each side, with
-// no request line, headers or per-request net/http work. The connection
+// one format. A step is then one read and one write on each side (the
+// response's header and body copied into one buffer), with no request
+// line, headers or per-request net/http work. The connection
 // keeps its number: envs created over it before the upgrade stay its
 // own, and all go when it closes (or idles IdleTimeout between frames).
 // A bad frame gets its error response and the stream goes on (nothing

@@ -329,3 +329,48 @@ func FuzzStream(f *testing.F) {
 }
 
 func concat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+// writeLog records each Write as one chunk.
+type writeLog struct{ chunks [][]byte }
+
+func (w *writeLog) Write(p []byte) (int, error) {
+	w.chunks = append(w.chunks, bytes.Clone(p))
+	return len(p), nil
+}
+
+// TestStreamOneWritePerResponse: each response frame, header and body,
+// leaves in one Write (one write system call on the connection), so the
+// client wakes once per step; net.Buffers wrote the header alone first on
+// the wrapped connections serve env's listener hands out.
+func TestStreamOneWritePerResponse(t *testing.T) {
+	s, err := New(Config{MaxEnvs: 4, MaxEnvsPerConn: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.connSeq++
+	owner := s.connSeq
+	s.conns[owner] = &conn{envs: map[uint64]*instance{}}
+	s.mu.Unlock()
+	defer s.dropConn(owner)
+	frame := func(op byte, id uint64, p []byte) []byte {
+		return append(AppendFrameHeader(nil, FrameHeader{Op: op, ID: id, N: uint32(len(p))}), p...)
+	}
+	act := AppendInt64s(nil, make([]int64, 2*9)) // 2 ETL envs of 9 tasks
+	in := concat(frame(OpCreate, 0, []byte(`{"profile":"etl","num_envs":2,"steps":3}`)), frame(OpReset, 1, []byte(`{"seed":3}`)),
+		frame(OpStep, 1, act), frame(OpStep, 1, act), frame(OpStep, 1, act[:9]), frame(OpClose, 1, nil))
+	var w writeLog
+	s.serveFrames(owner, bufio.NewReader(bytes.NewReader(in)), &w, func(bool) {})
+	wantStatus := []int{200, 200, 200, 200, 400, 200}
+	if len(w.chunks) != len(wantStatus) {
+		t.Fatalf("%d writes for %d frames", len(w.chunks), len(wantStatus))
+	}
+	for i, c := range w.chunks {
+		var buf []byte
+		r := bytes.NewReader(c)
+		st, b, err := readResponseFrame(r, &buf)
+		if err != nil || st != wantStatus[i] || r.Len() != 0 {
+			t.Errorf("write %d: status %d (want %d), body %.200q, %d left over, %v", i, st, wantStatus[i], b, r.Len(), err)
+		}
+	}
+}

@@ -19,7 +19,7 @@ from gymnasium.utils.env_checker import check_env
 
 import streamscale_env
 from streamscale_env import LocalServer, ServerError, StreamscaleEnv, StreamscaleVectorEnv
-from streamscale_env._protocol import Connection, repo_root
+from streamscale_env._protocol import Connection, decode, repo_root
 
 _REPO = repo_root()
 GOLDEN = os.path.join(_REPO, "serve", "envserver", "testdata", "trajectory_{}.json") if _REPO else None
@@ -303,6 +303,46 @@ class RemoteEnvTest(unittest.TestCase):
                     self.assertEqual(got, want, f"{at}: {k}[{i}]")
                     self.assertEqual(isinstance(got, np.bool_), isinstance(want, bool), f"{at}: {k}[{i}]")
         self.assertEqual({k for k in info if not k.startswith("_")}, set(ref[0]), at)
+
+    def test_step_layout_matches_decode(self):
+        """The vector step's fast split (offsets computed once) gives
+        what the general decoder gives, on real responses of both
+        autoreset modes with and without ended episodes; a response off
+        the layout is a ValueError, as from the decoder."""
+        for mode in ("next_step", "same_step"):
+            v = StreamscaleVectorEnv(num_envs=3, steps=3, autoreset_mode=mode, addr=self.addr)
+            bodies, call = [], v._conn.call
+
+            def record(*a, **kw):
+                out = call(*a, **kw)
+                bodies.append(bytes(out))
+                return out
+
+            v._conn.call = record
+            try:
+                v.reset(seed=4)
+                v.action_space.seed(4)
+                for _ in range(5):
+                    v.step(v.action_space.sample())
+            finally:
+                v._conn.call = call
+                v.close()
+            lay = v._vec_layout
+            steps = bodies[1:]
+            self.assertEqual(len(steps), 5)
+            finals = 0
+            for body in steps:
+                fast, ref = lay.split(bytearray(body)), decode(bytearray(body))
+                self.assertEqual([k for k, _ in fast], [k for k, _ in ref], mode)
+                for (_, a), (_, b) in zip(fast, ref):
+                    self.assertEqual((a.dtype, a.tobytes()), (b.dtype, b.tobytes()), mode)
+                finals += len(fast[3][1])
+            self.assertGreater(finals, 0, mode)  # some responses carry final observations
+            body, last = steps[1], 5 + 8 * 3 * v._ntasks  # the last section: applied, float64
+            for bad in (body[:-1], body + b"\x00", b"g" + body[1:], body[:1] + bytes([body[1] ^ 1]) + body[2:],
+                        body[:-last] + b"i" + body[1 - last:], b""):
+                with self.assertRaises(ValueError, msg=mode):
+                    lay.split(bytearray(bad))
 
     def test_starts_its_own_server(self):
         env = StreamscaleEnv(profile="etl", addr=None) if os.environ.get("STREAMSCALE_ENV_ADDR") is None else None

@@ -12,7 +12,7 @@ from unittest import mock
 import numpy as np
 
 from streamscale_env import _protocol
-from streamscale_env._protocol import Connection, ServerError, decode, encode_actions
+from streamscale_env._protocol import Connection, ServerError, StepFrame, decode, encode_actions
 
 
 class Scripted:
@@ -293,6 +293,64 @@ class FrameConnectionTest(unittest.TestCase):
     def test_transport_variable(self):
         with mock.patch.dict(os.environ, {"STREAMSCALE_ENV_TRANSPORT": "grpc"}), self.assertRaises(ValueError):
             _protocol.connect("127.0.0.1:1")
+
+
+class SilentFrameServer:
+    """Answers the upgrade, reads request frames and never replies (a
+    hung serve env), until closed."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.addr = "127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        try:
+            c, _ = self.sock.accept()
+        except OSError:
+            return
+        with c:
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                b = c.recv(65536)
+                if not b:
+                    return
+                buf += b
+            c.sendall(UPGRADED)
+            self.done.wait(30)
+
+    def close(self):
+        self.done.set()
+        self.sock.close()
+
+
+class FastPathTest(unittest.TestCase):
+    def test_step_frame_is_the_encoded_frame(self):
+        """StepFrame's reused frame holds what encoding the actions anew
+        gives, for int, float and nested-list actions, step after step."""
+        f = StepFrame(9, 6)
+        for a in (np.arange(6).reshape(2, 3), np.array([[4.0, 3.9, 0.0], [1.0, 2.0, 3.0]]), [[0, 1, 2], [2, 1, 0]],
+                  np.zeros((3, 2), dtype=np.int32)):
+            f.fill(a)
+            body = encode_actions(a)
+            self.assertEqual(bytes(f.frame), struct.pack("<cQI", b"S", 9, len(body)) + body)
+            self.assertEqual(bytes(f.body), body)
+
+    def test_hung_server_times_out(self):
+        """A server that never answers a frame is a TimeoutError after the
+        connection's timeout (kernel timeouts on Linux), and the
+        connection is closed, never a hang."""
+        srv = SilentFrameServer()
+        conn = Connection(srv.addr, timeout=0.3, stream=True)
+        try:
+            with self.assertRaises(TimeoutError):
+                conn.call(_protocol.OP_STEP, 1, b"")
+            self.assertIsNone(conn._sock)
+        finally:
+            conn.close()
+            srv.close()
 
 
 class ServerBinaryTest(unittest.TestCase):

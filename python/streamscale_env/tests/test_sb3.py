@@ -12,12 +12,12 @@ import warnings
 import gymnasium as gym
 import numpy as np
 
-from streamscale_env import LocalServer, StreamscaleEnv
+from streamscale_env import LocalServer, StreamscaleEnv, StreamscaleVectorEnv
 
 try:
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from streamscale_env.sb3 import VecEnv
+    from streamscale_env.sb3 import VecEnv, _per_env
 except ImportError:
     if os.environ.get("STREAMSCALE_ENV_REQUIRE_SB3"):  # CI: a missing SB3 fails, never skips
         raise
@@ -114,6 +114,49 @@ class SB3VecEnvTest(unittest.TestCase):
         for k in want:
             np.testing.assert_array_equal(got[k], want[k], f"{at}: {k}")
             self.assertEqual(got[k].dtype, want[k].dtype, f"{at}: {k}")
+
+    def test_infos_are_the_gymnasium_vectors(self):
+        """The adapter builds its per-env infos straight from the response:
+        they equal, key order and value types included, what converting
+        the Gymnasium vector's infos (same seed, same actions, same-step
+        autoreset) gives, terminal_observation and episode included."""
+        n, steps = 3, 3
+        v = VecEnv(num_envs=n, steps=steps, addr=self.addr)
+        g = StreamscaleVectorEnv(num_envs=n, steps=steps, autoreset_mode="same_step", addr=self.addr)
+        try:
+            v.seed(6)
+            obs = v.reset()
+            gobs, ginfo = g.reset(seed=6)
+            self.assert_obs(obs, gobs, "reset")
+            self.assertEqual(v.reset_infos, _per_env(ginfo, n))
+            rng = np.random.default_rng(6)
+            ends = 0
+            for s in range(8):
+                a = rng.integers(0, 5, size=(n, v.action_space.shape[0]))
+                obs, rew, done, infos = v.step(a)
+                gobs, grew, term, trunc, ginfo = g.step(a)
+                at = f"step {s}"
+                self.assert_obs(obs, gobs, at)
+                np.testing.assert_array_equal(rew, grew.astype(np.float32), at)
+                np.testing.assert_array_equal(done, term | trunc, at)
+                want = _per_env(ginfo, n, ("TimeLimit.truncated", trunc & ~term))
+                for i in np.flatnonzero(done):
+                    ends += 1
+                    want[i]["terminal_observation"] = ginfo["final_observation"][i]
+                    want[i]["episode"] = {"r": float(ginfo["episode"]["r"][i]), "l": int(ginfo["episode"]["l"][i])}
+                for i in range(n):
+                    got = dict(infos[i])
+                    if "episode" in got:
+                        self.assertIsInstance(got["episode"].pop("t"), float, at)
+                    self.assertEqual(list(got), list(want[i]), at)
+                    if "terminal_observation" in got:
+                        self.assert_obs(got.pop("terminal_observation"), want[i].pop("terminal_observation"), at)
+                    self.assertEqual(got, want[i], at)
+                    self.assertEqual([type(x) for x in got.values()], [type(x) for x in want[i].values()], at)
+            self.assertEqual(ends, n * (8 // steps))
+        finally:
+            v.close()
+            g.close()
 
     def test_seed_determinism(self):
         a = self.run_adapter(2, 0, 6, seed=11)
