@@ -704,10 +704,10 @@ func (op matMul) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) 
 	return G.Nodes{da, db}, err
 }
 
-// outBuf holds one graph node's output tensor across runs. The trainer
-// re-runs one TapeMachine per minibatch size, and Reset clears the
-// machine's registers, so without it every op's Do allocated its output
-// anew each run (≈ 6% of a training run's CPU in allocation and GC). Each
+// outBuf holds one graph node's output tensor across runs, so that Do
+// need not allocate it anew each run (a program passes an op's previous
+// output to UsePreallocDo anyway; outBuf also serves a graph run by a
+// TapeMachine, whose Reset clears its registers). Each
 // node needs its own outBuf (a shared one would alias two nodes' outputs);
 // a nil *outBuf allocates every time. Every op overwrites its whole
 // output, so reusing the memory does not change results.

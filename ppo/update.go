@@ -138,7 +138,7 @@ func (t *Trainer) minibatch(w *criticWorker, k int, clip, lr float64) (minibatch
 			j.nextIdx = next
 		}
 		w.jobs <- j
-		errA := g.actor.run(t.arch, t.grad)
+		errA := g.runActor(t.grad)
 		if errA == nil {
 			t.netSums(nn.ActorNet)
 		}
@@ -249,7 +249,7 @@ func (t *Trainer) startCriticWorker() *criticWorker {
 			if j.g == nil {
 				continue
 			}
-			err := j.g.critic.run(t.arch, t.grad)
+			err := j.g.runCritic(t.grad)
 			if err == nil {
 				t.netSums(nn.CriticNet)
 				if j.next != nil {
