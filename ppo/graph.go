@@ -45,6 +45,7 @@ type lossGraph[T scalar] struct {
 
 	actor  graphHalf
 	critic graphHalf
+	share  *rowShare // the actor's log-softmax rows, shared with a worker when on
 
 	// actor inputs
 	aObs, onehot, oldLogp, adv, lo, hi []T
@@ -82,7 +83,7 @@ func newLossGraph[T scalar](a *nn.Arch, batch int, theta []T, entCoef, vfCoef fl
 	if len(theta) != a.Size {
 		return nil, fmt.Errorf("ppo: parameter vector has %d entries, want %d", len(theta), a.Size)
 	}
-	lg := &lossGraph[T]{arch: a, batch: batch, clipV: clipV}
+	lg := &lossGraph[T]{arch: a, batch: batch, clipV: clipV, share: newRowShare()}
 	B := batch
 	mk := func(n int) []T { return make([]T, n) }
 	lg.aObs, lg.onehot, lg.oldLogp, lg.adv, lg.lo, lg.hi = mk(B*a.Obs), mk(B*a.Logits), mk(B), mk(B), mk(B), mk(B)
@@ -98,6 +99,27 @@ func newLossGraph[T scalar](a *nn.Arch, batch int, theta []T, entCoef, vfCoef fl
 		return nil, fmt.Errorf("ppo: building critic graph: %w", err)
 	}
 	return lg, nil
+}
+
+// bindGrads makes the ops that compute the parameters' gradients (the
+// products ∂W and the column sums ∂b) write them straight into grad, the
+// flat gradient vector, so that a run need not copy them there.
+func (lg *lossGraph[T]) bindGrads(grad []T) {
+	for _, h := range []*graphHalf{&lg.actor, &lg.critic} {
+		for i, gn := range h.gradN {
+			p := lg.arch.Params[h.first+i]
+			var buf *outBuf
+			switch op := gn.Op().(type) {
+			case matMul:
+				buf = op.buf
+			case colSum:
+				buf = op.buf
+			}
+			if buf != nil && gn.Shape().Eq(tensor.Shape{p.Rows, p.Cols}) {
+				buf.t = tensor.New(tensor.WithBacking(grad[p.Off:p.Off+p.Len()]), tensor.WithShape(p.Rows, p.Cols))
+			}
+		}
+	}
 }
 
 // input binds backing (shape dims) to a new input node of g.
@@ -179,7 +201,7 @@ func (lg *lossGraph[T]) buildActor(theta []T, entCoef T) (err error) {
 	// The entropy's exp(log p) is what the log-softmax gradient needs
 	// too: the two ops share it through ec.
 	ec := new(expCache)
-	logpAll := must(G.ApplyOp(catLogSoftmax{nvec: a.Nvec, buf: new(outBuf), exp: ec}, logits))
+	logpAll := must(G.ApplyOp(catLogSoftmax{nvec: a.Nvec, buf: new(outBuf), exp: ec, share: lg.share}, logits))
 	// log π(a|s) = Σ_d log p_d(a_d); −mean(H) = Σ_{b,d,k} p·log p / B.
 	logp := must(G.ApplyOp(rowDot{buf: new(outBuf)}, logpAll, onehot))
 	plogp := must(G.ApplyOp(sumProd{}, must(G.ApplyOp(elemOp{fn: nn.Exp, buf: new(outBuf), exp: ec}, logpAll)), logpAll))
@@ -262,7 +284,9 @@ func (lg *lossGraph[T]) run(grad []T, parallel bool) error {
 // runActor runs the actor half, writing its gradient into grad.
 func (lg *lossGraph[T]) runActor(grad []T) error {
 	h := &lg.actor
-	if err := h.run(lg.arch, grad); err != nil {
+	err := h.run(lg.arch, grad)
+	lg.share.endRun()
+	if err != nil {
 		return err
 	}
 	p := h.prog
@@ -290,9 +314,13 @@ func (h *graphHalf) run(a *nn.Arch, grad any) error {
 		gv := h.prog.value(gn)
 		switch g := grad.(type) {
 		case []float32:
-			copy(g[p.Off:p.Off+p.Len()], gv.Data().([]float32))
+			if d := gv.Data().([]float32); &d[0] != &g[p.Off] { // not bound by bindGrads
+				copy(g[p.Off:p.Off+p.Len()], d)
+			}
 		case []float64:
-			copy(g[p.Off:p.Off+p.Len()], gv.Data().([]float64))
+			if d := gv.Data().([]float64); &d[0] != &g[p.Off] {
+				copy(g[p.Off:p.Off+p.Len()], d)
+			}
 		}
 	}
 	return nil

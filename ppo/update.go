@@ -22,6 +22,7 @@ func (t *Trainer) graph(batch, slot int) (*lossGraph[float32], error) {
 		if err != nil {
 			return nil, err
 		}
+		g.bindGrads(t.grad)
 		pair[slot] = g
 	}
 	return pair[slot], nil
@@ -121,6 +122,7 @@ func (t *Trainer) minibatch(w *criticWorker, k int, clip, lr float64) (minibatch
 		t.fill(g, idx, clip)
 	}
 	if w == nil {
+		g.share.on = false
 		if err := g.run(t.grad, false); err != nil {
 			return minibatchStats{}, err
 		}
@@ -129,6 +131,7 @@ func (t *Trainer) minibatch(w *criticWorker, k int, clip, lr float64) (minibatch
 		}
 	} else {
 		j := criticJob{step: w.pending, g: g, clip: clip}
+		g.share.on = true
 		w.pending = nil
 		if k+1 < len(t.batches) {
 			next := t.batches[k+1]
@@ -249,12 +252,13 @@ func (t *Trainer) startCriticWorker() *criticWorker {
 			if j.g == nil {
 				continue
 			}
+			if j.next != nil {
+				t.fill(j.next, j.nextIdx, j.clip)
+			}
+			(<-j.g.share.tasks).work()
 			err := j.g.runCritic(t.grad)
 			if err == nil {
 				t.netSums(nn.CriticNet)
-				if j.next != nil {
-					t.fill(j.next, j.nextIdx, j.clip)
-				}
 			}
 			w.done <- err
 		}
