@@ -239,13 +239,16 @@ func (c *expCache) size(n int) {
 	c.x, c.e = c.x[:n], c.e[:n]
 }
 
-// expRange caches x[lo:hi] and math.Exp of it; goroutines may fill
+// expRange caches x[lo:hi] and math.Exp of it (through nn.ExpSlice, the
+// same bits); goroutines may fill
 // disjoint ranges of one cache at once.
 func (c *expCache) expRange(x []float32, lo, hi int) {
 	copy(c.x[lo:hi], x[lo:hi])
+	e := c.e[lo:hi]
 	for i, v := range x[lo:hi] {
-		c.e[lo+i] = math.Exp(float64(v))
+		e[i] = float64(v)
 	}
+	nn.ExpSlice(e, e)
 }
 
 // elemOp is tanh or exp, element-wise, evaluated through float64 math.Exp
