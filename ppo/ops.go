@@ -738,6 +738,7 @@ func (op matMul) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, erro
 	}
 	return prealloc, nil
 }
+
 // sharePanel is the columns of C per shared chunk: one AVX-512 tile width,
 // so that a split product runs the same tiles.
 const sharePanel = 32
