@@ -144,13 +144,12 @@ func bindParams[T scalar](h *graphHalf, a *nn.Arch, net int, theta []T) {
 	}
 }
 
-// mlp applies the net's linear layers with tanh between them; share (if
-// not nil) is handed to the products and their gradients.
-func mlp(x *G.Node, params []*G.Node, share *rowShare) (*G.Node, error) {
+// mlp applies the net's linear layers with tanh between them.
+func mlp(x *G.Node, params []*G.Node) (*G.Node, error) {
 	h := x
 	n := len(params) / 2
 	for l := range n {
-		z, err := G.ApplyOp(matMul{noGradA: l == 0, buf: new(outBuf), share: share}, h, params[2*l])
+		z, err := G.ApplyOp(matMul{noGradA: l == 0, buf: new(outBuf)}, h, params[2*l])
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +196,7 @@ func (lg *lossGraph[T]) buildActor(theta []T, entCoef T) (err error) {
 	}()
 	must := func(n *G.Node, e error) *G.Node { return G.Must(n, e) }
 
-	logits := must(mlp(obs, h.params, lg.share))
+	logits := must(mlp(obs, h.params))
 	// Log-probabilities of every choice, per action dimension.
 	// The entropy's exp(log p) is what the log-softmax gradient needs
 	// too: the two ops share it through ec.
@@ -233,7 +232,7 @@ func (lg *lossGraph[T]) buildCritic(theta []T, vfCoef T) (err error) {
 	}()
 	must := func(n *G.Node, e error) *G.Node { return G.Must(n, e) }
 
-	v := must(G.Sum(must(mlp(obs, h.params, nil)), 1)) // [B,1] → [B] without a reshape (see catLogSoftmax)
+	v := must(G.Sum(must(mlp(obs, h.params)), 1)) // [B,1] → [B] without a reshape (see catLogSoftmax)
 	pred := v
 	if lg.clipV {
 		vlo := input(g, "vclip_lo", lg.vlo, B)

@@ -62,7 +62,7 @@ func (op catLogSoftmax) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Valu
 		if op.exp != nil {
 			op.exp.size(len(y))
 		}
-		op.share.run(len(x)/w, shareChunk, true, func(lo, hi int) {
+		op.share.run(len(x)/w, func(lo, hi int) {
 			lo, hi = lo*w, hi*w
 			nn.LogSoftmaxRows(y[lo:hi], x[lo:hi], op.nvec)
 			if op.exp != nil {
@@ -654,14 +654,10 @@ func colSumApply[T scalar](s, x []T) {
 // its gradient is ∂A = ∂C·Bᵀ and ∂B = Aᵀ·∂C; noGradA drops ∂A for a
 // product whose left operand is data (the observation batch), which
 // gorgonia's Mul would compute anyway (a quarter of the update's FLOPs).
-//
-// With share, the float32 product's 32-column panels of C are computed on
-// two goroutines (see rowShare); every element is the same sum either way.
 type matMul struct {
 	buf            *outBuf
 	transA, transB bool
 	noGradA        bool
-	share          *rowShare // nil: on the caller only
 }
 
 func (op matMul) Arity() int { return 2 }
@@ -715,15 +711,7 @@ func (op matMul) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, erro
 	lda, ldb := a.Shape()[1], b.Shape()[1]
 	switch ad := a.Data().(type) {
 	case []float32:
-		bd, cd := b.Data().([]float32), prealloc.Data().([]float32)
-		op.share.run((n+sharePanel-1)/sharePanel, 1, false, func(lo, hi int) {
-			j0, j1 := lo*sharePanel, min(hi*sharePanel, n)
-			bs := bd[j0:] // columns j0… of op(B)
-			if op.transB {
-				bs = bd[j0*ldb:]
-			}
-			sgemm.Gemm(op.transA, op.transB, m, j1-j0, k, 1, ad, lda, bs, ldb, 0, cd[j0:], n)
-		})
+		sgemm.Gemm(op.transA, op.transB, m, n, k, 1, ad, lda, b.Data().([]float32), ldb, 0, prealloc.Data().([]float32), n)
 	case []float64:
 		tA, tB := blas.NoTrans, blas.NoTrans
 		if op.transA {
@@ -738,11 +726,6 @@ func (op matMul) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, erro
 	}
 	return prealloc, nil
 }
-
-// sharePanel is the columns of C per shared chunk: one AVX-512 tile width,
-// so that a split product runs the same tiles.
-const sharePanel = 32
-
 func (op matMul) ReturnsPtr() bool     { return false }
 func (op matMul) CallsExtern() bool    { return false }
 func (op matMul) OverwritesInput() int { return -1 }
@@ -758,11 +741,11 @@ func (op matMul) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) 
 	if op.transA || op.transB {
 		return nil, fmt.Errorf("ppo: matMul: only the plain product is differentiable")
 	}
-	db, err := G.ApplyOp(matMul{transA: true, buf: op.buf.sibling(), share: op.share}, inputs[0], grad)
+	db, err := G.ApplyOp(matMul{transA: true, buf: op.buf.sibling()}, inputs[0], grad)
 	if err != nil || op.noGradA {
 		return G.Nodes{nil, db}, err
 	}
-	da, err := G.ApplyOp(matMul{transB: true, buf: op.buf.sibling(), share: op.share}, grad, inputs[1])
+	da, err := G.ApplyOp(matMul{transB: true, buf: op.buf.sibling()}, grad, inputs[1])
 	return G.Nodes{da, db}, err
 }
 

@@ -8,7 +8,7 @@ import (
 	"streamscale/ppo/internal/nn"
 )
 
-// TestRowShareSameBits runs the actor half with its rows and panels
+// TestRowShareSameBits runs the actor half with its log-softmax rows
 // shared with a helper goroutine, and alone, and wants the same gradient
 // and outputs bit for bit; the helper follows the worker's protocol.
 func TestRowShareSameBits(t *testing.T) {
@@ -27,10 +27,7 @@ func TestRowShareSameBits(t *testing.T) {
 		shared := make([]float32, a.Size)
 		lg.share.on = true
 		var wg sync.WaitGroup
-		wg.Go(func() {
-			lg.share.helpUntil(phaseSplit)
-			lg.share.helpUntil(phaseEnd)
-		})
+		wg.Go(func() { (<-lg.share.tasks).work() })
 		err := lg.runActor(shared)
 		wg.Wait()
 		lg.share.on = false

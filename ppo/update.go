@@ -252,15 +252,14 @@ func (t *Trainer) startCriticWorker() *criticWorker {
 			if j.g == nil {
 				continue
 			}
-			j.g.share.helpUntil(phaseSplit) // the actor's forward pass
+			if j.next != nil {
+				t.fill(j.next, j.nextIdx, j.clip)
+			}
+			(<-j.g.share.tasks).work()
 			err := j.g.runCritic(t.grad)
 			if err == nil {
 				t.netSums(nn.CriticNet)
 			}
-			if j.next != nil {
-				t.fill(j.next, j.nextIdx, j.clip)
-			}
-			j.g.share.helpUntil(phaseEnd) // the actor's backward pass
 			w.done <- err
 		}
 	})
