@@ -176,15 +176,24 @@ func logSoftmaxGrad[T scalar](dx, y, g []T, nvec []int) {
 // logSoftmaxGradExp is logSoftmaxGrad with exp(y) given (e), as the
 // float64 values math.Exp returned for y: the same result bit for bit.
 func logSoftmaxGradExp(dx []float32, e []float64, g []float32, nvec []int) {
-	nn.Blocks(len(e), nvec, func(off, n int) {
-		var sum float64
-		for _, v := range g[off : off+n] {
-			sum += float64(v)
+	w := 0
+	for _, n := range nvec {
+		w += n
+	}
+	// nn.Blocks' order, without its closure calls.
+	for off := 0; w > 0 && off+w <= len(e); {
+		for _, n := range nvec {
+			gb, eb, db := g[off:off+n], e[off:off+n], dx[off:off+n]
+			var sum float64
+			for _, v := range gb {
+				sum += float64(v)
+			}
+			for i, v := range gb {
+				db[i] = float32(float64(v) - eb[i]*sum)
+			}
+			off += n
 		}
-		for i := off; i < off+n; i++ {
-			dx[i] = float32(float64(g[i]) - e[i]*sum)
-		}
-	})
+	}
 }
 
 // expCache holds the last input of a float32 Exp op and math.Exp of it in

@@ -52,32 +52,42 @@ func logSoftmax32(y, x []float32, nvec []int) {
 			logSoftmax32Slow(y[r0:r0+len(xs)], xs, nvec)
 			continue
 		}
+		// Row by row, block by block, without Blocks' closure calls.
 		nb := 0
-		Blocks(len(xs), nvec, func(off, n int) {
-			m := float64(xs[off])
-			for _, v := range xs[off+1 : off+n] {
-				m = math.Max(m, float64(v))
+		for off := 0; off < len(xs); {
+			for _, n := range nvec {
+				b := xs[off : off+n]
+				m := float64(b[0])
+				for _, v := range b[1:] {
+					m = math.Max(m, float64(v))
+				}
+				eb := e[off : off+n]
+				for i, v := range b {
+					eb[i] = float64(v) - m
+				}
+				ms[nb] = m
+				nb++
+				off += n
 			}
-			for i, v := range xs[off : off+n] {
-				e[off+i] = float64(v) - m
-			}
-			ms[nb] = m
-			nb++
-		})
+		}
 		ExpSlice(e[:len(xs)], e[:len(xs)])
-		nb = 0
 		ys := y[r0 : r0+len(xs)]
-		Blocks(len(xs), nvec, func(off, n int) {
-			var sum float64
-			for _, v := range e[off : off+n] {
-				sum += v
+		nb = 0
+		for off := 0; off < len(xs); {
+			for _, n := range nvec {
+				var sum float64
+				for _, v := range e[off : off+n] {
+					sum += v
+				}
+				lse := ms[nb] + math.Log(sum)
+				nb++
+				yb, b := ys[off:off+n], xs[off:off+n]
+				for i, v := range b {
+					yb[i] = float32(float64(v) - lse)
+				}
+				off += n
 			}
-			lse := ms[nb] + math.Log(sum)
-			nb++
-			for i := off; i < off+n; i++ {
-				ys[i] = float32(float64(xs[i]) - lse)
-			}
-		})
+		}
 	}
 }
 
