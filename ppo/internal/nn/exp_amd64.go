@@ -14,7 +14,7 @@ var expAsm = cpu.X86.HasAVX512F && cpu.X86.HasAVX && cpu.X86.HasFMA
 
 // expConsts are the kernel's constants: those of math/exp_amd64.s, then
 // the bounds of the inputs the kernel computes and the exponent bias.
-var expConsts = [...]uint64{
+var expConsts = [16]uint64{
 	math.Float64bits(1.4426950408889634073599246810018920),                  // log2(e)
 	math.Float64bits(0.69314718055966295651160180568695068359375),           // upper half of ln 2
 	math.Float64bits(0.28235290563031577122588448175013436025525412068e-12), // lower half of ln 2
@@ -38,7 +38,7 @@ var expConsts = [...]uint64{
 // all in [expLo, expHi].
 //
 //go:noescape
-func exp8AVX512FMA(dst, src *float64, n int) int
+func exp8AVX512FMA(dst, src *float64, n int, c *[16]uint64) int
 
 // ExpSlice sets dst[i] = math.Exp(src[i]), bit for bit, for every i of
 // src (dst and src may be the same slice).
@@ -47,7 +47,7 @@ func ExpSlice(dst, src []float64) {
 	if expAsm {
 		for len(src) >= 8 {
 			n := len(src) / 8
-			k := exp8AVX512FMA(&dst[0], &src[0], n)
+			k := exp8AVX512FMA(&dst[0], &src[0], n, &expConsts)
 			dst, src = dst[8*k:], src[8*k:]
 			if k == n {
 				break

@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// Offsets of the constants in expConsts (8 bytes each).
+// Offsets of the constants in expConsts (8 bytes each), passed as c.
 #define LOG2E 0
 #define LN2U 8
 #define LN2L 16
@@ -20,7 +20,7 @@
 #define HI 112
 #define BIAS 120
 
-// func exp8AVX512FMA(dst, src *float64, n int) int
+// func exp8AVX512FMA(dst, src *float64, n int, c *[16]uint64) int
 // dst[i] = math.Exp(src[i]) for the 8n elements of src, eight lanes at a
 // time, with the operations of the AVX+FMA path of Go's math.Exp on amd64
 // (math/exp_amd64.s) in its order: k = int32(round(x·log2e)); the
@@ -30,11 +30,11 @@
 // with a lane outside [LO, HI] (or NaN), where math.Exp takes another
 // path, is not computed: the function returns the number of blocks done
 // before it, and the caller computes that block with math.Exp.
-TEXT ·exp8AVX512FMA(SB), NOSPLIT, $0-32
+TEXT ·exp8AVX512FMA(SB), NOSPLIT, $0-40
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
-	LEAQ ·expConsts(SB), R8
+	MOVQ c+24(FP), R8
 	XORQ AX, AX
 	TESTQ CX, CX
 	JZ   done
@@ -87,5 +87,5 @@ loop:
 
 done:
 	VZEROUPPER
-	MOVQ AX, ret+24(FP)
+	MOVQ AX, ret+32(FP)
 	RET
