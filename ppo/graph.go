@@ -45,7 +45,6 @@ type lossGraph[T scalar] struct {
 
 	actor  graphHalf
 	critic graphHalf
-	share  *rowShare // the actor's log-softmax rows, shared with a worker when on
 
 	// actor inputs
 	aObs, onehot, oldLogp, adv, lo, hi []T
@@ -83,7 +82,7 @@ func newLossGraph[T scalar](a *nn.Arch, batch int, theta []T, entCoef, vfCoef fl
 	if len(theta) != a.Size {
 		return nil, fmt.Errorf("ppo: parameter vector has %d entries, want %d", len(theta), a.Size)
 	}
-	lg := &lossGraph[T]{arch: a, batch: batch, clipV: clipV, share: newRowShare()}
+	lg := &lossGraph[T]{arch: a, batch: batch, clipV: clipV}
 	B := batch
 	mk := func(n int) []T { return make([]T, n) }
 	lg.aObs, lg.onehot, lg.oldLogp, lg.adv, lg.lo, lg.hi = mk(B*a.Obs), mk(B*a.Logits), mk(B), mk(B), mk(B), mk(B)
@@ -199,9 +198,9 @@ func (lg *lossGraph[T]) buildActor(theta []T, entCoef T) (err error) {
 	logits := must(mlp(obs, h.params))
 	// Log-probabilities of every choice, per action dimension.
 	// The entropy's exp(log p) is what the log-softmax gradient needs
-	// too: the two ops share it through ec.
+	// too: the log-softmax computes it into ec for both.
 	ec := new(expCache)
-	logpAll := must(G.ApplyOp(catLogSoftmax{nvec: a.Nvec, buf: new(outBuf), exp: ec, share: lg.share}, logits))
+	logpAll := must(G.ApplyOp(catLogSoftmax{nvec: a.Nvec, buf: new(outBuf), exp: ec}, logits))
 	// log π(a|s) = Σ_d log p_d(a_d); −mean(H) = Σ_{b,d,k} p·log p / B.
 	logp := must(G.ApplyOp(rowDot{buf: new(outBuf)}, logpAll, onehot))
 	plogp := must(G.ApplyOp(sumProd{}, must(G.ApplyOp(elemOp{fn: nn.Exp, buf: new(outBuf), exp: ec}, logpAll)), logpAll))
@@ -284,9 +283,7 @@ func (lg *lossGraph[T]) run(grad []T, parallel bool) error {
 // runActor runs the actor half, writing its gradient into grad.
 func (lg *lossGraph[T]) runActor(grad []T) error {
 	h := &lg.actor
-	err := h.run(lg.arch, grad)
-	lg.share.endRun()
-	if err != nil {
+	if err := h.run(lg.arch, grad); err != nil {
 		return err
 	}
 	p := h.prog

@@ -30,13 +30,11 @@ import (
 // catches). Its gradient is catLogSoftmaxDiff.
 //
 // With exp (float32 only) it also computes math.Exp of its output into
-// exp, for the Exp op on that output and for its own gradient; with share
-// it computes its rows on two goroutines (see rowShare).
+// exp, for the Exp op on that output and for its own gradient.
 type catLogSoftmax struct {
-	nvec  []int
-	buf   *outBuf
-	exp   *expCache // handed to the gradient; nil: none
-	share *rowShare // nil: rows on the caller only
+	nvec []int
+	buf  *outBuf
+	exp  *expCache // handed to the gradient; nil: none
 }
 
 func (op catLogSoftmax) Arity() int { return 1 }
@@ -55,20 +53,12 @@ func (op catLogSoftmax) Do(vals ...G.Value) (G.Value, error) {
 func (op catLogSoftmax) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
 	switch x := vals[0].Data().(type) {
 	case []float32:
-		y, w := prealloc.Data().([]float32), 0
-		for _, n := range op.nvec {
-			w += n
-		}
+		y := prealloc.Data().([]float32)
+		nn.LogSoftmaxRows(y, x, op.nvec)
 		if op.exp != nil {
 			op.exp.size(len(y))
+			op.exp.expRange(y, 0, len(y))
 		}
-		op.share.run(len(x)/w, func(lo, hi int) {
-			lo, hi = lo*w, hi*w
-			nn.LogSoftmaxRows(y[lo:hi], x[lo:hi], op.nvec)
-			if op.exp != nil {
-				op.exp.expRange(y, lo, hi)
-			}
-		})
 	case []float64:
 		nn.LogSoftmaxRows(prealloc.Data().([]float64), x, op.nvec)
 	default:
@@ -196,12 +186,13 @@ func logSoftmaxGradExp(dx []float32, e []float64, g []float32, nvec []int) {
 	}
 }
 
-// expCache holds the last input of a float32 Exp op and math.Exp of it in
-// float64 (before rounding to float32), so that the log-softmax gradient
-// on the same values need not compute it again (a third of the actor's
-// exponentials). of returns the cached exponentials only when its
-// argument equals the cached input element for element, so a stale or
-// foreign cache is never used. A nil *expCache caches nothing.
+// expCache holds the log-softmax's float32 output and math.Exp of it in
+// float64 (before rounding to float32), computed with the log-softmax
+// (eight lanes at a time), so that the Exp op on that output and the
+// log-softmax gradient need not compute them again. of returns the cached
+// exponentials only when its argument equals the cached input bit for
+// bit, so a stale or foreign cache is never used (the Exp op then
+// computes and caches them itself). A nil *expCache caches nothing.
 type expCache struct {
 	x []float32
 	e []float64
@@ -249,8 +240,7 @@ func (c *expCache) size(n int) {
 }
 
 // expRange caches x[lo:hi] and math.Exp of it (through nn.ExpSlice, the
-// same bits); goroutines may fill
-// disjoint ranges of one cache at once.
+// same bits).
 func (c *expCache) expRange(x []float32, lo, hi int) {
 	copy(c.x[lo:hi], x[lo:hi])
 	e := c.e[lo:hi]

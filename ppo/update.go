@@ -122,7 +122,6 @@ func (t *Trainer) minibatch(w *criticWorker, k int, clip, lr float64) (minibatch
 		t.fill(g, idx, clip)
 	}
 	if w == nil {
-		g.share.on = false
 		if err := g.run(t.grad, false); err != nil {
 			return minibatchStats{}, err
 		}
@@ -130,7 +129,6 @@ func (t *Trainer) minibatch(w *criticWorker, k int, clip, lr float64) (minibatch
 		t.netSums(nn.CriticNet)
 	} else {
 		j := criticJob{step: w.pending, g: g, clip: clip}
-		g.share.on = true
 		w.pending = nil
 		if k+1 < len(t.batches) {
 			next := t.batches[k+1]
@@ -280,13 +278,12 @@ func (t *Trainer) startCriticWorker() *criticWorker {
 			if j.g == nil {
 				continue
 			}
-			if j.next != nil {
-				t.fill(j.next, j.nextIdx, j.clip)
-			}
-			(<-j.g.share.tasks).work()
 			err := j.g.runCritic(t.grad)
 			if err == nil {
 				t.netSums(nn.CriticNet)
+				if j.next != nil {
+					t.fill(j.next, j.nextIdx, j.clip)
+				}
 			}
 			w.done <- err
 		}
