@@ -199,8 +199,7 @@ type expCache struct {
 }
 
 // of returns exp(y) from the cache, or nil if y is not the cached input
-// bit for bit (compared as bytes: a memory compare, some 40× faster than
-// an element loop).
+// bit for bit (compared as bytes: one memory compare).
 func (c *expCache) of(y []float32) []float64 {
 	if c == nil || len(c.x) != len(y) || len(y) == 0 {
 		return nil
