@@ -100,6 +100,18 @@ func sumSquares(g []float32) float64 {
 	return s
 }
 
+// sumSquares2 continues the chain sa over a and starts one over b, for
+// equally long a and b, in one loop: sa + Σ a², Σ b², each in index order.
+func sumSquares2(a []float32, sa float64, b []float32) (float64, float64) {
+	b = b[:len(a)]
+	var sb float64
+	for i, v := range a {
+		sa += float64(v) * float64(v)
+		sb += float64(b[i]) * float64(b[i])
+	}
+	return sa, sb
+}
+
 // clipCoef combines the parameters' sums of squares, in parameter order,
 // into the global norm and reports whether and by what factor clipping
 // scales the gradient.

@@ -35,8 +35,10 @@
 // # Numerics
 //
 // Training is float32, as PyTorch trains SB3's policies. Gradients come
-// from a gorgonia graph built once per minibatch size and re-run on a
-// reused TapeMachine (graph.go); its inputs and parameters are views of
+// from a gorgonia graph built once per minibatch size (graph.go) whose
+// ops, with the gradient nodes gorgonia's symbolic differentiation added,
+// are re-run in topological order on the calling goroutine (exec.go,
+// instead of a TapeMachine); its inputs and parameters are views of
 // the trainer's buffers. A few gorgonia ops are replaced by this package's
 // own ops with symbolic gradients (ops.go): the matrix product (through
 // internal/sgemm: AVX-512 or AVX2+FMA kernels chosen at run time that read
@@ -87,6 +89,6 @@
 // # Concurrency
 //
 // A Trainer is not safe for concurrent use; Trainer.Policy returns a
-// snapshot that is independent of it. A gorgonia graph and its TapeMachine are used by
-// one goroutine at a time.
+// snapshot that is independent of it. A gorgonia graph and its program
+// are used by one goroutine at a time.
 package ppo

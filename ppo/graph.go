@@ -25,7 +25,7 @@ func dtypeOf[T scalar]() tensor.Dtype {
 
 // lossGraph is the PPO loss of one minibatch size B, built once and re-run
 // for every minibatch of that size. It is two independent gorgonia graphs,
-// each with its own TapeMachine:
+// each with its own program (exec.go):
 //
 //	actor:  L_π = −mean(min(Â·ρ, Â·clip(ρ, 1−ε, 1+ε))) + c_ent·(−mean(H))
 //	critic: L_V = c_vf · mean((R − V_pred)²),  V_pred = V_old + clip(V − V_old, ±ε_vf)
@@ -50,30 +50,32 @@ type lossGraph[T scalar] struct {
 	aObs, onehot, oldLogp, adv, lo, hi []T
 	// critic inputs (cObs is aObs)
 	cObs, ret, oldV, vlo, vhi []T
-	// outputs, copied out by read instructions as soon as they are
-	// computed (a node's own value may be overwritten later in the run,
-	// when the tape machine reuses its register)
-	pg, ent, logp, ratio, vf, value G.Value
+	// output nodes and their values after the last run (overwritten by
+	// the next)
+	pgN, entN, logpN, ratioN, vfN, valueN *G.Node
+	pg, ent, logp, ratio, vf, value       G.Value
 }
 
 type graphHalf struct {
 	g      *G.ExprGraph
-	vm     G.VM
+	prog   *program
 	params []*G.Node
-	grads  []G.Value // ∂loss/∂params, read out
-	loss   G.Value
-	first  int // index of the half's first parameter in arch.Params
+	gradN  []*G.Node // ∂loss/∂params
+	lossN  *G.Node
+	loss   G.Value // after the last run
+	first  int     // index of the half's first parameter in arch.Params
 }
 
-// finish reads out the loss and gradients and compiles the half.
-func (h *graphHalf) finish(loss *G.Node) {
-	G.Read(loss, &h.loss)
-	gs := must2(G.Grad(loss, h.params...))
-	h.grads = make([]G.Value, len(gs))
-	for i, g := range gs {
-		G.Read(g, &h.grads[i])
+// finish adds the gradient nodes and compiles the half, computing the
+// loss, the gradients and outs.
+func (h *graphHalf) finish(loss *G.Node, outs ...*G.Node) {
+	h.lossN = loss
+	h.gradN = must2(G.Grad(loss, h.params...))
+	p, err := compile(h.g, append(append([]*G.Node{loss}, h.gradN...), outs...)...)
+	if err != nil {
+		panic(err)
 	}
-	h.vm = G.NewTapeMachine(h.g)
+	h.prog = p
 }
 
 func newLossGraph[T scalar](a *nn.Arch, batch int, theta []T, entCoef, vfCoef float64, clipV bool) (*lossGraph[T], error) {
@@ -96,6 +98,27 @@ func newLossGraph[T scalar](a *nn.Arch, batch int, theta []T, entCoef, vfCoef fl
 		return nil, fmt.Errorf("ppo: building critic graph: %w", err)
 	}
 	return lg, nil
+}
+
+// bindGrads makes the ops that compute the parameters' gradients (the
+// products ∂W and the column sums ∂b) write them straight into grad, the
+// flat gradient vector, so that a run need not copy them there.
+func (lg *lossGraph[T]) bindGrads(grad []T) {
+	for _, h := range []*graphHalf{&lg.actor, &lg.critic} {
+		for i, gn := range h.gradN {
+			p := lg.arch.Params[h.first+i]
+			var buf *outBuf
+			switch op := gn.Op().(type) {
+			case matMul:
+				buf = op.buf
+			case colSum:
+				buf = op.buf
+			}
+			if buf != nil && gn.Shape().Eq(tensor.Shape{p.Rows, p.Cols}) {
+				buf.t = tensor.New(tensor.WithBacking(grad[p.Off:p.Off+p.Len()]), tensor.WithShape(p.Rows, p.Cols))
+			}
+		}
+	}
 }
 
 // input binds backing (shape dims) to a new input node of g.
@@ -175,7 +198,7 @@ func (lg *lossGraph[T]) buildActor(theta []T, entCoef T) (err error) {
 	logits := must(mlp(obs, h.params))
 	// Log-probabilities of every choice, per action dimension.
 	// The entropy's exp(log p) is what the log-softmax gradient needs
-	// too: the two ops share it through ec.
+	// too: the log-softmax computes it into ec for both.
 	ec := new(expCache)
 	logpAll := must(G.ApplyOp(catLogSoftmax{nvec: a.Nvec, buf: new(outBuf), exp: ec}, logits))
 	// log π(a|s) = Σ_d log p_d(a_d); −mean(H) = Σ_{b,d,k} p·log p / B.
@@ -187,11 +210,8 @@ func (lg *lossGraph[T]) buildActor(theta []T, entCoef T) (err error) {
 	s2 := must(G.HadamardProd(adv, must(clamp(ratio, lo, hi))))
 	pg := must(G.Neg(must(G.Mean(must(G.MinBetween(s1, s2))))))
 	loss := must(G.Add(pg, must(G.Mul(G.NewConstant(entCoef), ent))))
-	G.Read(pg, &lg.pg)
-	G.Read(ent, &lg.ent)
-	G.Read(logp, &lg.logp)
-	G.Read(ratio, &lg.ratio)
-	h.finish(loss)
+	lg.pgN, lg.entN, lg.logpN, lg.ratioN = pg, ent, logp, ratio
+	h.finish(loss, pg, ent, logp, ratio)
 	return nil
 }
 
@@ -220,9 +240,8 @@ func (lg *lossGraph[T]) buildCritic(theta []T, vfCoef T) (err error) {
 	}
 	vf := must(G.Mean(must(G.Square(must(G.Sub(ret, pred))))))
 	loss := must(G.Mul(G.NewConstant(vfCoef), vf))
-	G.Read(vf, &lg.vf)
-	G.Read(v, &lg.value)
-	h.finish(loss)
+	lg.vfN, lg.valueN = vf, v
+	h.finish(loss, vf, v)
 	return nil
 }
 
@@ -245,16 +264,13 @@ func (lg *lossGraph[T]) setClip(eps, epsV float64) {
 // into grad. Each half touches only its own graph, machine and grad range.
 func (lg *lossGraph[T]) run(grad []T, parallel bool) error {
 	var errs [2]error
-	halves := [2]*graphHalf{&lg.actor, &lg.critic}
 	if parallel {
 		var wg sync.WaitGroup
-		wg.Go(func() { errs[1] = halves[1].run(lg.arch, grad) })
-		errs[0] = halves[0].run(lg.arch, grad)
+		wg.Go(func() { errs[1] = lg.runCritic(grad) })
+		errs[0] = lg.runActor(grad)
 		wg.Wait()
 	} else {
-		for i, h := range halves {
-			errs[i] = h.run(lg.arch, grad)
-		}
+		errs[0], errs[1] = lg.runActor(grad), lg.runCritic(grad)
 	}
 	for _, err := range errs {
 		if err != nil {
@@ -264,18 +280,44 @@ func (lg *lossGraph[T]) run(grad []T, parallel bool) error {
 	return nil
 }
 
-func (h *graphHalf) run(a *nn.Arch, grad any) error {
-	h.vm.Reset()
-	if err := h.vm.RunAll(); err != nil {
+// runActor runs the actor half, writing its gradient into grad.
+func (lg *lossGraph[T]) runActor(grad []T) error {
+	h := &lg.actor
+	if err := h.run(lg.arch, grad); err != nil {
 		return err
 	}
-	for i, gv := range h.grads {
+	p := h.prog
+	lg.pg, lg.ent, lg.logp, lg.ratio = p.value(lg.pgN), p.value(lg.entN), p.value(lg.logpN), p.value(lg.ratioN)
+	return nil
+}
+
+// runCritic runs the critic half, writing its gradient into grad.
+func (lg *lossGraph[T]) runCritic(grad []T) error {
+	h := &lg.critic
+	if err := h.run(lg.arch, grad); err != nil {
+		return err
+	}
+	lg.vf, lg.value = h.prog.value(lg.vfN), h.prog.value(lg.valueN)
+	return nil
+}
+
+func (h *graphHalf) run(a *nn.Arch, grad any) error {
+	if err := h.prog.run(); err != nil {
+		return err
+	}
+	h.loss = h.prog.value(h.lossN)
+	for i, gn := range h.gradN {
 		p := a.Params[h.first+i]
+		gv := h.prog.value(gn)
 		switch g := grad.(type) {
 		case []float32:
-			copy(g[p.Off:p.Off+p.Len()], gv.Data().([]float32))
+			if d := gv.Data().([]float32); &d[0] != &g[p.Off] { // not bound by bindGrads
+				copy(g[p.Off:p.Off+p.Len()], d)
+			}
 		case []float64:
-			copy(g[p.Off:p.Off+p.Len()], gv.Data().([]float64))
+			if d := gv.Data().([]float64); &d[0] != &g[p.Off] {
+				copy(g[p.Off:p.Off+p.Len()], d)
+			}
 		}
 	}
 	return nil

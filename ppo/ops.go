@@ -1,10 +1,12 @@
 package ppo
 
 import (
+	"bytes"
 	"fmt"
 	"hash"
 	"hash/fnv"
 	"math"
+	"unsafe"
 
 	"github.com/chewxy/hm"
 	"gonum.org/v1/gonum/blas"
@@ -26,6 +28,9 @@ import (
 // reshaping around it aliases memory that the tape machine's in-place ops
 // then overwrite (a wrong gradient that TestLossGradientFiniteDifference
 // catches). Its gradient is catLogSoftmaxDiff.
+//
+// With exp (float32 only) it also computes math.Exp of its output into
+// exp, for the Exp op on that output and for its own gradient.
 type catLogSoftmax struct {
 	nvec []int
 	buf  *outBuf
@@ -48,7 +53,12 @@ func (op catLogSoftmax) Do(vals ...G.Value) (G.Value, error) {
 func (op catLogSoftmax) UsePreallocDo(prealloc G.Value, vals ...G.Value) (G.Value, error) {
 	switch x := vals[0].Data().(type) {
 	case []float32:
-		nn.LogSoftmaxRows(prealloc.Data().([]float32), x, op.nvec)
+		y := prealloc.Data().([]float32)
+		nn.LogSoftmaxRows(y, x, op.nvec)
+		if op.exp != nil {
+			op.exp.size(len(y))
+			op.exp.expRange(y, 0, len(y))
+		}
 	case []float64:
 		nn.LogSoftmaxRows(prealloc.Data().([]float64), x, op.nvec)
 	default:
@@ -156,54 +166,87 @@ func logSoftmaxGrad[T scalar](dx, y, g []T, nvec []int) {
 // logSoftmaxGradExp is logSoftmaxGrad with exp(y) given (e), as the
 // float64 values math.Exp returned for y: the same result bit for bit.
 func logSoftmaxGradExp(dx []float32, e []float64, g []float32, nvec []int) {
-	nn.Blocks(len(e), nvec, func(off, n int) {
-		var sum float64
-		for _, v := range g[off : off+n] {
-			sum += float64(v)
+	w := 0
+	for _, n := range nvec {
+		w += n
+	}
+	// nn.Blocks' order, without its closure calls.
+	for off := 0; w > 0 && off+w <= len(e); {
+		for _, n := range nvec {
+			gb, eb, db := g[off:off+n], e[off:off+n], dx[off:off+n]
+			var sum float64
+			for _, v := range gb {
+				sum += float64(v)
+			}
+			for i, v := range gb {
+				db[i] = float32(float64(v) - eb[i]*sum)
+			}
+			off += n
 		}
-		for i := off; i < off+n; i++ {
-			dx[i] = float32(float64(g[i]) - e[i]*sum)
-		}
-	})
+	}
 }
 
-// expCache holds the last input of a float32 Exp op and math.Exp of it in
-// float64 (before rounding to float32), so that the log-softmax gradient
-// on the same values need not compute it again (a third of the actor's
-// exponentials). of returns the cached exponentials only when its
-// argument equals the cached input element for element, so a stale or
-// foreign cache is never used. A nil *expCache caches nothing.
+// expCache holds the log-softmax's float32 output and math.Exp of it in
+// float64 (before rounding to float32), computed with the log-softmax
+// (eight lanes at a time), so that the Exp op on that output and the
+// log-softmax gradient need not compute them again. of returns the cached
+// exponentials only when its argument equals the cached input bit for
+// bit, so a stale or foreign cache is never used (the Exp op then
+// computes and caches them itself). A nil *expCache caches nothing.
 type expCache struct {
 	x []float32
 	e []float64
 }
 
-// of returns exp(y) from the cache, or nil if y is not the cached input.
+// of returns exp(y) from the cache, or nil if y is not the cached input
+// bit for bit (compared as bytes: one memory compare).
 func (c *expCache) of(y []float32) []float64 {
 	if c == nil || len(c.x) != len(y) || len(y) == 0 {
 		return nil
 	}
-	for i, v := range y {
-		if c.x[i] != v {
-			return nil
-		}
+	if !bytes.Equal(f32bytes(c.x), f32bytes(y)) {
+		return nil
 	}
 	return c.e
 }
 
+// f32bytes is the memory of x.
+func f32bytes(x []float32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))
+}
+
 // expInto writes float32(exp(x)) into y, keeping x and the float64
-// exponentials.
+// exponentials (or taking them from the cache if it holds x).
 func (c *expCache) expInto(y, x []float32) {
-	if cap(c.x) < len(x) {
-		c.x, c.e = make([]float32, len(x)), make([]float64, len(x))
+	e := c.of(x)
+	if e == nil {
+		c.size(len(x))
+		c.expRange(x, 0, len(x))
+		e = c.e
 	}
-	c.x, c.e = c.x[:len(x)], c.e[:len(x)]
-	copy(c.x, x)
-	for i, v := range x {
-		e := math.Exp(float64(v))
-		c.e[i] = e
-		y[i] = float32(e)
+	for i, v := range e[:len(y)] {
+		y[i] = float32(v)
 	}
+}
+
+// size makes the cache n elements long (its contents undefined until
+// expRange has filled them).
+func (c *expCache) size(n int) {
+	if cap(c.x) < n {
+		c.x, c.e = make([]float32, n), make([]float64, n)
+	}
+	c.x, c.e = c.x[:n], c.e[:n]
+}
+
+// expRange caches x[lo:hi] and math.Exp of it (through nn.ExpSlice, the
+// same bits).
+func (c *expCache) expRange(x []float32, lo, hi int) {
+	copy(c.x[lo:hi], x[lo:hi])
+	e := c.e[lo:hi]
+	for i, v := range x[lo:hi] {
+		e[i] = float64(v)
+	}
+	nn.ExpSlice(e, e)
 }
 
 // elemOp is tanh or exp, element-wise, evaluated through float64 math.Exp
@@ -704,10 +747,10 @@ func (op matMul) SymDiff(inputs G.Nodes, output, grad *G.Node) (G.Nodes, error) 
 	return G.Nodes{da, db}, err
 }
 
-// outBuf holds one graph node's output tensor across runs. The trainer
-// re-runs one TapeMachine per minibatch size, and Reset clears the
-// machine's registers, so without it every op's Do allocated its output
-// anew each run (≈ 6% of a training run's CPU in allocation and GC). Each
+// outBuf holds one graph node's output tensor across runs, so that Do
+// need not allocate it anew each run (a program passes an op's previous
+// output to UsePreallocDo anyway; outBuf also serves a graph run by a
+// TapeMachine, whose Reset clears its registers). Each
 // node needs its own outBuf (a shared one would alias two nodes' outputs);
 // a nil *outBuf allocates every time. Every op overwrites its whole
 // output, so reusing the memory does not change results.

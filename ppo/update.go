@@ -22,6 +22,7 @@ func (t *Trainer) graph(batch, slot int) (*lossGraph[float32], error) {
 		if err != nil {
 			return nil, err
 		}
+		g.bindGrads(t.grad)
 		pair[slot] = g
 	}
 	return pair[slot], nil
@@ -124,9 +125,8 @@ func (t *Trainer) minibatch(w *criticWorker, k int, clip, lr float64) (minibatch
 		if err := g.run(t.grad, false); err != nil {
 			return minibatchStats{}, err
 		}
-		for i, p := range t.arch.Params {
-			t.sums[i] = sumSquares(t.grad[p.Off : p.Off+p.Len()])
-		}
+		t.netSums(nn.ActorNet)
+		t.netSums(nn.CriticNet)
 	} else {
 		j := criticJob{step: w.pending, g: g, clip: clip}
 		w.pending = nil
@@ -138,7 +138,7 @@ func (t *Trainer) minibatch(w *criticWorker, k int, clip, lr float64) (minibatch
 			j.nextIdx = next
 		}
 		w.jobs <- j
-		errA := g.actor.run(t.arch, t.grad)
+		errA := g.runActor(t.grad)
 		if errA == nil {
 			t.netSums(nn.ActorNet)
 		}
@@ -184,12 +184,41 @@ func cmpErr(errs ...error) error {
 }
 
 // netSums fills t.sums for the parameters of one net (clipGradNorm's
-// per-parameter terms).
+// per-parameter terms). Each sum is a chain of float64 additions in index
+// order, bound by the adder's latency; the largest parameter's chain runs
+// interleaved with the others' (one after another), so that the CPU
+// overlaps two chains. Every sum is the same as sumSquares's.
 func (t *Trainer) netSums(net int) {
-	for _, i := range t.netParams[net] {
-		p := t.arch.Params[i]
-		t.sums[i] = sumSquares(t.grad[p.Off : p.Off+p.Len()])
+	ps := t.netParams[net]
+	big := ps[0]
+	for _, i := range ps {
+		if t.arch.Params[i].Len() > t.arch.Params[big].Len() {
+			big = i
+		}
 	}
+	grad := func(i int) []float32 {
+		p := t.arch.Params[i]
+		return t.grad[p.Off : p.Off+p.Len()]
+	}
+	a, sa := grad(big), 0.0
+	for _, i := range ps {
+		if i == big {
+			continue
+		}
+		b := grad(i)
+		n := min(len(a), len(b))
+		var sb float64
+		sa, sb = sumSquares2(a[:n], sa, b[:n])
+		for _, v := range b[n:] { // the rest of b, when a has run out
+			sb += float64(v) * float64(v)
+		}
+		t.sums[i] = sb
+		a = a[n:]
+	}
+	for _, v := range a {
+		sa += float64(v) * float64(v)
+	}
+	t.sums[big] = sa
 }
 
 // applyStep clips (scales by c when scale) and applies the Adam step to
@@ -249,7 +278,7 @@ func (t *Trainer) startCriticWorker() *criticWorker {
 			if j.g == nil {
 				continue
 			}
-			err := j.g.critic.run(t.arch, t.grad)
+			err := j.g.runCritic(t.grad)
 			if err == nil {
 				t.netSums(nn.CriticNet)
 				if j.next != nil {

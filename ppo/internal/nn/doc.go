@@ -8,8 +8,11 @@
 // tanh, Add, Mul, TanhGrad and Adam run in small assembly loops over
 // independent lanes that perform the Go loops' float operations in the
 // same order, each rounded on its own, so their bits equal the Go loops'
-// (the *AssemblyMatchesGo tests); the purego build tag selects the Go
-// loops everywhere.
+// (the *AssemblyMatchesGo tests); ExpSlice, which the float32
+// log-softmax uses, performs math.Exp's own operations (its AVX+FMA path
+// on amd64) eight lanes at a time, so its bits equal math.Exp's
+// (TestExpSliceMatchesMathExp). The purego build tag selects the Go loops
+// everywhere.
 //
 // Layout: all parameters live in one flat float32 vector, actor first,
 // each weight stored input-major ([in, out], so a batch is X·W) and each

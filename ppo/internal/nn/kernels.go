@@ -11,21 +11,7 @@ type Scalar interface{ float32 | float64 }
 func LogSoftmaxRows[T Scalar](y, x []T, nvec []int) {
 	switch x := any(x).(type) {
 	case []float32:
-		y := any(y).([]float32)
-		Blocks(len(x), nvec, func(off, n int) {
-			m := float64(x[off])
-			for _, v := range x[off+1 : off+n] {
-				m = math.Max(m, float64(v))
-			}
-			var sum float64
-			for _, v := range x[off : off+n] {
-				sum += math.Exp(float64(v) - m)
-			}
-			lse := m + math.Log(sum)
-			for i := off; i < off+n; i++ {
-				y[i] = float32(float64(x[i]) - lse)
-			}
-		})
+		logSoftmax32(any(y).([]float32), x, nvec)
 	case []float64:
 		y := any(y).([]float64)
 		Blocks(len(x), nvec, func(off, n int) {
@@ -43,6 +29,87 @@ func LogSoftmaxRows[T Scalar](y, x []T, nvec []int) {
 			}
 		})
 	}
+}
+
+// logSoftmax32 is LogSoftmaxRows for float32: per block m = max x (math.Max
+// in index order), sum = Σ exp(x − m) from zero in index order, lse =
+// m + log(sum), y = float32(x − lse). The exponentials of up to
+// lsmScratch elements at a time go through ExpSlice (math.Exp's bits,
+// eight lanes at a time where the CPU has AVX-512).
+func logSoftmax32(y, x []float32, nvec []int) {
+	w := 0
+	for _, k := range nvec {
+		w += k
+	}
+	if w == 0 {
+		return
+	}
+	var e, ms [lsmScratch]float64
+	rows := max(1, lsmScratch/w)
+	for r0 := 0; r0+w <= len(x); r0 += rows * w {
+		xs := x[r0:min(len(x)/w*w, r0+rows*w)]
+		if len(xs) > lsmScratch { // one row wider than the scratch
+			logSoftmax32Slow(y[r0:r0+len(xs)], xs, nvec)
+			continue
+		}
+		// Row by row, block by block, without Blocks' closure calls.
+		nb := 0
+		for off := 0; off < len(xs); {
+			for _, n := range nvec {
+				b := xs[off : off+n]
+				m := float64(b[0])
+				for _, v := range b[1:] {
+					m = math.Max(m, float64(v))
+				}
+				eb := e[off : off+n]
+				for i, v := range b {
+					eb[i] = float64(v) - m
+				}
+				ms[nb] = m
+				nb++
+				off += n
+			}
+		}
+		ExpSlice(e[:len(xs)], e[:len(xs)])
+		ys := y[r0 : r0+len(xs)]
+		nb = 0
+		for off := 0; off < len(xs); {
+			for _, n := range nvec {
+				var sum float64
+				for _, v := range e[off : off+n] {
+					sum += v
+				}
+				lse := ms[nb] + math.Log(sum)
+				nb++
+				yb, b := ys[off:off+n], xs[off:off+n]
+				for i, v := range b {
+					yb[i] = float32(float64(v) - lse)
+				}
+				off += n
+			}
+		}
+	}
+}
+
+// lsmScratch is logSoftmax32's batch of exponentials (on the stack).
+const lsmScratch = 1024
+
+// logSoftmax32Slow is logSoftmax32 one exponential at a time.
+func logSoftmax32Slow(y, x []float32, nvec []int) {
+	Blocks(len(x), nvec, func(off, n int) {
+		m := float64(x[off])
+		for _, v := range x[off+1 : off+n] {
+			m = math.Max(m, float64(v))
+		}
+		var sum float64
+		for _, v := range x[off : off+n] {
+			sum += math.Exp(float64(v) - m)
+		}
+		lse := m + math.Log(sum)
+		for i := off; i < off+n; i++ {
+			y[i] = float32(float64(x[i]) - lse)
+		}
+	})
 }
 
 // Blocks calls f(offset, size) for every action-dimension block of every
