@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"streamscale/rng"
-	"sync"
-	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Autoreset selects when a vector env restarts an ended episode.
@@ -44,10 +44,10 @@ type VecResult struct {
 }
 
 // VecEnv steps N environments together, in parallel over worker
-// goroutines (each env is stepped by one goroutine during a step; results
-// do not depend on scheduling). The calling goroutine is one of the
-// workers; with one worker no goroutine is started. Episode k of env i (k = 0, 1, …) is reset with
-// seed base + i + k·N, base being the seed given to Reset.
+// goroutines (each env is owned by one goroutine during a step; results do
+// not depend on scheduling; with one worker the calling goroutine steps
+// them all). Episode k of env i (k = 0, 1, …) is reset with seed
+// base + i + k·N, base being the seed given to Reset.
 type VecEnv struct {
 	envs      []*Env
 	mode      Autoreset
@@ -60,17 +60,6 @@ type VecEnv struct {
 	res       VecResult
 	finalBufs []Observation
 	started   bool
-	// claims[w] is the next env of worker w's chunk to step (Step with
-	// more than one worker); errs[i] is env i's step error.
-	claims []claim
-	errs   []error
-}
-
-// claim is a chunk's counter, alone on its cache line so that workers
-// claiming from their own chunks do not contend.
-type claim struct {
-	next atomic.Int32
-	_    [60]byte
 }
 
 // NewVec builds one Env per config. workers ≤ 0 means GOMAXPROCS.
@@ -96,7 +85,6 @@ func NewVec(cfgs []Config, mode Autoreset, workers int) (*VecEnv, error) {
 		v.envs = append(v.envs, e)
 	}
 	n := len(v.envs)
-	v.claims, v.errs = make([]claim, v.workers), make([]error, n)
 	v.episodes = make([]uint64, n)
 	v.pending = make([]bool, n)
 	v.epReturn = make([]float64, n)
@@ -151,8 +139,7 @@ func (v *VecEnv) Reset(base uint64) ([]Observation, error) {
 
 // Step applies one action per environment. Every action is validated
 // before any environment moves: an invalid one returns an error naming the
-// env and changes nothing. Should an env fail to step after that, the
-// error names the lowest-numbered env that failed.
+// env and changes nothing.
 func (v *VecEnv) Step(actions []Action) (*VecResult, error) {
 	if !v.started {
 		return nil, ErrNotReset
@@ -180,43 +167,22 @@ func (v *VecEnv) Step(actions []Action) (*VecResult, error) {
 		}
 		return &v.res, nil
 	}
-	for w := range v.workers {
-		v.claims[w].next.Store(int32(w * n / v.workers))
+	var g errgroup.Group
+	for w := 0; w < v.workers; w++ {
+		lo, hi := w*n/v.workers, (w+1)*n/v.workers
+		g.Go(func() error {
+			for i := lo; i < hi; i++ {
+				if err := v.stepOne(i, actions[i]); err != nil {
+					return fmt.Errorf("env: vector env %d: %w", i, err)
+				}
+			}
+			return nil
+		})
 	}
-	var wg sync.WaitGroup
-	for w := 1; w < v.workers; w++ {
-		wg.Go(func() { v.work(w, actions) })
-	}
-	v.work(0, actions)
-	wg.Wait()
-	for i, err := range v.errs {
-		if err != nil {
-			clear(v.errs)
-			return nil, fmt.Errorf("env: vector env %d: %w", i, err)
-		}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return &v.res, nil
-}
-
-// work steps envs for worker w: first its own chunk of the vector, then
-// what is left of the others' (a goroutine that starts late, or a chunk
-// that runs slow, leaves its envs to whoever is free rather than making
-// the step wait for it). Each env is claimed by exactly one worker through
-// its chunk's counter, and an env's step depends on nothing but the env
-// and its action, so which worker steps it does not change a result.
-func (v *VecEnv) work(w int, actions []Action) {
-	n := len(v.envs)
-	for k := range v.workers {
-		c := (w + k) % v.workers
-		end := int32((c + 1) * n / v.workers)
-		for {
-			i := v.claims[c].next.Add(1) - 1
-			if i >= end {
-				break
-			}
-			v.errs[i] = v.stepOne(int(i), actions[i])
-		}
-	}
 }
 
 func (v *VecEnv) stepOne(i int, a Action) error {
