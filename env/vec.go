@@ -45,8 +45,9 @@ type VecResult struct {
 
 // VecEnv steps N environments together, in parallel over worker
 // goroutines (each env is owned by one goroutine during a step; results do
-// not depend on scheduling). Episode k of env i (k = 0, 1, …) is reset with
-// seed base + i + k·N, base being the seed given to Reset.
+// not depend on scheduling; with one worker the calling goroutine steps
+// them all). Episode k of env i (k = 0, 1, …) is reset with seed
+// base + i + k·N, base being the seed given to Reset.
 type VecEnv struct {
 	envs      []*Env
 	mode      Autoreset
@@ -154,8 +155,19 @@ func (v *VecEnv) Step(actions []Action) (*VecResult, error) {
 			return nil, fmt.Errorf("env: vector env %d: %w", i, err)
 		}
 	}
-	var g errgroup.Group
 	n := len(v.envs)
+	if v.workers == 1 {
+		// One worker steps in the caller's goroutine: no goroutine to
+		// start, no wake-up, and the envs stay in the caller's core's
+		// caches between steps.
+		for i := range n {
+			if err := v.stepOne(i, actions[i]); err != nil {
+				return nil, fmt.Errorf("env: vector env %d: %w", i, err)
+			}
+		}
+		return &v.res, nil
+	}
+	var g errgroup.Group
 	for w := 0; w < v.workers; w++ {
 		lo, hi := w*n/v.workers, (w+1)*n/v.workers
 		g.Go(func() error {
