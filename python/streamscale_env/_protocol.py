@@ -506,11 +506,14 @@ class LocalServer:
             unix = hasattr(socket, "AF_UNIX") and os.name == "posix"
         self._dir = tempfile.mkdtemp(prefix="streamscale_env-") if unix else None
         listen = f"unix:{os.path.join(self._dir, 'env.sock')}" if unix else "127.0.0.1:0"
-        cmd = [server_binary(), "env", "-addr", listen, *extra_args]
+        # -exit-with-stdin: the server exits when its standard input, a
+        # pipe this process holds and never writes, ends -- so it does not
+        # outlive this process even when this one is killed.
+        cmd = [server_binary(), "env", "-addr", listen, "-exit-with-stdin", *extra_args]
         # In a checkout the server finds ../shared/data/traces beside it
         # (traces.DefaultDir; $STREAMSCALE_TRACES overrides).
-        self.proc = subprocess.Popen(cmd, cwd=repo_root(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     start_new_session=True, text=True)
+        self.proc = subprocess.Popen(cmd, cwd=repo_root(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, start_new_session=True, text=True)
         # The server's stderr is drained for its life (a pipe nobody reads
         # blocks a chatty server once it fills); its tail is kept for errors.
         self._stderr_tail = collections.deque(maxlen=50)
@@ -559,7 +562,7 @@ class LocalServer:
 
     def stop(self):
         self._kill()
-        for f in (self.proc.stdout, self.proc.stderr):
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if f:
                 f.close()
         if self._dir is not None:

@@ -2,10 +2,14 @@
 against scripted socket servers (no serve env needed)."""
 
 import os
+import signal
 import socket
 import struct
+import subprocess
+import sys
 import tempfile
 import threading
+import time
 import unittest
 from unittest import mock
 
@@ -408,6 +412,43 @@ class LocalServerTest(unittest.TestCase):
             finally:
                 srv.stop()
             self.assertIsNotNone(srv.proc.poll())
+
+    def test_server_does_not_outlive_a_killed_client(self):
+        # A client process killed with SIGKILL cannot stop its server; the
+        # server's -exit-with-stdin sees the pipe end and exits by itself.
+        child = subprocess.Popen(
+            [sys.executable, "-c",
+             "import sys, time\n"
+             "from streamscale_env import _protocol\n"
+             "srv = _protocol.LocalServer()\n"
+             "print(srv.proc.pid, flush=True)\n"
+             "time.sleep(120)\n"],
+            stdout=subprocess.PIPE, text=True, env=os.environ.copy())
+        try:
+            line = child.stdout.readline()
+            self.assertTrue(line.strip().isdigit(), f"child printed {line!r}")
+            pid = int(line)
+            os.kill(pid, 0)  # the server is running
+        finally:
+            child.kill()
+            child.wait()
+            child.stdout.close()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            # A zombie (exited, not yet reaped by init) counts as gone.
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    if f.read().split(") ", 1)[1].startswith("Z"):
+                        return
+            except OSError:
+                return
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)
+        self.fail(f"serve env (pid {pid}) still running 20 s after its client was killed")
 
 
 class DecodeTest(unittest.TestCase):
