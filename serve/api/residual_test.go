@@ -295,23 +295,23 @@ func TestResidualManifest(t *testing.T) {
 	if err := os.WriteFile(card, []byte(strings.Replace(string(b), testRule, "nosuchrule", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := New(Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
+	// reloadFails: a fresh server over dir fails its load naming the
+	// policy and want.
+	reloadFails := func(what, want string) {
+		t.Helper()
+		s, err := New(Config{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Reload(); err == nil || !strings.Contains(err.Error(), "policy pred") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", what, err)
+		}
 	}
-	if err := s2.Reload(); err == nil || !strings.Contains(err.Error(), "policy pred") || !strings.Contains(err.Error(), "base rule") {
-		t.Errorf("a residual policy over an unknown rule: %v", err)
-	}
+	reloadFails("a residual policy over an unknown rule", "base rule")
 	// A policy with a temporal context: its features need the episode's
 	// memory, which the endpoint does not keep.
 	if _, err := fixture.WriteResidualContext(filepath.Join(dir, "default"), "pred", "pred", testRule, residual.Trend, 16, 6, 0); err != nil {
 		t.Fatal(err)
 	}
-	s3, err := New(Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s3.Reload(); err == nil || !strings.Contains(err.Error(), "policy pred") || !strings.Contains(err.Error(), "not served") {
-		t.Errorf("a residual policy with the trend context: %v", err)
-	}
+	reloadFails("a residual policy with the trend context", "not served")
 }
