@@ -250,6 +250,8 @@ type Adapter struct {
 	// empty before the first observation of an episode.
 	stack int
 	hist  []float64
+	cur   []float64 // scratch: this observation's stacked columns
+	extra int       // context values per task (Context.PerTask − FeaturesPerTask)
 }
 
 // New builds the base rule for the scenario, without temporal context.
@@ -268,7 +270,7 @@ func NewContext(base rulespec.Rule, sc env.Config, ctx Context) (*Adapter, error
 		return nil, err
 	}
 	lo, hi := rulespec.ScenarioBounds(sc)
-	return &Adapter{base: c, ctx: ctx, minCPU: lo, maxCPU: hi, stack: ctx.Stack()}, nil
+	return &Adapter{base: c, ctx: ctx, minCPU: lo, maxCPU: hi, stack: ctx.Stack(), extra: ctx.PerTask() - FeaturesPerTask}, nil
 }
 
 // Reset starts a new episode of the base rule.
@@ -307,12 +309,13 @@ func (a *Adapter) Observe(obs env.Observation) error {
 // start), kept in a.trend, and a.task becomes the newest of the history.
 func (a *Adapter) observeStack() {
 	row := a.n * StackFeatures
-	cur := make([]float64, 0, row)
+	cur := a.cur[:0]
 	for k := range a.n {
 		for _, c := range stackColumns {
 			cur = append(cur, a.task[k*env.TaskFeatures+c])
 		}
 	}
+	a.cur = cur
 	if len(a.hist) != (a.stack-1)*row {
 		a.hist = a.hist[:0]
 		for range a.stack - 1 {
@@ -363,7 +366,7 @@ func clip2(x float64) float64 { return min(max(x, -2), 2) }
 // by task) for the last observed step to dst: the package's
 // AppendFeatures, each task's followed by its context values.
 func (a *Adapter) AppendFeatures(dst []float64) []float64 {
-	per := a.ctx.PerTask() - FeaturesPerTask
+	per := a.extra
 	if per == 0 {
 		return AppendFeatures(dst, a.target, a.task, a.maxCPU)
 	}

@@ -82,31 +82,26 @@ func recipeCases() []recipeCase {
 		}
 		cs = append(cs, c)
 	}
-	// Recipes of 2026-12-04: the residual policies (the first training
-	// seed's run of each; docs/experiments/2026-12-04-residual.md).
+	// Recipes of 2026-12-04 and 2026-12-05, cards under
+	// testdata/cards-<day>/<name>: the residual policies (the first
+	// training seed's run of each; docs/experiments/2026-12-04-residual.md,
+	// 2026-12-05-residual-flink.md) and the default set before 2026-12-05
+	// (residual-threshold, seed 1).
+	pred := []string{"pred"}
 	for _, a := range []struct {
-		name     string
-		profiles []string
+		day, name string
+		profiles  []string
 	}{
-		{"ablations/residual-longer", []string{"pred"}}, {"ablations/residual-lagrangian-010", []string{"pred"}},
-		{"ablations/residual-lagrangian-025", []string{"pred"}}, {"ablations/residual-lagrangian-030", []string{"pred"}},
-		{"ablations/residual-lagrangian-035", []string{"pred"}}, {"ablations/residual-intel", both},
+		{"2026-12-04", "residual-longer", pred}, {"2026-12-04", "residual-lagrangian-010", pred},
+		{"2026-12-04", "residual-lagrangian-025", pred}, {"2026-12-04", "residual-lagrangian-030", pred},
+		{"2026-12-04", "residual-lagrangian-035", pred}, {"2026-12-04", "residual-intel", both},
+		{"2026-12-05", "residual-threshold", both}, {"2026-12-05", "residual-trend", both},
+		{"2026-12-05", "residual-trend-lagrangian-025", pred}, {"2026-12-05", "residual-trend-lagrangian-028", pred},
+		{"2026-12-05", "residual-flink-trend", both}, {"2026-12-05", "residual-flink-trend-intel", pred},
+		{"2026-12-05", "residual-flink-stack4", both}, {"2026-12-05", "residual-flink-lagrangian-025", pred},
+		{"2026-12-05", "residual-flink-lagrangian-030", pred},
 	} {
-		cs = append(cs, recipeCase{recipe: a.name + ".toml", cards: "testdata/cards-2026-12-04/" + filepath.Base(a.name), profiles: a.profiles})
-	}
-	// Recipes of 2026-12-05: the default set before that day (seed 1's
-	// cards) and the screened context and base-rule ablations (one seed;
-	// docs/experiments/2026-12-05-residual-flink.md).
-	for _, a := range []struct {
-		name     string
-		profiles []string
-	}{
-		{"residual-threshold", both}, {"residual-trend", both}, {"residual-trend-lagrangian-025", []string{"pred"}},
-		{"residual-trend-lagrangian-028", []string{"pred"}}, {"residual-flink-trend", both},
-		{"residual-flink-trend-intel", []string{"pred"}}, {"residual-flink-stack4", both},
-		{"residual-flink-lagrangian-025", []string{"pred"}}, {"residual-flink-lagrangian-030", []string{"pred"}},
-	} {
-		cs = append(cs, recipeCase{recipe: "ablations/" + a.name + ".toml", cards: "testdata/cards-2026-12-05/" + a.name, profiles: a.profiles})
+		cs = append(cs, recipeCase{recipe: "ablations/" + a.name + ".toml", cards: "testdata/cards-" + a.day + "/" + a.name, profiles: a.profiles})
 	}
 	return cs
 }
