@@ -39,7 +39,26 @@ type RateConfig struct {
 	// the scenario's (the observation normalizes by it). Defaults 500 and
 	// 10,000.
 	MinCPU, MaxCPU float64
+	// TrendWindow is the number of steps of the sources' summed measured
+	// arrival rate to which a least-squares line is fitted, 0 (off: the
+	// reactive rule of Flink and DS2) or in [3, 3600]. Default 0.
+	TrendWindow int
+	// TrendAhead is how many steps ahead the fitted trend is projected,
+	// ≥ 0, with TrendWindow set; the lead of a control loop is the
+	// metric lag plus the actuation delay plus the step itself (LeadSteps).
+	// Default 0.
+	TrendAhead float64
 }
+
+// MaxTrendGrowth bounds the factor by which a projected trend raises the
+// sources' target rates, so that a burst in a short window cannot ask for
+// more than twice the measured rate.
+const MaxTrendGrowth = 2
+
+// LeadSteps is the steps from a measurement to the interval an
+// allocation sized on it first governs in physics p: the metric lag, the
+// actuation delay and the step itself. It is the trend's natural horizon.
+func LeadSteps(p env.Physics) int { return p.MetricLagSteps + p.ActuationDelaySteps + 1 }
 
 // DefaultRateConfig returns the default RateConfig.
 func DefaultRateConfig() RateConfig {
@@ -63,6 +82,12 @@ func (c RateConfig) validate() error {
 		return fmt.Errorf("agents: rate rule quantum %v millicores, want a positive number", c.Quantum)
 	case !(c.MinCPU > 0) || !(c.MaxCPU >= c.MinCPU) || !finite(c.MaxCPU):
 		return fmt.Errorf("agents: rate rule CPU bounds [%v, %v] millicores invalid", c.MinCPU, c.MaxCPU)
+	case c.TrendWindow != 0 && (c.TrendWindow < 3 || c.TrendWindow > 3600):
+		return fmt.Errorf("agents: rate rule trend window %d steps, want 0 (off) or in [3, 3600]", c.TrendWindow)
+	case !(c.TrendAhead >= 0 && c.TrendAhead <= 3600):
+		return fmt.Errorf("agents: rate rule trend horizon %v steps outside [0, 3600]", c.TrendAhead)
+	case c.TrendAhead > 0 && c.TrendWindow == 0:
+		return fmt.Errorf("agents: rate rule trend horizon %v steps without a trend window", c.TrendAhead)
 	}
 	return nil
 }
@@ -93,6 +118,19 @@ func (c RateConfig) validate() error {
 // stabilized as Threshold's (the largest recommendation of the window). A
 // task whose service time is not measured (it processed nothing) keeps its
 // allocation. RateRule emits Targets; it has no randomness.
+//
+// With TrendWindow set the rule is predictive, our extension (Flink's
+// autoscaler and DS2 are reactive): a least-squares line ŷ(t) = a + b·t is
+// fitted to the last TrendWindow sums of the sources' measured arrival
+// rates, and every source's target rate is multiplied by
+//
+//	g = clip(1 + b·TrendAhead / ŷ(now), 1, MaxTrendGrowth)
+//
+// — the load the trend projects TrendAhead steps on, relative to the
+// fitted present, as PRESS forecasts demand before it arrives (Gong, Gu
+// and Wilkes, "PRESS: PRedictive Elastic ReSource Scaling for cloud
+// systems", CNSM 2010). g ≥ 1, so a falling trend never hastens a
+// scale-down: that stays the stabilization window's decision.
 type RateRule struct {
 	cfg    RateConfig
 	app    env.App
@@ -110,6 +148,10 @@ type RateRule struct {
 
 	rate    []float64 // λ*_k scratch
 	targets []float64
+
+	src       []float64 // TrendWindow ring of the sources' summed measured rates
+	srcHead   int       // next slot
+	srcFilled int
 }
 
 // NewRateRule returns a RateRule for app.
@@ -159,6 +201,7 @@ func NewRateRule(cfg RateConfig, app env.App) (*RateRule, error) {
 // Reset implements Controller: it forgets the recommendation history.
 func (r *RateRule) Reset(uint64) error {
 	r.n, r.head, r.filled, r.sHead = 0, 0, 0, 0
+	r.srcHead, r.srcFilled = 0, 0
 	return nil
 }
 
@@ -205,9 +248,10 @@ func (r *RateRule) Act(obs env.Observation) (env.Action, error) {
 		}
 	}
 	// Target input rates along the DAG.
+	g := r.trend(feat)
 	for _, k := range r.order {
 		if r.source[k] {
-			r.rate[k] = math.Expm1(feat(k, env.TaskInputRate))
+			r.rate[k] = g * math.Expm1(feat(k, env.TaskInputRate))
 			continue
 		}
 		sum := 0.0
@@ -247,6 +291,54 @@ func (r *RateRule) Act(obs env.Observation) (env.Action, error) {
 	r.filled = filled
 	return env.Action{Targets: r.targets[:n]}, nil
 }
+
+// trend records the sources' summed measured rate and returns the factor
+// g by which the fitted trend raises the sources' target rates (1 when
+// the trend is off, not yet fitted on 3 points, or falling).
+func (r *RateRule) trend(feat func(k, f int) float64) float64 {
+	w := r.cfg.TrendWindow
+	if w == 0 {
+		return 1
+	}
+	if len(r.src) != w {
+		r.src = make([]float64, w)
+	}
+	sum := 0.0
+	for k, s := range r.source {
+		if s {
+			sum += math.Expm1(feat(k, env.TaskInputRate))
+		}
+	}
+	r.src[r.srcHead] = sum
+	r.srcHead = (r.srcHead + 1) % w
+	r.srcFilled = min(r.srcFilled+1, w)
+	m := r.srcFilled
+	if m < 3 || r.cfg.TrendAhead == 0 {
+		return 1
+	}
+	// Points x = 0…m−1, oldest first; the slope and the fit at x = m−1.
+	xm := float64(m-1) / 2
+	var ym float64
+	for j := range m {
+		ym += r.src[(r.srcHead-m+j+w)%w]
+	}
+	ym /= float64(m)
+	var sxy, sxx float64
+	for j := range m {
+		dx := float64(j) - xm
+		sxy += dx * (r.src[(r.srcHead-m+j+w)%w] - ym)
+		sxx += dx * dx
+	}
+	b := sxy / sxx
+	now := ym + b*xm
+	if !(now > 0) || !(b > 0) {
+		return 1
+	}
+	return min(1+b*r.cfg.TrendAhead/now, MaxTrendGrowth)
+}
+
+// Config returns the rule's configuration.
+func (r *RateRule) Config() RateConfig { return r.cfg }
 
 // selectivity is task u's measured output events per processed event:
 // from TaskIORatio = out/(in + out), out/in = x/(1 − x), times in/processed.

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"bytes"
 	"math"
 	"strings"
 	"testing"
@@ -100,6 +101,9 @@ func TestRateRuleRejects(t *testing.T) {
 		{func(c *RateConfig) { c.ScaleDownWindow = 0 }, "window"},
 		{func(c *RateConfig) { c.CatchUpSeconds = math.NaN() }, "catch-up"},
 		{func(c *RateConfig) { c.Quantum = -1 }, "quantum"},
+		{func(c *RateConfig) { c.TrendWindow = 2 }, "trend window"},
+		{func(c *RateConfig) { c.TrendAhead = 3 }, "without a trend window"},
+		{func(c *RateConfig) { c.TrendWindow, c.TrendAhead = 10, math.Inf(1) }, "trend horizon"},
 	} {
 		cfg := DefaultRateConfig()
 		tc.mod(&cfg)
@@ -120,5 +124,96 @@ func TestRateRuleRejects(t *testing.T) {
 	}
 	if _, err := r.Act(taskObs([][6]float64{{1000, 1, 1, 0, 0.01, 0.5}})); err == nil {
 		t.Error("an observation of 1 task accepted for 3")
+	}
+}
+
+// rampObs is chain()'s observation with the source offered rate in/s
+// and a service time of 5 mc·s per event at a (1000 mc), so the reactive
+// rule asks 1000 mc for 140/s.
+func rampObs(in float64) env.Observation {
+	return taskObs([][6]float64{{1000, in, in, 0, 0.005, 0.667}, {1000, 2 * in, 2 * in, 0, 0.002, 0.5}, {1000, 2 * in, 2 * in, 0, 0.002, 0.5}})
+}
+
+// TestRateRuleTrend: on a ramp of +10/s per step the predictive rule
+// sizes for the rate the fitted line projects TrendAhead steps on; on a
+// flat or falling load it asks exactly what the reactive rule asks.
+func TestRateRuleTrend(t *testing.T) {
+	pcfg := DefaultRateConfig()
+	pcfg.TrendWindow, pcfg.TrendAhead = 5, 4
+	for _, tc := range []struct {
+		name  string
+		rates []float64
+		want  float64 // a's last target from the predictive rule; 0: the reactive one's
+	}{
+		// Fit 100…140: slope 10, present 140, g = 1 + 40/140, λ* = 180,
+		// 180·5/0.7 = 1285.7 → 1300 (the reactive rule: u = 0.7, in band).
+		{"rising", []float64{100, 110, 120, 130, 140}, 1300},
+		{"flat", []float64{140, 140, 140, 140, 140}, 0},
+		{"falling", []float64{180, 170, 160, 150, 140}, 0},
+		{"too few points", []float64{130, 140}, 0},
+	} {
+		p, err := NewRateRule(pcfg, chain())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, _ := NewRateRule(DefaultRateConfig(), chain())
+		var pa, ra env.Action
+		for _, in := range tc.rates {
+			if pa, err = p.Act(rampObs(in)); err != nil {
+				t.Fatal(err)
+			}
+			ra, _ = r.Act(rampObs(in))
+		}
+		want := tc.want
+		if want == 0 {
+			want = ra.Targets[0]
+		}
+		if pa.Targets[0] != want {
+			t.Errorf("%s: predictive target %v, want %v (reactive %v)", tc.name, pa.Targets[0], want, ra.Targets[0])
+		}
+	}
+	// A burst cannot ask more than MaxTrendGrowth times the measured rate.
+	p, _ := NewRateRule(pcfg, chain())
+	for _, in := range []float64{1, 1, 1, 1, 140} {
+		pa, _ := p.Act(rampObs(in))
+		if in == 140 && pa.Targets[0] != 2000 { // 2·140·5/0.7
+			t.Errorf("burst: target %v, want the bound 2000", pa.Targets[0])
+		}
+	}
+}
+
+// TestRateRuleTrendState: a predictive rule saved mid-episode resumes
+// bitwise; a state without its trend block is refused and changes nothing.
+func TestRateRuleTrendState(t *testing.T) {
+	cfg := DefaultRateConfig()
+	cfg.TrendWindow, cfg.TrendAhead = 4, 3
+	a, _ := NewRateRule(cfg, chain())
+	for _, in := range []float64{100, 120, 150} {
+		if _, err := a.Act(rampObs(in)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saved, _ := a.MarshalBinary()
+	b, _ := NewRateRule(cfg, chain())
+	if err := b.UnmarshalBinary(saved); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []float64{170, 200, 160} {
+		x, _ := a.Act(rampObs(in))
+		y, _ := b.Act(rampObs(in))
+		for k := range x.Targets {
+			if x.Targets[k] != y.Targets[k] {
+				t.Fatalf("resumed rule differs at %v/s: %v against %v", in, y.Targets, x.Targets)
+			}
+		}
+	}
+	reactive, _ := NewRateRule(DefaultRateConfig(), chain())
+	plain, _ := reactive.MarshalBinary()
+	before, _ := b.MarshalBinary()
+	if err := b.UnmarshalBinary(plain); err == nil || !strings.Contains(err.Error(), "TRND") {
+		t.Errorf("a state without the trend block: %v", err)
+	}
+	if after, _ := b.MarshalBinary(); !bytes.Equal(after, before) {
+		t.Error("a refused state changed the rule")
 	}
 }

@@ -108,22 +108,60 @@ func (t *Threshold) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
+// trendMagic opens the block RateRule appends to its ring state when its
+// trend is on: magic "TRND", head, filled (uint32), then the
+// TrendWindow sums (float64 bits), so its length is fixed by the
+// configuration.
+var trendMagic = [4]byte{'T', 'R', 'N', 'D'}
+
 // MarshalBinary saves the rule's episode state (what Reset clears).
 func (r *RateRule) MarshalBinary() ([]byte, error) {
 	s := ringState{n: r.n, head: r.head, filled: r.filled, shownHead: r.sHead}
 	if r.n > 0 {
 		s.hist, s.shown = r.hist, r.shown
 	}
-	return s.marshal(), nil
+	out := s.marshal()
+	if w := r.cfg.TrendWindow; w > 0 {
+		out = append(out, trendMagic[:]...)
+		out = binary.LittleEndian.AppendUint32(out, uint32(r.srcHead))
+		out = binary.LittleEndian.AppendUint32(out, uint32(r.srcFilled))
+		for j := range w {
+			x := 0.0
+			if len(r.src) == w {
+				x = r.src[j]
+			}
+			out = binary.LittleEndian.AppendUint64(out, math.Float64bits(x))
+		}
+	}
+	return out, nil
 }
 
 // UnmarshalBinary restores a state saved by MarshalBinary under the same
 // configuration; on error the rule is unchanged.
 func (r *RateRule) UnmarshalBinary(b []byte) error {
+	var src []float64
+	var srcHead, srcFilled int
+	if w := r.cfg.TrendWindow; w > 0 {
+		tl := 12 + 8*w
+		if len(b) < tl || [4]byte(b[len(b)-tl:len(b)-tl+4]) != trendMagic {
+			return fmt.Errorf("%w: no TRND block of %d bytes for a trend window of %d steps", errRingState, tl, w)
+		}
+		t := b[len(b)-tl+4:]
+		b = b[:len(b)-tl]
+		srcHead, srcFilled = int(binary.LittleEndian.Uint32(t)), int(binary.LittleEndian.Uint32(t[4:]))
+		if srcHead >= w || srcFilled > w {
+			return fmt.Errorf("%w: trend ring positions %d, %d out of range for %d steps", errRingState, srcHead, srcFilled, w)
+		}
+		src = make([]float64, w)
+		for j := range src {
+			src[j] = math.Float64frombits(binary.LittleEndian.Uint64(t[8+8*j:]))
+		}
+	}
 	s, err := unmarshalRing(b, r.cfg.ScaleDownWindow, r.cfg.MetricLagSteps+1)
 	if err != nil {
 		return err
 	}
+	r.src, r.srcHead, r.srcFilled = src, srcHead, srcFilled
 	r.n, r.head, r.filled, r.sHead = s.n, s.head, s.filled, s.shownHead
 	if s.n > 0 {
 		r.hist, r.shown = s.hist, s.shown

@@ -1,6 +1,7 @@
 // Package rulespec parses the specs of the tunable vertical rules —
 // "threshold[:measured][:target=U][:tol=T][:window=N]" (agents.Threshold)
-// and "flink[:target=U][:tol=T][:window=N][:catchup=S]" (agents.RateRule)
+// and "flink[:target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]]"
+// (agents.RateRule)
 // — into builders of controllers for a scenario. The evaluation's
 // controller registry and the residual policies' base rules (package
 // agents/residual, recorded in a policy card by its spec) both read them,
@@ -150,22 +151,33 @@ func ParseThreshold(arg string) (Rule, error) {
 }
 
 // ParseFlink parses the argument of "flink" (after its colon):
-// "[target=U][:tol=T][:window=N][:catchup=S]", the Flink-autoscaler /
-// DS2-style rule (agents.RateRule: target rates from the sources along
-// the DAG with measured selectivities, sizing to a target utilization,
-// catch-up capacity for backlog, stabilized scale-down), sizing on the
-// allocation in force when the metrics were measured (the scenario's
-// Physics.MetricLagSteps).
+// "[target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]]", the
+// Flink-autoscaler / DS2-style rule (agents.RateRule: target rates from
+// the sources along the DAG with measured selectivities, sizing to a
+// target utilization, catch-up capacity for backlog, stabilized
+// scale-down), sizing on the allocation in force when the metrics were
+// measured (the scenario's Physics.MetricLagSteps). trend=N makes it
+// predictive (RateConfig.TrendWindow, N steps), projecting the sources'
+// trend ahead=S steps on (RateConfig.TrendAhead), by default the
+// scenario's agents.LeadSteps: the metric lag and actuation delay an
+// operator knows of the pipeline, plus the step.
 func ParseFlink(arg string) (Rule, error) {
 	tuned := agents.DefaultRateConfig()
+	ahead := -1.0
+	const usage = "flink takes [:target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]]"
 	canon, err := parseParams(split(arg), []param{
 		{key: "target", lo: 0.05, hi: 1, set: func(v float64) { tuned.Target = v }},
 		{key: "tol", lo: 0, hi: 1, set: func(v float64) { tuned.Tolerance = v }},
 		{key: "window", lo: 1, hi: 3600, whole: true, set: func(v float64) { tuned.ScaleDownWindow = int(v) }},
 		{key: "catchup", lo: 0.1, hi: 3600, set: func(v float64) { tuned.CatchUpSeconds = v }},
+		{key: "trend", lo: 3, hi: 3600, whole: true, set: func(v float64) { tuned.TrendWindow = int(v) }},
+		{key: "ahead", lo: 0, hi: 3600, set: func(v float64) { ahead = v }},
 	})
 	if err != nil {
-		return Rule{}, fmt.Errorf("flink takes [:target=U][:tol=T][:window=N][:catchup=S]: %w", err)
+		return Rule{}, fmt.Errorf("%s: %w", usage, err)
+	}
+	if ahead >= 0 && tuned.TrendWindow == 0 {
+		return Rule{}, fmt.Errorf("%s: ahead needs trend", usage)
 	}
 	spec := "flink"
 	if canon != "" {
@@ -175,6 +187,12 @@ func ParseFlink(arg string) (Rule, error) {
 		cfg := tuned
 		cfg.MinCPU, cfg.MaxCPU = CPUBounds(sc, cfg.MinCPU, cfg.MaxCPU)
 		cfg.MetricLagSteps = sc.Physics.MetricLagSteps
+		switch {
+		case ahead >= 0:
+			cfg.TrendAhead = ahead
+		case cfg.TrendWindow > 0:
+			cfg.TrendAhead = float64(agents.LeadSteps(sc.Physics))
+		}
 		return agents.NewRateRule(cfg, sc.App)
 	}}, nil
 }

@@ -14,6 +14,8 @@ func TestParse(t *testing.T) {
 		"threshold:measured": "threshold:measured",
 		"threshold:measured:window=10:target=0.70": "threshold:measured:target=0.7:window=10",
 		"flink:catchup=30:target=0.7":              "flink:target=0.7:catchup=30",
+		"flink:trend=60:target=0.71":               "flink:target=0.71:trend=60",
+		"flink:ahead=2:trend=30":                   "flink:trend=30:ahead=2",
 	} {
 		r, err := Parse(in)
 		if err != nil || r.String() != want {
@@ -26,6 +28,8 @@ func TestParse(t *testing.T) {
 		"threshold:window=1.5":          "not a whole number",
 		"threshold:tol=0.1:tol=0.2":     "repeated key",
 		"flink:lag=1":                   "unknown or repeated key \"lag\"",
+		"flink:ahead=3":                 "ahead needs trend",
+		"flink:trend=2":                 "trend \"2\" is not a whole number in [3, 3600]",
 		"threshold:measured:target":     "want KEY=VALUE",
 		"threshold:measured:target=NaN": "is not a number",
 	} {
@@ -51,6 +55,27 @@ func TestNewUsesTheScenario(t *testing.T) {
 	cfg := c.(*agents.Threshold).Config()
 	if cfg.MinCPU != 300 || cfg.MaxCPU != 8000 || cfg.MetricLagSteps != 2 || cfg.Target != 0.6 {
 		t.Errorf("config %+v", cfg)
+	}
+}
+
+// TestFlinkTrendHorizon: the trend is projected the scenario's lead
+// (metric lag + actuation delay + 1 steps) unless ahead is given.
+func TestFlinkTrendHorizon(t *testing.T) {
+	sc := env.Config{App: env.App{Name: "one", SLOMS: 100, Sources: []int{0}, Sinks: []int{0},
+		Tasks: []env.Task{{Name: "a", Selectivity: 1, MIPSPerEvent: 1}}}}
+	sc.Physics.MetricLagSteps, sc.Physics.ActuationDelaySteps = 1, 2
+	for spec, want := range map[string]float64{"flink:trend=30": 4, "flink:trend=30:ahead=1.5": 1.5, "flink": 0} {
+		r, err := Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := r.New(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.(*agents.RateRule).Config().TrendAhead; got != want {
+			t.Errorf("%s: horizon %v steps, want %v", spec, got, want)
+		}
 	}
 }
 

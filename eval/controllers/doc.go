@@ -12,7 +12,10 @@
 //	flink[:target=U:tol=T:window=N:catchup=S] the Flink-autoscaler /
 //	             DS2-style rule (agents.NewRateRule): target rates from
 //	             the sources along the DAG, catch-up for backlog, sizing
-//	             on the allocation in force when measured
+//	             on the allocation in force when measured;
+//	             :trend=N[:ahead=S] makes it predictive (the sources'
+//	             least-squares trend over N steps projected S steps on,
+//	             by default agents.LeadSteps)
 //	vrebalance   VRebalance with its default configuration
 //	             (vrebalance.New); vrebalance:evals=N:objective=F sets
 //	             its exploration budget per tier and objective form

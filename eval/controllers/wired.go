@@ -28,7 +28,7 @@ func thresholdParser() func(string, Options) (Spec, error) {
 	return ruleParser(rulespec.ParseThreshold)
 }
 
-// flinkParser parses "flink[:target=U][:tol=T][:window=N][:catchup=S]"
+// flinkParser parses "flink[:target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]]"
 // (rulespec.ParseFlink): the Flink-autoscaler / DS2-style rule.
 func flinkParser() func(string, Options) (Spec, error) {
 	return ruleParser(rulespec.ParseFlink)
