@@ -121,6 +121,7 @@ func New(opts Options) *Registry {
 		{name: "vrebalance", usage: "vrebalance[:evals=N][:objective=squared|violation]", parse: vrebalanceParser()},
 		{name: "threshold", usage: "threshold[:measured][:target=U][:tol=T][:window=N]", parse: thresholdParser()},
 		{name: "flink", usage: "flink[:target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]]", parse: flinkParser()},
+		{name: "oracle", usage: "oracle:H:RULE", parse: oracleParser()},
 		{name: "static", usage: "static:N", parse: parseStatic},
 		{name: "clasp", usage: "clasp", parse: claspParser()},
 	}}

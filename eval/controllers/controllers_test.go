@@ -66,12 +66,17 @@ func TestParse(t *testing.T) {
 		{"vrebalance:evals=0", "", "evals \"0\""},
 		{"vrebalance:objective=cubic", "", "objective \"cubic\""},
 		{"vrebalance:evals=3:evals=4", "", "repeated key"},
+		{"oracle:4:flink:catchup=30", "oracle:4:flink:catchup=30", ""},
+		{"oracle:0:threshold:measured", "oracle:0:threshold:measured", ""},
+		{"oracle:flink", "", "want oracle:H:RULE"},
+		{"oracle:-1:flink", "", "want oracle:H:RULE"},
+		{"oracle:2:hpa", "", "want threshold"},
 		{"clasp", "clasp", ""},
 		{"clasp:2", "", "clasp takes no argument"},
 		{"clasp:", "", "empty argument"},
 		{"", "", "unknown controller"},
 		{"Static:5", "", "unknown controller"},
-		{"hpa", "", "known: ppo[:DIR[+DIR…]], ppo-sample[:DIR[+DIR…]], vrebalance[:evals=N][:objective=squared|violation], threshold[:measured][:target=U][:tol=T][:window=N], flink[:target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]], static:N, clasp"},
+		{"hpa", "", "known: ppo[:DIR[+DIR…]], ppo-sample[:DIR[+DIR…]], vrebalance[:evals=N][:objective=squared|violation], threshold[:measured][:target=U][:tol=T][:window=N], flink[:target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]], oracle:H:RULE, static:N, clasp"},
 	} {
 		s, err := reg.Parse(tc.spec)
 		switch {

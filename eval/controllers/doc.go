@@ -16,6 +16,11 @@
 //	             :trend=N[:ahead=S] makes it predictive (the sources'
 //	             least-squares trend over N steps projected S steps on,
 //	             by default agents.LeadSteps)
+//	oracle:H:RULE the threshold or flink spec RULE under
+//	             agents.Clairvoyant: its targets raised by the peak of
+//	             the workload over the next H steps, read ahead from the
+//	             trace — an analysis bound on what forecasting can gain,
+//	             never a deployable controller
 //	vrebalance   VRebalance with its default configuration
 //	             (vrebalance.New); vrebalance:evals=N:objective=F sets
 //	             its exploration budget per tier and objective form

@@ -34,6 +34,32 @@ func flinkParser() func(string, Options) (Spec, error) {
 	return ruleParser(rulespec.ParseFlink)
 }
 
+// oracleParser parses "oracle:H:RULE", RULE a threshold or flink spec
+// (rulespec.Parse) run under agents.Clairvoyant with a look-ahead of H
+// steps: an analysis bound that reads the episode's workload ahead, not a
+// deployable controller.
+func oracleParser() func(string, Options) (Spec, error) {
+	return func(arg string, _ Options) (Spec, error) {
+		hs, rule, ok := strings.Cut(arg, ":")
+		h, err := strconv.Atoi(hs)
+		if !ok || err != nil || h < 0 || h > 3600 {
+			return Spec{}, fmt.Errorf("want oracle:H:RULE with H the look-ahead in steps in [0, 3600] and RULE a threshold or flink spec, got %q", arg)
+		}
+		r, err := rulespec.Parse(rule)
+		if err != nil {
+			return Spec{}, err
+		}
+		q := agents.DefaultRateConfig().Quantum
+		return Spec{spec: "oracle:" + strconv.Itoa(h) + ":" + r.String(), build: func(sc env.Config) (agents.Controller, error) {
+			base, err := r.New(sc)
+			if err != nil {
+				return nil, err
+			}
+			return agents.NewClairvoyant(base, sc, h, q)
+		}}, nil
+	}
+}
+
 func ruleParser(parse func(string) (rulespec.Rule, error)) func(string, Options) (Spec, error) {
 	return func(arg string, _ Options) (Spec, error) {
 		r, err := parse(arg)
