@@ -99,7 +99,7 @@ func recipeCases() []recipeCase {
 		{"2026-12-05", "residual-trend-lagrangian-025", pred}, {"2026-12-05", "residual-trend-lagrangian-028", pred},
 		{"2026-12-05", "residual-flink-trend", both}, {"2026-12-05", "residual-flink-trend-intel", pred},
 		{"2026-12-05", "residual-flink-stack4", both}, {"2026-12-05", "residual-flink-lagrangian-025", pred},
-		{"2026-12-05", "residual-flink-lagrangian-030", pred},
+		{"2026-12-05", "residual-flink-lagrangian-030", pred}, {"2026-12-05", "residual-flink-forecast", both},
 	} {
 		cs = append(cs, recipeCase{recipe: "ablations/" + a.name + ".toml", cards: "testdata/cards-" + a.day + "/" + a.name, profiles: a.profiles})
 	}
