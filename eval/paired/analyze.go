@@ -387,12 +387,12 @@ func compare(seed uint64, prof, trace, cand, base string, col func(int, func(run
 // judgeBest names the cell's best controller and best rule and compares
 // every other controller with the best rule.
 func judgeBest(comb *Combination, p Plan, d cellData) {
-	learned := make([]bool, len(p.Controllers))
+	learned, bound := make([]bool, len(p.Controllers)), make([]bool, len(p.Controllers))
 	for i, c := range p.Controllers {
-		learned[i] = IsLearned(c)
+		learned[i], bound[i] = IsLearned(c), IsBound(c)
 	}
-	b := pickBest(comb.Controllers, p.budget(), func(int) bool { return true })
-	r := pickBest(comb.Controllers, p.budget(), func(i int) bool { return !learned[i] })
+	b := pickBest(comb.Controllers, p.budget(), func(i int) bool { return !bound[i] })
+	r := pickBest(comb.Controllers, p.budget(), func(i int) bool { return !learned[i] && !bound[i] })
 	if b >= 0 {
 		comb.Best = comb.Controllers[b].Controller
 	}
@@ -411,7 +411,7 @@ func judgeBest(comb *Combination, p Plan, d cellData) {
 			continue
 		}
 		for j := range comb.Controllers {
-			if !learned[j] {
+			if !learned[j] && !bound[j] {
 				vs := versusRule(comb, p, d, i, j)
 				vs.Rule = comb.Controllers[j].Controller
 				comb.SeedVsRules = append(comb.SeedVsRules, vs)

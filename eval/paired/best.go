@@ -66,6 +66,13 @@ func IsLearned(f runner.Factory) bool {
 	return s == "ppo" || strings.HasPrefix(s, "ppo:")
 }
 
+// IsBound reports whether the factory is an analysis bound that reads
+// the workload ahead ("oracle:…", agents.Clairvoyant): it is neither a
+// rule nor a controller one could deploy, so it is never a cell's best
+// controller or best rule, and learned controllers are not judged
+// against it.
+func IsBound(f runner.Factory) bool { return strings.HasPrefix(f.String(), "oracle:") }
+
 // pickBest returns the index in cs of the controller with the least mean
 // CPU among those whose mean violation rate is within budget, considering
 // only the indices for which use is true; when none is within budget, the

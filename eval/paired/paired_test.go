@@ -271,3 +271,22 @@ func TestAnalyzeChecksOrder(t *testing.T) {
 		t.Error("too few results accepted")
 	}
 }
+
+// TestAnalyzeBoundIsNeverBest: the clairvoyant bound, cheaper and with
+// fewer violations than the rule, is named neither the best controller
+// nor the best rule.
+func TestAnalyzeBoundIsNeverBest(t *testing.T) {
+	p := Plan{
+		Profiles: []string{"pred"}, Workloads: []*traces.Trace{named("w", 1)},
+		Placements: []uint64{101, 102}, Controllers: specs(t, "threshold", "oracle:1:threshold"), Candidate: "threshold",
+	}
+	sum, err := Analyze(p, fake(p, func(_, _ string, c, _ int) runner.Summary {
+		return runner.Summary{ViolationRate: 0.01 - 0.005*float64(c), MeanCPU: 1000 - 100*float64(c), MeanThroughput: 1, Steps: 1}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := sum.Combinations[0]; c.Best != "threshold" || c.BestRule != "threshold" {
+		t.Errorf("best %q, best rule %q; want threshold for both", c.Best, c.BestRule)
+	}
+}
