@@ -126,3 +126,8 @@ func dominance(v, u Estimate) string {
 	}
 	return Neither
 }
+
+// Dominance judges differences v (violation rate, pp) and u (CPU,
+// percent) of one controller from another with the margins above:
+// Dominates, Dominated or Neither.
+func Dominance(v, u Estimate) string { return dominance(v, u) }

@@ -23,6 +23,7 @@ var Tables = map[string]table{
 	"paired-note": pairedTable(func(s paired.Summary) []byte {
 		return []byte(headlineNote(s))
 	}),
+	"paired-comparisons":    pairedTable(ComparisonsTable),
 	"paired-seeds":          pairedTable(SeedsTable),
 	"paired-seeds-verdicts": pairedTable(SeedVerdictsTable),
 	"reproduction":          reproductionTable,
