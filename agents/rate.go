@@ -48,6 +48,13 @@ type RateConfig struct {
 	// metric lag plus the actuation delay plus the step itself (LeadSteps).
 	// Default 0.
 	TrendAhead float64
+	// StartCPU, when > 0, is the allocation asked for every task at an
+	// episode's first step, before anything has been measured, in
+	// [MinCPU, MaxCPU]: ThresholdConfig.StartCPU's cold-start headroom
+	// (a Flink job is deployed at a configured parallelism before its
+	// autoscaler has metrics). It does not enter the scale-down window.
+	// 0 (the default) keeps the environment's Reset allocation.
+	StartCPU float64
 }
 
 // MaxTrendGrowth bounds the factor by which a projected trend raises the
@@ -88,6 +95,8 @@ func (c RateConfig) validate() error {
 		return fmt.Errorf("agents: rate rule trend horizon %v steps outside [0, 3600]", c.TrendAhead)
 	case c.TrendAhead > 0 && c.TrendWindow == 0:
 		return fmt.Errorf("agents: rate rule trend horizon %v steps without a trend window", c.TrendAhead)
+	case c.StartCPU != 0 && !(c.StartCPU >= c.MinCPU && c.StartCPU <= c.MaxCPU):
+		return fmt.Errorf("agents: rate rule start allocation %v millicores outside [%v, %v] (0 is off)", c.StartCPU, c.MinCPU, c.MaxCPU)
 	}
 	return nil
 }
@@ -285,6 +294,9 @@ func (r *RateRule) Act(obs env.Observation) (env.Action, error) {
 			r.targets[k] = wmax
 		default:
 			r.targets[k] = cur
+		}
+		if r.filled == 0 && c.StartCPU > r.targets[k] {
+			r.targets[k] = min(ceilToGrid(c.StartCPU, c.Quantum), c.MaxCPU)
 		}
 	}
 	r.head = (r.head + 1) % w

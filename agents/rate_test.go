@@ -217,3 +217,65 @@ func TestRateRuleTrendState(t *testing.T) {
 		t.Error("a refused state changed the rule")
 	}
 }
+
+// TestRateRuleColdStart: with StartCPU the first step, which shows no
+// load, asks the start allocation for every task; the next measured step
+// sizes at once (the start is not in the scale-down window), and after a
+// Reset the start is asked again. Without it the first step keeps the
+// Reset allocation.
+func TestRateRuleColdStart(t *testing.T) {
+	blank := taskObs([][6]float64{{500, 0, 0, 0, 0, 0}, {500, 0, 0, 0, 0, 0}, {500, 0, 0, 0, 0, 0}})
+	// The second step shows the allocation asked, a light load measured
+	// at it: 100/s at a, 200/s at b and c, service times 0.002 and 0.001 s.
+	measured := func(cpu float64) env.Observation {
+		return taskObs([][6]float64{{cpu, 100, 100, 0, 0.002, 0.667}, {cpu, 200, 200, 0, 0.001, 0.5}, {cpu, 200, 200, 0, 0.001, 0.5}})
+	}
+	for _, start := range []float64{0, 3000} {
+		cfg := DefaultRateConfig()
+		cfg.StartCPU = start
+		r, err := NewRateRule(cfg, chain())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ep := range 2 {
+			if err := r.Reset(uint64(ep)); err != nil {
+				t.Fatal(err)
+			}
+			a, _ := r.Act(blank)
+			want := max(start, 500)
+			for k, x := range a.Targets {
+				if x != want {
+					t.Errorf("start %v, episode %d: task %d asked %v at the first step, want %v", start, ep, k, x, want)
+				}
+			}
+			// After the start: 100 · 0.002 · 3000 / 0.7 = 857.1 → 900 at
+			// every task, a scale-down applied at once. Without it the
+			// tasks stay at the minimum.
+			a, _ = r.Act(measured(want))
+			w2 := []float64{500, 500, 500}
+			if start > 0 {
+				w2 = []float64{900, 900, 900}
+			}
+			if !equalFloats(a.Targets, w2) {
+				t.Errorf("start %v, episode %d: second step %v, want %v", start, ep, a.Targets, w2)
+			}
+		}
+	}
+	cfg := DefaultRateConfig()
+	cfg.StartCPU = 200
+	if _, err := NewRateRule(cfg, chain()); err == nil || !strings.Contains(err.Error(), "start allocation") {
+		t.Errorf("a start below MinCPU: %v", err)
+	}
+}
+
+func equalFloats(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -71,6 +71,15 @@ type ThresholdConfig struct {
 	// allocations (TaskCPU = allocation/MaxCPU). Defaults 500 and 10,000,
 	// the environment's.
 	MinCPU, MaxCPU float64
+	// StartCPU, when > 0, is the allocation asked for every task at an
+	// episode's first step, before anything has been measured (the
+	// observation after Reset shows no load), in [MinCPU, MaxCPU]: the
+	// cold-start headroom an operator deploys a job with before its
+	// autoscaler has metrics. It is not a recommendation — it does not
+	// enter the scale-down window — so the first measured step sizes the
+	// task at once. 0 (the default) keeps the environment's Reset
+	// allocation, as the rule always has.
+	StartCPU float64
 }
 
 // DefaultThresholdConfig returns the default ThresholdConfig.
@@ -103,6 +112,8 @@ func (c ThresholdConfig) validate() error {
 		return fmt.Errorf("agents: threshold quantum %v millicores, want a positive number", c.Quantum)
 	case !(c.MinCPU > 0) || !(c.MaxCPU >= c.MinCPU) || !finite(c.MaxCPU):
 		return fmt.Errorf("agents: threshold CPU bounds [%v, %v] millicores invalid", c.MinCPU, c.MaxCPU)
+	case c.StartCPU != 0 && !(c.StartCPU >= c.MinCPU && c.StartCPU <= c.MaxCPU):
+		return fmt.Errorf("agents: threshold start allocation %v millicores outside [%v, %v] (0 is off)", c.StartCPU, c.MinCPU, c.MaxCPU)
 	}
 	return nil
 }
@@ -123,6 +134,9 @@ const (
 	// Stabilized: the utilization is below the band but a larger
 	// recommendation within the window holds the allocation.
 	Stabilized
+	// ColdStart: the episode's first step, nothing measured yet; the
+	// configured start allocation (ThresholdConfig.StartCPU) is asked.
+	ColdStart
 )
 
 func (r ScaleReason) String() string {
@@ -135,6 +149,8 @@ func (r ScaleReason) String() string {
 		return "scale-down"
 	case Stabilized:
 		return "stabilized"
+	case ColdStart:
+		return "cold-start"
 	}
 	return fmt.Sprintf("ScaleReason(%d)", int(r))
 }
@@ -253,6 +269,7 @@ func (t *Threshold) Act(obs env.Observation) (env.Action, error) {
 
 	c := t.cfg
 	w := c.ScaleDownWindow
+	first := t.filled == 0
 	filled := min(t.filled+1, w)
 	for k := 0; k < n; k++ {
 		row := obs.Task[k*env.TaskFeatures : (k+1)*env.TaskFeatures]
@@ -285,6 +302,9 @@ func (t *Threshold) Act(obs env.Observation) (env.Action, error) {
 			d.Target, d.Reason = wmax, ScaleDown
 		case rec < cur:
 			d.Reason = Stabilized
+		}
+		if first && c.StartCPU > d.Target {
+			d.Target, d.Reason = min(ceilToGrid(c.StartCPU, c.Quantum), c.MaxCPU), ColdStart
 		}
 		t.targets[k] = d.Target
 		t.last[k] = d

@@ -31,6 +31,10 @@ func TestThresholdConfigValidation(t *testing.T) {
 		{"max below min", func(c *agents.ThresholdConfig) { c.MaxCPU = 400 }, false},
 		{"lag negative", func(c *agents.ThresholdConfig) { c.MetricLagSteps = -1 }, false},
 		{"lag two", func(c *agents.ThresholdConfig) { c.MetricLagSteps = 2 }, true},
+		{"start below min", func(c *agents.ThresholdConfig) { c.StartCPU = 100 }, false},
+		{"start above max", func(c *agents.ThresholdConfig) { c.StartCPU = 20000 }, false},
+		{"start NaN", func(c *agents.ThresholdConfig) { c.StartCPU = math.NaN() }, false},
+		{"start at max", func(c *agents.ThresholdConfig) { c.StartCPU = 10000 }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := agents.DefaultThresholdConfig()
@@ -120,6 +124,16 @@ func TestThresholdDecisions(t *testing.T) {
 			{controllertest.TaskRow{CPU: 2000, Rho: 1.4, Ratio: 1}, 2000, agents.Hold},    // measured at 1000 (two back)
 			{controllertest.TaskRow{CPU: 2000, Rho: 1.4, Ratio: 1}, 2000, agents.Hold},    // measured at 1000
 			{controllertest.TaskRow{CPU: 2000, Rho: 0.7, Ratio: 1}, 2000, agents.Hold},    // measured at 2000
+		}},
+		// Cold-start headroom: the first step shows no load and asks the
+		// start; the next, measured at it, scales down at once (the start
+		// is not in the window, whose first entry is MinCPU).
+		{name: "cold start", edit: func(c *agents.ThresholdConfig) { c.StartCPU = 3000 }, steps: []step{
+			{controllertest.TaskRow{CPU: 500, Rho: 0, Ratio: 1}, 3000, agents.ColdStart},
+			{controllertest.TaskRow{CPU: 3000, Rho: 0.2, Ratio: 1}, 900, agents.ScaleDown}, // 3000·0.2/0.7 = 857.1
+		}},
+		{name: "no cold start by default", steps: []step{
+			{controllertest.TaskRow{CPU: 500, Rho: 0, Ratio: 1}, 500, agents.Hold},
 		}},
 		{name: "zero tolerance", edit: func(c *agents.ThresholdConfig) { c.Tolerance = 0 }, steps: []step{
 			{controllertest.TaskRow{CPU: 1000, Rho: 0.77, Ratio: 1}, 1100, agents.ScaleUp},

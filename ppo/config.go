@@ -120,6 +120,12 @@ type Config struct {
 	// starts most likely: with five choices, b gives it e^b/(e^b + 4)
 	// (b = 2: 0.65, b = 3: 0.83). Not an SB3 option (0).
 	FirstLogitBias float64 `json:"first_logit_bias,omitempty"`
+	// TargetKL, when > 0, stops an update early as SB3's target_kl does:
+	// the first minibatch whose approximate KL divergence from the
+	// rollout policy, mean((ρ − 1) − log ρ) before its step, exceeds
+	// 1.5·TargetKL takes no step, and the update's remaining minibatches
+	// and epochs are skipped. 0 is SB3's None [target_kl] (0).
+	TargetKL float64 `json:"target_kl,omitempty"`
 }
 
 // NormEpsilon is VecNormalize's epsilon, added to a variance under the
@@ -234,6 +240,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("ppo: value clip range must be non-negative (0 disables), got %v", c.ClipRangeVF)
 	case bad(c.EntCoef) || c.EntCoef < 0:
 		return fmt.Errorf("ppo: entropy coefficient must be non-negative, got %v", c.EntCoef)
+	case bad(c.TargetKL) || c.TargetKL < 0:
+		return fmt.Errorf("ppo: target KL must be non-negative (0 disables), got %v", c.TargetKL)
 	case bad(c.VFCoef) || c.VFCoef < 0:
 		return fmt.Errorf("ppo: value coefficient must be non-negative, got %v", c.VFCoef)
 	case bad(c.MaxGradNorm) || c.MaxGradNorm <= 0:

@@ -111,6 +111,39 @@ func TestTrainDeterministic(t *testing.T) {
 	}
 }
 
+// TestTargetKL: SB3's early stop. The first minibatch of an update is at
+// the rollout policy (KL 0) and always steps; with a target KL far below
+// any later minibatch's the update stops at the second, which takes no
+// step, and counts one epoch — the same with one worker or two. A target
+// no minibatch reaches changes nothing.
+func TestTargetKL(t *testing.T) {
+	tiny := smallConfig(1)
+	tiny.TargetKL = 1e-12
+	a, ra := train(t, tiny, 1)
+	b, _ := train(t, tiny, 2)
+	if !sameBits(a.theta, b.theta) {
+		t.Error("early stop: one worker and two differ")
+	}
+	if a.GradientSteps() != 6 || ra.rows[5].NUpdates != 6 {
+		t.Errorf("early stop: %d gradient steps, %d updates counted; want 6 and 6", a.GradientSteps(), ra.rows[5].NUpdates)
+	}
+	full, _ := train(t, smallConfig(1), 1)
+	if sameBits(a.theta, full.theta) {
+		t.Error("early stop left the weights of a full update")
+	}
+	loose := smallConfig(1)
+	loose.TargetKL = 1e6
+	c, _ := train(t, loose, 1)
+	if !sameBits(c.theta, full.theta) || c.GradientSteps() != 6*3*3 {
+		t.Errorf("a target never reached changed the run (%d gradient steps)", c.GradientSteps())
+	}
+	bad := smallConfig(1)
+	bad.TargetKL = math.NaN()
+	if err := bad.Validate(); err == nil {
+		t.Error("a NaN target KL validated")
+	}
+}
+
 // TestResumeBitwise: 3 iterations, checkpoint, resume for the rest ends
 // with the same bits as 6 uninterrupted iterations, with and without
 // VecNormalize's statistics.
@@ -319,7 +352,7 @@ func BenchmarkUpdate(b *testing.B) {
 			k := 0
 			cpu0 := cpuTime()
 			for b.Loop() {
-				if _, err := tr.minibatch(w, k, 0.2, 1e-6); err != nil {
+				if _, err := tr.minibatch(w, k, 0.2, 1e-6, 0); err != nil {
 					b.Fatal(err)
 				}
 				k = (k + 1) % len(tr.batches)

@@ -30,7 +30,10 @@ func (t *Trainer) graph(batch, slot int) (*lossGraph[float32], error) {
 
 // update is SB3's PPO.train: Epochs passes over the rollout in fresh
 // random permutations, minibatches of BatchSize (the last one shorter),
-// one Adam step per minibatch after global-norm clipping.
+// one Adam step per minibatch after global-norm clipping. With TargetKL
+// set, the first minibatch whose approximate KL exceeds 1.5·TargetKL is
+// counted in the losses and the epoch's KL but takes no step, and the
+// update ends there, its epoch counted, as SB3's does.
 func (t *Trainer) update(progress float64) (Stats, error) {
 	cfg, b := t.cfg, t.buf
 	lr, clip := cfg.LearningRate.At(progress), cfg.ClipRange.At(progress)
@@ -44,6 +47,7 @@ func (t *Trainer) update(progress float64) (Stats, error) {
 	var nMinibatch int
 	var kl float64
 	var loss float64
+	stop := false
 	for range cfg.Epochs {
 		for i := range t.perm {
 			t.perm[i] = i
@@ -56,7 +60,7 @@ func (t *Trainer) update(progress float64) (Stats, error) {
 		var klSum float64
 		var klN int
 		for k := range t.batches {
-			m, err := t.minibatch(w, k, clip, lr)
+			m, err := t.minibatch(w, k, clip, lr, cfg.TargetKL)
 			if err != nil {
 				return Stats{}, err
 			}
@@ -68,9 +72,16 @@ func (t *Trainer) update(progress float64) (Stats, error) {
 			klSum += m.kl
 			klN++
 			loss = m.pg + cfg.EntCoef*m.ent + cfg.VFCoef*m.vf
+			if m.stopped {
+				stop = true
+				break
+			}
 		}
 		t.epochs++
 		kl = klSum / float64(klN) // SB3 logs the last epoch's mean
+		if stop {
+			break
+		}
 	}
 	if w != nil {
 		// The critic's last Adam step must land before the weights are
@@ -102,6 +113,7 @@ type minibatchStats struct {
 	pg, ent, vf float64 // policy-gradient loss, −mean entropy, value loss
 	clipFrac    float64 // share of samples with |ρ − 1| > ε
 	kl          float64 // mean of (ρ − 1) − log ρ
+	stopped     bool    // kl exceeded 1.5·TargetKL: no step was taken
 }
 
 // minibatch takes one Adam step on the epoch's k-th minibatch: loss and
@@ -111,7 +123,11 @@ type minibatchStats struct {
 // goroutine runs the actor half; every value is computed by the same
 // operations in the same order either way, so the weights are bitwise
 // the same.
-func (t *Trainer) minibatch(w *criticWorker, k int, clip, lr float64) (minibatchStats, error) {
+//
+// With targetKL > 0 and the minibatch's KL above 1.5·targetKL it takes
+// no step (stopped); the critic worker's graph for the next minibatch is
+// loaded and left unused.
+func (t *Trainer) minibatch(w *criticWorker, k int, clip, lr, targetKL float64) (minibatchStats, error) {
 	idx := t.batches[k]
 	g, err := t.graph(len(idx), k%2)
 	if err != nil {
@@ -159,6 +175,10 @@ func (t *Trainer) minibatch(w *criticWorker, k int, clip, lr float64) (minibatch
 	}
 	m.kl /= float64(len(idx))
 	m.clipFrac = float64(clipped) / float64(len(idx))
+	if targetKL > 0 && m.kl > 1.5*targetKL {
+		m.stopped = true
+		return m, nil
+	}
 	_, c, scale := clipCoef(t.sums, t.cfg.MaxGradNorm)
 	step := t.opt.begin(lr)
 	if w == nil {

@@ -1,6 +1,7 @@
 // Package rulespec parses the specs of the tunable vertical rules —
-// "threshold[:measured][:target=U][:tol=T][:window=N]" (agents.Threshold)
-// and "flink[:target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]]"
+// "threshold[:measured][:target=U][:tol=T][:window=N][:start=MC]"
+// (agents.Threshold) and
+// "flink[:target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]][:start=MC]"
 // (agents.RateRule)
 // — into builders of controllers for a scenario. The evaluation's
 // controller registry and the residual policies' base rules (package
@@ -117,7 +118,10 @@ func split(arg string) []string {
 // MetricLagSteps set to the scenario's Physics.MetricLagSteps, a delay an
 // operator knows of its metrics pipeline), and either followed by tuned
 // parameters ":target=U:tol=T:window=N" (ThresholdConfig's Target,
-// Tolerance and ScaleDownWindow), as `eval tune` chooses them.
+// Tolerance and ScaleDownWindow), as `eval tune` chooses them, and
+// ":start=MC", the allocation asked at an episode's first step, before
+// anything is measured (ThresholdConfig.StartCPU; it must lie in the
+// scenario's allocation bounds).
 func ParseThreshold(arg string) (Rule, error) {
 	parts := split(arg)
 	measured := len(parts) > 0 && parts[0] == "measured"
@@ -129,9 +133,10 @@ func ParseThreshold(arg string) (Rule, error) {
 		{key: "target", lo: 0.05, hi: 5, set: func(v float64) { tuned.Target = v }},
 		{key: "tol", lo: 0, hi: 1, set: func(v float64) { tuned.Tolerance = v }},
 		{key: "window", lo: 1, hi: 3600, whole: true, set: func(v float64) { tuned.ScaleDownWindow = int(v) }},
+		{key: "start", lo: 0, hi: 1e6, set: func(v float64) { tuned.StartCPU = v }},
 	})
 	if err != nil {
-		return Rule{}, fmt.Errorf("threshold takes [measured][:target=U][:tol=T][:window=N]: %w", err)
+		return Rule{}, fmt.Errorf("threshold takes [measured][:target=U][:tol=T][:window=N][:start=MC]: %w", err)
 	}
 	spec := "threshold"
 	if measured {
@@ -151,7 +156,7 @@ func ParseThreshold(arg string) (Rule, error) {
 }
 
 // ParseFlink parses the argument of "flink" (after its colon):
-// "[target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]]", the
+// "[target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]][:start=MC]", the
 // Flink-autoscaler / DS2-style rule (agents.RateRule: target rates from
 // the sources along the DAG with measured selectivities, sizing to a
 // target utilization, catch-up capacity for backlog, stabilized
@@ -160,11 +165,12 @@ func ParseThreshold(arg string) (Rule, error) {
 // predictive (RateConfig.TrendWindow, N steps), projecting the sources'
 // trend ahead=S steps on (RateConfig.TrendAhead), by default the
 // scenario's agents.LeadSteps: the metric lag and actuation delay an
-// operator knows of the pipeline, plus the step.
+// operator knows of the pipeline, plus the step. start=MC is the
+// allocation asked at an episode's first step (RateConfig.StartCPU).
 func ParseFlink(arg string) (Rule, error) {
 	tuned := agents.DefaultRateConfig()
 	ahead := -1.0
-	const usage = "flink takes [:target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]]"
+	const usage = "flink takes [:target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]][:start=MC]"
 	canon, err := parseParams(split(arg), []param{
 		{key: "target", lo: 0.05, hi: 1, set: func(v float64) { tuned.Target = v }},
 		{key: "tol", lo: 0, hi: 1, set: func(v float64) { tuned.Tolerance = v }},
@@ -172,6 +178,7 @@ func ParseFlink(arg string) (Rule, error) {
 		{key: "catchup", lo: 0.1, hi: 3600, set: func(v float64) { tuned.CatchUpSeconds = v }},
 		{key: "trend", lo: 3, hi: 3600, whole: true, set: func(v float64) { tuned.TrendWindow = int(v) }},
 		{key: "ahead", lo: 0, hi: 3600, set: func(v float64) { ahead = v }},
+		{key: "start", lo: 0, hi: 1e6, set: func(v float64) { tuned.StartCPU = v }},
 	})
 	if err != nil {
 		return Rule{}, fmt.Errorf("%s: %w", usage, err)

@@ -16,6 +16,8 @@ func TestParse(t *testing.T) {
 		"flink:catchup=30:target=0.7":              "flink:target=0.7:catchup=30",
 		"flink:trend=60:target=0.71":               "flink:target=0.71:trend=60",
 		"flink:ahead=2:trend=30":                   "flink:trend=30:ahead=2",
+		"flink:start=1000:target=0.9":              "flink:target=0.9:start=1000",
+		"threshold:start=3e3":                      "threshold:start=3000",
 	} {
 		r, err := Parse(in)
 		if err != nil || r.String() != want {
@@ -32,9 +34,22 @@ func TestParse(t *testing.T) {
 		"flink:trend=2":                 "trend \"2\" is not a whole number in [3, 3600]",
 		"threshold:measured:target":     "want KEY=VALUE",
 		"threshold:measured:target=NaN": "is not a number",
+		"flink:start=-1":                "start \"-1\" is not a number in [0, 1e+06]",
 	} {
 		if _, err := Parse(in); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("Parse(%q): %v, want an error containing %q", in, err, msg)
+		}
+	}
+	// A start outside the scenario's bounds is refused when the rule is
+	// built.
+	for _, spec := range []string{"flink:start=20000", "threshold:start=100"} {
+		r, err := Parse(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.New(env.Config{App: env.App{Name: "one", SLOMS: 100, Sources: []int{0}, Sinks: []int{0},
+			Tasks: []env.Task{{Name: "a", Selectivity: 1, MIPSPerEvent: 1}}}}); err == nil || !strings.Contains(err.Error(), "start allocation") {
+			t.Errorf("%s built: %v", spec, err)
 		}
 	}
 	if _, err := (Rule{}).New(env.Config{}); err == nil {

@@ -209,7 +209,7 @@ func (f tuneFlags) write(o Options, plan paired.Plan, grid string, res tune.Resu
 	if err := os.WriteFile(filepath.Join(*f.out, "tune.json"), js, 0o644); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	md := fmt.Sprintf("# Tuning %s\n\nGrid `%s` on placements %s (%s, %d intervals); budget %.1f%% of intervals in every cell.\n\n",
+	md := fmt.Sprintf("# Tuning %s\n\nGrid `%s` on placements %s (%s, %d intervals); budget %.3g%% of intervals in every cell.\n\n",
 		*f.base, grid, joinSeeds(plan.Placements), *f.scenario, *f.steps, 100**f.budget)
 	if err := os.WriteFile(filepath.Join(*f.out, "tune.md"), append([]byte(md), tune.Markdown(res)...), 0o644); err != nil {
 		return fmt.Errorf("eval: %w", err)

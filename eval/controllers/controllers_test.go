@@ -76,7 +76,7 @@ func TestParse(t *testing.T) {
 		{"clasp:", "", "empty argument"},
 		{"", "", "unknown controller"},
 		{"Static:5", "", "unknown controller"},
-		{"hpa", "", "known: ppo[:DIR[+DIR…]], ppo-sample[:DIR[+DIR…]], vrebalance[:evals=N][:objective=squared|violation], threshold[:measured][:target=U][:tol=T][:window=N], flink[:target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]], oracle:H:RULE, static:N, clasp"},
+		{"hpa", "", "known: ppo[:DIR[+DIR…]], ppo-sample[:DIR[+DIR…]], vrebalance[:evals=N][:objective=squared|violation], threshold[:measured][:target=U][:tol=T][:window=N][:start=MC], flink[:target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]][:start=MC], oracle:H:RULE, static:N, clasp"},
 	} {
 		s, err := reg.Parse(tc.spec)
 		switch {

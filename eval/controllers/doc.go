@@ -16,6 +16,10 @@
 //	             :trend=N[:ahead=S] makes it predictive (the sources'
 //	             least-squares trend over N steps projected S steps on,
 //	             by default agents.LeadSteps)
+//	threshold…:start=MC, flink…:start=MC either rule asking MC
+//	             millicores for every task at an episode's first step,
+//	             before anything is measured (cold-start headroom,
+//	             StartCPU of agents.ThresholdConfig and RateConfig)
 //	oracle:H:RULE the threshold or flink spec RULE under
 //	             agents.Clairvoyant: its targets raised by the peak of
 //	             the workload over the next H steps, read ahead from the

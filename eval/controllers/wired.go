@@ -22,13 +22,13 @@ import (
 // not exist.
 var ErrNoPolicy = errors.New("no trained policy")
 
-// thresholdParser parses "threshold[:measured][:target=U][:tol=T][:window=N]"
+// thresholdParser parses "threshold[:measured][:target=U][:tol=T][:window=N][:start=MC]"
 // (rulespec.ParseThreshold).
 func thresholdParser() func(string, Options) (Spec, error) {
 	return ruleParser(rulespec.ParseThreshold)
 }
 
-// flinkParser parses "flink[:target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]]"
+// flinkParser parses "flink[:target=U][:tol=T][:window=N][:catchup=S][:trend=N[:ahead=S]][:start=MC]"
 // (rulespec.ParseFlink): the Flink-autoscaler / DS2-style rule.
 func flinkParser() func(string, Options) (Spec, error) {
 	return ruleParser(rulespec.ParseFlink)

@@ -17,8 +17,11 @@ type Reported struct {
 	Source  string `json:"source"`  // where in the paper (table, figure)
 	Summary string `json:"summary"` // our paired summary, path from the repository's root
 	// Rule is the controller of ours the goal compares CPU with.
-	Rule  string         `json:"rule"`
-	Cells []ReportedCell `json:"cells"`
+	Rule string `json:"rule"`
+	// Candidate is the controller of ours held to the goal; empty for the
+	// summary's first learned controller ("our PPO").
+	Candidate string         `json:"candidate,omitempty"`
+	Cells     []ReportedCell `json:"cells"`
 }
 
 // ReportedCell is one profile × trace of a paper.
@@ -29,9 +32,9 @@ type ReportedCell struct {
 }
 
 // reproductionTable renders, per cell of a Reported record, the paper's
-// PPO violation rate beside our PPO's (mean [CI]) and CPU, the rule's, and
-// whether our PPO meets the reproduction goal: violations at or below the
-// paper's and mean CPU at or below the rule's.
+// PPO violation rate beside our PPO's (or the record's Candidate's) mean
+// [CI] and CPU, the rule's, and whether ours meets the reproduction goal:
+// violations at or below the paper's and mean CPU at or below the rule's.
 func reproductionTable(from []byte, load func(string) ([]byte, error)) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(from))
 	dec.DisallowUnknownFields()
@@ -50,13 +53,16 @@ func reproductionTable(from []byte, load func(string) ([]byte, error)) ([]byte, 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.Summary, err)
 	}
-	ppo := ""
-	if len(sum.Protocol.Learned) > 0 {
-		ppo = sum.Protocol.Learned[0]
+	ppo, ours := r.Candidate, "`"+r.Candidate+"`"
+	if ppo == "" {
+		ours = "our PPO"
+		if len(sum.Protocol.Learned) > 0 {
+			ppo = sum.Protocol.Learned[0]
+		}
 	}
 	var b bytes.Buffer
 	pf := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	pf("| profile / trace | paper's PPO violations | our PPO violations | our PPO CPU (mc) | `%s` violations | `%s` CPU (mc) | goal met |\n", r.Rule, r.Rule)
+	pf("| profile / trace | paper's PPO violations | %s violations | %s CPU (mc) | `%s` violations | `%s` CPU (mc) | goal met |\n", ours, ours, r.Rule, r.Rule)
 	pf("|---|---|---|---|---|---|---|\n")
 	for _, c := range r.Cells {
 		var comb *paired.Combination

@@ -207,6 +207,7 @@ func parse(args []string, o command.IO) (run.Options, error) {
 	vfCoef := fs.Float64("vf-coef", 0, "value loss weight vf_coef ≥ 0 (default: 0.5)")
 	lr := fs.String("learning-rate", "", "Adam step size learning_rate: a number (constant), lin_X (rl-zoo: X decaying linearly to 0 at the end) or A..B (linear from A to B) (default: 3e-4 streamscale, lin_1e-3 cartpole)")
 	fs.IntVar(&opts.NEpochs, "n-epochs", 0, "passes over each rollout n_epochs ≥ 1 (default: 20)")
+	fs.Float64Var(&opts.TargetKL, "target-kl", 0, "stop an update early, as SB3's target_kl: at the first minibatch whose approximate KL from the rollout policy exceeds 1.5 × this, a number in [0, 10] (default: 0, off)")
 	fs.IntVar(&opts.BatchSize, "batch-size", 0, "minibatch size batch_size, 2 to the rollout size (default: 256)")
 	netArch := fs.String("net-arch", "", "hidden layer widths of the actor and the critic, comma-separated, e.g. 128,128 (SB3 net_arch; default: 64,64)")
 	criticArch := fs.String("critic-arch", "", "hidden layer widths of the critic alone, comma-separated, e.g. 256,256 (SB3 net_arch=dict(vf=…); default: -net-arch's)")
@@ -275,6 +276,9 @@ func parse(args []string, o command.IO) (run.Options, error) {
 			return run.Options{}, command.Usagef("train: -learning-rate: %v", err)
 		}
 		opts.LearningRate = &s
+	}
+	if !(opts.TargetKL >= 0 && opts.TargetKL <= 10) {
+		return run.Options{}, command.Usagef("train: -target-kl %v, want a number in [0, 10] (0 is off)", opts.TargetKL)
 	}
 	if command.Set(fs, "n-epochs") && opts.NEpochs < 1 {
 		return run.Options{}, command.Usagef("train: -n-epochs %d, want ≥ 1", opts.NEpochs)

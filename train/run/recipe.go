@@ -59,6 +59,7 @@ type Recipe struct {
 	VFCoef            *float64          `toml:"vf-coef" json:"vf-coef,omitempty"`
 	LearningRate      *string           `toml:"learning-rate" json:"learning-rate,omitempty"`
 	NEpochs           *int              `toml:"n-epochs" json:"n-epochs,omitempty"`
+	TargetKL          *float64          `toml:"target-kl" json:"target-kl,omitempty"`
 	BatchSize         *int              `toml:"batch-size" json:"batch-size,omitempty"`
 	NetArch           []int             `toml:"net-arch,omitempty" json:"net-arch,omitempty"`
 	CriticArch        []int             `toml:"critic-arch,omitempty" json:"critic-arch,omitempty"`
@@ -137,6 +138,7 @@ func (r Recipe) Flags() [][2]string {
 	flt("vf-coef", r.VFCoef)
 	str("learning-rate", r.LearningRate)
 	integer("n-epochs", r.NEpochs)
+	flt("target-kl", r.TargetKL)
 	integer("batch-size", r.BatchSize)
 	ints("net-arch", r.NetArch)
 	ints("critic-arch", r.CriticArch)
@@ -152,7 +154,7 @@ func (r Recipe) Flags() [][2]string {
 var RecipeKeys = []string{
 	"env", "profile", "scenario", "randomize", "train-placements", "select", "action-utilization", "action-deltas",
 	"reward-span", "train-traces", "seed", "steps", "envs", "norm-obs", "norm-reward", "ent-coef", "clip-range-vf",
-	"gamma", "gae-lambda", "vf-coef", "learning-rate", "n-epochs", "batch-size", "net-arch", "critic-arch",
+	"gamma", "gae-lambda", "vf-coef", "learning-rate", "n-epochs", "target-kl", "batch-size", "net-arch", "critic-arch",
 	"residual", "objective", "first-logit-bias", "residual-context",
 }
 

@@ -87,6 +87,10 @@ type Options struct {
 	LearningRate        *ppo.Schedule
 	NEpochs, BatchSize  int
 	NetArch, CriticArch []int
+	// TargetKL, when > 0, is ppo.Config's target_kl (-target-kl): an
+	// update stops at the first minibatch whose approximate KL exceeds
+	// 1.5 times it.
+	TargetKL float64
 	// CPUProfile, when set, is where the command writes a CPU profile;
 	// Run ignores it.
 	CPUProfile string
@@ -163,6 +167,7 @@ type Summary struct {
 	VFCoef         *float64 `json:"vf_coef,omitempty"`       // -vf-coef
 	LearningRate   string   `json:"learning_rate,omitempty"` // -learning-rate, as ppo.ParseSchedule reads it
 	NEpochs        int      `json:"n_epochs,omitempty"`      // -n-epochs
+	TargetKL       float64  `json:"target_kl,omitempty"`     // -target-kl
 	BatchSize      int      `json:"batch_size,omitempty"`    // -batch-size
 	NetArch        []int    `json:"net_arch,omitempty"`      // -net-arch
 	CriticArch     []int    `json:"critic_arch,omitempty"`   // -critic-arch
@@ -395,6 +400,9 @@ func (o Options) Config() (ppo.Config, error) {
 	override(&cfg.Lambda, o.GAELambda)
 	override(&cfg.VFCoef, o.VFCoef)
 	override(&cfg.LearningRate, o.LearningRate)
+	if o.TargetKL > 0 {
+		cfg.TargetKL = o.TargetKL
+	}
 	if o.NEpochs > 0 {
 		cfg.Epochs = o.NEpochs
 	}
@@ -727,6 +735,7 @@ func (r *run) summarise(pol *policy.Policy, sha string, best *float64, wall floa
 	}
 	sum.GAELambda, sum.VFCoef, sum.NEpochs, sum.BatchSize = o.GAELambda, o.VFCoef, o.NEpochs, o.BatchSize
 	sum.NetArch, sum.CriticArch = o.NetArch, o.CriticArch
+	sum.TargetKL = o.TargetKL
 	if o.LearningRate != nil {
 		sum.LearningRate = o.LearningRate.String()
 	}

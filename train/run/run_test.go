@@ -275,12 +275,12 @@ func TestConfigOverrides(t *testing.T) {
 // weights.
 func TestHyperparameterOverrides(t *testing.T) {
 	lr := ppo.Constant(5e-4)
-	o := Options{Env: "cartpole", Seed: 7, Steps: 512, Envs: 8, Workers: 1, GAELambda: ptr(0.9), VFCoef: ptr(1.0), LearningRate: &lr, NEpochs: 3, BatchSize: 128, NetArch: []int{32}, CriticArch: []int{48, 16}, Out: t.TempDir()}
+	o := Options{Env: "cartpole", Seed: 7, Steps: 512, Envs: 8, Workers: 1, GAELambda: ptr(0.9), VFCoef: ptr(1.0), LearningRate: &lr, NEpochs: 3, BatchSize: 128, NetArch: []int{32}, CriticArch: []int{48, 16}, TargetKL: 5, Out: t.TempDir()}
 	s, err := prepare(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := s.cfg; c.Lambda != 0.9 || c.VFCoef != 1 || c.LearningRate != lr || c.Epochs != 3 || c.BatchSize != 128 || !slices.Equal(c.Hidden, []int{32}) || !slices.Equal(c.CriticHidden, []int{48, 16}) {
+	if c := s.cfg; c.Lambda != 0.9 || c.VFCoef != 1 || c.LearningRate != lr || c.Epochs != 3 || c.BatchSize != 128 || !slices.Equal(c.Hidden, []int{32}) || !slices.Equal(c.CriticHidden, []int{48, 16}) || c.TargetKL != 5 {
 		t.Fatalf("config %+v", c)
 	}
 	sum, err := runJSON(t, context.Background(), o)
@@ -288,7 +288,7 @@ func TestHyperparameterOverrides(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 2 iterations × 3 epochs × 2 minibatches of 128.
-	if *sum.GAELambda != 0.9 || *sum.VFCoef != 1 || sum.LearningRate != "0.0005" || sum.NEpochs != 3 || sum.BatchSize != 128 || !slices.Equal(sum.NetArch, []int{32}) || !slices.Equal(sum.CriticArch, []int{48, 16}) || sum.Updates != 12 {
+	if *sum.GAELambda != 0.9 || *sum.VFCoef != 1 || sum.LearningRate != "0.0005" || sum.NEpochs != 3 || sum.BatchSize != 128 || !slices.Equal(sum.NetArch, []int{32}) || !slices.Equal(sum.CriticArch, []int{48, 16}) || sum.Updates != 12 || sum.TargetKL != 5 {
 		t.Errorf("summary %+v", sum)
 	}
 	pol, card, err := policy.Read(os.DirFS(o.Out), policy.FileName)
