@@ -82,10 +82,11 @@ func recipeCases() []recipeCase {
 		}
 		cs = append(cs, c)
 	}
-	// Recipes of 2026-12-04 and 2026-12-05, cards under
+	// Recipes of 2026-12-04 to 2026-12-06, cards under
 	// testdata/cards-<day>/<name>: the residual policies (the first
 	// training seed's run of each; docs/experiments/2026-12-04-residual.md,
-	// 2026-12-05-residual-flink.md) and the default set before 2026-12-05
+	// 2026-12-05-residual-flink.md, 2026-12-06-cold-start.md) and the
+	// default set before 2026-12-05
 	// (residual-threshold, seed 1).
 	pred := []string{"pred"}
 	for _, a := range []struct {
@@ -100,6 +101,9 @@ func recipeCases() []recipeCase {
 		{"2026-12-05", "residual-flink-trend", both}, {"2026-12-05", "residual-flink-trend-intel", pred},
 		{"2026-12-05", "residual-flink-stack4", both}, {"2026-12-05", "residual-flink-lagrangian-025", pred},
 		{"2026-12-05", "residual-flink-lagrangian-030", pred}, {"2026-12-05", "residual-flink-forecast", both},
+		{"2026-12-06", "residual-paper", both}, {"2026-12-06", "residual-paper-lagrangian", both},
+		{"2026-12-06", "residual-paper-intel", pred}, {"2026-12-06", "residual-paper-intel-lagrangian", pred},
+		{"2026-12-06", "residual-paper-kl", both},
 	} {
 		cs = append(cs, recipeCase{recipe: "ablations/" + a.name + ".toml", cards: "testdata/cards-" + a.day + "/" + a.name, profiles: a.profiles})
 	}
