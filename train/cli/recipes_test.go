@@ -103,7 +103,7 @@ func recipeCases() []recipeCase {
 		{"2026-12-05", "residual-flink-lagrangian-030", pred}, {"2026-12-05", "residual-flink-forecast", both},
 		{"2026-12-06", "residual-paper", both}, {"2026-12-06", "residual-paper-lagrangian", both},
 		{"2026-12-06", "residual-paper-intel", pred}, {"2026-12-06", "residual-paper-intel-lagrangian", pred},
-		{"2026-12-06", "residual-paper-kl", both},
+		{"2026-12-06", "residual-paper-kl", both}, {"2026-12-06", "residual-forecast-kl", both},
 	} {
 		cs = append(cs, recipeCase{recipe: "ablations/" + a.name + ".toml", cards: "testdata/cards-" + a.day + "/" + a.name, profiles: a.profiles})
 	}
@@ -384,7 +384,7 @@ func TestParseSeeds(t *testing.T) {
 // weights; the second card records the file and its hash.
 func TestResolvedRecipeRetrains(t *testing.T) {
 	for _, args := range [][]string{
-		{"-env", "cartpole", "-steps", "1024", "-envs", "8", "-n-epochs", "2", "-seed", "4", "-learning-rate", "lin_1e-3", "-net-arch", "16,16"},
+		{"-env", "cartpole", "-steps", "1024", "-envs", "8", "-n-epochs", "2", "-seed", "4", "-learning-rate", "lin_1e-3", "-net-arch", "16,16", "-target-kl", "0.001"},
 		{"-profile", "etl", "-steps", "1", "-envs", "4", "-n-epochs", "1", "-batch-size", "2048", "-select", "last", "-action-utilization", "0,0.8,0.6,0.45,0.3", "-reward-span", "8000", "-gamma", "0.9", "-norm-obs", "-norm-reward"},
 		{"-steps", "1", "-envs", "4", "-n-epochs", "1", "-batch-size", "4096", "-seed", "11"}, // default deltas, traces, span, placements; dev-reward selection
 	} {

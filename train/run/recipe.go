@@ -293,6 +293,9 @@ func (o Options) Resolved(cfg ppo.Config) Recipe {
 		NormObs: ptr(cfg.NormObs), NormReward: ptr(cfg.NormReward), EntCoef: ptr(cfg.EntCoef), ClipRangeVF: ptr(cfg.ClipRangeVF),
 		Gamma: ptr(cfg.Gamma), GAELambda: ptr(cfg.Lambda), VFCoef: ptr(cfg.VFCoef), LearningRate: ptr(cfg.LearningRate.String()),
 		NEpochs: ptr(cfg.Epochs), BatchSize: ptr(cfg.BatchSize), NetArch: slices.Clone(cfg.Hidden), CriticArch: slices.Clone(cfg.CriticHidden)}
+	if cfg.TargetKL > 0 {
+		r.TargetKL = ptr(cfg.TargetKL) // absent when off, as SB3's None
+	}
 	if o.Env != "streamscale" {
 		return r
 	}
