@@ -27,8 +27,9 @@ import (
 // DefaultControllers is the default -controllers list of `eval paired`;
 // entries not available yet are skipped with a notice. The tuned rules
 // are the configurations `eval tune` chose on the development placements
-// (results/tune/*.json; a test holds the list to them).
-const DefaultControllers = "ppo,vrebalance,threshold,threshold:measured," + TunedThreshold + ",flink," + TunedFlink + ",clasp,static:500,static:2000,static:10000"
+// (results/tune/*.json; a test holds the list to them); PredictiveFlink is
+// the default set's base rule.
+const DefaultControllers = "ppo,vrebalance,threshold,threshold:measured," + TunedThreshold + ",flink," + TunedFlink + "," + PredictiveFlink + ",clasp,static:500,static:2000,static:10000"
 
 // The rules as `eval tune` chose them (results/tune/threshold-measured.json
 // and results/tune/flink.json): least CPU within the 2% violation budget in
@@ -36,6 +37,12 @@ const DefaultControllers = "ppo,vrebalance,threshold,threshold:measured," + Tune
 const (
 	TunedThreshold = "threshold:measured:target=0.7:tol=0.1:window=10"
 	TunedFlink     = "flink:target=0.7:window=10:catchup=30"
+	// PredictiveFlink is our predictive extension of the tuned DS2-style
+	// rule (the sources' least-squares load trend over 60 steps), chosen
+	// on the development placements in
+	// docs/experiments/2026-12-05-forecast.md; the default policy set
+	// (configs/residual.toml) is a residual policy over it.
+	PredictiveFlink = "flink:target=0.71:window=10:catchup=30:trend=60"
 )
 
 // Artifact names in the -out directory.

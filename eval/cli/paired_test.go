@@ -250,7 +250,7 @@ func TestPairedDefaultsSkipUnavailable(t *testing.T) {
 	if err := json.Unmarshal(js, &sum); err != nil {
 		t.Fatal(err)
 	}
-	if sum.Protocol.Candidate != "vrebalance" || len(sum.Protocol.Controllers) != 10 || len(sum.Protocol.Horizontal) != 1 || sum.Protocol.Horizontal[0] != "clasp" {
+	if sum.Protocol.Candidate != "vrebalance" || len(sum.Protocol.Controllers) != 11 || len(sum.Protocol.Horizontal) != 1 || sum.Protocol.Horizontal[0] != "clasp" {
 		t.Errorf("protocol %+v", sum.Protocol)
 	}
 }

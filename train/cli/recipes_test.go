@@ -104,7 +104,8 @@ func recipeCases() []recipeCase {
 		{"2026-12-06", "residual-paper", both}, {"2026-12-06", "residual-paper-lagrangian", both},
 		{"2026-12-06", "residual-paper-intel", pred}, {"2026-12-06", "residual-paper-intel-lagrangian", pred},
 		{"2026-12-06", "residual-paper-kl", both}, {"2026-12-06", "residual-forecast-kl", both},
-		{"2026-12-06", "residual-forecast-kl01", both},
+		{"2026-12-06", "residual-forecast-kl01", both}, {"2026-12-06", "residual-forecast-kl01-longer", pred},
+		{"2026-12-06", "residual-flink", both},
 	} {
 		cs = append(cs, recipeCase{recipe: "ablations/" + a.name + ".toml", cards: "testdata/cards-" + a.day + "/" + a.name, profiles: a.profiles})
 	}
