@@ -57,3 +57,22 @@ func snapToGrid(x, q float64) float64 {
 func ceilToGrid(x, q float64) float64 {
 	return math.Ceil(x/q-1e-9) * q
 }
+
+// checkStart validates a rule's cold-start allocation (StartCPU of
+// ThresholdConfig and RateConfig): 0 (off) or within [lo, hi].
+func checkStart(rule string, start, lo, hi float64) error {
+	if start != 0 && !(start >= lo && start <= hi) {
+		return fmt.Errorf("agents: %s start allocation %v millicores outside [%v, %v] (0 is off)", rule, start, lo, hi)
+	}
+	return nil
+}
+
+// coldStart returns a rule's first-step target for a task it would send
+// to target: the cold-start allocation start on the grid q (at most hi)
+// when that is larger, and whether it was.
+func coldStart(target, start, q, hi float64) (float64, bool) {
+	if start > target {
+		return min(ceilToGrid(start, q), hi), true
+	}
+	return target, false
+}

@@ -95,10 +95,8 @@ func (c RateConfig) validate() error {
 		return fmt.Errorf("agents: rate rule trend horizon %v steps outside [0, 3600]", c.TrendAhead)
 	case c.TrendAhead > 0 && c.TrendWindow == 0:
 		return fmt.Errorf("agents: rate rule trend horizon %v steps without a trend window", c.TrendAhead)
-	case c.StartCPU != 0 && !(c.StartCPU >= c.MinCPU && c.StartCPU <= c.MaxCPU):
-		return fmt.Errorf("agents: rate rule start allocation %v millicores outside [%v, %v] (0 is off)", c.StartCPU, c.MinCPU, c.MaxCPU)
 	}
-	return nil
+	return checkStart("rate rule", c.StartCPU, c.MinCPU, c.MaxCPU)
 }
 
 // RateRule is the vertical autoscaling rule a stream-processing operator
@@ -295,8 +293,8 @@ func (r *RateRule) Act(obs env.Observation) (env.Action, error) {
 		default:
 			r.targets[k] = cur
 		}
-		if r.filled == 0 && c.StartCPU > r.targets[k] {
-			r.targets[k] = min(ceilToGrid(c.StartCPU, c.Quantum), c.MaxCPU)
+		if r.filled == 0 {
+			r.targets[k], _ = coldStart(r.targets[k], c.StartCPU, c.Quantum, c.MaxCPU)
 		}
 	}
 	r.head = (r.head + 1) % w

@@ -112,10 +112,8 @@ func (c ThresholdConfig) validate() error {
 		return fmt.Errorf("agents: threshold quantum %v millicores, want a positive number", c.Quantum)
 	case !(c.MinCPU > 0) || !(c.MaxCPU >= c.MinCPU) || !finite(c.MaxCPU):
 		return fmt.Errorf("agents: threshold CPU bounds [%v, %v] millicores invalid", c.MinCPU, c.MaxCPU)
-	case c.StartCPU != 0 && !(c.StartCPU >= c.MinCPU && c.StartCPU <= c.MaxCPU):
-		return fmt.Errorf("agents: threshold start allocation %v millicores outside [%v, %v] (0 is off)", c.StartCPU, c.MinCPU, c.MaxCPU)
 	}
-	return nil
+	return checkStart("threshold", c.StartCPU, c.MinCPU, c.MaxCPU)
 }
 
 // ScaleReason says why Threshold chose a task's target.
@@ -303,8 +301,10 @@ func (t *Threshold) Act(obs env.Observation) (env.Action, error) {
 		case rec < cur:
 			d.Reason = Stabilized
 		}
-		if first && c.StartCPU > d.Target {
-			d.Target, d.Reason = min(ceilToGrid(c.StartCPU, c.Quantum), c.MaxCPU), ColdStart
+		if first {
+			if x, ok := coldStart(d.Target, c.StartCPU, c.Quantum, c.MaxCPU); ok {
+				d.Target, d.Reason = x, ColdStart
+			}
 		}
 		t.targets[k] = d.Target
 		t.last[k] = d

@@ -352,7 +352,7 @@ func BenchmarkUpdate(b *testing.B) {
 			k := 0
 			cpu0 := cpuTime()
 			for b.Loop() {
-				if _, err := tr.minibatch(w, k, 0.2, 1e-6, 0); err != nil {
+				if _, err := tr.minibatch(w, k, 0.2, 1e-6); err != nil {
 					b.Fatal(err)
 				}
 				k = (k + 1) % len(tr.batches)

@@ -60,7 +60,7 @@ func (t *Trainer) update(progress float64) (Stats, error) {
 		var klSum float64
 		var klN int
 		for k := range t.batches {
-			m, err := t.minibatch(w, k, clip, lr, cfg.TargetKL)
+			m, err := t.minibatch(w, k, clip, lr)
 			if err != nil {
 				return Stats{}, err
 			}
@@ -124,10 +124,10 @@ type minibatchStats struct {
 // operations in the same order either way, so the weights are bitwise
 // the same.
 //
-// With targetKL > 0 and the minibatch's KL above 1.5·targetKL it takes
+// With TargetKL set and the minibatch's KL above 1.5·TargetKL it takes
 // no step (stopped); the critic worker's graph for the next minibatch is
 // loaded and left unused.
-func (t *Trainer) minibatch(w *criticWorker, k int, clip, lr, targetKL float64) (minibatchStats, error) {
+func (t *Trainer) minibatch(w *criticWorker, k int, clip, lr float64) (minibatchStats, error) {
 	idx := t.batches[k]
 	g, err := t.graph(len(idx), k%2)
 	if err != nil {
@@ -175,7 +175,7 @@ func (t *Trainer) minibatch(w *criticWorker, k int, clip, lr, targetKL float64) 
 	}
 	m.kl /= float64(len(idx))
 	m.clipFrac = float64(clipped) / float64(len(idx))
-	if targetKL > 0 && m.kl > 1.5*targetKL {
+	if kl := t.cfg.TargetKL; kl > 0 && m.kl > 1.5*kl {
 		m.stopped = true
 		return m, nil
 	}
