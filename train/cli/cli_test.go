@@ -41,6 +41,8 @@ func TestUsage(t *testing.T) {
 		{[]string{"-gae-lambda", "1.5"}, "train: -gae-lambda 1.5, want a number in [0, 1]"},
 		{[]string{"-gae-lambda", "NaN"}, "train: -gae-lambda NaN"},
 		{[]string{"-vf-coef", "-1"}, "train: -vf-coef -1, want a number in [0, 1e6]"},
+		{[]string{"-target-kl", "-0.1"}, "train: -target-kl -0.1, want a number in [0, 10] (0 is off)"},
+		{[]string{"-target-kl", "NaN"}, "train: -target-kl NaN, want a number in [0, 10] (0 is off)"},
 		{[]string{"-vf-coef", "Inf"}, "train: -vf-coef +Inf"},
 		{[]string{"-learning-rate", "lin_"}, `train: -learning-rate: ppo: schedule "lin_": "" is not a finite number`},
 		{[]string{"-learning-rate", "0"}, "start must be > 0"},
